@@ -1,0 +1,70 @@
+// Pipeline schedules as data: the ordered operations of every stage for GPipe, 1F1B, interleaved
+// 1F1B and ZB-H1, and a simulator that times such a table into timeline events and a bubble.
+// The runtime executes these tables, the simulator times them and the GUI draws them.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "spec/enums.hpp"
+
+namespace tessera::planner {
+
+/// F = forward; B = whole backward; Bi = backward for the input gradient only (ZB); W = weight gradient (ZB).
+enum class OpKind : uint8_t { forward, backward, backward_input, backward_weight };
+std::string_view op_kind_name(OpKind kind);  ///< "F", "B", "Bi", "W"
+
+struct PipelineOp {
+  OpKind kind = OpKind::forward;
+  int32_t microbatch = 0;
+  int32_t chunk = 0;  ///< model chunk on this stage (virtual stage = chunk * pp + stage)
+  bool operator==(const PipelineOp&) const = default;
+};
+
+struct ScheduleTable {
+  spec::Schedule schedule = spec::Schedule::one_f_one_b;
+  int pp = 1;
+  int vpp = 1;
+  int microbatches = 1;
+  std::vector<std::vector<PipelineOp>> stages;  ///< per pipeline stage, in execution order
+};
+
+/// The operation table of a schedule; throws std::invalid_argument naming the rule on a bad shape
+/// (interleaved needs vpp >= 2 and microbatches % pp == 0; others need vpp == 1).
+ScheduleTable make_schedule(spec::Schedule schedule, int pp, int vpp, int microbatches);
+
+/// Per-op durations in seconds, indexed by virtual stage (chunk * pp + stage).
+struct OpCosts {
+  std::vector<double> forward_s;
+  std::vector<double> backward_s;         ///< whole backward (B); Bi + W when split
+  std::vector<double> backward_input_s;   ///< ZB: input-gradient part
+  std::vector<double> backward_weight_s;  ///< ZB: weight-gradient part
+  double p2p_s = 0;                       ///< send of an activation or gradient between consecutive virtual stages
+  /// The same cost for every virtual stage; Bi and W each half of B.
+  static OpCosts uniform(int virtual_stages, double forward_s, double backward_s, double p2p_s = 0);
+};
+
+struct TimelineEvent {
+  int32_t stage = 0;
+  PipelineOp op;
+  double start_s = 0;
+  double end_s = 0;
+};
+
+struct Simulation {
+  std::vector<TimelineEvent> events;   ///< empty when not recorded
+  double makespan_s = 0;               ///< end of the last op
+  std::vector<double> busy_s;          ///< per stage
+  std::vector<int> peak_in_flight;     ///< per stage: most chunk-microbatches whose activations are held
+  double bubble_fraction = 0;          ///< idle / makespan on the busiest stage
+};
+
+/// Times a table: each stage runs its ops in order, each op as soon as its stage is free and its
+/// inputs have arrived. Throws std::invalid_argument when the table deadlocks.
+Simulation simulate(const ScheduleTable& table, const OpCosts& costs, bool record_events = true);
+
+/// Peak number of chunk-microbatches with activations held on a stage (from F until its B or Bi).
+int peak_in_flight(const ScheduleTable& table, int stage);
+
+}  // namespace tessera::planner

@@ -1,0 +1,54 @@
+// Spec errors and the "did you mean" helper.
+#include "spec/errors.hpp"
+
+#include <algorithm>
+#include <numeric>
+
+namespace tessera::spec {
+
+namespace {
+std::string join_messages(const std::vector<FieldError>& errors) {
+  std::string text;
+  for (const auto& e : errors) {
+    if (!text.empty()) text += "\n";
+    text += e.message;
+  }
+  return text;
+}
+}  // namespace
+
+SpecError::SpecError(std::vector<FieldError> errors)
+    : std::runtime_error(join_messages(errors)), errors_(std::move(errors)) {}
+
+int edit_distance(std::string_view a, std::string_view b) {
+  std::vector<int> row(b.size() + 1);
+  std::iota(row.begin(), row.end(), 0);
+  for (size_t i = 1; i <= a.size(); ++i) {
+    int diagonal = row[0];
+    row[0] = static_cast<int>(i);
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const int above = row[j];
+      const int substitution = diagonal + (a[i - 1] == b[j - 1] ? 0 : 1);
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, substitution});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+std::string closest_name(std::string_view name, const std::vector<std::string>& candidates) {
+  std::string best;
+  int best_distance = 0;
+  for (const auto& candidate : candidates) {
+    const int d = edit_distance(name, candidate);
+    if (best.empty() || d < best_distance) {
+      best = candidate;
+      best_distance = d;
+    }
+  }
+  // Only suggest what is plausibly a typo: at most a third of the longer name changed.
+  const int limit = std::max<int>(2, static_cast<int>(std::max(name.size(), best.size()) / 3));
+  return best_distance <= limit ? best : std::string{};
+}
+
+}  // namespace tessera::spec

@@ -1,0 +1,360 @@
+// Parsing and writing the run spec: one table of fields drives reading, writing, suggestions and set_field.
+#include "spec/run_spec.hpp"
+
+#include <fstream>
+#include <functional>
+#include <map>
+#include <set>
+#include <sstream>
+
+namespace tessera::spec {
+
+using nlohmann::json;
+
+namespace {
+
+std::string show(const json& value) { return value.dump(); }
+
+struct Field {
+  std::string name;
+  bool required = false;  ///< must come from the document or the preset
+  std::function<void(RunSpec&, const json&, const std::string& path, std::vector<FieldError>&)> read;
+  std::function<json(const RunSpec&)> write;
+};
+
+template <typename S, typename T>
+Field make_field(std::string name, S RunSpec::*section, T S::*member, bool required = false) {
+  Field f;
+  f.name = name;
+  f.required = required;
+  f.read = [section, member](RunSpec& spec, const json& v, const std::string& path, std::vector<FieldError>& errors) {
+    T& target = spec.*section.*member;
+    if constexpr (std::is_same_v<T, bool>) {
+      if (!v.is_boolean()) return errors.push_back({path, path + " must be true or false, got " + show(v)});
+      target = v.get<bool>();
+    } else if constexpr (std::is_integral_v<T>) {
+      if (!v.is_number_integer()) return errors.push_back({path, path + " must be an integer, got " + show(v)});
+      target = static_cast<T>(v.get<int64_t>());
+    } else if constexpr (std::is_floating_point_v<T>) {
+      if (!v.is_number()) return errors.push_back({path, path + " must be a number, got " + show(v)});
+      target = v.get<double>();
+    } else if constexpr (std::is_same_v<T, std::string>) {
+      if (!v.is_string()) return errors.push_back({path, path + " must be a string, got " + show(v)});
+      target = v.get<std::string>();
+    } else {
+      const auto names = enum_spellings<T>();
+      if (!v.is_string())
+        return errors.push_back({path, path + " must be one of " + join_spellings(names) + ", got " + show(v)});
+      const auto text = v.get<std::string>();
+      if (auto parsed = enum_from_string<T>(text)) {
+        target = *parsed;
+      } else {
+        std::string message = path + "=\"" + text + "\" must be one of " + join_spellings(names);
+        if (auto near = closest_name(text, names); !near.empty()) message += " (did you mean \"" + near + "\"?)";
+        errors.push_back({path, message});
+      }
+    }
+  };
+  f.write = [section, member](const RunSpec& spec) -> json {
+    const T& value = spec.*section.*member;
+    if constexpr (std::is_enum_v<T>) {
+      return std::string(to_string(value));
+    } else {
+      return value;
+    }
+  };
+  return f;
+}
+
+struct Section {
+  std::string name;
+  std::vector<Field> fields;
+  const Field* find(std::string_view field) const {
+    for (const auto& f : fields)
+      if (f.name == field) return &f;
+    return nullptr;
+  }
+  std::vector<std::string> names() const {
+    std::vector<std::string> out;
+    for (const auto& f : fields) out.push_back(f.name);
+    return out;
+  }
+};
+
+const std::vector<Section>& sections() {
+  static const std::vector<Section> table = [] {
+    using M = ModelSpec;
+    using P = ParallelSpec;
+    using T = TrainingSpec;
+    using C = ClusterSpec;
+    constexpr auto m = &RunSpec::model;
+    constexpr auto p = &RunSpec::parallel;
+    constexpr auto t = &RunSpec::training;
+    constexpr auto c = &RunSpec::cluster;
+    std::vector<Section> s;
+    s.push_back({"model",
+                 {make_field("preset", m, &M::preset), make_field("arch", m, &M::arch, true),
+                  make_field("num_layers", m, &M::num_layers, true), make_field("hidden_size", m, &M::hidden_size, true),
+                  make_field("num_attention_heads", m, &M::num_attention_heads, true),
+                  make_field("num_query_groups", m, &M::num_query_groups),
+                  make_field("ffn_hidden_size", m, &M::ffn_hidden_size), make_field("vocab_size", m, &M::vocab_size, true),
+                  make_field("seq_length", m, &M::seq_length, true), make_field("normalization", m, &M::normalization),
+                  make_field("activation", m, &M::activation), make_field("position_embedding", m, &M::position_embedding),
+                  make_field("tie_embeddings", m, &M::tie_embeddings), make_field("num_experts", m, &M::num_experts),
+                  make_field("moe_top_k", m, &M::moe_top_k), make_field("moe_ffn_hidden_size", m, &M::moe_ffn_hidden_size),
+                  make_field("encoder_layers", m, &M::encoder_layers), make_field("decoder_layers", m, &M::decoder_layers)}});
+    s.push_back({"parallel",
+                 {make_field("tp", p, &P::tp), make_field("pp", p, &P::pp), make_field("dp", p, &P::dp),
+                  make_field("cp", p, &P::cp), make_field("ep", p, &P::ep), make_field("vpp", p, &P::vpp),
+                  make_field("sequence_parallel", p, &P::sequence_parallel), make_field("zero_stage", p, &P::zero_stage),
+                  make_field("distributed_optimizer", p, &P::distributed_optimizer),
+                  make_field("schedule", p, &P::schedule)}});
+    s.push_back({"training",
+                 {make_field("micro_batch_size", t, &T::micro_batch_size),
+                  make_field("global_batch_size", t, &T::global_batch_size), make_field("precision", t, &T::precision),
+                  make_field("recompute", t, &T::recompute), make_field("flash_attention", t, &T::flash_attention),
+                  make_field("train_steps", t, &T::train_steps), make_field("lr", t, &T::lr),
+                  make_field("min_lr", t, &T::min_lr), make_field("warmup_steps", t, &T::warmup_steps),
+                  make_field("weight_decay", t, &T::weight_decay), make_field("grad_clip", t, &T::grad_clip),
+                  make_field("seed", t, &T::seed)}});
+    s.push_back({"cluster",
+                 {make_field("gpu", c, &C::gpu), make_field("nodes", c, &C::nodes),
+                  make_field("gpus_per_node", c, &C::gpus_per_node)}});
+    return s;
+  }();
+  return table;
+}
+
+const Section* find_section(std::string_view name) {
+  for (const auto& s : sections())
+    if (s.name == name) return &s;
+  return nullptr;
+}
+
+// Names that Megatron's arguments or Hugging Face configs use for the spec's fields.
+std::string alias_of(const std::string& key) {
+  static const std::map<std::string, std::string> aliases = {
+      {"tensor_model_parallel_size", "tp"}, {"tensor_parallel", "tp"}, {"tensor_parallel_size", "tp"},
+      {"pipeline_model_parallel_size", "pp"}, {"pipeline_parallel", "pp"}, {"pipeline_parallel_size", "pp"},
+      {"data_parallel_size", "dp"}, {"data_parallel", "dp"}, {"context_parallel_size", "cp"},
+      {"context_parallel", "cp"}, {"expert_model_parallel_size", "ep"}, {"expert_parallel", "ep"},
+      {"virtual_pipeline_model_parallel_size", "vpp"}, {"num_layers_per_virtual_pipeline_stage", "vpp"},
+      {"use_distributed_optimizer", "distributed_optimizer"}, {"num_key_value_heads", "num_query_groups"},
+      {"intermediate_size", "ffn_hidden_size"}, {"num_hidden_layers", "num_layers"},
+      {"max_position_embeddings", "seq_length"}, {"seq_len", "seq_length"}, {"recompute_granularity", "recompute"},
+      {"num_local_experts", "num_experts"}, {"num_experts_per_tok", "moe_top_k"}, {"mbs", "micro_batch_size"},
+      {"gbs", "global_batch_size"}, {"clip_grad", "grad_clip"}, {"lr_warmup_iters", "warmup_steps"},
+      {"train_iters", "train_steps"}};
+  auto it = aliases.find(key);
+  return it == aliases.end() ? std::string{} : it->second;
+}
+
+std::string unknown_message(const std::string& path, const std::string& key, const std::vector<std::string>& valid) {
+  std::string message = "unknown field " + path;
+  std::string near = alias_of(key);
+  if (near.empty() || std::find(valid.begin(), valid.end(), near) == valid.end()) near = closest_name(key, valid);
+  if (!near.empty()) {
+    const auto dot = path.rfind('.');
+    message += " (did you mean " + (dot == std::string::npos ? near : path.substr(0, dot + 1) + near) + "?)";
+  } else {
+    message += " (valid: " + join_spellings(valid) + ")";
+  }
+  return message;
+}
+
+// Fields whose 0 in the struct means "derive": fill them from the others.
+void apply_derived_defaults(RunSpec& spec) {
+  auto& m = spec.model;
+  if (m.num_query_groups == 0) m.num_query_groups = m.num_attention_heads;
+  if (m.ffn_hidden_size == 0) m.ffn_hidden_size = 4 * m.hidden_size;
+  if (m.moe_ffn_hidden_size == 0) m.moe_ffn_hidden_size = m.ffn_hidden_size;
+  if (m.arch == Arch::t5 && m.num_layers == 0) m.num_layers = m.encoder_layers + m.decoder_layers;
+  if (spec.training.global_batch_size == 0) {
+    const int64_t dp = spec.data_parallel();
+    if (dp > 0) spec.training.global_batch_size = spec.training.micro_batch_size * dp;
+  }
+}
+
+}  // namespace
+
+int64_t RunSpec::data_parallel() const {
+  if (parallel.dp > 0) return parallel.dp;
+  const int64_t model_parallel = parallel.tp * parallel.pp * parallel.cp;
+  if (model_parallel <= 0 || world_size() % model_parallel != 0) return 0;
+  return world_size() / model_parallel;
+}
+
+int64_t RunSpec::num_microbatches() const {
+  const int64_t per_step = training.micro_batch_size * data_parallel();
+  return per_step > 0 ? training.global_batch_size / per_step : 0;
+}
+
+int64_t RunSpec::effective_zero_stage() const {
+  if (parallel.zero_stage > 0) return parallel.zero_stage;
+  return parallel.distributed_optimizer ? 1 : 0;
+}
+
+const std::vector<std::string>& section_names() {
+  static const std::vector<std::string> names = {"model", "parallel", "training", "cluster"};
+  return names;
+}
+
+const std::vector<std::string>& field_names(std::string_view section) {
+  static const std::map<std::string, std::vector<std::string>, std::less<>> names = [] {
+    std::map<std::string, std::vector<std::string>, std::less<>> out;
+    for (const auto& s : sections()) out[s.name] = s.names();
+    return out;
+  }();
+  static const std::vector<std::string> none;
+  auto it = names.find(section);
+  return it == names.end() ? none : it->second;
+}
+
+RunSpec parse_spec(const json& document, const PresetCatalog& presets) {
+  std::vector<FieldError> errors;
+  if (!document.is_object()) throw SpecError({{"", "a run spec must be a JSON object, got " + show(document)}});
+
+  std::vector<std::string> top_level = {"name"};
+  for (const auto& s : section_names()) top_level.push_back(s);
+  for (const auto& [key, value] : document.items()) {
+    if (std::find(top_level.begin(), top_level.end(), key) == top_level.end())
+      errors.push_back({key, unknown_message(key, key, top_level)});
+  }
+
+  RunSpec spec;
+  if (document.contains("name")) {
+    if (document["name"].is_string()) spec.name = document["name"].get<std::string>();
+    else errors.push_back({"name", "name must be a string, got " + show(document["name"])});
+  }
+
+  std::set<std::string> given;  // dotted paths that the document or a preset set
+  for (const auto& section : sections()) {
+    if (!document.contains(section.name)) continue;
+    const json& body = document[section.name];
+    if (!body.is_object()) {
+      errors.push_back({section.name, section.name + " must be a JSON object, got " + show(body)});
+      continue;
+    }
+    // A model preset fills the whole section first; explicit fields override it.
+    if (section.name == "model" && body.contains("preset")) {
+      const json& id = body["preset"];
+      if (!id.is_string()) {
+        errors.push_back({"model.preset", "model.preset must be a string, got " + show(id)});
+      } else if (const ModelPreset* preset = presets.model(id.get<std::string>())) {
+        for (const auto& [key, value] : preset->model.items()) {
+          if (const Field* f = section.find(key)) {
+            f->read(spec, value, "model." + key, errors);
+            given.insert("model." + key);
+          }
+        }
+      } else {
+        std::string message = "model.preset=\"" + id.get<std::string>() + "\" is not a known model preset";
+        if (auto near = closest_name(id.get<std::string>(), presets.model_ids()); !near.empty())
+          message += " (did you mean \"" + near + "\"?)";
+        else
+          message += " (known: " + join_spellings(presets.model_ids()) + ")";
+        errors.push_back({"model.preset", message});
+      }
+    }
+    for (const auto& [key, value] : body.items()) {
+      const std::string path = section.name + "." + key;
+      const Field* f = section.find(key);
+      if (!f) {
+        errors.push_back({path, unknown_message(path, key, section.names())});
+        continue;
+      }
+      f->read(spec, value, path, errors);
+      given.insert(path);
+      if (path == "parallel.dp" && value.is_number_integer() && value.get<int64_t>() <= 0)
+        errors.push_back({path, "parallel.dp=" + show(value) + " must be a positive integer (omit it to derive dp from the cluster)"});
+    }
+  }
+
+  for (const auto& section : sections()) {
+    for (const auto& f : section.fields) {
+      const std::string path = section.name + "." + f.name;
+      const bool t5_layers = spec.model.arch == Arch::t5 && path == "model.num_layers" &&
+                             given.count("model.encoder_layers") && given.count("model.decoder_layers");
+      if (f.required && !given.count(path) && !t5_layers)
+        errors.push_back({path, path + " is missing: give it, or start from a model.preset"});
+    }
+  }
+  if (!errors.empty()) throw SpecError(std::move(errors));
+
+  apply_derived_defaults(spec);
+  require_valid(spec, presets);
+  return spec;
+}
+
+RunSpec parse_spec_text(const std::string& text, const PresetCatalog& presets) {
+  json document;
+  try {
+    document = json::parse(text);
+  } catch (const json::parse_error& e) {
+    throw SpecError({{"", std::string("the spec is not valid JSON: ") + e.what()}});
+  }
+  return parse_spec(document, presets);
+}
+
+RunSpec load_spec_file(const std::string& path, const PresetCatalog& presets) {
+  std::ifstream in(path);
+  if (!in) throw SpecError({{"", "cannot read spec file " + path}});
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  try {
+    return parse_spec_text(buffer.str(), presets);
+  } catch (const SpecError& e) {
+    std::vector<FieldError> errors = e.errors();
+    if (errors.size() == 1 && errors[0].field.empty()) errors[0].message = path + ": " + errors[0].message;
+    throw SpecError(std::move(errors));
+  }
+}
+
+nlohmann::ordered_json to_json(const RunSpec& spec) {
+  nlohmann::ordered_json out;
+  if (!spec.name.empty()) out["name"] = spec.name;
+  for (const auto& section : sections()) {
+    nlohmann::ordered_json body = nlohmann::ordered_json::object();
+    for (const auto& f : section.fields) {
+      if (section.name == "model" && f.name == "preset" && spec.model.preset.empty()) continue;
+      if (section.name == "parallel" && f.name == "dp" && spec.parallel.dp == 0) continue;
+      if (section.name == "model" && (f.name == "encoder_layers" || f.name == "decoder_layers") &&
+          spec.model.arch != Arch::t5)
+        continue;
+      body[f.name] = f.write(spec);
+    }
+    out[section.name] = body;
+  }
+  return out;
+}
+
+void set_field(RunSpec& spec, std::string_view dotted_path, const json& value, const PresetCatalog& presets) {
+  const auto dot = dotted_path.find('.');
+  const std::string path(dotted_path);
+  const Section* section = dot == std::string_view::npos ? nullptr : find_section(dotted_path.substr(0, dot));
+  if (!section) throw SpecError({{path, unknown_message(path, path, section_names())}});
+  const std::string key(dotted_path.substr(dot + 1));
+  const Field* f = section->find(key);
+  if (!f) throw SpecError({{path, unknown_message(path, key, section->names())}});
+  std::vector<FieldError> errors;
+  if (path == "model.preset") {
+    if (!value.is_string()) throw SpecError({{path, "model.preset must be a string, got " + show(value)}});
+    const ModelPreset* preset = presets.model(value.get<std::string>());
+    if (!preset) throw SpecError({{path, "model.preset=\"" + value.get<std::string>() + "\" is not a known model preset"}});
+    RunSpec updated = spec;
+    updated.model = ModelSpec{};
+    for (const auto& [k, v] : preset->model.items())
+      if (const Field* pf = section->find(k)) pf->read(updated, v, "model." + k, errors);
+    updated.model.preset = preset->id;
+    if (!errors.empty()) throw SpecError(std::move(errors));
+    apply_derived_defaults(updated);
+    spec = std::move(updated);
+    return;
+  }
+  RunSpec updated = spec;
+  f->read(updated, value, path, errors);
+  if (!errors.empty()) throw SpecError(std::move(errors));
+  spec = std::move(updated);
+}
+
+}  // namespace tessera::spec

@@ -1,0 +1,118 @@
+// The run spec: model + parallel layout + training + cluster, as one validated value.
+// JSON field names are Megatron's vocabulary; docs/spec.md documents every field.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "spec/enums.hpp"
+#include "spec/errors.hpp"
+#include "spec/presets.hpp"
+
+namespace tessera::spec {
+
+struct ModelSpec {
+  std::string preset;  ///< preset id the section started from ("" = custom)
+  Arch arch = Arch::gpt;
+  int64_t num_layers = 0;
+  int64_t hidden_size = 0;
+  int64_t num_attention_heads = 0;
+  int64_t num_query_groups = 0;      ///< 0 in JSON = same as num_attention_heads (MHA)
+  int64_t ffn_hidden_size = 0;       ///< 0 in JSON = 4 * hidden_size
+  int64_t vocab_size = 0;
+  int64_t seq_length = 0;
+  Normalization normalization = Normalization::layernorm;
+  Activation activation = Activation::gelu;
+  PositionEmbedding position_embedding = PositionEmbedding::learned;
+  bool tie_embeddings = true;
+  int64_t num_experts = 1;           ///< 1 = dense MLP
+  int64_t moe_top_k = 1;
+  int64_t moe_ffn_hidden_size = 0;   ///< 0 in JSON = ffn_hidden_size
+  int64_t encoder_layers = 0;        ///< t5 only
+  int64_t decoder_layers = 0;        ///< t5 only
+
+  int64_t head_dim() const { return hidden_size / num_attention_heads; }
+  bool is_moe() const { return num_experts > 1; }
+  bool operator==(const ModelSpec&) const = default;
+};
+
+struct ParallelSpec {
+  int64_t tp = 1, pp = 1;
+  int64_t dp = 0;  ///< 0 = derived from the cluster size (world / (tp*pp*cp))
+  int64_t cp = 1, ep = 1, vpp = 1;
+  bool sequence_parallel = false;
+  int zero_stage = 0;
+  bool distributed_optimizer = false;
+  Schedule schedule = Schedule::one_f_one_b;
+  bool operator==(const ParallelSpec&) const = default;
+};
+
+struct TrainingSpec {
+  int64_t micro_batch_size = 1;
+  int64_t global_batch_size = 0;  ///< 0 in JSON = micro_batch_size * dp (one microbatch)
+  Precision precision = Precision::bf16;
+  Recompute recompute = Recompute::none;
+  bool flash_attention = true;
+  int64_t train_steps = 100;
+  double lr = 3e-4;
+  double min_lr = 3e-5;
+  int64_t warmup_steps = 10;
+  double weight_decay = 0.1;
+  double grad_clip = 1.0;
+  int64_t seed = 1234;
+  bool operator==(const TrainingSpec&) const = default;
+};
+
+struct ClusterSpec {
+  std::string gpu = "h100-sxm";
+  int64_t nodes = 1;
+  int64_t gpus_per_node = 8;
+  int64_t world_size() const { return nodes * gpus_per_node; }
+  bool operator==(const ClusterSpec&) const = default;
+};
+
+struct RunSpec {
+  std::string name;
+  ModelSpec model;
+  ParallelSpec parallel;
+  TrainingSpec training;
+  ClusterSpec cluster;
+  bool operator==(const RunSpec&) const = default;
+
+  /// dp as given, or derived from the cluster (0 when it cannot be derived).
+  int64_t data_parallel() const;
+  int64_t world_size() const { return cluster.world_size(); }
+  int64_t num_microbatches() const;
+  /// ZeRO stage in force: zero_stage, or 1 when only distributed_optimizer is set.
+  int64_t effective_zero_stage() const;
+};
+
+/// Reads a spec: presets are applied first, explicit fields override them, defaults fill the
+/// rest, then everything is validated. Throws SpecError listing every problem.
+RunSpec parse_spec(const nlohmann::json& document, const PresetCatalog& presets = PresetCatalog::builtin());
+/// Reads a spec from JSON text (a syntax error names the line and column).
+RunSpec parse_spec_text(const std::string& text, const PresetCatalog& presets = PresetCatalog::builtin());
+/// Reads a spec file (an unreadable file is a SpecError naming the path).
+RunSpec load_spec_file(const std::string& path, const PresetCatalog& presets = PresetCatalog::builtin());
+
+/// Every rule of docs/spec.md checked on an assembled spec; empty when valid.
+std::vector<FieldError> validate(const RunSpec& spec, const PresetCatalog& presets = PresetCatalog::builtin());
+/// Throws SpecError when validate() finds anything.
+void require_valid(const RunSpec& spec, const PresetCatalog& presets = PresetCatalog::builtin());
+
+/// The full spec as JSON (every field explicit); parse_spec(to_json(s)) == s.
+nlohmann::ordered_json to_json(const RunSpec& spec);
+
+/// Names of the fields of each section, in documentation order (for suggestions and the GUI).
+const std::vector<std::string>& section_names();
+const std::vector<std::string>& field_names(std::string_view section);
+
+/// Sets one field from its dotted path ("parallel.tp") and a JSON value, with the same type
+/// checks as parse_spec (no validation of cross-field rules). Throws SpecError.
+void set_field(RunSpec& spec, std::string_view dotted_path, const nlohmann::json& value,
+               const PresetCatalog& presets = PresetCatalog::builtin());
+
+}  // namespace tessera::spec

@@ -1,0 +1,179 @@
+// The validation rules of the run spec (docs/spec.md lists them); every message names fields and rule.
+#include <string>
+
+#include "spec/run_spec.hpp"
+
+namespace tessera::spec {
+
+namespace {
+
+std::string n(int64_t v) { return std::to_string(v); }
+
+class Checker {
+ public:
+  std::vector<FieldError> errors;
+  void fail(std::string field, std::string message) { errors.push_back({std::move(field), std::move(message)}); }
+  bool positive(const std::string& path, int64_t value) {
+    if (value >= 1) return true;
+    fail(path, path + "=" + n(value) + " must be a positive integer");
+    return false;
+  }
+  void divides(const std::string& divisor_path, int64_t divisor, const std::string& path, int64_t value) {
+    if (divisor >= 1 && value >= 1 && value % divisor != 0)
+      fail(divisor_path, divisor_path + "=" + n(divisor) + " must divide " + path + "=" + n(value));
+  }
+};
+
+}  // namespace
+
+std::vector<FieldError> validate(const RunSpec& spec, const PresetCatalog& presets) {
+  Checker c;
+  const auto& m = spec.model;
+  const auto& p = spec.parallel;
+  const auto& t = spec.training;
+  const auto& cl = spec.cluster;
+
+  // Positive integers everywhere.
+  bool shape_ok = true;
+  for (auto [path, value] : {std::pair{"model.num_layers", m.num_layers}, {"model.hidden_size", m.hidden_size},
+                             {"model.num_attention_heads", m.num_attention_heads},
+                             {"model.num_query_groups", m.num_query_groups}, {"model.ffn_hidden_size", m.ffn_hidden_size},
+                             {"model.vocab_size", m.vocab_size}, {"model.seq_length", m.seq_length},
+                             {"model.num_experts", m.num_experts}, {"model.moe_top_k", m.moe_top_k},
+                             {"model.moe_ffn_hidden_size", m.moe_ffn_hidden_size}})
+    shape_ok = c.positive(path, value) && shape_ok;
+  bool layout_ok = true;
+  for (auto [path, value] : {std::pair{"parallel.tp", p.tp}, {"parallel.pp", p.pp}, {"parallel.cp", p.cp},
+                             {"parallel.ep", p.ep}, {"parallel.vpp", p.vpp}})
+    layout_ok = c.positive(path, value) && layout_ok;
+  if (p.dp != 0) layout_ok = c.positive("parallel.dp", p.dp) && layout_ok;
+  bool batch_ok = c.positive("training.micro_batch_size", t.micro_batch_size);
+  batch_ok = c.positive("training.global_batch_size", t.global_batch_size) && batch_ok;
+  c.positive("training.train_steps", t.train_steps);
+  bool cluster_ok = c.positive("cluster.nodes", cl.nodes);
+  cluster_ok = c.positive("cluster.gpus_per_node", cl.gpus_per_node) && cluster_ok;
+  if (p.zero_stage < 0 || p.zero_stage > 3)
+    c.fail("parallel.zero_stage", "parallel.zero_stage=" + n(p.zero_stage) + " must be 0, 1, 2 or 3");
+  if (!(t.lr > 0)) c.fail("training.lr", "training.lr=" + std::to_string(t.lr) + " must be greater than 0");
+  if (t.min_lr < 0 || t.min_lr > t.lr)
+    c.fail("training.min_lr", "training.min_lr=" + std::to_string(t.min_lr) + " must be between 0 and training.lr=" +
+                                  std::to_string(t.lr));
+  if (t.warmup_steps < 0) c.fail("training.warmup_steps", "training.warmup_steps=" + n(t.warmup_steps) + " must be 0 or more");
+  else if (t.train_steps >= 1 && t.warmup_steps > t.train_steps)
+    c.fail("training.warmup_steps", "training.warmup_steps=" + n(t.warmup_steps) +
+                                        " must not exceed training.train_steps=" + n(t.train_steps));
+  if (t.weight_decay < 0) c.fail("training.weight_decay", "training.weight_decay must be 0 or more");
+  if (t.grad_clip < 0) c.fail("training.grad_clip", "training.grad_clip must be 0 (off) or more");
+  if (t.seed < 0) c.fail("training.seed", "training.seed=" + n(t.seed) + " must be 0 or more");
+  if (!presets.gpu(cl.gpu)) {
+    std::string message = "cluster.gpu=\"" + cl.gpu + "\" is not a known GPU preset";
+    if (auto near = closest_name(cl.gpu, presets.gpu_ids()); !near.empty()) message += " (did you mean \"" + near + "\"?)";
+    else message += " (known: " + join_spellings(presets.gpu_ids()) + ")";
+    c.fail("cluster.gpu", message);
+  }
+
+  // Model shape.
+  if (shape_ok) {
+    if (m.hidden_size % m.num_attention_heads != 0)
+      c.fail("model.hidden_size", "model.hidden_size=" + n(m.hidden_size) + " must be divisible by model.num_attention_heads=" +
+                                      n(m.num_attention_heads));
+    if (m.num_attention_heads % m.num_query_groups != 0)
+      c.fail("model.num_query_groups", "model.num_query_groups=" + n(m.num_query_groups) +
+                                           " must divide model.num_attention_heads=" + n(m.num_attention_heads));
+    if (m.position_embedding == PositionEmbedding::rope && m.head_dim() % 2 != 0)
+      c.fail("model.position_embedding", "model.position_embedding=rope needs an even head dimension, got " +
+                                             n(m.head_dim()) + " (hidden_size / num_attention_heads)");
+    if (m.position_embedding == PositionEmbedding::relative && m.arch != Arch::t5)
+      c.fail("model.position_embedding", "model.position_embedding=relative is only for model.arch=t5");
+    if (m.moe_top_k > m.num_experts)
+      c.fail("model.moe_top_k", "model.moe_top_k=" + n(m.moe_top_k) + " must not exceed model.num_experts=" + n(m.num_experts));
+    if (m.arch == Arch::mixtral && m.num_experts < 2)
+      c.fail("model.num_experts", "model.arch=mixtral needs model.num_experts >= 2, got " + n(m.num_experts));
+    if (m.arch == Arch::t5) {
+      if (c.positive("model.encoder_layers", m.encoder_layers) && c.positive("model.decoder_layers", m.decoder_layers) &&
+          m.encoder_layers + m.decoder_layers != m.num_layers)
+        c.fail("model.num_layers", "model.num_layers=" + n(m.num_layers) + " must equal model.encoder_layers + " +
+                                       "model.decoder_layers = " + n(m.encoder_layers + m.decoder_layers) + " for arch t5");
+    } else if (m.encoder_layers != 0 || m.decoder_layers != 0) {
+      c.fail(m.encoder_layers != 0 ? "model.encoder_layers" : "model.decoder_layers",
+             "model.encoder_layers and model.decoder_layers are only for model.arch=t5");
+    }
+  }
+
+  // Layout against the model.
+  if (shape_ok && layout_ok) {
+    c.divides("parallel.tp", p.tp, "model.num_attention_heads", m.num_attention_heads);
+    c.divides("parallel.tp", p.tp, "model.num_query_groups", m.num_query_groups);
+    c.divides("parallel.tp", p.tp, "model.ffn_hidden_size", m.ffn_hidden_size);
+    if (m.is_moe()) c.divides("parallel.tp", p.tp, "model.moe_ffn_hidden_size", m.moe_ffn_hidden_size);
+    if (m.num_layers % (p.pp * p.vpp) != 0)
+      c.fail("parallel.pp", "parallel.pp·vpp = " + n(p.pp) + "·" + n(p.vpp) + " = " + n(p.pp * p.vpp) +
+                                " must divide model.num_layers=" + n(m.num_layers));
+    if (p.sequence_parallel && m.seq_length % p.tp != 0)
+      c.fail("parallel.sequence_parallel", "parallel.sequence_parallel needs parallel.tp=" + n(p.tp) +
+                                               " to divide model.seq_length=" + n(m.seq_length));
+    if (p.cp > 1 && m.seq_length % (2 * p.cp) != 0)
+      c.fail("parallel.cp", "parallel.cp=" + n(p.cp) + " needs model.seq_length=" + n(m.seq_length) +
+                                " divisible by 2·cp = " + n(2 * p.cp) + " (load-balanced causal chunks)");
+    if (p.ep > 1) {
+      if (!m.is_moe()) c.fail("parallel.ep", "parallel.ep=" + n(p.ep) + " needs a mixture of experts (model.num_experts > 1)");
+      else c.divides("parallel.ep", p.ep, "model.num_experts", m.num_experts);
+    }
+  }
+  if (layout_ok) {
+    if (p.vpp > 1 && p.schedule != Schedule::interleaved)
+      c.fail("parallel.vpp", "parallel.vpp=" + n(p.vpp) + " needs parallel.schedule=interleaved, got " +
+                                 std::string(to_string(p.schedule)));
+    if (p.schedule == Schedule::interleaved && p.vpp < 2)
+      c.fail("parallel.schedule", "parallel.schedule=interleaved needs parallel.vpp >= 2, got " + n(p.vpp));
+    if (p.schedule == Schedule::interleaved && p.pp < 2)
+      c.fail("parallel.schedule", "parallel.schedule=interleaved needs parallel.pp >= 2, got " + n(p.pp));
+    if (p.zero_stage >= 2 && p.pp > 1)
+      c.fail("parallel.zero_stage", "parallel.zero_stage=" + n(p.zero_stage) + " shards gradients and cannot be combined " +
+                                        "with pipeline parallelism (parallel.pp=" + n(p.pp) + "); use zero_stage 0 or 1");
+  }
+
+  // Layout against the cluster and the batch.
+  if (layout_ok && cluster_ok) {
+    const int64_t world = cl.world_size();
+    const int64_t model_parallel = p.tp * p.pp * p.cp;
+    int64_t dp = 0;
+    if (p.dp > 0) {
+      if (model_parallel * p.dp != world)
+        c.fail("parallel.dp", "parallel.tp·pp·dp·cp = " + n(p.tp) + "·" + n(p.pp) + "·" + n(p.dp) + "·" + n(p.cp) + " = " +
+                                  n(model_parallel * p.dp) + " must equal the world size cluster.nodes·gpus_per_node = " +
+                                  n(cl.nodes) + "·" + n(cl.gpus_per_node) + " = " + n(world));
+      else dp = p.dp;
+    } else if (world % model_parallel != 0) {
+      c.fail("parallel.dp", "the world size cluster.nodes·gpus_per_node = " + n(world) +
+                                " is not divisible by parallel.tp·pp·cp = " + n(model_parallel) +
+                                ", so parallel.dp cannot be derived");
+    } else {
+      dp = world / model_parallel;
+    }
+    if (dp > 0) {
+      if (p.ep > 1 && (dp * p.cp) % p.ep != 0)
+        c.fail("parallel.ep", "parallel.ep=" + n(p.ep) + " must divide parallel.dp·cp = " + n(dp) + "·" + n(p.cp) + " = " +
+                                  n(dp * p.cp) + " (experts are folded into the data-parallel ranks)");
+      if (batch_ok) {
+        const int64_t per_step = t.micro_batch_size * dp;
+        if (t.global_batch_size % per_step != 0) {
+          c.fail("training.global_batch_size", "training.global_batch_size=" + n(t.global_batch_size) +
+                                                   " must be divisible by training.micro_batch_size·parallel.dp = " +
+                                                   n(t.micro_batch_size) + "·" + n(dp) + " = " + n(per_step));
+        } else if (p.schedule == Schedule::interleaved && p.pp > 1 && (t.global_batch_size / per_step) % p.pp != 0) {
+          c.fail("parallel.schedule", "parallel.schedule=interleaved needs the number of microbatches (" +
+                                          n(t.global_batch_size / per_step) + ") to be a multiple of parallel.pp=" + n(p.pp));
+        }
+      }
+    }
+  }
+  return c.errors;
+}
+
+void require_valid(const RunSpec& spec, const PresetCatalog& presets) {
+  auto errors = validate(spec, presets);
+  if (!errors.empty()) throw SpecError(std::move(errors));
+}
+
+}  // namespace tessera::spec

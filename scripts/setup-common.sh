@@ -1,0 +1,77 @@
+# Shared by run.sh and test.sh: install what is missing (Debian packages, the pinned torch wheel),
+# then configure and build into build/. Sourced, not run.
+
+TESSERA_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+TESSERA_BUILD_DIR="${TESSERA_BUILD_DIR:-$TESSERA_ROOT/build}"
+# The runtime's LibTorch comes from this wheel (see docs/architecture.md); the GPU machine has 2.11 too.
+TESSERA_TORCH_VERSION="2.11.0"
+
+# Debian packages the build and the tests need, with a file that proves each is present.
+TESSERA_DEB_PACKAGES=(
+  "cmake:/usr/bin/cmake"
+  "g++:/usr/bin/g++"
+  "ninja-build:/usr/bin/ninja"
+  "ccache:/usr/bin/ccache"
+  "pkg-config:/usr/bin/pkg-config"
+  "qt6-base-dev:/usr/lib/x86_64-linux-gnu/cmake/Qt6Widgets/Qt6WidgetsConfig.cmake"
+  "libqcustomplot-dev:/usr/lib/x86_64-linux-gnu/cmake/QCustomPlotQt6/QCustomPlotQt6Config.cmake"
+  "libzmq3-dev:/usr/include/zmq.h"
+  "cppzmq-dev:/usr/include/zmq.hpp"
+  "libsqlite3-dev:/usr/include/sqlite3.h"
+  "nlohmann-json3-dev:/usr/include/nlohmann/json.hpp"
+  "libcli11-dev:/usr/include/CLI/CLI.hpp"
+  "python3-venv:/usr/lib/python3/dist-packages/venv"
+  "xvfb:/usr/bin/xvfb-run"
+  "xauth:/usr/bin/xauth"
+)
+
+tessera_log() { printf '\033[1m[tessera]\033[0m %s\n' "$*"; }
+
+tessera_install_debian_packages() {
+  local missing=()
+  for entry in "${TESSERA_DEB_PACKAGES[@]}"; do
+    local pkg="${entry%%:*}" probe="${entry#*:}"
+    # python3-venv is only needed when the runtime's torch wheel is installed.
+    if [ "$pkg" = "python3-venv" ] && python3 -c 'import venv, ensurepip' 2>/dev/null; then continue; fi
+    [ -e "$probe" ] || missing+=("$pkg")
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  if [ "$(id -u)" -ne 0 ]; then
+    tessera_log "missing Debian packages; run this, then start again:"
+    echo "  sudo apt-get update && sudo apt-get install -y ${missing[*]}"
+    exit 1
+  fi
+  tessera_log "installing Debian packages: ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -q
+  apt-get install -y -q --no-install-recommends "${missing[@]}"
+}
+
+# The pinned torch wheel into .venv/, only when the build includes the runtime (runtime/ exists).
+tessera_install_torch() {
+  [ -f "$TESSERA_ROOT/runtime/CMakeLists.txt" ] || return 0
+  [ "${TESSERA_BUILD_RUNTIME:-ON}" = "ON" ] || return 0
+  local venv="$TESSERA_ROOT/.venv"
+  if [ -x "$venv/bin/python" ] && "$venv/bin/python" -c "import torch, sys; sys.exit(torch.__version__.split('+')[0] != '$TESSERA_TORCH_VERSION')" 2>/dev/null; then
+    return 0
+  fi
+  tessera_log "installing torch==$TESSERA_TORCH_VERSION into .venv/ (its LibTorch is the runtime's)"
+  python3 -m venv "$venv"
+  "$venv/bin/python" -m pip install -q --upgrade pip
+  "$venv/bin/python" -m pip install -q "torch==$TESSERA_TORCH_VERSION" numpy pyzmq
+}
+
+tessera_build() {
+  local generator=()
+  command -v ninja >/dev/null && generator=(-G Ninja)
+  local extra=()
+  if [ -x "$TESSERA_ROOT/.venv/bin/python" ] && [ -f "$TESSERA_ROOT/runtime/CMakeLists.txt" ]; then
+    extra+=("-DCMAKE_PREFIX_PATH=$("$TESSERA_ROOT/.venv/bin/python" -c 'import torch; print(torch.utils.cmake_prefix_path)')")
+  fi
+  if [ ! -f "$TESSERA_BUILD_DIR/CMakeCache.txt" ]; then
+    tessera_log "configuring into $TESSERA_BUILD_DIR"
+    cmake -S "$TESSERA_ROOT" -B "$TESSERA_BUILD_DIR" "${generator[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo "${extra[@]}" "$@"
+  fi
+  tessera_log "building"
+  cmake --build "$TESSERA_BUILD_DIR" --parallel "$(nproc)"
+}

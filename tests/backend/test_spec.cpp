@@ -1,0 +1,199 @@
+// Tests of backend/spec: presets, defaults, round trip, and one case per validation rule.
+#include <QtTest/QtTest>
+
+#include "spec/run_spec.hpp"
+
+using namespace tessera::spec;
+using nlohmann::json;
+
+namespace {
+
+json base_spec() {
+  return json::parse(R"({
+    "model": {"preset": "llama3-8b"},
+    "parallel": {"tp": 2, "pp": 2},
+    "training": {"micro_batch_size": 1, "global_batch_size": 64},
+    "cluster": {"gpu": "h100-sxm", "nodes": 1, "gpus_per_node": 8}
+  })");
+}
+
+// The messages of a spec that must fail.
+std::vector<FieldError> errors_of(const json& doc) {
+  try {
+    parse_spec(doc);
+  } catch (const SpecError& e) {
+    return e.errors();
+  }
+  return {};
+}
+
+bool has_error(const std::vector<FieldError>& errors, const std::string& field, const std::string& fragment) {
+  for (const auto& e : errors)
+    if (e.field == field && e.message.find(fragment) != std::string::npos) return true;
+  return false;
+}
+
+std::string dump(const std::vector<FieldError>& errors) {
+  std::string out;
+  for (const auto& e : errors) out += "[" + e.field + "] " + e.message + "\n";
+  return out;
+}
+
+}  // namespace
+
+class TestSpec : public QObject {
+  Q_OBJECT
+ private slots:
+  void presetFillsModelAndDerivesDp() {
+    const RunSpec s = parse_spec(base_spec());
+    QCOMPARE(s.model.num_layers, int64_t{32});
+    QCOMPARE(s.model.num_query_groups, int64_t{8});
+    QCOMPARE(s.model.ffn_hidden_size, int64_t{14336});
+    QCOMPARE(s.model.vocab_size, int64_t{128256});
+    QVERIFY(s.model.arch == Arch::llama);
+    QCOMPARE(s.parallel.dp, int64_t{0});
+    QCOMPARE(s.data_parallel(), int64_t{2});
+    QCOMPARE(s.num_microbatches(), int64_t{32});
+  }
+
+  void explicitFieldsOverridePreset() {
+    json doc = base_spec();
+    doc["model"]["num_layers"] = 16;
+    doc["model"]["seq_length"] = 2048;
+    const RunSpec s = parse_spec(doc);
+    QCOMPARE(s.model.num_layers, int64_t{16});
+    QCOMPARE(s.model.seq_length, int64_t{2048});
+    QCOMPARE(s.model.hidden_size, int64_t{4096});
+  }
+
+  void defaultsForOmittedDerivedFields() {
+    json doc = json::parse(R"({"model": {"arch": "gpt", "num_layers": 2, "hidden_size": 64,
+      "num_attention_heads": 4, "vocab_size": 256, "seq_length": 32},
+      "cluster": {"gpu": "cpu", "nodes": 1, "gpus_per_node": 2}})");
+    const RunSpec s = parse_spec(doc);
+    QCOMPARE(s.model.ffn_hidden_size, int64_t{256});
+    QCOMPARE(s.model.num_query_groups, int64_t{4});
+    QCOMPARE(s.training.global_batch_size, int64_t{2});  // one microbatch per DP rank
+  }
+
+  void roundTripIsExact() {
+    json doc = base_spec();
+    doc["name"] = "round trip";
+    doc["parallel"]["sequence_parallel"] = true;
+    doc["training"]["recompute"] = "selective";
+    const RunSpec s = parse_spec(doc);
+    const RunSpec again = parse_spec(json::parse(to_json(s).dump()));
+    QVERIFY(s == again);
+    QCOMPARE(again.name, std::string("round trip"));
+  }
+
+  void setFieldChecksTypes() {
+    RunSpec s = parse_spec(base_spec());
+    set_field(s, "parallel.tp", 4);
+    QCOMPARE(s.parallel.tp, int64_t{4});
+    QVERIFY_THROWS_EXCEPTION(SpecError, set_field(s, "parallel.tp", "four"));
+    QCOMPARE(s.parallel.tp, int64_t{4});  // unchanged on error
+    QVERIFY_THROWS_EXCEPTION(SpecError, set_field(s, "parallel.tpp", 2));
+    set_field(s, "model.preset", "gpt2-124m");
+    QCOMPARE(s.model.hidden_size, int64_t{768});
+    QCOMPARE(s.model.ffn_hidden_size, int64_t{3072});
+  }
+
+  void validationRules_data() {
+    QTest::addColumn<QString>("patch");
+    QTest::addColumn<QString>("field");
+    QTest::addColumn<QString>("fragment");
+    auto row = [](const char* name, const char* patch, const char* field, const char* fragment) {
+      QTest::newRow(name) << patch << field << fragment;
+    };
+    row("tp divides heads", R"({"parallel": {"tp": 3, "pp": 1}, "cluster": {"nodes": 1, "gpus_per_node": 6}})",
+        "parallel.tp", "parallel.tp=3 must divide model.num_attention_heads=32");
+    row("tp divides groups", R"({"parallel": {"tp": 16, "pp": 1}, "cluster": {"nodes": 2, "gpus_per_node": 8}})",
+        "parallel.tp", "parallel.tp=16 must divide model.num_query_groups=8");
+    row("world size", R"({"parallel": {"dp": 3}})", "parallel.dp", "must equal the world size");
+    row("dp derivable", R"({"parallel": {"tp": 2, "pp": 2}, "cluster": {"nodes": 1, "gpus_per_node": 6}})",
+        "parallel.dp", "cannot be derived");
+    row("pp*vpp divides layers", R"({"parallel": {"pp": 2, "vpp": 3, "schedule": "interleaved"}})", "parallel.pp",
+        "must divide model.num_layers=32");
+    row("gbs divisible", R"({"training": {"global_batch_size": 63}})", "training.global_batch_size",
+        "must be divisible by training.micro_batch_size·parallel.dp");
+    row("sp needs seq % tp", R"({"model": {"seq_length": 1001}, "parallel": {"sequence_parallel": true}})",
+        "parallel.sequence_parallel", "to divide model.seq_length=1001");
+    row("cp needs seq % 2cp", R"({"model": {"seq_length": 1002}, "parallel": {"cp": 2, "tp": 1}})", "parallel.cp",
+        "divisible by 2·cp = 4");
+    row("experts divisible by ep",
+        R"({"model": {"preset": "mixtral-8x7b"}, "parallel": {"tp": 1, "pp": 1, "ep": 3},
+            "cluster": {"nodes": 1, "gpus_per_node": 6}, "training": {"global_batch_size": 6}})",
+        "parallel.ep", "parallel.ep=3 must divide model.num_experts=8");
+    row("ep divides dp*cp", R"({"model": {"preset": "mixtral-8x7b"}, "parallel": {"tp": 2, "pp": 2, "ep": 4}})",
+        "parallel.ep", "must divide parallel.dp·cp");
+    row("ep needs experts", R"({"parallel": {"ep": 2, "tp": 1, "pp": 1}})", "parallel.ep", "needs a mixture of experts");
+    row("interleaved microbatches", R"({"parallel": {"pp": 4, "tp": 2, "vpp": 2, "schedule": "interleaved"},
+        "training": {"global_batch_size": 6}})", "parallel.schedule", "multiple of parallel.pp=4");
+    row("vpp needs interleaved", R"({"parallel": {"vpp": 2}})", "parallel.vpp", "needs parallel.schedule=interleaved");
+    row("interleaved needs vpp", R"({"parallel": {"schedule": "interleaved"}})", "parallel.schedule", "needs parallel.vpp >= 2");
+    row("positive integers", R"({"parallel": {"tp": 0}})", "parallel.tp", "must be a positive integer");
+    row("positive dp", R"({"parallel": {"dp": -2}})", "parallel.dp", "must be a positive integer");
+    row("zero stage range", R"({"parallel": {"zero_stage": 4}})", "parallel.zero_stage", "must be 0, 1, 2 or 3");
+    row("zero-2 with pp", R"({"parallel": {"zero_stage": 2}})", "parallel.zero_stage", "cannot be combined");
+    row("unknown field alias", R"({"parallel": {"tensor_parallel": 2}})", "parallel.tensor_parallel",
+        "did you mean parallel.tp");
+    row("megatron argument name", R"({"parallel": {"pipeline_model_parallel_size": 2}})",
+        "parallel.pipeline_model_parallel_size", "did you mean parallel.pp");
+    row("unknown field typo", R"({"training": {"micro_batch_sise": 2}})", "training.micro_batch_sise",
+        "did you mean training.micro_batch_size?");
+    row("unknown section", R"({"modle": {}})", "modle", "did you mean model?");
+    row("bad enum", R"({"parallel": {"schedule": "1f1c"}})", "parallel.schedule", "did you mean \"1f1b\"");
+    row("wrong type", R"({"parallel": {"tp": "2"}})", "parallel.tp", "must be an integer, got \"2\"");
+    row("unknown preset", R"({"model": {"preset": "llama3-8"}})", "model.preset", "did you mean \"llama3-8b\"");
+    row("unknown gpu", R"({"cluster": {"gpu": "h100"}})", "cluster.gpu", "not a known GPU preset");
+    row("hidden divisible by heads", R"({"model": {"hidden_size": 4100}})", "model.hidden_size",
+        "must be divisible by model.num_attention_heads=32");
+    row("groups divide heads", R"({"model": {"num_query_groups": 5}})", "model.num_query_groups",
+        "must divide model.num_attention_heads=32");
+    row("min_lr <= lr", R"({"training": {"lr": 0.001, "min_lr": 0.01}})", "training.min_lr", "must be between 0");
+    row("top-k <= experts", R"({"model": {"preset": "mixtral-8x7b", "moe_top_k": 9}})", "model.moe_top_k",
+        "must not exceed model.num_experts=8");
+  }
+
+  void validationRules() {
+    QFETCH(QString, patch);
+    QFETCH(QString, field);
+    QFETCH(QString, fragment);
+    json doc = base_spec();
+    doc.merge_patch(json::parse(patch.toStdString()));
+    const auto errors = errors_of(doc);
+    QVERIFY2(has_error(errors, field.toStdString(), fragment.toStdString()), dump(errors).c_str());
+  }
+
+  void missingFieldsAreNamed() {
+    const auto errors = errors_of(json::parse(R"({"model": {"arch": "gpt", "hidden_size": 64}})"));
+    QVERIFY2(has_error(errors, "model.num_layers", "is missing"), dump(errors).c_str());
+    QVERIFY(has_error(errors, "model.vocab_size", "is missing"));
+  }
+
+  void malformedJsonIsASpecError() {
+    try {
+      parse_spec_text("{\"model\": ");
+      QFAIL("no error");
+    } catch (const SpecError& e) {
+      QVERIFY(std::string(e.what()).find("not valid JSON") != std::string::npos);
+    }
+  }
+
+  void everyPresetParses() {
+    for (const auto& id : PresetCatalog::builtin().model_ids()) {
+      json doc = {{"model", {{"preset", id}}}, {"cluster", {{"gpu", "a100-80gb"}, {"nodes", 1}, {"gpus_per_node", 1}}}};
+      try {
+        parse_spec(doc);
+      } catch (const SpecError& e) {
+        QFAIL((id + ": " + e.what()).c_str());
+      }
+    }
+    QCOMPARE(PresetCatalog::builtin().gpu_ids().size(), size_t{7});
+    QCOMPARE(PresetCatalog::builtin().gpu("h100-sxm")->peak_tflops(Precision::bf16), 989.0);
+  }
+};
+
+QTEST_APPLESS_MAIN(TestSpec)
+#include "test_spec.moc"
