@@ -48,7 +48,9 @@ std::vector<FieldError> validate(const RunSpec& spec, const PresetCatalog& prese
     layout_ok = c.positive(path, value) && layout_ok;
   if (p.dp != 0) layout_ok = c.positive("parallel.dp", p.dp) && layout_ok;
   bool batch_ok = c.positive("training.micro_batch_size", t.micro_batch_size);
-  batch_ok = c.positive("training.global_batch_size", t.global_batch_size) && batch_ok;
+  // 0 means "derive from dp", which fails only when dp itself cannot be derived (reported there).
+  if (t.global_batch_size == 0 && spec.data_parallel() == 0) batch_ok = false;
+  else batch_ok = c.positive("training.global_batch_size", t.global_batch_size) && batch_ok;
   c.positive("training.train_steps", t.train_steps);
   bool cluster_ok = c.positive("cluster.nodes", cl.nodes);
   cluster_ok = c.positive("cluster.gpus_per_node", cl.gpus_per_node) && cluster_ok;

@@ -1,0 +1,20 @@
+// The subcommands of tessera-cli, each group registered by its own file.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+namespace tessera::cli {
+
+/// A user error at the edge (bad argument, unreadable file): printed without a trace, exit code 2.
+class UsageError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// plan, presets, validate, schedule, export megatron, import hf (plan_commands.cpp).
+void add_plan_commands(CLI::App& app);
+
+}  // namespace tessera::cli

@@ -1,0 +1,35 @@
+// tessera-cli: plan, validate and inspect runs from the command line. Errors go to stderr with
+// exit code 2 (bad input) and never a stack trace.
+#include <iostream>
+
+#include "cli/commands.hpp"
+#include "spec/errors.hpp"
+
+int main(int argc, char** argv) {
+  CLI::App app{"Tessera: plan, launch and compare Megatron-style training runs"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", std::string("tessera-cli 0.1.0"));
+  tessera::cli::add_plan_commands(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::cerr << "tessera-cli: " << e.what() << "\n";
+    return 2;
+  } catch (const tessera::spec::SpecError& e) {
+    for (const auto& error : e.errors()) std::cerr << "error: " << error.message << "\n";
+    return 2;
+  } catch (const tessera::cli::UsageError& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,26 @@
+// Aligned plain-text tables for the CLI's human output.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace tessera::cli {
+
+class TextTable {
+ public:
+  explicit TextTable(std::vector<std::string> header, std::vector<bool> right_aligned = {});
+  void add_row(std::vector<std::string> cells);
+  std::string str() const;
+
+ private:
+  std::vector<std::string> header_;
+  std::vector<bool> right_;
+  std::vector<std::vector<std::string>> rows_;
+};
+
+std::string format_fixed(double value, int decimals);
+std::string format_count(int64_t value);   ///< 8,030,261,248
+std::string format_gib(int64_t bytes);     ///< "12.34"
+std::string format_si(double value, const std::string& unit);  ///< 8.03 B, 1.2 M
+
+}  // namespace tessera::cli
