@@ -1,0 +1,268 @@
+// Memory model (docs/formulas.md §2).
+#include "planner/memory.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+#include <string>
+
+namespace tessera::planner {
+
+using spec::Arch;
+using spec::Activation;
+using spec::Precision;
+using spec::Recompute;
+
+std::string_view memory_profile_name(MemoryProfile profile) {
+  return profile == MemoryProfile::tessera ? "tessera" : "megatron";
+}
+
+MemoryProfile memory_profile_from_string(std::string_view name) {
+  if (name == "tessera") return MemoryProfile::tessera;
+  if (name == "megatron") return MemoryProfile::megatron;
+  throw std::invalid_argument("memory profile \"" + std::string(name) + "\" must be tessera or megatron");
+}
+
+namespace {
+
+bool has_dropout(Arch arch) { return arch == Arch::gpt || arch == Arch::bert || arch == Arch::t5; }
+
+struct LayerActivation {
+  double replicated = 0;  // bytes kept whole on every tp rank unless sequence parallel splits them
+  double split = 0;       // bytes already divided by tp
+  double stored_input = 0;  // the layer input (what full recompute keeps)
+};
+
+// One attention block's stored tensors (bytes), excluding the norm before it.
+void attention_activations(LayerActivation& a, const spec::RunSpec& spec, double tokens, double kv_width, bool scores) {
+  const auto& m = spec.model;
+  const double t = static_cast<double>(spec.parallel.tp);
+  const double e = spec::bytes_per_element(spec.training.precision);
+  const double q = static_cast<double>(m.num_attention_heads * m.head_dim());
+  const double a_heads = static_cast<double>(m.num_attention_heads);
+  const double seq_keys = static_cast<double>(m.seq_length);  // keys each query attends (all of them under CP ring)
+  const bool dropout = has_dropout(m.arch);
+  a.replicated += e * tokens * static_cast<double>(m.hidden_size);  // QKV input
+  a.split += e * tokens * (q + 2 * kv_width) / t;                     // Q, K, V
+  a.split += e * tokens * q / t;                                      // attention output = projection input
+  if (dropout) a.replicated += tokens * static_cast<double>(m.hidden_size);  // projection dropout mask
+  if (scores) {
+    // Softmax output, dropout mask and dropout output: 5 a s^2 b for 16-bit (Korthikanti eq. 2).
+    const double per_score = e + (dropout ? 1 + e : 0);
+    a.split += per_score * a_heads * tokens * seq_keys / t;
+  } else {
+    a.split += 4 * a_heads * tokens / t;  // softmax log-sum-exp (fp32) kept by flash attention
+  }
+}
+
+void mlp_activations(LayerActivation& a, const spec::RunSpec& spec, double tokens) {
+  const auto& m = spec.model;
+  const double t = static_cast<double>(spec.parallel.tp);
+  const double e = spec::bytes_per_element(spec.training.precision);
+  const double h = static_cast<double>(m.hidden_size);
+  const bool dropout = has_dropout(m.arch);
+  const bool swiglu = m.activation == Activation::swiglu;
+  const double f = static_cast<double>(m.is_moe() ? m.moe_ffn_hidden_size : m.ffn_hidden_size);
+  const double routed = m.is_moe() ? tokens * static_cast<double>(m.moe_top_k) : tokens;
+  a.replicated += e * tokens * h;  // MLP input
+  // gelu: fc1 output and gelu output; swiglu: gate and up outputs and their product.
+  a.split += e * routed * f * (swiglu ? 3 : 2) / t;
+  if (m.is_moe()) {
+    a.split += e * routed * h / t;                                           // permuted tokens
+    a.replicated += 4 * tokens * static_cast<double>(m.num_experts);        // router logits (fp32)
+  }
+  if (dropout) a.replicated += tokens * h;  // MLP dropout mask
+}
+
+LayerActivation layer_activation(const spec::RunSpec& spec, int64_t layer, bool scores) {
+  const auto& m = spec.model;
+  const double tokens = static_cast<double>(m.seq_length / spec.parallel.cp * spec.training.micro_batch_size);
+  const double e = spec::bytes_per_element(spec.training.precision);
+  const double h = static_cast<double>(m.hidden_size);
+  const double kv = static_cast<double>(m.num_query_groups * m.head_dim());
+  LayerActivation a;
+  a.stored_input = e * tokens * h;
+  a.replicated += 2 * e * tokens * h;  // inputs of the two norms
+  attention_activations(a, spec, tokens, kv, scores);
+  if (m.arch == Arch::t5 && layer >= m.encoder_layers) {
+    a.replicated += e * tokens * h;  // third norm (before cross-attention)
+    attention_activations(a, spec, tokens, kv, scores);
+  }
+  mlp_activations(a, spec, tokens);
+  return a;
+}
+
+double combine(const spec::RunSpec& spec, const LayerActivation& a) {
+  const double t = static_cast<double>(spec.parallel.tp);
+  return (spec.parallel.sequence_parallel ? a.replicated / t : a.replicated) + a.split;
+}
+
+// --- Megatron-LM theoretical_memory_usage.py, reproduced -------------------------------------
+
+std::vector<StageMemory> megatron_stages(const spec::RunSpec& spec, const ScheduleTable& schedule) {
+  const auto& m = spec.model;
+  const auto& p = spec.parallel;
+  const double L = static_cast<double>(m.num_layers), h = static_cast<double>(m.hidden_size);
+  const double a = static_cast<double>(m.num_attention_heads), g = static_cast<double>(m.num_query_groups);
+  const double q_ratio = static_cast<double>(m.num_attention_heads * m.head_dim()) / h;
+  const double experts = m.is_moe() ? static_cast<double>(m.num_experts) : 1.0;
+  const double gated = m.activation == Activation::swiglu ? 1.5 : 1.0;
+  const double ffn = static_cast<double>(m.is_moe() ? m.moe_ffn_hidden_size : m.ffn_hidden_size);
+  const double tp = static_cast<double>(p.tp), pp = static_cast<double>(p.pp);
+  const double dp = static_cast<double>(spec.data_parallel());
+  const double vocab = static_cast<double>(padded_vocab(m.vocab_size, 128 * p.tp));
+
+  const double layer_params = 2 * L * h * h *
+                              ((1 + g / a) * q_ratio + (ffn / h) * experts * gated + 2 / h + 1 / (L * h));
+  const double embedding = h * vocab;
+  const bool untied = !m.tie_embeddings;
+  double most_loaded = (layer_params / pp + embedding) / tp;
+  if (untied && p.pp == 1) most_loaded += embedding / tp;
+  const double other = layer_params / (pp * tp);
+  const bool distributed = spec.effective_zero_stage() >= 1;
+  const double optimizer_per_param = distributed ? 12 / dp : 12;
+
+  // Activations: Korthikanti Table 2 as the script applies it (first stage, pp microbatches in flight).
+  const double s = static_cast<double>(m.seq_length), b = static_cast<double>(spec.training.micro_batch_size);
+  const double sbh = s * b * h;
+  const bool sp = p.sequence_parallel;
+  double per_layer = 0;  // bytes before the final division by tp
+  switch (spec.training.recompute) {
+    case Recompute::selective:
+      per_layer = sp ? sbh * (18 + 4 * ffn / h) : sbh * (10 * tp + 8 + 4 * ffn / h);
+      break;
+    case Recompute::none: {
+      const double scores = 5 * a * s / h;
+      per_layer = sp ? sbh * (18 + 4 * ffn / h + scores) : sbh * (10 * tp + 8 + 4 * ffn / h + scores);
+      break;
+    }
+    case Recompute::full:
+      per_layer = sp ? 2 * sbh : 2 * sbh * tp;
+      break;
+  }
+  const bool interleaved = p.schedule == spec::Schedule::interleaved;
+  const double m_count = static_cast<double>(schedule.microbatches);
+  std::vector<StageMemory> out(p.pp);
+  for (int64_t stage = 0; stage < p.pp; ++stage) {
+    // The script models the first stage: num_layers/pp layers x pp microbatches; stage r holds pp - r.
+    const double in_flight_units = pp - static_cast<double>(stage);
+    double act = per_layer * (L / pp) * in_flight_units;
+    if (stage == 0) act += 8 * s * b * pp + s * b * h * pp;  // input ids and embedding dropout
+    if (interleaved) act *= 1 + (pp - 1) / (pp * static_cast<double>(p.vpp));
+    else if (p.pp > 1) act *= std::min(1.0, m_count / in_flight_units);
+    if (stage == p.pp - 1) act += s * b * h * 4 * (1 + vocab / h);  // output layer and CE loss inputs
+    act /= tp;
+
+    const double params = stage == 0 ? most_loaded : other;
+    auto& st = out[stage];
+    st.stage = stage;
+    st.weights_bytes = static_cast<int64_t>(std::llround(params * 2));
+    st.gradients_bytes = static_cast<int64_t>(std::llround(params * 4));
+    st.optimizer_bytes = static_cast<int64_t>(std::llround(params * optimizer_per_param));
+    st.activations_bytes = static_cast<int64_t>(std::llround(act));
+  }
+  return out;
+}
+
+// --- Tessera profile --------------------------------------------------------------------------
+
+std::vector<StageMemory> tessera_stages(const spec::RunSpec& spec, const ModelParams& params,
+                                        const ScheduleTable& schedule) {
+  const auto& m = spec.model;
+  const auto& p = spec.parallel;
+  const auto stages = stage_parameters(spec, params, p.tp);
+  const double e = spec::bytes_per_element(spec.training.precision);
+  const bool mixed = spec.training.precision != Precision::fp32;
+  const double weight_bytes = e;
+  const double grad_bytes = 4;                  // fp32 gradients (main grads under mixed precision)
+  const double optimizer_bytes = mixed ? 12 : 8;  // fp32 master copy + Adam m and v
+  const int64_t zero = spec.effective_zero_stage();
+  const double shard_dense = static_cast<double>(spec.data_parallel() * p.cp);
+  const double shard_expert = shard_dense / static_cast<double>(p.ep);
+  const double t = static_cast<double>(p.tp);
+  const double tokens = static_cast<double>(m.seq_length / p.cp * spec.training.micro_batch_size);
+  const double h = static_cast<double>(m.hidden_size);
+  const double vocab_rank = static_cast<double>(padded_vocab(m.vocab_size, p.tp)) / t;
+
+  std::vector<double> in_flight_of(p.pp);
+  for (int64_t stage = 0; stage < p.pp; ++stage) in_flight_of[stage] = peak_in_flight(schedule, static_cast<int>(stage));
+  std::vector<StageMemory> out(p.pp);
+  for (int64_t stage = 0; stage < p.pp; ++stage) {
+    const auto& sp = stages[stage];
+    const double dense = static_cast<double>(sp.dense_on_rank), expert = static_cast<double>(sp.expert_on_rank);
+    auto sharded = [&](double bytes_per_param, bool shard) {
+      return shard ? dense * bytes_per_param / shard_dense + expert * bytes_per_param / shard_expert
+                   : (dense + expert) * bytes_per_param;
+    };
+    auto& st = out[stage];
+    st.stage = stage;
+    st.weights_bytes = static_cast<int64_t>(std::llround(sharded(weight_bytes, zero >= 3)));
+    st.gradients_bytes = static_cast<int64_t>(std::llround(sharded(grad_bytes, zero >= 2)));
+    st.optimizer_bytes = static_cast<int64_t>(std::llround(sharded(optimizer_bytes, zero >= 1)));
+
+    // Activations: stored bytes per layer x layers per chunk x chunk-microbatches in flight.
+    const double in_flight = in_flight_of[stage];
+    const double layers_per_chunk = static_cast<double>(m.num_layers / (p.pp * p.vpp));
+    double per_chunk = 0, working_layer = 0;
+    for (int64_t i = 0; i < static_cast<int64_t>(layers_per_chunk); ++i) {
+      const int64_t layer = sp.layers[i];
+      per_chunk += layer_activation_bytes(spec, layer);
+      working_layer = std::max(working_layer, layer_activation_bytes_no_recompute(spec, layer));
+    }
+    double act = per_chunk * in_flight;
+    if (spec.training.recompute == Recompute::full) act += working_layer;  // one layer rebuilt at a time
+    const double last_in_flight = in_flight_of[p.pp - 1];
+    if (stage == 0) act += in_flight * tokens * (8 + (has_dropout(m.arch) ? h : 0));  // token ids, embedding dropout mask
+    if (stage == p.pp - 1) {
+      const double norm_input = e * tokens * h / (p.sequence_parallel ? t : 1);
+      act += last_in_flight * (norm_input + 4 * tokens * vocab_rank);  // fp32 logits kept for the loss
+    }
+    st.activations_bytes = static_cast<int64_t>(std::llround(act));
+
+    double buffers = 0;
+    if (p.pp > 1) buffers += 2 * e * tokens * h / t;                       // p2p send and receive
+    if (stage == p.pp - 1) buffers += 4 * tokens * vocab_rank;             // logits gradient during backward
+    if (zero >= 3 && !sp.layers.empty()) {
+      double largest = 0;
+      for (int64_t layer : sp.layers)
+        largest = std::max(largest, static_cast<double>(params.layers[layer].dense_on_rank(p.tp) +
+                                                        params.layers[layer].expert_on_rank(p.tp, p.ep)));
+      buffers += 2 * largest * weight_bytes;  // the gathered layer and the prefetched next one
+    }
+    st.buffers_bytes = static_cast<int64_t>(std::llround(buffers));
+  }
+  return out;
+}
+
+}  // namespace
+
+double layer_activation_bytes_no_recompute(const spec::RunSpec& spec, int64_t layer) {
+  return combine(spec, layer_activation(spec, layer, !spec.training.flash_attention));
+}
+
+double layer_activation_bytes(const spec::RunSpec& spec, int64_t layer) {
+  switch (spec.training.recompute) {
+    case Recompute::full: {
+      const auto a = layer_activation(spec, layer, false);
+      return spec.parallel.sequence_parallel ? a.stored_input / static_cast<double>(spec.parallel.tp) : a.stored_input;
+    }
+    case Recompute::selective:
+      return combine(spec, layer_activation(spec, layer, false));
+    case Recompute::none:
+      break;
+  }
+  return layer_activation_bytes_no_recompute(spec, layer);
+}
+
+MemoryEstimate estimate_memory(const spec::RunSpec& spec, const ModelParams& params, const ScheduleTable& schedule,
+                               MemoryProfile profile) {
+  MemoryEstimate out;
+  out.profile = profile;
+  out.stages = profile == MemoryProfile::megatron ? megatron_stages(spec, schedule) : tessera_stages(spec, params, schedule);
+  for (const auto& st : out.stages) out.peak_bytes = std::max(out.peak_bytes, st.total_bytes());
+  if (const auto* gpu = spec::PresetCatalog::builtin().gpu(spec.cluster.gpu)) out.capacity_bytes = gpu->memory_bytes;
+  out.fits = out.capacity_bytes == 0 || out.peak_bytes <= out.capacity_bytes;
+  return out;
+}
+
+}  // namespace tessera::planner

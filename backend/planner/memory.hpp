@@ -1,0 +1,52 @@
+// Per-GPU memory per pipeline stage: weights, gradients, optimizer state, activations, buffers.
+// Two profiles: `tessera` (the full breakdown of Tessera's runtime) and `megatron` (reproduces
+// Megatron-LM's theoretical_memory_usage.py). Formulas and sources: docs/formulas.md §2.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "planner/params.hpp"
+#include "planner/schedule.hpp"
+#include "spec/run_spec.hpp"
+
+namespace tessera::planner {
+
+enum class MemoryProfile { tessera, megatron };
+std::string_view memory_profile_name(MemoryProfile profile);
+/// Throws std::invalid_argument naming the valid profiles.
+MemoryProfile memory_profile_from_string(std::string_view name);
+
+struct StageMemory {
+  int64_t stage = 0;
+  int64_t weights_bytes = 0;
+  int64_t gradients_bytes = 0;
+  int64_t optimizer_bytes = 0;
+  int64_t activations_bytes = 0;
+  int64_t buffers_bytes = 0;
+  int64_t total_bytes() const {
+    return weights_bytes + gradients_bytes + optimizer_bytes + activations_bytes + buffers_bytes;
+  }
+};
+
+struct MemoryEstimate {
+  MemoryProfile profile = MemoryProfile::tessera;
+  std::vector<StageMemory> stages;
+  int64_t peak_bytes = 0;
+  int64_t capacity_bytes = 0;
+  bool fits = true;
+};
+
+/// Activation bytes of one transformer layer for one microbatch on one rank (Korthikanti et al.
+/// 2022, generalised to GQA, SwiGLU, MoE and any FFN width), under the spec's TP/SP/CP, recompute
+/// and flash-attention settings. With full recompute: the stored layer input only.
+double layer_activation_bytes(const spec::RunSpec& spec, int64_t layer);
+/// The same without any recompute (the working set while one layer is recomputed).
+double layer_activation_bytes_no_recompute(const spec::RunSpec& spec, int64_t layer);
+
+/// Memory per stage; `schedule` gives the microbatches in flight on each stage.
+MemoryEstimate estimate_memory(const spec::RunSpec& spec, const ModelParams& params, const ScheduleTable& schedule,
+                               MemoryProfile profile);
+
+}  // namespace tessera::planner

@@ -1,0 +1,225 @@
+// Performance model (docs/formulas.md §4).
+#include "planner/performance.hpp"
+
+#include <algorithm>
+
+#include "planner/grid.hpp"
+#include "planner/memory.hpp"
+
+namespace tessera::planner {
+
+using spec::Activation;
+using spec::Arch;
+using spec::Precision;
+using spec::Recompute;
+
+namespace {
+
+struct Machine {
+  double flops_per_s;     // large-GEMM rate: peak x GPU's gemm efficiency
+  double hbm_bytes_per_s;
+  double intra_bytes_per_s;
+  double inter_bytes_per_s;
+};
+
+Machine machine_of(const spec::RunSpec& spec, const spec::GpuPreset& gpu, const PerformanceConstants& c) {
+  return {gpu.peak_tflops(spec.training.precision) * 1e12 * gpu.gemm_efficiency, gpu.hbm_bandwidth_GBps * 1e9,
+          gpu.intra_node_bandwidth_GBps * 1e9 * c.network_efficiency,
+          gpu.inter_node_bandwidth_GBps * 1e9 * c.network_efficiency};
+}
+
+double size_factor(double d, const PerformanceConstants& c) { return d / (d + c.gemm_half_size); }
+
+// Time of an M x K x N GEMM.
+double gemm_s(double m, double k, double n, const Machine& mc, const PerformanceConstants& c) {
+  if (m <= 0 || k <= 0 || n <= 0) return 0;
+  return 2 * m * k * n / (mc.flops_per_s * size_factor(m, c) * size_factor(k, c) * size_factor(n, c));
+}
+
+// Ring collectives over `ranks` GPUs: all-reduce moves 2(n-1)/n of the bytes, the others (n-1)/n.
+double all_reduce_s(double bytes, int64_t ranks, double bandwidth, const PerformanceConstants& c) {
+  if (ranks <= 1 || bytes <= 0) return 0;
+  const double n = static_cast<double>(ranks);
+  return 2 * (n - 1) / n * bytes / bandwidth + c.collective_latency_s;
+}
+double half_collective_s(double bytes, int64_t ranks, double bandwidth, const PerformanceConstants& c) {
+  if (ranks <= 1 || bytes <= 0) return 0;
+  const double n = static_cast<double>(ranks);
+  return (n - 1) / n * bytes / bandwidth + c.collective_latency_s;
+}
+
+double group_bandwidth(int64_t first, int64_t stride, int64_t size, const spec::RunSpec& spec, const Machine& mc) {
+  return nodes_spanned(first, stride, size, spec.cluster.gpus_per_node) > 1 ? mc.inter_bytes_per_s
+                                                                             : mc.intra_bytes_per_s;
+}
+
+struct Parts {
+  double gemm_s = 0, gemm_weight_s = 0, core_s = 0, elementwise_s = 0, tp_s = 0, cp_s = 0, ep_s = 0;
+};
+
+// Forward parts of one layer for one microbatch on one rank.
+Parts forward_parts(const spec::RunSpec& spec, int64_t layer, const Machine& mc, const PerformanceConstants& c) {
+  const auto& m = spec.model;
+  const auto& p = spec.parallel;
+  const double t = static_cast<double>(p.tp);
+  const double tokens = static_cast<double>(m.seq_length / p.cp * spec.training.micro_batch_size);
+  const double h = static_cast<double>(m.hidden_size);
+  const double q = static_cast<double>(m.num_attention_heads * m.head_dim());
+  const double kv = static_cast<double>(m.num_query_groups * m.head_dim());
+  const double d = static_cast<double>(m.head_dim());
+  const double e = spec::bytes_per_element(spec.training.precision);
+  const bool decoder_t5 = m.arch == Arch::t5 && layer >= m.encoder_layers;
+  const bool causal = !(m.arch == Arch::bert || (m.arch == Arch::t5 && !decoder_t5));
+  const int attention_blocks = decoder_t5 ? 2 : 1;
+  const double up = m.activation == Activation::swiglu ? 2 : 1;
+
+  Parts parts;
+  parts.gemm_s += attention_blocks * (gemm_s(tokens, h, (q + 2 * kv) / t, mc, c) + gemm_s(tokens, q / t, h, mc, c));
+  if (m.is_moe()) {
+    const double f = static_cast<double>(m.moe_ffn_hidden_size);
+    const double local_experts = static_cast<double>(m.num_experts / p.ep);
+    const double per_expert = tokens * static_cast<double>(m.moe_top_k) / local_experts;
+    parts.gemm_s += gemm_s(tokens, h, static_cast<double>(m.num_experts), mc, c);
+    parts.gemm_s += local_experts * (gemm_s(per_expert, h, up * f / t, mc, c) + gemm_s(per_expert, f / t, h, mc, c));
+    const double a2a_bytes = e * tokens * static_cast<double>(m.moe_top_k) * h;
+    const double bw = group_bandwidth(0, p.tp, p.ep, spec, mc);  // ep neighbours are tp ranks apart
+    parts.ep_s = 2 * half_collective_s(a2a_bytes, p.ep, bw, c);  // dispatch and combine
+  } else {
+    const double f = static_cast<double>(m.ffn_hidden_size);
+    parts.gemm_s += gemm_s(tokens, h, up * f / t, mc, c) + gemm_s(tokens, f / t, h, mc, c);
+  }
+  // Attention scores and values: 2 products of tokens x keys x q/t; flash skips masked blocks.
+  const double keys = static_cast<double>(m.seq_length);
+  const double skip = (causal && spec.training.flash_attention) ? 0.5 : 1.0;
+  const double core_flops = attention_blocks * 2 * 2 * tokens * keys * q / t * skip;
+  parts.core_s = core_flops / (mc.flops_per_s * c.attention_efficiency * size_factor(d, c));
+  parts.elementwise_s = c.elementwise_passes * layer_activation_bytes_no_recompute(spec, layer) / mc.hbm_bytes_per_s;
+  if (p.tp > 1) {
+    const double bw = group_bandwidth(0, 1, p.tp, spec, mc);
+    parts.tp_s = (attention_blocks + 1) * all_reduce_s(e * tokens * h, p.tp, bw, c);
+  }
+  if (p.cp > 1) {
+    const double bw = group_bandwidth(0, p.tp, p.cp, spec, mc);
+    const double ring = static_cast<double>(p.cp - 1) * (2 * e * tokens * kv / t / bw + c.collective_latency_s);
+    parts.cp_s = std::max(0.0, ring - parts.core_s);  // KV ring overlaps the attention it feeds
+  }
+  return parts;
+}
+
+double sum_forward(const Parts& f) { return f.gemm_s + f.core_s + f.elementwise_s + f.tp_s + f.cp_s + f.ep_s; }
+
+}  // namespace
+
+LayerTime layer_time(const spec::RunSpec& spec, const spec::GpuPreset& gpu, int64_t layer, const PerformanceConstants& c) {
+  const Machine mc = machine_of(spec, gpu, c);
+  const Parts f = forward_parts(spec, layer, mc, c);
+  LayerTime out;
+  out.forward_s = sum_forward(f);
+  // Backward: input and weight gradients (2x the GEMMs), 2x attention and memory-bound work, the
+  // same number of TP collectives as forward, twice the CP exchange, the same all-to-alls.
+  out.backward_weight_s = f.gemm_s;
+  out.backward_s = 2 * f.gemm_s + 2 * f.core_s + 2 * f.elementwise_s + f.tp_s + 2 * f.cp_s + f.ep_s;
+  out.tp_comm_s = 2 * f.tp_s;
+  if (spec.training.recompute == Recompute::full) {
+    out.backward_s += out.forward_s;
+    out.tp_comm_s += f.tp_s;
+  } else if (spec.training.recompute == Recompute::selective) {
+    out.backward_s += f.core_s;
+  }
+  return out;
+}
+
+Prediction predict(const spec::RunSpec& spec, const ModelParams& params, const ScheduleTable& schedule,
+                   const IterationFlops& flops, const PerformanceConstants& c, bool record_events) {
+  const auto* gpu = spec::PresetCatalog::builtin().gpu(spec.cluster.gpu);
+  Prediction out;
+  if (!gpu) return out;
+  const Machine mc = machine_of(spec, *gpu, c);
+  const auto& m = spec.model;
+  const auto& p = spec.parallel;
+  const double t = static_cast<double>(p.tp);
+  const double tokens = static_cast<double>(m.seq_length / p.cp * spec.training.micro_batch_size);
+  const double h = static_cast<double>(m.hidden_size);
+  const double e = spec::bytes_per_element(spec.training.precision);
+  const double vocab_rank = static_cast<double>(padded_vocab(m.vocab_size, p.tp)) / t;
+  const int virtual_stages = static_cast<int>(p.pp * p.vpp);
+
+  // Layers of one shape cost the same: time each distinct layer kind once.
+  std::vector<LayerTime> per_layer(m.num_layers);
+  const LayerTime first = layer_time(spec, *gpu, 0, c);
+  const LayerTime decoder = m.arch == Arch::t5 ? layer_time(spec, *gpu, m.encoder_layers, c) : first;
+  for (int64_t i = 0; i < m.num_layers; ++i) per_layer[i] = (m.arch == Arch::t5 && i >= m.encoder_layers) ? decoder : first;
+
+  out.costs.forward_s.assign(virtual_stages, 0);
+  out.costs.backward_s.assign(virtual_stages, 0);
+  out.costs.backward_input_s.assign(virtual_stages, 0);
+  out.costs.backward_weight_s.assign(virtual_stages, 0);
+  for (int vs = 0; vs < virtual_stages; ++vs) {
+    const auto [first_layer, last_layer] = layer_range(m.num_layers, p.pp, p.vpp, vs);
+    double f = 0, b = 0, w = 0;
+    for (int64_t i = first_layer; i < last_layer; ++i) {
+      f += per_layer[i].forward_s;
+      b += per_layer[i].backward_s;
+      w += per_layer[i].backward_weight_s;
+    }
+    if (vs == 0) f += 3 * e * tokens * h / mc.hbm_bytes_per_s;  // embedding lookup
+    if (vs == virtual_stages - 1) {
+      // Output layer and vocab-parallel cross-entropy (fp32 logits read and written a few times).
+      const double logits = gemm_s(tokens, h, vocab_rank, mc, c);
+      const double loss = 3 * 4 * tokens * vocab_rank / mc.hbm_bytes_per_s;
+      f += logits + loss;
+      b += 2 * logits + loss;
+      w += logits;
+    }
+    out.costs.forward_s[vs] = f;
+    out.costs.backward_s[vs] = b;
+    out.costs.backward_weight_s[vs] = w;
+    out.costs.backward_input_s[vs] = b - w;
+  }
+  if (p.pp > 1) {
+    const double bytes = e * tokens * h / (p.sequence_parallel ? 1 : t);  // scatter-gather: 1/t per rank
+    const int64_t stride = p.tp * p.cp * spec.data_parallel();
+    const double bw = group_bandwidth(0, stride, 2, spec, mc);
+    out.costs.p2p_s = bytes / bw + c.collective_latency_s;
+  }
+  out.simulation = simulate(schedule, out.costs, record_events);
+  out.pipeline_s = out.simulation.makespan_s;
+  out.bubble_fraction = out.simulation.bubble_fraction;
+
+  // Data-parallel gradient reduction of the most loaded stage, hidden behind the last backward.
+  const auto stages = stage_parameters(spec, params, p.tp);
+  double dense = 0, expert = 0;
+  for (const auto& st : stages) {
+    dense = std::max(dense, static_cast<double>(st.dense_on_rank));
+    expert = std::max(expert, static_cast<double>(st.expert_on_rank));
+  }
+  const double grad_bytes = spec.training.precision == Precision::fp16 ? 2 : 4;
+  const int64_t dp_cp = spec.data_parallel() * p.cp;
+  const int64_t expert_dp = dp_cp / p.ep;
+  const double dp_bw = group_bandwidth(0, p.tp, dp_cp, spec, mc);
+  const int64_t zero = spec.effective_zero_stage();
+  double dp_s = 0;
+  if (zero == 0) {
+    dp_s = all_reduce_s(dense * grad_bytes, dp_cp, dp_bw, c) + all_reduce_s(expert * grad_bytes, expert_dp, dp_bw, c);
+  } else {
+    dp_s = half_collective_s(dense * grad_bytes, dp_cp, dp_bw, c) + half_collective_s(dense * e, dp_cp, dp_bw, c) +
+           half_collective_s(expert * grad_bytes, expert_dp, dp_bw, c) + half_collective_s(expert * e, expert_dp, dp_bw, c);
+  }
+  double last_backward = 0;
+  for (int vs = 0; vs < virtual_stages; vs += static_cast<int>(p.pp)) last_backward += out.costs.backward_s[vs];
+  out.dp_exposed_s = std::max(0.0, dp_s - last_backward);
+  const double shard = zero >= 1 ? static_cast<double>(dp_cp) : 1.0;
+  out.optimizer_s = (dense + expert) / shard * c.optimizer_bytes_per_param / mc.hbm_bytes_per_s;
+
+  out.iteration_time_s = out.pipeline_s + out.dp_exposed_s + out.optimizer_s;
+  const double world = static_cast<double>(spec.world_size());
+  const double peak = gpu->peak_tflops(spec.training.precision) * 1e12;
+  out.model_tflops_per_gpu = flops.model_per_iteration / (out.iteration_time_s * world) / 1e12;
+  out.hardware_tflops_per_gpu = flops.hardware_per_iteration / (out.iteration_time_s * world) / 1e12;
+  out.mfu = out.model_tflops_per_gpu * 1e12 / peak;
+  out.hfu = out.hardware_tflops_per_gpu * 1e12 / peak;
+  out.tokens_per_s = static_cast<double>(flops.tokens_per_iteration) / out.iteration_time_s;
+  return out;
+}
+
+}  // namespace tessera::planner

@@ -1,0 +1,55 @@
+// Performance model: per-op times of every pipeline stage (GEMMs at a size-dependent efficiency,
+// attention, memory-bound kernels, TP/CP/EP collectives), the schedule simulated with them, DP
+// gradient reduction and the optimizer step -> iteration time, TFLOP/s, MFU, tokens/s.
+// Constants and sources: docs/formulas.md §4.
+#pragma once
+
+#include "planner/flops.hpp"
+#include "planner/params.hpp"
+#include "planner/schedule.hpp"
+#include "spec/run_spec.hpp"
+
+namespace tessera::planner {
+
+/// Calibration constants of the model (fitted once to Narayanan et al. 2021 Table 1; GPU and
+/// network figures come from the GPU preset, not from here).
+struct PerformanceConstants {
+  double gemm_half_size = 256;        ///< a GEMM dimension d runs at d / (d + this) of the large-GEMM rate
+  double attention_efficiency = 0.8;  ///< attention score/value products relative to a large GEMM
+  double elementwise_passes = 1.0;    ///< bytes moved by memory-bound kernels / bytes of stored activations
+  double network_efficiency = 0.6;    ///< achieved / nominal bandwidth of collectives and p2p
+  double collective_latency_s = 15e-6;
+  double optimizer_bytes_per_param = 30;  ///< fused AdamW traffic: read master, m, v, grad; write master, m, v, weight
+};
+
+/// Time of one transformer layer for one microbatch on one rank.
+struct LayerTime {
+  double forward_s = 0;
+  double backward_s = 0;         ///< including recomputation
+  double backward_weight_s = 0;  ///< the weight-gradient share of backward_s (ZB's W)
+  double tp_comm_s = 0;          ///< forward + backward TP collectives inside the two above
+};
+
+struct Prediction {
+  double iteration_time_s = 0;
+  double model_tflops_per_gpu = 0;
+  double hardware_tflops_per_gpu = 0;
+  double mfu = 0;
+  double hfu = 0;
+  double tokens_per_s = 0;
+  double pipeline_s = 0;       ///< simulated forward/backward of all microbatches
+  double dp_exposed_s = 0;     ///< gradient reduction not hidden behind the last backward
+  double optimizer_s = 0;
+  double bubble_fraction = 0;
+  OpCosts costs;
+  Simulation simulation;
+};
+
+LayerTime layer_time(const spec::RunSpec& spec, const spec::GpuPreset& gpu, int64_t layer,
+                     const PerformanceConstants& constants = {});
+
+Prediction predict(const spec::RunSpec& spec, const ModelParams& params, const ScheduleTable& schedule,
+                   const IterationFlops& flops, const PerformanceConstants& constants = {},
+                   bool record_events = false);
+
+}  // namespace tessera::planner

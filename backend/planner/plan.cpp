@@ -1,0 +1,134 @@
+// Assembles a plan from the planner's parts and writes its JSON form.
+#include "planner/plan.hpp"
+
+namespace tessera::planner {
+
+namespace {
+
+// Group kinds that cross a node boundary, from the first group of each kind (groups of a kind are
+// translates of each other, so the first one decides for all when nodes are aligned; the full grid
+// checks every group).
+std::vector<std::string> crossing_kinds(const spec::RunSpec& spec) {
+  const auto& p = spec.parallel;
+  const int64_t dp = spec.data_parallel(), gpn = spec.cluster.gpus_per_node;
+  std::vector<std::string> out;
+  auto check = [&](const char* kind, int64_t stride, int64_t size) {
+    if (size > 1 && nodes_spanned(0, stride, size, gpn) > 1) out.emplace_back(kind);
+  };
+  check("tp", 1, p.tp);
+  check("cp", p.tp, p.cp);
+  check("dp", p.tp * p.cp, dp);
+  check("dp_cp", p.tp, dp * p.cp);
+  check("ep", p.tp, p.ep);
+  check("pp", p.tp * p.cp * dp, p.pp);
+  return out;
+}
+
+}  // namespace
+
+Plan make_plan(const spec::RunSpec& spec, const PlanOptions& options) {
+  spec::require_valid(spec);
+  Plan plan;
+  plan.spec = spec;
+  plan.params = count_parameters(spec.model);
+  plan.stage_params = stage_parameters(spec, plan.params, spec.parallel.tp);
+  plan.flops = iteration_flops(spec, options.causal_flops);
+  plan.schedule = make_schedule(spec.parallel.schedule, static_cast<int>(spec.parallel.pp),
+                                static_cast<int>(spec.parallel.vpp), static_cast<int>(spec.num_microbatches()));
+  plan.memory = estimate_memory(spec, plan.params, plan.schedule, options.memory_profile);
+  plan.prediction = predict(spec, plan.params, plan.schedule, plan.flops, options.constants, options.record_events);
+  if (options.include_grid) {
+    plan.grid = make_rank_grid(spec);
+    plan.cross_node_groups = plan.grid->cross_node_kinds();
+  } else {
+    plan.cross_node_groups = crossing_kinds(spec);
+  }
+  return plan;
+}
+
+nlohmann::ordered_json grid_to_json(const RankGrid& grid) {
+  nlohmann::ordered_json out;
+  auto& ranks = out["ranks"] = nlohmann::ordered_json::array();
+  for (const auto& r : grid.ranks)
+    ranks.push_back({{"rank", r.rank}, {"node", r.node}, {"local", r.local}, {"tp", r.tp}, {"cp", r.cp},
+                     {"ep", r.ep}, {"dp", r.dp}, {"pp", r.pp}});
+  auto& groups = out["groups"] = nlohmann::ordered_json::object();
+  for (const auto& kind : group_kinds()) {
+    auto it = grid.groups.find(kind);
+    if (it == grid.groups.end()) continue;
+    auto& list = groups[kind] = nlohmann::ordered_json::array();
+    for (const auto& g : it->second) list.push_back(g.ranks);
+  }
+  out["cross_node"] = grid.cross_node_kinds();
+  return out;
+}
+
+nlohmann::ordered_json plan_to_json(const Plan& plan) {
+  nlohmann::ordered_json out;
+  out["world_size"] = plan.spec.world_size();
+  auto& parameters = out["parameters"];
+  parameters["total"] = plan.params.total;
+  parameters["per_stage"] = nlohmann::ordered_json::array();
+  for (const auto& st : plan.stage_params) parameters["per_stage"].push_back(st.total);
+
+  auto& memory = out["memory"];
+  memory["profile"] = std::string(memory_profile_name(plan.memory.profile));
+  memory["stages"] = nlohmann::ordered_json::array();
+  for (const auto& st : plan.memory.stages)
+    memory["stages"].push_back({{"stage", st.stage},
+                                {"weights_bytes", st.weights_bytes},
+                                {"gradients_bytes", st.gradients_bytes},
+                                {"optimizer_bytes", st.optimizer_bytes},
+                                {"activations_bytes", st.activations_bytes},
+                                {"buffers_bytes", st.buffers_bytes},
+                                {"total_bytes", st.total_bytes()}});
+  memory["peak_bytes"] = plan.memory.peak_bytes;
+  memory["capacity_bytes"] = plan.memory.capacity_bytes;
+  memory["fits"] = plan.memory.fits;
+
+  out["flops"] = {{"model_per_iteration", plan.flops.model_per_iteration},
+                  {"hardware_per_iteration", plan.flops.hardware_per_iteration},
+                  {"tokens_per_iteration", plan.flops.tokens_per_iteration},
+                  {"causal", plan.flops.causal}};
+  out["pipeline"] = {{"schedule", std::string(spec::to_string(plan.spec.parallel.schedule))},
+                     {"microbatches", plan.schedule.microbatches},
+                     {"virtual_stages", plan.schedule.vpp},
+                     {"bubble_fraction", plan.prediction.bubble_fraction}};
+  const auto& pr = plan.prediction;
+  out["predicted"] = {{"iteration_time_s", pr.iteration_time_s},
+                      {"model_tflops_per_gpu", pr.model_tflops_per_gpu},
+                      {"hardware_tflops_per_gpu", pr.hardware_tflops_per_gpu},
+                      {"mfu", pr.mfu},
+                      {"hfu", pr.hfu},
+                      {"tokens_per_s", pr.tokens_per_s}};
+  if (plan.grid) out["grid"] = grid_to_json(*plan.grid);
+  return out;
+}
+
+nlohmann::ordered_json schedule_to_json(const ScheduleTable& table, const Simulation& simulation) {
+  nlohmann::ordered_json out;
+  out["schedule"] = std::string(spec::to_string(table.schedule));
+  out["pp"] = table.pp;
+  out["vpp"] = table.vpp;
+  out["microbatches"] = table.microbatches;
+  auto& stages = out["stages"] = nlohmann::ordered_json::array();
+  for (const auto& ops : table.stages) {
+    auto list = nlohmann::ordered_json::array();
+    for (const auto& op : ops)
+      list.push_back({{"op", std::string(op_kind_name(op.kind))}, {"microbatch", op.microbatch}, {"chunk", op.chunk}});
+    stages.push_back(list);
+  }
+  auto& events = out["events"] = nlohmann::ordered_json::array();
+  for (const auto& ev : simulation.events)
+    events.push_back({{"stage", ev.stage},
+                      {"op", std::string(op_kind_name(ev.op.kind))},
+                      {"microbatch", ev.op.microbatch},
+                      {"chunk", ev.op.chunk},
+                      {"start_s", ev.start_s},
+                      {"end_s", ev.end_s}});
+  out["makespan_s"] = simulation.makespan_s;
+  out["bubble_fraction"] = simulation.bubble_fraction;
+  return out;
+}
+
+}  // namespace tessera::planner

@@ -1,0 +1,152 @@
+// Hugging Face config.json import and Megatron-LM argument export.
+#include "spec/interop.hpp"
+
+#include <sstream>
+
+namespace tessera::spec {
+
+using nlohmann::json;
+
+namespace {
+
+const json* first_of(const json& config, std::initializer_list<const char*> keys, std::string* found = nullptr) {
+  for (const char* key : keys)
+    if (config.contains(key) && !config[key].is_null()) {
+      if (found) *found = key;
+      return &config[key];
+    }
+  return nullptr;
+}
+
+int64_t required_int(const json& config, std::initializer_list<const char*> keys, const std::string& source) {
+  std::string name;
+  const json* v = first_of(config, keys, &name);
+  if (!v) throw SpecError({{"", source + ": config field " + std::string(*keys.begin()) + " is missing"}});
+  if (!v->is_number_integer()) throw SpecError({{"", source + ": config field " + name + " must be an integer"}});
+  return v->get<int64_t>();
+}
+
+}  // namespace
+
+json spec_from_hf_config(const json& config, const std::string& source) {
+  if (!config.is_object()) throw SpecError({{"", source + ": a config.json must be a JSON object"}});
+  const std::string type = config.value("model_type", "");
+  json model;
+  if (type == "llama" || type == "mistral" || type == "mixtral") {
+    model["arch"] = type == "mixtral" ? "mixtral" : "llama";
+    model["num_layers"] = required_int(config, {"num_hidden_layers"}, source);
+    model["hidden_size"] = required_int(config, {"hidden_size"}, source);
+    model["num_attention_heads"] = required_int(config, {"num_attention_heads"}, source);
+    model["num_query_groups"] = config.contains("num_key_value_heads") ? required_int(config, {"num_key_value_heads"}, source)
+                                                                       : model["num_attention_heads"].get<int64_t>();
+    model["ffn_hidden_size"] = required_int(config, {"intermediate_size"}, source);
+    model["vocab_size"] = required_int(config, {"vocab_size"}, source);
+    model["seq_length"] = required_int(config, {"max_position_embeddings"}, source);
+    model["normalization"] = "rmsnorm";
+    model["activation"] = "swiglu";
+    model["position_embedding"] = "rope";
+    model["tie_embeddings"] = config.value("tie_word_embeddings", false);
+    if (config.contains("head_dim") && config["head_dim"].is_number_integer() &&
+        config["head_dim"].get<int64_t>() * model["num_attention_heads"].get<int64_t>() != model["hidden_size"].get<int64_t>())
+      throw SpecError({{"", source + ": head_dim * num_attention_heads != hidden_size is not supported"}});
+    if (type == "mixtral") {
+      model["num_experts"] = required_int(config, {"num_local_experts"}, source);
+      model["moe_top_k"] = required_int(config, {"num_experts_per_tok"}, source);
+      model["moe_ffn_hidden_size"] = model["ffn_hidden_size"];
+    }
+  } else if (type == "gpt2") {
+    model["arch"] = "gpt";
+    model["num_layers"] = required_int(config, {"n_layer", "num_hidden_layers"}, source);
+    model["hidden_size"] = required_int(config, {"n_embd", "hidden_size"}, source);
+    model["num_attention_heads"] = required_int(config, {"n_head", "num_attention_heads"}, source);
+    const json* inner = first_of(config, {"n_inner"});
+    model["ffn_hidden_size"] = inner ? required_int(config, {"n_inner"}, source) : 4 * model["hidden_size"].get<int64_t>();
+    model["vocab_size"] = required_int(config, {"vocab_size"}, source);
+    model["seq_length"] = required_int(config, {"n_positions", "n_ctx", "max_position_embeddings"}, source);
+    model["normalization"] = "layernorm";
+    model["activation"] = "gelu";
+    model["position_embedding"] = "learned";
+    model["tie_embeddings"] = config.value("tie_word_embeddings", true);
+  } else {
+    throw SpecError({{"", source + ": model_type \"" + type + "\" is not supported (llama, mistral, mixtral, gpt2)"}});
+  }
+  std::string name = source;
+  if (config.contains("_name_or_path") && config["_name_or_path"].is_string()) name = config["_name_or_path"].get<std::string>();
+  return json{{"name", name}, {"model", model}};
+}
+
+MegatronExport megatron_command(const RunSpec& spec) {
+  MegatronExport out;
+  const auto& m = spec.model;
+  const auto& p = spec.parallel;
+  const auto& t = spec.training;
+  std::ostringstream a;
+  const char* script = m.arch == Arch::bert ? "pretrain_bert.py" : m.arch == Arch::t5 ? "pretrain_t5.py" : "pretrain_gpt.py";
+  a << "torchrun --nnodes " << spec.cluster.nodes << " --nproc-per-node " << spec.cluster.gpus_per_node << " " << script;
+  auto arg = [&](const std::string& name, auto value) { a << " \\\n  --" << name << " " << value; };
+  auto flag = [&](const std::string& name) { a << " \\\n  --" << name; };
+  if (m.arch == Arch::t5) {
+    arg("encoder-num-layers", m.encoder_layers);
+    arg("decoder-num-layers", m.decoder_layers);
+  } else {
+    arg("num-layers", m.num_layers);
+  }
+  arg("hidden-size", m.hidden_size);
+  arg("num-attention-heads", m.num_attention_heads);
+  if (m.num_query_groups != m.num_attention_heads) {
+    flag("group-query-attention");
+    arg("num-query-groups", m.num_query_groups);
+  }
+  arg("ffn-hidden-size", m.ffn_hidden_size);
+  arg("seq-length", m.seq_length);
+  arg("max-position-embeddings", m.seq_length);
+  arg("tokenizer-type", "NullTokenizer");
+  arg("vocab-size", m.vocab_size);
+  if (m.normalization == Normalization::rmsnorm) arg("normalization", "RMSNorm");
+  if (m.activation == Activation::swiglu) flag("swiglu");
+  if (m.position_embedding == PositionEmbedding::rope) arg("position-embedding-type", "rope");
+  if (m.arch == Arch::llama || m.arch == Arch::mixtral || m.arch == Arch::t5) flag("disable-bias-linear");
+  if (!m.tie_embeddings) flag("untie-embeddings-and-output-weights");
+  if (m.is_moe()) {
+    arg("num-experts", m.num_experts);
+    arg("moe-router-topk", m.moe_top_k);
+    arg("moe-ffn-hidden-size", m.moe_ffn_hidden_size);
+  }
+  arg("tensor-model-parallel-size", p.tp);
+  arg("pipeline-model-parallel-size", p.pp);
+  if (p.cp > 1) arg("context-parallel-size", p.cp);
+  if (p.ep > 1) arg("expert-model-parallel-size", p.ep);
+  if (p.vpp > 1) arg("num-layers-per-virtual-pipeline-stage", m.num_layers / (p.pp * p.vpp));
+  if (p.sequence_parallel) flag("sequence-parallel");
+  if (spec.effective_zero_stage() >= 1) flag("use-distributed-optimizer");
+  if (p.zero_stage >= 2)
+    out.notes.push_back("parallel.zero_stage=" + std::to_string(p.zero_stage) +
+                        ": Megatron-LM shards only the optimizer state (--use-distributed-optimizer); gradients and "
+                        "weights stay replicated there");
+  if (p.schedule == Schedule::gpipe || p.schedule == Schedule::zb_h1)
+    out.notes.push_back("parallel.schedule=" + std::string(to_string(p.schedule)) +
+                        ": Megatron-LM runs 1F1B (or interleaved 1F1B) instead");
+  arg("micro-batch-size", t.micro_batch_size);
+  arg("global-batch-size", t.global_batch_size);
+  if (t.precision == Precision::bf16) flag("bf16");
+  if (t.precision == Precision::fp16) flag("fp16");
+  if (t.recompute == Recompute::selective) arg("recompute-granularity", "selective");
+  if (t.recompute == Recompute::full) {
+    arg("recompute-granularity", "full");
+    arg("recompute-method", "uniform");
+    arg("recompute-num-layers", 1);
+  }
+  if (t.flash_attention) flag("use-flash-attn");
+  arg("train-iters", t.train_steps);
+  arg("lr", t.lr);
+  arg("min-lr", t.min_lr);
+  arg("lr-decay-style", "cosine");
+  arg("lr-warmup-iters", t.warmup_steps);
+  arg("weight-decay", t.weight_decay);
+  arg("clip-grad", t.grad_clip);
+  arg("seed", t.seed);
+  out.command = a.str();
+  return out;
+}
+
+}  // namespace tessera::spec

@@ -1,0 +1,23 @@
+// Interoperability: a spec from a Hugging Face config.json, and the Megatron-LM command line of a spec.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "spec/run_spec.hpp"
+
+namespace tessera::spec {
+
+/// The model section (and a name) of a spec from a Hugging Face config.json of a Llama, Mistral,
+/// Mixtral or GPT-2 model. Throws SpecError naming the config field that is missing or unsupported.
+nlohmann::json spec_from_hf_config(const nlohmann::json& config, const std::string& source_name);
+
+struct MegatronExport {
+  std::string command;             ///< torchrun ... pretrain_gpt.py --num-layers ...
+  std::vector<std::string> notes;  ///< settings Megatron-LM has no flag for
+};
+MegatronExport megatron_command(const RunSpec& spec);
+
+}  // namespace tessera::spec
