@@ -1,48 +1,319 @@
-// tessera-cli presets | validate: the planning commands.
+// tessera-cli presets | validate | plan | schedule | export megatron | import hf: the planning commands.
+#include <fstream>
 #include <iostream>
+#include <optional>
+#include <sstream>
 
 #include "cli/commands.hpp"
+#include "spec/interop.hpp"
 #include "cli/text_table.hpp"
-#include "planner/params.hpp"
+#include "planner/plan.hpp"
 #include "spec/run_spec.hpp"
 
 namespace tessera::cli {
 
 namespace {
 
-void print_presets() {
-  const auto& catalog = spec::PresetCatalog::builtin();
-  TextTable models({"model preset", "arch", "layers", "hidden", "heads", "parameters", "description"},
-                   {false, false, true, true, true, true, false});
-  for (const auto& [id, preset] : catalog.models()) {
-    nlohmann::json doc = {{"model", {{"preset", id}}}, {"cluster", {{"gpu", "cpu"}, {"nodes", 1}, {"gpus_per_node", 1}}}};
-    const auto s = spec::parse_spec(doc);
-    models.add_row({id, std::string(spec::to_string(s.model.arch)), std::to_string(s.model.num_layers),
-                    std::to_string(s.model.hidden_size), std::to_string(s.model.num_attention_heads),
-                    format_count(planner::count_parameters(s.model).total), preset.description});
+using nlohmann::json;
+
+// Layout overrides shared by plan, schedule and export: applied to the document before parsing,
+// so that every rule of the spec still holds for the result.
+struct Overrides {
+  std::optional<int64_t> tp, pp, dp, cp, ep, vpp, zero, mbs, gbs, seq, nodes, gpus_per_node;
+  std::optional<std::string> recompute, precision, schedule, gpu, preset;
+  bool sp = false;
+  CLI::Option* sp_option = nullptr;
+
+  void add_to(CLI::App* cmd) {
+    cmd->add_option("--tp", tp, "Tensor-parallel size");
+    cmd->add_option("--pp", pp, "Pipeline-parallel size");
+    cmd->add_option("--dp", dp, "Data-parallel size (default: derived from the cluster)");
+    cmd->add_option("--cp", cp, "Context-parallel size");
+    cmd->add_option("--ep", ep, "Expert-parallel size");
+    cmd->add_option("--vpp", vpp, "Virtual pipeline stages per rank (interleaved schedule)");
+    sp_option = cmd->add_flag("--sp,!--no-sp", sp, "Sequence parallelism on (--sp) or off (--no-sp)");
+    cmd->add_option("--zero", zero, "ZeRO stage 0-3");
+    cmd->add_option("--mbs", mbs, "Micro-batch size");
+    cmd->add_option("--gbs", gbs, "Global batch size");
+    cmd->add_option("--seq", seq, "Sequence length");
+    cmd->add_option("--recompute", recompute, "none|selective|full");
+    cmd->add_option("--precision", precision, "fp32|bf16|fp16");
+    cmd->add_option("--schedule", schedule, "gpipe|1f1b|interleaved|zb-h1");
+    cmd->add_option("--gpu", gpu, "GPU preset id");
+    cmd->add_option("--nodes", nodes, "Number of nodes");
+    cmd->add_option("--gpus-per-node", gpus_per_node, "GPUs per node");
+    cmd->add_option("--preset", preset, "Model preset id (replaces the spec's model section)");
   }
-  std::cout << models.str() << "\n";
-  TextTable gpus({"gpu preset", "bf16 TFLOP/s", "memory GiB", "HBM GB/s", "intra-node GB/s", "inter-node GB/s", "name"},
-                 {false, true, true, true, true, true, false});
-  for (const auto& [id, g] : catalog.gpus())
-    gpus.add_row({id, format_fixed(g.peak_tflops_bf16, 1), format_gib(g.memory_bytes), format_fixed(g.hbm_bandwidth_GBps, 0),
-                  format_fixed(g.intra_node_bandwidth_GBps, 0), format_fixed(g.inter_node_bandwidth_GBps, 1), g.name});
-  std::cout << gpus.str();
+
+  void apply(json& doc) const {
+    auto set = [&](const char* section, const char* field, const auto& value) {
+      if (value) doc[section][field] = *value;
+    };
+    if (preset) doc["model"] = json{{"preset", *preset}};
+    set("model", "seq_length", seq);
+    set("parallel", "tp", tp);
+    set("parallel", "pp", pp);
+    set("parallel", "dp", dp);
+    set("parallel", "cp", cp);
+    set("parallel", "ep", ep);
+    set("parallel", "vpp", vpp);
+    set("parallel", "zero_stage", zero);
+    set("parallel", "schedule", schedule);
+    if (sp_option && sp_option->count() > 0) doc["parallel"]["sequence_parallel"] = sp;
+    set("training", "micro_batch_size", mbs);
+    set("training", "global_batch_size", gbs);
+    set("training", "recompute", recompute);
+    set("training", "precision", precision);
+    set("cluster", "gpu", gpu);
+    set("cluster", "nodes", nodes);
+    set("cluster", "gpus_per_node", gpus_per_node);
+    // A new layout that no longer matches an explicit dp: derive dp again unless it was given here.
+    if (!dp && (tp || pp || cp || nodes || gpus_per_node) && doc.contains("parallel")) doc["parallel"].erase("dp");
+  }
+};
+
+json read_json_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw UsageError("cannot read " + path);
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  try {
+    return json::parse(buffer.str());
+  } catch (const json::parse_error& e) {
+    throw spec::SpecError({{"", path + ": not valid JSON: " + e.what()}});
+  }
+}
+
+spec::RunSpec load_with_overrides(const std::string& path, const Overrides& overrides) {
+  json doc = read_json_file(path);
+  if (!doc.is_object()) throw spec::SpecError({{"", path + ": a run spec must be a JSON object"}});
+  overrides.apply(doc);
+  return spec::parse_spec(doc);
+}
+
+std::string pct(double fraction) { return format_fixed(100 * fraction, 1) + "%"; }
+
+std::string layout_label(const spec::RunSpec& s) {
+  std::string out = "TP" + std::to_string(s.parallel.tp) + "·PP" + std::to_string(s.parallel.pp) + "·DP" +
+                    std::to_string(s.data_parallel());
+  if (s.parallel.cp > 1) out += "·CP" + std::to_string(s.parallel.cp);
+  if (s.parallel.ep > 1) out += "·EP" + std::to_string(s.parallel.ep);
+  if (s.parallel.vpp > 1) out += "·VPP" + std::to_string(s.parallel.vpp);
+  return out;
+}
+
+std::string layer_span(const std::vector<int64_t>& layers) {
+  if (layers.empty()) return "-";
+  std::string out;
+  size_t i = 0;
+  while (i < layers.size()) {
+    size_t j = i;
+    while (j + 1 < layers.size() && layers[j + 1] == layers[j] + 1) ++j;
+    if (!out.empty()) out += ",";
+    out += std::to_string(layers[i]) + (j > i ? "-" + std::to_string(layers[j]) : "");
+    i = j + 1;
+  }
+  return out;
+}
+
+void print_plan(const planner::Plan& plan) {
+  const auto& s = plan.spec;
+  const auto& gpu = *spec::PresetCatalog::builtin().gpu(s.cluster.gpu);
+  std::cout << (s.name.empty() ? "Plan" : s.name) << "\n";
+  std::cout << "  " << s.world_size() << " GPUs (" << s.cluster.nodes << " × " << s.cluster.gpus_per_node << " "
+            << gpu.name << ") · " << layout_label(s) << (s.parallel.sequence_parallel ? " · SP" : "")
+            << " · ZeRO-" << s.effective_zero_stage() << " · " << spec::to_string(s.training.precision) << " · recompute "
+            << spec::to_string(s.training.recompute) << "\n";
+  std::cout << "  " << s.num_microbatches() << " microbatches of " << s.training.micro_batch_size << " × "
+            << s.model.seq_length << " tokens per DP rank · " << format_count(plan.flops.tokens_per_iteration)
+            << " tokens per step\n";
+  if (!plan.cross_node_groups.empty()) {
+    std::string kinds;
+    for (const auto& k : plan.cross_node_groups) kinds += (kinds.empty() ? "" : ", ") + k;
+    std::cout << "  groups crossing a node boundary: " << kinds << "\n";
+  }
+  std::cout << "\nParameters: " << format_count(plan.params.total) << " (" << format_si(static_cast<double>(plan.params.total), "")
+            << ")\n";
+  TextTable params({"stage", "layers", "parameters", "per rank (after TP/EP)"});
+  for (size_t i = 0; i < plan.stage_params.size(); ++i) {
+    const auto& st = plan.stage_params[i];
+    params.add_row({std::to_string(i), layer_span(st.layers), format_count(st.total), format_count(st.on_rank())});
+  }
+  std::cout << params.str();
+
+  const auto& mem = plan.memory;
+  std::cout << "\nMemory per GPU (" << planner::memory_profile_name(mem.profile) << " profile, GiB; capacity "
+            << format_gib(mem.capacity_bytes) << ")\n";
+  TextTable memory({"stage", "weights", "gradients", "optimizer", "activations", "buffers", "total", "verdict"});
+  for (const auto& st : mem.stages) {
+    const int64_t over = st.total_bytes() - mem.capacity_bytes;
+    memory.add_row({std::to_string(st.stage), format_gib(st.weights_bytes), format_gib(st.gradients_bytes),
+                    format_gib(st.optimizer_bytes), format_gib(st.activations_bytes), format_gib(st.buffers_bytes),
+                    format_gib(st.total_bytes()), over > 0 ? "OOM by " + format_gib(over) : "fits"});
+  }
+  std::cout << memory.str();
+  std::cout << "  peak " << format_gib(mem.peak_bytes) << " GiB of " << format_gib(mem.capacity_bytes) << " GiB: "
+            << (mem.fits ? "fits" : "does NOT fit") << "\n";
+
+  const auto& pr = plan.prediction;
+  std::cout << "\nPipeline: " << spec::to_string(s.parallel.schedule) << ", " << plan.schedule.microbatches
+            << " microbatches, " << plan.schedule.vpp << " virtual stage(s) per rank, bubble " << pct(pr.bubble_fraction)
+            << "\n";
+  std::cout << "\nPredicted (" << (plan.flops.causal ? "causal attention FLOPs halved" : "attention FLOPs counted in full")
+            << ")\n";
+  TextTable prediction({"iteration", "model TFLOP/s/GPU", "hardware TFLOP/s/GPU", "MFU", "HFU", "tokens/s"});
+  prediction.add_row({format_fixed(pr.iteration_time_s, 3) + " s", format_fixed(pr.model_tflops_per_gpu, 1),
+                      format_fixed(pr.hardware_tflops_per_gpu, 1), pct(pr.mfu), pct(pr.hfu), format_si(pr.tokens_per_s, "")});
+  std::cout << prediction.str();
+  std::cout << "  of which: pipeline " << format_fixed(pr.pipeline_s, 3) << " s, exposed DP reduction "
+            << format_fixed(pr.dp_exposed_s, 3) << " s, optimizer " << format_fixed(pr.optimizer_s, 3) << " s\n";
+}
+
+std::string op_label(const planner::PipelineOp& op, int vpp) {
+  std::string out(planner::op_kind_name(op.kind));
+  out += std::to_string(op.microbatch);
+  if (vpp > 1) out += "." + std::to_string(op.chunk);
+  return out;
 }
 
 }  // namespace
 
 void add_plan_commands(CLI::App& app) {
-  app.add_subcommand("presets", "List the model and GPU presets")->callback(print_presets);
-
-  auto* validate = app.add_subcommand("validate", "Check a run spec; every problem names its field and rule");
-  static std::string validate_path;
-  validate->add_option("spec", validate_path, "Run spec (JSON)")->required();
-  validate->callback([] {
-    const auto s = spec::load_spec_file(validate_path);
-    std::cout << validate_path << ": valid (world size " << s.world_size() << ", dp " << s.data_parallel() << ", "
-              << s.num_microbatches() << " microbatches per step)\n";
+  app.add_subcommand("presets", "List the model and GPU presets")->callback([] {
+    const auto& catalog = spec::PresetCatalog::builtin();
+    TextTable models({"model preset", "arch", "layers", "hidden", "heads", "parameters", "description"},
+                     {false, false, true, true, true, true, false});
+    for (const auto& [id, preset] : catalog.models()) {
+      json doc = {{"model", {{"preset", id}}}, {"cluster", {{"gpu", "cpu"}, {"nodes", 1}, {"gpus_per_node", 1}}}};
+      const auto s = spec::parse_spec(doc);
+      models.add_row({id, std::string(spec::to_string(s.model.arch)), std::to_string(s.model.num_layers),
+                      std::to_string(s.model.hidden_size), std::to_string(s.model.num_attention_heads),
+                      format_count(planner::count_parameters(s.model).total), preset.description});
+    }
+    std::cout << models.str() << "\n";
+    TextTable gpus({"gpu preset", "bf16 TFLOP/s", "memory GiB", "HBM GB/s", "intra-node GB/s", "inter-node GB/s", "name"},
+                   {false, true, true, true, true, true, false});
+    for (const auto& [id, g] : catalog.gpus())
+      gpus.add_row({id, format_fixed(g.peak_tflops_bf16, 1), format_gib(g.memory_bytes), format_fixed(g.hbm_bandwidth_GBps, 0),
+                    format_fixed(g.intra_node_bandwidth_GBps, 0), format_fixed(g.inter_node_bandwidth_GBps, 1), g.name});
+    std::cout << gpus.str();
   });
+
+  {
+    auto* cmd = app.add_subcommand("validate", "Check a run spec; every problem names its field and rule");
+    static std::string path;
+    cmd->add_option("spec", path, "Run spec (JSON)")->required();
+    cmd->callback([] {
+      const auto s = spec::load_spec_file(path);
+      std::cout << path << ": valid (world size " << s.world_size() << ", " << layout_label(s) << ", "
+                << s.num_microbatches() << " microbatches per step)\n";
+    });
+  }
+
+  {
+    auto* cmd = app.add_subcommand("plan", "Parameters, memory per stage, FLOPs, bubble and predicted speed of a run");
+    static std::string path, profile = "tessera";
+    static bool as_json = false, with_grid = false, causal = false;
+    static Overrides overrides;
+    cmd->add_option("spec", path, "Run spec (JSON)")->required();
+    cmd->add_flag("--json", as_json, "Print the plan as JSON");
+    cmd->add_option("--memory-profile", profile, "tessera (default) or megatron")
+        ->check(CLI::IsMember({"tessera", "megatron"}));
+    cmd->add_flag("--grid", with_grid, "Include every rank and process group");
+    cmd->add_flag("--causal-flops", causal, "Count causal attention scores as half (default: in full, as Megatron and PaLM)");
+    overrides.add_to(cmd);
+    cmd->callback([] {
+      planner::PlanOptions options;
+      options.memory_profile = planner::memory_profile_from_string(profile);
+      options.include_grid = with_grid;
+      options.causal_flops = causal;
+      const auto plan = planner::make_plan(load_with_overrides(path, overrides), options);
+      if (as_json) {
+        std::cout << planner::plan_to_json(plan).dump(2) << "\n";
+        return;
+      }
+      print_plan(plan);
+      if (plan.grid) {
+        std::cout << "\nRank grid (rank: node/local tp cp ep dp pp)\n";
+        TextTable grid({"rank", "node", "local", "tp", "cp", "ep", "dp", "pp"});
+        for (const auto& r : plan.grid->ranks)
+          grid.add_row({std::to_string(r.rank), std::to_string(r.node), std::to_string(r.local), std::to_string(r.tp),
+                        std::to_string(r.cp), std::to_string(r.ep), std::to_string(r.dp), std::to_string(r.pp)});
+        std::cout << grid.str();
+      }
+    });
+  }
+
+  {
+    auto* cmd = app.add_subcommand("schedule", "The pipeline schedule's operation table and its simulated timeline");
+    static std::string path;
+    static bool as_json = false;
+    static Overrides overrides;
+    cmd->add_option("spec", path, "Run spec (JSON)")->required();
+    cmd->add_flag("--json", as_json, "Print the table and the events as JSON");
+    overrides.add_to(cmd);
+    cmd->callback([] {
+      planner::PlanOptions options;
+      options.record_events = true;
+      const auto plan = planner::make_plan(load_with_overrides(path, overrides), options);
+      if (as_json) {
+        std::cout << planner::schedule_to_json(plan.schedule, plan.prediction.simulation).dump(2) << "\n";
+        return;
+      }
+      const auto& sim = plan.prediction.simulation;
+      std::cout << spec::to_string(plan.schedule.schedule) << ": " << plan.schedule.pp << " stages, " << plan.schedule.vpp
+                << " chunk(s) per stage, " << plan.schedule.microbatches << " microbatches; makespan "
+                << format_fixed(sim.makespan_s * 1e3, 2) << " ms, bubble " << pct(sim.bubble_fraction) << "\n";
+      for (size_t stage = 0; stage < plan.schedule.stages.size(); ++stage) {
+        std::cout << "stage " << stage << " (busy " << format_fixed(sim.busy_s[stage] * 1e3, 2) << " ms, "
+                  << sim.peak_in_flight[stage] << " in flight):";
+        for (const auto& op : plan.schedule.stages[stage]) std::cout << " " << op_label(op, plan.schedule.vpp);
+        std::cout << "\n";
+      }
+    });
+  }
+
+  {
+    auto* exp = app.add_subcommand("export", "Export a spec for another tool");
+    exp->require_subcommand(1);
+    auto* cmd = exp->add_subcommand("megatron", "The Megatron-LM pretrain_*.py command line for the same run");
+    static std::string path;
+    static Overrides overrides;
+    cmd->add_option("spec", path, "Run spec (JSON)")->required();
+    overrides.add_to(cmd);
+    cmd->callback([] {
+      const auto s = load_with_overrides(path, overrides);
+      const auto exported = spec::megatron_command(s);
+      for (const auto& note : exported.notes) std::cerr << "note: " << note << "\n";
+      std::cout << exported.command << "\n";
+    });
+  }
+
+  {
+    auto* imp = app.add_subcommand("import", "Import a model from another tool");
+    imp->require_subcommand(1);
+    auto* cmd = imp->add_subcommand("hf", "A run spec from a Hugging Face config.json (Llama, Mistral, Mixtral, GPT-2)");
+    static std::string path, out_path, gpu = "h100-sxm";
+    static int64_t nodes = 1, gpus_per_node = 8;
+    cmd->add_option("config", path, "Hugging Face config.json")->required();
+    cmd->add_option("-o,--output", out_path, "Write the spec here instead of stdout");
+    cmd->add_option("--gpu", gpu, "GPU preset of the cluster section");
+    cmd->add_option("--nodes", nodes, "Nodes of the cluster section");
+    cmd->add_option("--gpus-per-node", gpus_per_node, "GPUs per node of the cluster section");
+    cmd->callback([] {
+      json doc = spec::spec_from_hf_config(read_json_file(path), path);
+      doc["cluster"] = {{"gpu", gpu}, {"nodes", nodes}, {"gpus_per_node", gpus_per_node}};
+      const auto s = spec::parse_spec(doc);  // validate what we produce
+      const std::string text = spec::to_json(s).dump(2) + "\n";
+      if (out_path.empty()) {
+        std::cout << text;
+      } else {
+        std::ofstream out(out_path);
+        if (!(out << text)) throw UsageError("cannot write " + out_path);
+        std::cerr << "wrote " << out_path << "\n";
+      }
+    });
+  }
 }
 
 }  // namespace tessera::cli
