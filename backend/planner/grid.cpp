@@ -12,7 +12,8 @@ const std::vector<std::string>& group_kinds() {
   return kinds;
 }
 
-RankCoord rank_coord(int64_t rank, int64_t tp, int64_t cp, int64_t ep, int64_t dp, int64_t pp, int64_t gpus_per_node) {
+RankCoord rank_coord(int64_t rank, int64_t tp, int64_t cp, int64_t ep, int64_t dp, int64_t /*pp: outermost, implied*/,
+                     int64_t gpus_per_node) {
   RankCoord c;
   c.rank = rank;
   c.node = rank / gpus_per_node;
@@ -24,7 +25,6 @@ RankCoord rank_coord(int64_t rank, int64_t tp, int64_t cp, int64_t ep, int64_t d
   const int64_t dp_cp = c.cp + cp * c.dp;
   c.ep = dp_cp % ep;
   c.expert_dp = dp_cp / ep;
-  (void)pp;
   return c;
 }
 

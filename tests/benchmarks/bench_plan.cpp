@@ -17,9 +17,6 @@ namespace {
 std::vector<spec::RunSpec> gpt3_layouts() {
   std::vector<spec::RunSpec> out;
   const auto& presets = spec::PresetCatalog::builtin();
-  nlohmann::json base = {{"model", {{"preset", "gpt3-175b"}}},
-                         {"training", {{"global_batch_size", 1536}, {"precision", "bf16"}}},
-                         {"cluster", {{"gpu", "h100-sxm"}, {"gpus_per_node", 8}}}};
   const auto base_spec = spec::parse_spec(nlohmann::json{{"model", {{"preset", "gpt3-175b"}}},
                                                          {"cluster", {{"gpu", "h100-sxm"}, {"nodes", 1}, {"gpus_per_node", 8}}}});
   for (int64_t nodes : {8, 16, 32, 64, 128, 256})
@@ -42,7 +39,6 @@ std::vector<spec::RunSpec> gpt3_layouts() {
                 s.training.recompute = recompute;
                 if (spec::validate(s, presets).empty()) out.push_back(s);
               }
-  (void)base;
   return out;
 }
 
