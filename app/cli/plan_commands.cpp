@@ -79,7 +79,7 @@ json read_json_file(const std::string& path) {
   buffer << in.rdbuf();
   try {
     return json::parse(buffer.str());
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // syntax errors, and numbers out of range
     throw spec::SpecError({{"", path + ": not valid JSON: " + e.what()}});
   }
 }

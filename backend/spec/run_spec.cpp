@@ -166,12 +166,15 @@ std::string unknown_message(const std::string& path, const std::string& key, con
 void apply_derived_defaults(RunSpec& spec) {
   auto& m = spec.model;
   if (m.num_query_groups == 0) m.num_query_groups = m.num_attention_heads;
-  if (m.ffn_hidden_size == 0) m.ffn_hidden_size = 4 * m.hidden_size;
+  // Overflowing defaults stay 0 and are reported by validate() with the field that caused them.
+  if (m.ffn_hidden_size == 0 && __builtin_mul_overflow(m.hidden_size, 4, &m.ffn_hidden_size)) m.ffn_hidden_size = 0;
   if (m.moe_ffn_hidden_size == 0) m.moe_ffn_hidden_size = m.ffn_hidden_size;
-  if (m.arch == Arch::t5 && m.num_layers == 0) m.num_layers = m.encoder_layers + m.decoder_layers;
+  if (m.arch == Arch::t5 && m.num_layers == 0 && __builtin_add_overflow(m.encoder_layers, m.decoder_layers, &m.num_layers))
+    m.num_layers = 0;
   if (spec.training.global_batch_size == 0) {
     const int64_t dp = spec.data_parallel();
-    if (dp > 0) spec.training.global_batch_size = spec.training.micro_batch_size * dp;
+    if (dp > 0 && __builtin_mul_overflow(spec.training.micro_batch_size, dp, &spec.training.global_batch_size))
+      spec.training.global_batch_size = 0;
   }
 }
 
@@ -179,14 +182,20 @@ void apply_derived_defaults(RunSpec& spec) {
 
 int64_t RunSpec::data_parallel() const {
   if (parallel.dp > 0) return parallel.dp;
-  const int64_t model_parallel = parallel.tp * parallel.pp * parallel.cp;
-  if (model_parallel <= 0 || world_size() % model_parallel != 0) return 0;
-  return world_size() / model_parallel;
+  int64_t model_parallel = 0, world = 0;
+  // Called on unvalidated specs too: an overflowing product means "cannot be derived".
+  if (__builtin_mul_overflow(parallel.tp, parallel.pp, &model_parallel) ||
+      __builtin_mul_overflow(model_parallel, parallel.cp, &model_parallel) ||
+      __builtin_mul_overflow(cluster.nodes, cluster.gpus_per_node, &world))
+    return 0;
+  if (model_parallel <= 0 || world <= 0 || world % model_parallel != 0) return 0;
+  return world / model_parallel;
 }
 
 int64_t RunSpec::num_microbatches() const {
-  const int64_t per_step = training.micro_batch_size * data_parallel();
-  return per_step > 0 ? training.global_batch_size / per_step : 0;
+  int64_t per_step = 0;
+  if (__builtin_mul_overflow(training.micro_batch_size, data_parallel(), &per_step) || per_step <= 0) return 0;
+  return training.global_batch_size / per_step;
 }
 
 int64_t RunSpec::effective_zero_stage() const {
@@ -290,7 +299,7 @@ RunSpec parse_spec_text(const std::string& text, const PresetCatalog& presets) {
   json document;
   try {
     document = json::parse(text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // syntax errors, and numbers out of range
     throw SpecError({{"", std::string("the spec is not valid JSON: ") + e.what()}});
   }
   return parse_spec(document, presets);

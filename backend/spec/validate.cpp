@@ -1,5 +1,7 @@
 // The validation rules of the run spec (docs/spec.md lists them); every message names fields and rule.
+#include <cmath>
 #include <string>
+#include <tuple>
 
 #include "spec/run_spec.hpp"
 
@@ -18,6 +20,14 @@ class Checker {
     fail(path, path + "=" + n(value) + " must be a positive integer");
     return false;
   }
+  // Positive and at most `most`: bounds keep every product below int64 overflow and every table
+  // the planner builds (layers, ranks, pipeline operations) to a size a desktop can hold.
+  bool in_range(const std::string& path, int64_t value, int64_t most) {
+    if (!positive(path, value)) return false;
+    if (value <= most) return true;
+    fail(path, path + "=" + n(value) + " must be at most " + n(most));
+    return false;
+  }
   void divides(const std::string& divisor_path, int64_t divisor, const std::string& path, int64_t value) {
     if (divisor >= 1 && value >= 1 && value % divisor != 0)
       fail(divisor_path, divisor_path + "=" + n(divisor) + " must divide " + path + "=" + n(value));
@@ -34,29 +44,35 @@ std::vector<FieldError> validate(const RunSpec& spec, const PresetCatalog& prese
   const auto& cl = spec.cluster;
 
   // Positive integers everywhere.
+  constexpr int64_t k64 = 1 << 16, k1M = 1 << 20, k16M = 1 << 24;
   bool shape_ok = true;
-  for (auto [path, value] : {std::pair{"model.num_layers", m.num_layers}, {"model.hidden_size", m.hidden_size},
-                             {"model.num_attention_heads", m.num_attention_heads},
-                             {"model.num_query_groups", m.num_query_groups}, {"model.ffn_hidden_size", m.ffn_hidden_size},
-                             {"model.vocab_size", m.vocab_size}, {"model.seq_length", m.seq_length},
-                             {"model.num_experts", m.num_experts}, {"model.moe_top_k", m.moe_top_k},
-                             {"model.moe_ffn_hidden_size", m.moe_ffn_hidden_size}})
-    shape_ok = c.positive(path, value) && shape_ok;
+  for (auto [path, value, most] :
+       {std::tuple{"model.num_layers", m.num_layers, int64_t{10'000}}, {"model.hidden_size", m.hidden_size, k1M},
+        {"model.num_attention_heads", m.num_attention_heads, k64}, {"model.num_query_groups", m.num_query_groups, k64},
+        {"model.ffn_hidden_size", m.ffn_hidden_size, k16M}, {"model.vocab_size", m.vocab_size, k16M},
+        {"model.seq_length", m.seq_length, k16M}, {"model.num_experts", m.num_experts, k64},
+        {"model.moe_top_k", m.moe_top_k, k64}, {"model.moe_ffn_hidden_size", m.moe_ffn_hidden_size, k16M}})
+    shape_ok = c.in_range(path, value, most) && shape_ok;
   bool layout_ok = true;
   for (auto [path, value] : {std::pair{"parallel.tp", p.tp}, {"parallel.pp", p.pp}, {"parallel.cp", p.cp},
                              {"parallel.ep", p.ep}, {"parallel.vpp", p.vpp}})
-    layout_ok = c.positive(path, value) && layout_ok;
-  if (p.dp != 0) layout_ok = c.positive("parallel.dp", p.dp) && layout_ok;
-  bool batch_ok = c.positive("training.micro_batch_size", t.micro_batch_size);
+    layout_ok = c.in_range(path, value, k64) && layout_ok;
+  if (p.dp != 0) layout_ok = c.in_range("parallel.dp", p.dp, k1M) && layout_ok;
+  bool batch_ok = c.in_range("training.micro_batch_size", t.micro_batch_size, k1M);
   // 0 means "derive from dp", which fails only when dp itself cannot be derived (reported there).
   if (t.global_batch_size == 0 && spec.data_parallel() == 0) batch_ok = false;
-  else batch_ok = c.positive("training.global_batch_size", t.global_batch_size) && batch_ok;
-  c.positive("training.train_steps", t.train_steps);
-  bool cluster_ok = c.positive("cluster.nodes", cl.nodes);
-  cluster_ok = c.positive("cluster.gpus_per_node", cl.gpus_per_node) && cluster_ok;
+  else batch_ok = c.in_range("training.global_batch_size", t.global_batch_size, int64_t{1} << 31) && batch_ok;
+  c.in_range("training.train_steps", t.train_steps, int64_t{1} << 40);
+  bool cluster_ok = c.in_range("cluster.nodes", cl.nodes, k64);
+  cluster_ok = c.in_range("cluster.gpus_per_node", cl.gpus_per_node, 1024) && cluster_ok;
+  if (cluster_ok && cl.world_size() > k1M) {
+    c.fail("cluster.nodes", "the world size cluster.nodes·gpus_per_node = " + n(cl.world_size()) + " must be at most " + n(k1M));
+    cluster_ok = false;
+  }
   if (p.zero_stage < 0 || p.zero_stage > 3)
     c.fail("parallel.zero_stage", "parallel.zero_stage=" + n(p.zero_stage) + " must be 0, 1, 2 or 3");
-  if (!(t.lr > 0)) c.fail("training.lr", "training.lr=" + std::to_string(t.lr) + " must be greater than 0");
+  if (!(t.lr > 0) || !std::isfinite(t.lr))
+    c.fail("training.lr", "training.lr=" + std::to_string(t.lr) + " must be a finite number greater than 0");
   if (t.min_lr < 0 || t.min_lr > t.lr)
     c.fail("training.min_lr", "training.min_lr=" + std::to_string(t.min_lr) + " must be between 0 and training.lr=" +
                                   std::to_string(t.lr));
@@ -64,8 +80,10 @@ std::vector<FieldError> validate(const RunSpec& spec, const PresetCatalog& prese
   else if (t.train_steps >= 1 && t.warmup_steps > t.train_steps)
     c.fail("training.warmup_steps", "training.warmup_steps=" + n(t.warmup_steps) +
                                         " must not exceed training.train_steps=" + n(t.train_steps));
-  if (t.weight_decay < 0) c.fail("training.weight_decay", "training.weight_decay must be 0 or more");
-  if (t.grad_clip < 0) c.fail("training.grad_clip", "training.grad_clip must be 0 (off) or more");
+  if (!(t.weight_decay >= 0) || !std::isfinite(t.weight_decay))
+    c.fail("training.weight_decay", "training.weight_decay must be a finite number, 0 or more");
+  if (!(t.grad_clip >= 0) || !std::isfinite(t.grad_clip))
+    c.fail("training.grad_clip", "training.grad_clip must be a finite number, 0 (off) or more");
   if (t.seed < 0) c.fail("training.seed", "training.seed=" + n(t.seed) + " must be 0 or more");
   if (!presets.gpu(cl.gpu)) {
     std::string message = "cluster.gpu=\"" + cl.gpu + "\" is not a known GPU preset";
@@ -92,7 +110,8 @@ std::vector<FieldError> validate(const RunSpec& spec, const PresetCatalog& prese
     if (m.arch == Arch::mixtral && m.num_experts < 2)
       c.fail("model.num_experts", "model.arch=mixtral needs model.num_experts >= 2, got " + n(m.num_experts));
     if (m.arch == Arch::t5) {
-      if (c.positive("model.encoder_layers", m.encoder_layers) && c.positive("model.decoder_layers", m.decoder_layers) &&
+      if (c.in_range("model.encoder_layers", m.encoder_layers, 10'000) &&
+          c.in_range("model.decoder_layers", m.decoder_layers, 10'000) &&
           m.encoder_layers + m.decoder_layers != m.num_layers)
         c.fail("model.num_layers", "model.num_layers=" + n(m.num_layers) + " must equal model.encoder_layers + " +
                                        "model.decoder_layers = " + n(m.encoder_layers + m.decoder_layers) + " for arch t5");
@@ -140,7 +159,10 @@ std::vector<FieldError> validate(const RunSpec& spec, const PresetCatalog& prese
     const int64_t world = cl.world_size();
     const int64_t model_parallel = p.tp * p.pp * p.cp;
     int64_t dp = 0;
-    if (p.dp > 0) {
+    if (model_parallel > world) {
+      c.fail("parallel.tp", "parallel.tp·pp·cp = " + n(p.tp) + "·" + n(p.pp) + "·" + n(p.cp) + " = " + n(model_parallel) +
+                                " exceeds the world size cluster.nodes·gpus_per_node = " + n(world));
+    } else if (p.dp > 0) {
       if (model_parallel * p.dp != world)
         c.fail("parallel.dp", "parallel.tp·pp·dp·cp = " + n(p.tp) + "·" + n(p.pp) + "·" + n(p.dp) + "·" + n(p.cp) + " = " +
                                   n(model_parallel * p.dp) + " must equal the world size cluster.nodes·gpus_per_node = " +
@@ -166,6 +188,9 @@ std::vector<FieldError> validate(const RunSpec& spec, const PresetCatalog& prese
         } else if (p.schedule == Schedule::interleaved && p.pp > 1 && (t.global_batch_size / per_step) % p.pp != 0) {
           c.fail("parallel.schedule", "parallel.schedule=interleaved needs the number of microbatches (" +
                                           n(t.global_batch_size / per_step) + ") to be a multiple of parallel.pp=" + n(p.pp));
+        } else if (const int64_t ops = p.pp * p.vpp * (t.global_batch_size / per_step); ops > 10'000'000) {
+          c.fail("training.global_batch_size", "the pipeline would have " + n(ops) +
+                                                   " operations per step (pp·vpp·microbatches); at most 10,000,000 are supported");
         }
       }
     }

@@ -134,6 +134,9 @@ class TestSpec : public QObject {
     row("interleaved needs vpp", R"({"parallel": {"schedule": "interleaved"}})", "parallel.schedule", "needs parallel.vpp >= 2");
     row("positive integers", R"({"parallel": {"tp": 0}})", "parallel.tp", "must be a positive integer");
     row("positive dp", R"({"parallel": {"dp": -2}})", "parallel.dp", "must be a positive integer");
+    row("bounded counts", R"({"model": {"num_layers": 100000}})", "model.num_layers", "must be at most 10000");
+    row("tp*pp*cp within the world", R"({"parallel": {"tp": 8, "pp": 4, "cp": 2}})", "parallel.tp",
+        "exceeds the world size");
     row("zero stage range", R"({"parallel": {"zero_stage": 4}})", "parallel.zero_stage", "must be 0, 1, 2 or 3");
     row("zero-2 with pp", R"({"parallel": {"zero_stage": 2}})", "parallel.zero_stage", "cannot be combined");
     row("unknown field alias", R"({"parallel": {"tensor_parallel": 2}})", "parallel.tensor_parallel",
@@ -170,6 +173,13 @@ class TestSpec : public QObject {
     const auto errors = errors_of(json::parse(R"({"model": {"arch": "gpt", "hidden_size": 64}})"));
     QVERIFY2(has_error(errors, "model.num_layers", "is missing"), dump(errors).c_str());
     QVERIFY(has_error(errors, "model.vocab_size", "is missing"));
+  }
+
+  void nonFiniteNumbersAreRejected() {
+    QVERIFY_THROWS_EXCEPTION(SpecError, parse_spec_text(R"({"training": {"lr": 1e400}})"));
+    RunSpec s = parse_spec(base_spec());
+    set_field(s, "training.lr", std::numeric_limits<double>::infinity());
+    QVERIFY(has_error(validate(s), "training.lr", "must be a finite number"));
   }
 
   void malformedJsonIsASpecError() {
