@@ -1,0 +1,69 @@
+// Shared pieces of the CUDA kernels: element types, conversions, block reductions, error checks.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <stdexcept>
+#include <string>
+
+#include "kernels.hpp"
+
+namespace tessera::kernels::cuda::detail {
+
+template <typename T> struct DeviceType { using type = T; };
+template <> struct DeviceType<bf16> { using type = __nv_bfloat16; };
+template <typename T> using device_t = typename DeviceType<T>::type;
+
+template <typename T>
+device_t<T>* dev(T* p) { return reinterpret_cast<device_t<T>*>(p); }
+template <typename T>
+const device_t<T>* dev(const T* p) { return reinterpret_cast<const device_t<T>*>(p); }
+
+__device__ inline float load(float x) { return x; }
+__device__ inline float load(__nv_bfloat16 x) { return __bfloat162float(x); }
+template <typename T> __device__ inline T store(float x);
+template <> __device__ inline float store<float>(float x) { return x; }
+template <> __device__ inline __nv_bfloat16 store<__nv_bfloat16>(float x) { return __float2bfloat16_rn(x); }
+
+inline cudaStream_t as_stream(void* stream) { return static_cast<cudaStream_t>(stream); }
+
+inline void check(cudaError_t status, const char* what) {
+  if (status != cudaSuccess) throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(status));
+}
+inline void check_launch(const char* kernel) { check(cudaGetLastError(), kernel); }
+
+constexpr int kBlock = 256;
+
+__device__ inline float warp_sum(float v) {
+  for (int offset = 16; offset > 0; offset >>= 1) v += __shfl_xor_sync(0xffffffffu, v, offset);
+  return v;
+}
+__device__ inline float warp_max(float v) {
+  for (int offset = 16; offset > 0; offset >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, offset));
+  return v;
+}
+
+// Sum (or max) over the block; every thread gets the result. blockDim.x must be a multiple of 32.
+template <bool Max>
+__device__ inline float block_reduce(float v) {
+  __shared__ float partial[32];
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  v = Max ? warp_max(v) : warp_sum(v);
+  __syncthreads();
+  if (lane == 0) partial[warp] = v;
+  __syncthreads();
+  const int warps = blockDim.x / 32;
+  float r = threadIdx.x < warps ? partial[threadIdx.x] : (Max ? -INFINITY : 0.0f);
+  if (warp == 0) r = Max ? warp_max(r) : warp_sum(r);
+  if (threadIdx.x == 0) partial[0] = r;
+  __syncthreads();
+  return partial[0];
+}
+
+inline unsigned grid_for(int64_t n) {
+  const int64_t blocks = (n + kBlock - 1) / kBlock;
+  return static_cast<unsigned>(blocks < 65535 * 8 ? blocks : 65535 * 8);
+}
+
+}  // namespace tessera::kernels::cuda::detail

@@ -1,0 +1,99 @@
+// CUDA pieces of the vocab-parallel cross-entropy: one block per row for the reductions,
+// an elementwise kernel for the backward.
+#include "common.cuh"
+
+namespace tessera::kernels::cuda {
+
+using namespace detail;
+
+namespace {
+
+template <typename D>
+__global__ void shard_max_kernel(const D* logits, float* row_max, int64_t cols) {
+  const int64_t row = blockIdx.x;
+  float m = -INFINITY;
+  for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) m = fmaxf(m, load(logits[row * cols + c]));
+  m = block_reduce<true>(m);
+  if (threadIdx.x == 0) row_max[row] = m;
+}
+
+template <typename D>
+__global__ void shard_sumexp_kernel(const D* logits, const float* global_max, const int64_t* targets, int64_t shard_start,
+                                    float* row_sumexp, float* target_logit, int64_t cols) {
+  const int64_t row = blockIdx.x;
+  const float gmax = global_max[row];
+  float sum = 0;
+  for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) sum += __expf(load(logits[row * cols + c]) - gmax);
+  sum = block_reduce<false>(sum);
+  if (threadIdx.x == 0) {
+    row_sumexp[row] = sum;
+    const int64_t local = targets[row] - shard_start;
+    target_logit[row] = (local >= 0 && local < cols) ? load(logits[row * cols + local]) : 0.0f;
+  }
+}
+
+__global__ void loss_kernel(const float* global_max, const float* global_sumexp, const float* target_logit, float* loss,
+                            int64_t rows) {
+  for (int64_t r = blockIdx.x * blockDim.x + threadIdx.x; r < rows; r += gridDim.x * blockDim.x)
+    loss[r] = logf(global_sumexp[r]) + global_max[r] - target_logit[r];
+}
+
+template <typename D>
+__global__ void shard_backward_kernel(const D* logits, const float* global_max, const float* global_sumexp,
+                                      const int64_t* targets, int64_t shard_start, const float* dloss, D* dlogits,
+                                      int64_t rows, int64_t cols) {
+  const int64_t n = rows * cols;
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t row = i / cols, col = i % cols;
+    const float p = __expf(load(logits[i]) - global_max[row]) / global_sumexp[row];
+    const float onehot = (targets[row] - shard_start == col) ? 1.0f : 0.0f;
+    dlogits[i] = store<D>((p - onehot) * dloss[row]);
+  }
+}
+
+}  // namespace
+
+template <typename T>
+void vocab_shard_max(const T* logits, float* row_max, int64_t rows, int64_t cols, void* stream) {
+  if (rows == 0) return;
+  shard_max_kernel<<<rows, kBlock, 0, as_stream(stream)>>>(dev(logits), row_max, cols);
+  check_launch("vocab_shard_max");
+}
+
+template <typename T>
+void vocab_shard_sumexp(const T* logits, const float* global_max, const int64_t* targets, int64_t shard_start,
+                        float* row_sumexp, float* target_logit, int64_t rows, int64_t cols, void* stream) {
+  if (rows == 0) return;
+  shard_sumexp_kernel<<<rows, kBlock, 0, as_stream(stream)>>>(dev(logits), global_max, targets, shard_start, row_sumexp,
+                                                             target_logit, cols);
+  check_launch("vocab_shard_sumexp");
+}
+
+void vocab_loss(const float* global_max, const float* global_sumexp, const float* target_logit, float* loss, int64_t rows,
+                void* stream) {
+  if (rows == 0) return;
+  loss_kernel<<<grid_for(rows), kBlock, 0, as_stream(stream)>>>(global_max, global_sumexp, target_logit, loss, rows);
+  check_launch("vocab_loss");
+}
+
+template <typename T>
+void vocab_shard_backward(const T* logits, const float* global_max, const float* global_sumexp, const int64_t* targets,
+                          int64_t shard_start, const float* dloss, T* dlogits, int64_t rows, int64_t cols, void* stream) {
+  if (rows * cols == 0) return;
+  shard_backward_kernel<<<grid_for(rows * cols), kBlock, 0, as_stream(stream)>>>(
+      dev(logits), global_max, global_sumexp, targets, shard_start, dloss, dev(dlogits), rows, cols);
+  check_launch("vocab_shard_backward");
+}
+
+#define INSTANTIATE(T)                                                                                              \
+  template void vocab_shard_max<T>(const T*, float*, int64_t, int64_t, void*);                                      \
+  template void vocab_shard_sumexp<T>(const T*, const float*, const int64_t*, int64_t, float*, float*, int64_t,    \
+                                      int64_t, void*);                                                             \
+  template void vocab_shard_backward<T>(const T*, const float*, const float*, const int64_t*, int64_t, const float*, \
+                                        T*, int64_t, int64_t, void*);
+INSTANTIATE(float)
+INSTANTIATE(bf16)
+#undef INSTANTIATE
+
+}  // namespace tessera::kernels::cuda
