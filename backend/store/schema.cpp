@@ -172,10 +172,16 @@ void migrate(Connection& connection, std::span<const Migration> migrations) {
 Connection open_history(const std::string& path, std::span<const Migration> migrations) {
   ensure_parent_directory(path);
   const auto directory = std::filesystem::absolute(std::filesystem::path(path)).parent_path();
-  std::error_code ec;
-  if (!std::filesystem::exists(path, ec) && ::access(directory.c_str(), W_OK) != 0)
-    throw StoreError(ErrorKind::io, "cannot create history " + path + ": directory " + directory.string() +
-                                        " is not writable (" + std::error_code(errno, std::generic_category()).message() + ")");
+  if (::access(directory.c_str(), W_OK) != 0) {
+    const std::string reason = std::error_code(errno, std::generic_category()).message();
+    std::error_code ec;
+    if (!std::filesystem::exists(path, ec))
+      throw StoreError(ErrorKind::io, "cannot create history " + path + ": directory " + directory.string() +
+                                          " is not writable (" + reason + ")");
+    throw StoreError(ErrorKind::io, "cannot open history " + path + ": directory " + directory.string() +
+                                        " is not writable (" + reason + "); SQLite's WAL mode keeps " + path +
+                                        "-wal and -shm next to it");
+  }
 
   Connection connection(path, true);
   connection.exec("PRAGMA busy_timeout = 10000", "setting the busy timeout");
