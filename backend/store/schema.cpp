@@ -185,6 +185,8 @@ Connection open_history(const std::string& path, std::span<const Migration> migr
 
   Connection connection(path, true);
   connection.exec("PRAGMA busy_timeout = 10000", "setting the busy timeout");
+  // 8 KiB pages: ~10% faster ingestion than 4 KiB (docs/store.md); takes effect only on a new file.
+  connection.exec("PRAGMA page_size = 8192", "setting the page size");
   {
     Statement wal(connection, "PRAGMA journal_mode = WAL");
     const bool has_row = wal.step("switching to WAL mode");
