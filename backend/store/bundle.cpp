@@ -159,15 +159,15 @@ void History::export_json(const std::string& id, std::ostream& out) const {
   out << "{\n\"tessera_bundle\": " << kBundleFormat << ",\n\"run\": " << run_to_json(record).dump() << ",\n\"metrics\": [";
   {
     Statement rows(connection_,
-                   "SELECT n.name, m.metric, m.rank, m.step, m.wall_time_s, m.value FROM metrics m "
-                   "JOIN metric_names n ON n.id = m.metric WHERE m.run = ? ORDER BY m.metric, m.rank, m.step");
+                   "SELECT n.name, s.id, s.rank, m.step, m.wall_time_s, m.value FROM series s JOIN metric_names n ON n.id = s.metric "
+                   "JOIN metrics m ON m.series = s.id WHERE s.run = ? ORDER BY s.id, m.step");
     rows.bind_int(1, key);
-    int64_t metric = -1, rank = -1;
+    int64_t series = -1;
     bool first_series = true, first_point = true;
     while (rows.step("exporting metrics")) {
-      if (rows.column_int(1) != metric || rows.column_int(2) != rank) {
-        metric = rows.column_int(1);
-        rank = rows.column_int(2);
+      if (rows.column_int(1) != series) {
+        series = rows.column_int(1);
+        const int64_t rank = rows.column_int(2);
         out << (first_series ? "\n" : "]},\n") << "{\"name\": " << ojson(rows.column_text(0)).dump() << ", \"rank\": " << rank
             << ", \"points\": [";
         first_series = false;
@@ -219,8 +219,8 @@ void History::export_csv(const std::string& id, const std::string& directory) co
     auto out = create_file(dir / "metrics.csv");
     write_csv_row(out, kMetricsHeader);
     Statement rows(connection_,
-                   "SELECT n.name, m.rank, m.step, m.wall_time_s, m.value FROM metrics m "
-                   "JOIN metric_names n ON n.id = m.metric WHERE m.run = ? ORDER BY m.metric, m.rank, m.step");
+                   "SELECT n.name, s.rank, m.step, m.wall_time_s, m.value FROM series s JOIN metric_names n ON n.id = s.metric "
+                   "JOIN metrics m ON m.series = s.id WHERE s.run = ? ORDER BY s.id, m.step");
     rows.bind_int(1, key_of(id));
     while (rows.step("exporting metrics"))
       write_csv_row(out, {rows.column_text(0), std::to_string(rows.column_int(1)), std::to_string(rows.column_int(2)),
@@ -276,7 +276,8 @@ RunCounts import_json_bundle(Connection& connection, const fs::path& file, const
     const std::string where = "metrics[" + std::to_string(i) + "]";
     const auto& series = metrics[i];
     const int64_t metric = ingest.metric_id(get_string(field(series, "name", where), where + ".name"));
-    const int64_t rank = get_integer(field(series, "rank", where), where + ".rank");
+    int64_t series_id = 0;
+    at(where, [&] { series_id = ingest.series_id(key, metric, get_integer(field(series, "rank", where), where + ".rank")); });
     const auto& points = field(series, "points", where);
     if (!points.is_array()) throw StoreError(ErrorKind::invalid, where + ".points must be an array");
     for (size_t j = 0; j < points.size(); ++j) {
@@ -284,8 +285,7 @@ RunCounts import_json_bundle(Connection& connection, const fs::path& file, const
       const auto& p = points[j];
       if (!p.is_array() || p.size() != 3) throw StoreError(ErrorKind::invalid, at_point + " must be [step, wall_time_s, value]");
       at(at_point, [&] {
-        ingest.metric(key, metric, rank, get_integer(p[0], at_point + "[0]"), get_value(p[1], at_point + "[1]"),
-                      get_value(p[2], at_point + "[2]"));
+        ingest.metric(series_id, get_integer(p[0], at_point + "[0]"), get_value(p[1], at_point + "[1]"), get_value(p[2], at_point + "[2]"));
       });
       ++counts.points;
     }
@@ -362,7 +362,7 @@ RunCounts import_csv_bundle(Connection& connection, const fs::path& directory, c
   Ingest ingest(connection, Ingest::OnDuplicate::fail);
   RunCounts counts;
   counts.points = for_each_csv_row(directory, "metrics.csv", kMetricsHeader, [&](const auto& f, const std::string& where) {
-    ingest.metric(key, ingest.metric_id(f[0]), parse_integer(f[1], where + " rank"), parse_integer(f[2], where + " step"),
+    ingest.metric(ingest.series_id(key, ingest.metric_id(f[0]), parse_integer(f[1], where + " rank")), parse_integer(f[2], where + " step"),
                   parse_number(f[3], where + " wall_time_s"), parse_number(f[4], where + " value"));
   });
   counts.events = for_each_csv_row(directory, "timeline.csv", kTimelineHeader, [&](const auto& f, const std::string& where) {
@@ -427,7 +427,7 @@ RunCounts import_train_output(Connection& connection, const fs::path& directory,
       const bool numeric = value.is_number() || value.is_null() ||
                            (value.is_string() && (value == "nan" || value == "inf" || value == "-inf"));
       if (!numeric) continue;  // other fields are annotations, not metrics
-      at(where, [&] { ingest.metric(key, ingest.metric_id(name), rank, step, wall_time_s, get_value(value, where + ": " + name)); });
+      at(where, [&] { ingest.metric(ingest.series_id(key, ingest.metric_id(name), rank), step, wall_time_s, get_value(value, where + ": " + name)); });
       ++counts.points;
     }
     first_wall_s = first_wall_s ? std::min(*first_wall_s, wall_time_s) : wall_time_s;

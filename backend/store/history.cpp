@@ -193,7 +193,7 @@ RunCounts History::counts(const std::string& id) const {
     return statement.column_int(0);
   };
   RunCounts counts;
-  counts.points = count("SELECT coalesce(sum(n), 0) FROM metric_blocks WHERE run = ?");
+  counts.points = count("SELECT coalesce(sum(n), 0) FROM metric_blocks WHERE series IN (SELECT id FROM series WHERE run = ?)");
   counts.events = count("SELECT count(*) FROM timeline WHERE run = ?");
   counts.log_lines = count("SELECT count(*) FROM logs WHERE run = ?");
   counts.artifacts = count("SELECT count(*) FROM artifacts WHERE run = ?");
@@ -205,7 +205,11 @@ std::pair<RunRecord, RunCounts> History::delete_run(const std::string& id) {
   RunRecord record = run(id);
   const RunCounts removed = counts(id);
   const int64_t key = key_of(id);
-  for (const char* table : {"metrics", "metric_blocks", "timeline", "logs", "artifacts", "run_tags"}) {
+  for (const char* table : {"metrics", "metric_blocks"}) {
+    Statement remove(connection_, std::string("DELETE FROM ") + table + " WHERE series IN (SELECT id FROM series WHERE run = ?)");
+    remove.bind_int(1, key).run(std::string("deleting a run's ") + table);
+  }
+  for (const char* table : {"series", "timeline", "logs", "artifacts", "run_tags"}) {
     Statement remove(connection_, std::string("DELETE FROM ") + table + " WHERE run = ?");
     remove.bind_int(1, key).run(std::string("deleting a run's ") + table);
   }

@@ -50,11 +50,10 @@ int64_t insert_run(Connection& connection, const RunRecord& run) {
   return key;
 }
 
-size_t Ingest::BlockKeyHash::operator()(const BlockKey& k) const {
-  uint64_t h = static_cast<uint64_t>(k.run) * 0x9E3779B97F4A7C15ull;
-  h ^= static_cast<uint64_t>(k.metric) + 0x632BE59BD9B4E019ull + (h << 6) + (h >> 2);
-  h ^= static_cast<uint64_t>(k.rank) + 0x85EBCA77C2B2AE63ull + (h << 6) + (h >> 2);
-  h ^= static_cast<uint64_t>(k.block) + 0xC2B2AE3D27D4EB4Full + (h << 6) + (h >> 2);
+size_t Ingest::KeyHash::operator()(const Key& k) const {
+  uint64_t h = static_cast<uint64_t>(k.a) * 0x9E3779B97F4A7C15ull;
+  h ^= static_cast<uint64_t>(k.b) + 0x632BE59BD9B4E019ull + (h << 6) + (h >> 2);
+  h ^= static_cast<uint64_t>(k.c) + 0x85EBCA77C2B2AE63ull + (h << 6) + (h >> 2);
   return static_cast<size_t>(h);
 }
 
@@ -82,15 +81,13 @@ Ingest::Ingest(Connection& connection, OnDuplicate on_duplicate)
     : connection_(connection),
       on_duplicate_(on_duplicate),
       insert_point_(connection,
-                    "INSERT INTO metrics(run, metric, rank, step, wall_time_s, value) VALUES(?, ?, ?, ?, ?, ?) "
-                    "ON CONFLICT DO NOTHING"),
-      update_point_(connection,
-                    "UPDATE metrics SET wall_time_s = ?5, value = ?6 WHERE run = ?1 AND metric = ?2 AND rank = ?3 AND step = ?4"),
+                    "INSERT INTO metrics(series, step, wall_time_s, value) VALUES(?, ?, ?, ?) ON CONFLICT DO NOTHING"),
+      update_point_(connection, "UPDATE metrics SET wall_time_s = ?3, value = ?4 WHERE series = ?1 AND step = ?2"),
       upsert_block_(connection, R"sql(
-        INSERT INTO metric_blocks(run, metric, rank, block, n, first_step, last_step, min_value, max_value, last_value,
+        INSERT INTO metric_blocks(series, block, n, first_step, last_step, min_value, max_value, last_value,
                                   min_wall_s, max_wall_s, last_wall_s)
-        VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)
-        ON CONFLICT(run, metric, rank, block) DO UPDATE SET
+        VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)
+        ON CONFLICT(series, block) DO UPDATE SET
           n = n + excluded.n,
           first_step = min(first_step, excluded.first_step),
           last_step = max(last_step, excluded.last_step),
@@ -101,14 +98,15 @@ Ingest::Ingest(Connection& connection, OnDuplicate on_duplicate)
           min_wall_s = min(min_wall_s, excluded.min_wall_s),
           max_wall_s = max(max_wall_s, excluded.max_wall_s))sql"),
       replace_block_(connection,
-                     "INSERT OR REPLACE INTO metric_blocks(run, metric, rank, block, n, first_step, last_step, min_value, "
+                     "INSERT OR REPLACE INTO metric_blocks(series, block, n, first_step, last_step, min_value, "
                      "max_value, last_value, min_wall_s, max_wall_s, last_wall_s) "
-                     "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)"),
+                     "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)"),
       block_points_(connection,
-                    "SELECT step, wall_time_s, value FROM metrics WHERE run = ? AND metric = ? AND rank = ? "
-                    "AND step BETWEEN ? AND ? ORDER BY step"),
+                    "SELECT step, wall_time_s, value FROM metrics WHERE series = ? AND step BETWEEN ? AND ? ORDER BY step"),
       insert_name_(connection, "INSERT INTO metric_names(name) VALUES(?) ON CONFLICT DO NOTHING"),
       select_name_(connection, "SELECT id FROM metric_names WHERE name = ?"),
+      insert_series_(connection, "INSERT INTO series(run, metric, rank) VALUES(?, ?, ?) ON CONFLICT DO NOTHING"),
+      select_series_(connection, "SELECT id FROM series WHERE run = ? AND metric = ? AND rank = ?"),
       insert_event_(connection,
                     std::string(on_duplicate == OnDuplicate::replace ? "INSERT OR REPLACE" : "INSERT") +
                         " INTO timeline(run, step, rank, stage, op, microbatch, chunk, start_s, end_s) "
@@ -130,18 +128,29 @@ int64_t Ingest::metric_id(const std::string& name) {
   return id;
 }
 
-void Ingest::metric(int64_t run, int64_t metric, int64_t rank, int64_t step, double wall_time_s, double value) {
-  if (step < 0 || rank < 0)
-    throw StoreError(ErrorKind::invalid, "a metric point has a negative " + std::string(step < 0 ? "step" : "rank") +
-                                             " (step " + std::to_string(step) + ", rank " + std::to_string(rank) + ")");
-  insert_point_.bind_int(1, run).bind_int(2, metric).bind_int(3, rank).bind_int(4, step).bind_real(5, wall_time_s).bind_real(6, value);
+int64_t Ingest::series_id(int64_t run, int64_t metric, int64_t rank) {
+  const Key key{run, metric, rank};
+  if (auto it = series_ids_.find(key); it != series_ids_.end()) return it->second;
+  if (rank < 0) throw StoreError(ErrorKind::invalid, "a metric point has a negative rank (" + std::to_string(rank) + ")");
+  insert_series_.bind_int(1, run).bind_int(2, metric).bind_int(3, rank).run("adding a series");
+  if (!select_series_.bind_int(1, run).bind_int(2, metric).bind_int(3, rank).step("reading a series"))
+    throw StoreError(ErrorKind::corrupt, "history " + connection_.path() + ": a series vanished while it was written");
+  const int64_t id = select_series_.column_int(0);
+  select_series_.reset();
+  series_ids_.emplace(key, id);
+  return id;
+}
+
+void Ingest::metric(int64_t series, int64_t step, double wall_time_s, double value) {
+  if (step < 0) throw StoreError(ErrorKind::invalid, "a metric point has a negative step (" + std::to_string(step) + ")");
+  insert_point_.bind_int(1, series).bind_int(2, step).bind_real(3, wall_time_s).bind_real(4, value);
   insert_point_.run("writing metric points");
-  const BlockKey key{run, metric, rank, step >> kBlockShift};
+  const Key key{series, step >> kBlockShift, 0};
   if (connection_.changes() == 0) {
     if (on_duplicate_ == OnDuplicate::fail)
-      throw StoreError(ErrorKind::invalid, "metric point repeated: rank " + std::to_string(rank) + ", step " +
-                                               std::to_string(step) + " appears twice for the same metric");
-    update_point_.bind_int(1, run).bind_int(2, metric).bind_int(3, rank).bind_int(4, step).bind_real(5, wall_time_s).bind_real(6, value);
+      throw StoreError(ErrorKind::invalid, "metric point repeated: step " + std::to_string(step) +
+                                               " appears twice for the same metric and rank");
+    update_point_.bind_int(1, series).bind_int(2, step).bind_real(3, wall_time_s).bind_real(4, value);
     update_point_.run("replacing a metric point");
     dirty_.insert(key);
     return;
@@ -185,26 +194,24 @@ void Ingest::artifact(int64_t run, const Artifact& a) {
   insert_artifact_.run("writing artifact " + a.path);
 }
 
-void Ingest::write_block(const BlockKey& key, const Block& b, Statement& statement) {
-  statement.bind_int(1, key.run)
-      .bind_int(2, key.metric)
-      .bind_int(3, key.rank)
-      .bind_int(4, key.block)
-      .bind_int(5, b.n)
-      .bind_int(6, b.first_step)
-      .bind_int(7, b.last_step)
-      .bind_real(8, b.min_value)
-      .bind_real(9, b.max_value)
-      .bind_real(10, b.last_value)
-      .bind_real(11, b.min_wall_s)
-      .bind_real(12, b.max_wall_s)
-      .bind_real(13, b.last_wall_s)
+void Ingest::write_block(const Key& key, const Block& b, Statement& statement) {
+  statement.bind_int(1, key.a)
+      .bind_int(2, key.b)
+      .bind_int(3, b.n)
+      .bind_int(4, b.first_step)
+      .bind_int(5, b.last_step)
+      .bind_real(6, b.min_value)
+      .bind_real(7, b.max_value)
+      .bind_real(8, b.last_value)
+      .bind_real(9, b.min_wall_s)
+      .bind_real(10, b.max_wall_s)
+      .bind_real(11, b.last_wall_s)
       .run("writing the metric rollup");
 }
 
-void Ingest::recompute_block(const BlockKey& key) {
-  const int64_t first = key.block << kBlockShift;
-  block_points_.bind_int(1, key.run).bind_int(2, key.metric).bind_int(3, key.rank).bind_int(4, first).bind_int(5, first + (1 << kBlockShift) - 1);
+void Ingest::recompute_block(const Key& key) {
+  const int64_t first = key.b << kBlockShift;
+  block_points_.bind_int(1, key.a).bind_int(2, first).bind_int(3, first + (1 << kBlockShift) - 1);
   Block block;
   while (block_points_.step("reading a metric block"))
     block.add(block_points_.column_int(0), block_points_.column_real(1), block_points_.column_real(2));
@@ -222,6 +229,7 @@ void Ingest::finish() {
 
 void Ingest::discard() {
   metric_ids_.clear();
+  series_ids_.clear();
   pending_.clear();
   dirty_.clear();
 }

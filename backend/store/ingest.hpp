@@ -1,5 +1,6 @@
-// Inserting into an open transaction: runs, metric points (interning their names and keeping the
-// 32-step rollup in metric_blocks exact), timeline events, log lines and artifacts. Shared by the
+// Inserting into an open transaction: runs, metric points (interning their names and their series
+// (run, metric, rank), keeping the 32-step rollup in metric_blocks exact), timeline events, log
+// lines and artifacts. Shared by the
 // writer thread and the bundle import, so both store exactly the same rows.
 #pragma once
 
@@ -26,7 +27,9 @@ class Ingest {
 
   /// The id of a metric name, adding it to metric_names when new.
   int64_t metric_id(const std::string& name);
-  void metric(int64_t run, int64_t metric, int64_t rank, int64_t step, double wall_time_s, double value);
+  /// The id of the series (run, metric id, rank), adding it when new.
+  int64_t series_id(int64_t run, int64_t metric, int64_t rank);
+  void metric(int64_t series, int64_t step, double wall_time_s, double value);
   void event(int64_t run, const TimelineEvent& event);
   void log(int64_t run, const LogLine& line);
   void artifact(int64_t run, const Artifact& artifact);
@@ -36,12 +39,13 @@ class Ingest {
   void discard();
 
  private:
-  struct BlockKey {
-    int64_t run, metric, rank, block;
-    bool operator==(const BlockKey&) const = default;
+  /// (series, block) for the rollup, (run, metric, rank) for the series cache.
+  struct Key {
+    int64_t a, b, c;
+    bool operator==(const Key&) const = default;
   };
-  struct BlockKeyHash {
-    size_t operator()(const BlockKey& k) const;
+  struct KeyHash {
+    size_t operator()(const Key& k) const;
   };
   struct Block {
     int64_t n = 0;
@@ -50,16 +54,17 @@ class Ingest {
     double min_wall_s = 0, max_wall_s = 0, last_wall_s = 0;
     void add(int64_t step, double wall_time_s, double value);
   };
-  void write_block(const BlockKey& key, const Block& block, Statement& statement);
-  void recompute_block(const BlockKey& key);
+  void write_block(const Key& key, const Block& block, Statement& statement);
+  void recompute_block(const Key& key);
 
   Connection& connection_;
   OnDuplicate on_duplicate_;
   Statement insert_point_, update_point_, upsert_block_, replace_block_, block_points_;
-  Statement insert_name_, select_name_, insert_event_, insert_log_, insert_artifact_;
+  Statement insert_name_, select_name_, insert_series_, select_series_, insert_event_, insert_log_, insert_artifact_;
   std::unordered_map<std::string, int64_t> metric_ids_;
-  std::unordered_map<BlockKey, Block, BlockKeyHash> pending_;
-  std::unordered_set<BlockKey, BlockKeyHash> dirty_;
+  std::unordered_map<Key, int64_t, KeyHash> series_ids_;
+  std::unordered_map<Key, Block, KeyHash> pending_;  ///< by (series, block, 0)
+  std::unordered_set<Key, KeyHash> dirty_;
 };
 
 }  // namespace tessera::store

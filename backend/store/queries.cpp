@@ -21,11 +21,21 @@ std::optional<int64_t> metric_id(Connection& connection, const std::string& name
   return statement.column_int(0);
 }
 
+/// The series (run, metric, rank), if it exists.
+std::optional<int64_t> series_id(Connection& connection, int64_t run, const std::string& metric, int64_t rank) {
+  Statement statement(connection,
+                      "SELECT s.id FROM series s JOIN metric_names n ON n.id = s.metric WHERE s.run = ? AND n.name = ? AND s.rank = ?");
+  if (!statement.bind_int(1, run).bind_text(2, metric).bind_int(3, rank).step("looking up a series")) return std::nullopt;
+  return statement.column_int(0);
+}
+
 /// Per-step means over ranks of one metric, by step.
 std::vector<double> step_means(Connection& connection, int64_t run, const std::optional<int64_t>& metric) {
   std::vector<double> out;
   if (!metric) return out;
-  Statement rows(connection, "SELECT avg(value) FROM metrics WHERE run = ? AND metric = ? GROUP BY step ORDER BY step");
+  Statement rows(connection,
+                 "SELECT avg(value) FROM metrics WHERE series IN (SELECT id FROM series WHERE run = ? AND metric = ?) "
+                 "GROUP BY step ORDER BY step");
   rows.bind_int(1, run).bind_int(2, *metric);
   while (rows.step("summarising a run")) out.push_back(rows.column_real(0));
   return out;
@@ -74,8 +84,9 @@ struct BucketAccumulator {
 
 std::vector<SeriesInfo> History::series(const std::string& id) const {
   Statement rows(connection_,
-                 "SELECT n.name, b.rank, sum(b.n), min(b.first_step), max(b.last_step) FROM metric_blocks b "
-                 "JOIN metric_names n ON n.id = b.metric WHERE b.run = ? GROUP BY b.metric, b.rank ORDER BY n.name, b.rank");
+                 "SELECT n.name, s.rank, sum(b.n), min(b.first_step), max(b.last_step) FROM series s "
+                 "JOIN metric_names n ON n.id = s.metric JOIN metric_blocks b ON b.series = s.id WHERE s.run = ? "
+                 "GROUP BY s.id ORDER BY n.name, s.rank");
   rows.bind_int(1, key_of(id));
   std::vector<SeriesInfo> out;
   while (rows.step("listing series"))
@@ -84,13 +95,11 @@ std::vector<SeriesInfo> History::series(const std::string& id) const {
 }
 
 std::vector<SeriesPoint> History::points(const std::string& id, const std::string& metric, int64_t rank) const {
-  const int64_t run = key_of(id);
   std::vector<SeriesPoint> out;
-  const auto metric_key = metric_id(connection_, metric);
-  if (!metric_key) return out;
-  Statement rows(connection_,
-                 "SELECT step, wall_time_s, value FROM metrics WHERE run = ? AND metric = ? AND rank = ? ORDER BY step");
-  rows.bind_int(1, run).bind_int(2, *metric_key).bind_int(3, rank);
+  const auto series = series_id(connection_, key_of(id), metric, rank);
+  if (!series) return out;
+  Statement rows(connection_, "SELECT step, wall_time_s, value FROM metrics WHERE series = ? ORDER BY step");
+  rows.bind_int(1, *series);
   while (rows.step("reading a series")) out.push_back({rows.column_int(0), rows.column_real(1), rows.column_real(2)});
   return out;
 }
@@ -98,9 +107,8 @@ std::vector<SeriesPoint> History::points(const std::string& id, const std::strin
 std::vector<Bucket> History::downsample(const std::string& id, const std::string& metric, int64_t rank, int64_t buckets,
                                         XAxis axis) const {
   if (buckets < 1) throw StoreError(ErrorKind::invalid, "downsampling needs at least one bucket");
-  const int64_t run = key_of(id);
-  const auto metric_key = metric_id(connection_, metric);
-  if (!metric_key) return {};
+  const auto series = series_id(connection_, key_of(id), metric, rank);
+  if (!series) return {};
   const double tokens = axis == XAxis::tokens ? static_cast<double>(tokens_per_step(id)) : 1.0;
 
   struct Block {
@@ -111,8 +119,8 @@ std::vector<Bucket> History::downsample(const std::string& id, const std::string
   {
     Statement rows(connection_,
                    "SELECT n, first_step, last_step, min_value, max_value, last_value, min_wall_s, max_wall_s, last_wall_s "
-                   "FROM metric_blocks WHERE run = ? AND metric = ? AND rank = ? ORDER BY block");
-    rows.bind_int(1, run).bind_int(2, *metric_key).bind_int(3, rank);
+                   "FROM metric_blocks WHERE series = ? ORDER BY block");
+    rows.bind_int(1, *series);
     while (rows.step("reading the metric rollup"))
       blocks.push_back({rows.column_int(0), rows.column_int(1), rows.column_int(2), rows.column_real(3), rows.column_real(4),
                         rows.column_real(5), rows.column_real(6), rows.column_real(7), rows.column_real(8)});
@@ -140,10 +148,8 @@ std::vector<Bucket> History::downsample(const std::string& id, const std::string
   };
 
   std::vector<BucketAccumulator> acc(static_cast<size_t>(buckets));
-  Statement raw(connection_,
-                "SELECT step, wall_time_s, value FROM metrics WHERE run = ? AND metric = ? AND rank = ? "
-                "AND step BETWEEN ? AND ?");
-  raw.bind_int(1, run).bind_int(2, *metric_key).bind_int(3, rank);
+  Statement raw(connection_, "SELECT step, wall_time_s, value FROM metrics WHERE series = ? AND step BETWEEN ? AND ?");
+  raw.bind_int(1, *series);
   for (const auto& b : blocks) {
     const double x_first = by_wall ? b.min_wall_s : x_of_step(b.first_step);
     const double x_last = by_wall ? b.max_wall_s : x_of_step(b.last_step);
@@ -153,7 +159,7 @@ std::vector<Bucket> History::downsample(const std::string& id, const std::string
       acc[static_cast<size_t>(first_bucket)].add(b.n, b.min_value, b.max_value, b.last_step, last_x, b.last_value);
       continue;
     }
-    raw.bind_int(4, b.first_step).bind_int(5, b.last_step);  // the block straddles an edge: split its points
+    raw.bind_int(2, b.first_step).bind_int(3, b.last_step);  // the block straddles an edge: split its points
     while (raw.step("reading a metric block")) {
       const int64_t step = raw.column_int(0);
       const double value = raw.column_real(2);
@@ -177,7 +183,9 @@ RunSummary History::summary(const std::string& id) const {
   const int64_t run = key_of(id);
   RunSummary summary;
   {
-    Statement totals(connection_, "SELECT coalesce(sum(n), 0), max(last_step) FROM metric_blocks WHERE run = ?");
+    Statement totals(connection_,
+                     "SELECT coalesce(sum(n), 0), max(last_step) FROM metric_blocks "
+                     "WHERE series IN (SELECT id FROM series WHERE run = ?)");
     totals.bind_int(1, run).step("summarising a run");
     summary.points = totals.column_int(0);
     summary.last_step = totals.column_optional_int(1);
@@ -193,7 +201,8 @@ RunSummary History::summary(const std::string& id) const {
   summary.mean_bubble = mean_of(step_means(connection_, run, metric_id(connection_, metric_name::bubble)));
   summary.mean_tokens_per_s = mean_of(step_means(connection_, run, metric_id(connection_, metric_name::tokens_per_s)));
   if (const auto memory = metric_id(connection_, metric_name::peak_memory_bytes)) {
-    Statement peak(connection_, "SELECT max(value), count(*) FROM metrics WHERE run = ? AND metric = ?");
+    Statement peak(connection_,
+                   "SELECT max(value), count(*) FROM metrics WHERE series IN (SELECT id FROM series WHERE run = ? AND metric = ?)");
     peak.bind_int(1, run).bind_int(2, *memory).step("summarising a run");
     if (peak.column_int(1) > 0 && !peak.column_is_null(0)) summary.peak_memory_bytes = std::llround(peak.column_real(0));
   }

@@ -14,8 +14,9 @@ namespace tessera::store {
 
 namespace {
 
-// Version 1: runs, tags, interned metric names, metric points keyed by (run, metric, rank, step)
-// with a rollup of 32-step blocks for fast downsampling, timeline events, logs and artifacts.
+// Version 1: runs, tags, interned metric names, series (run, metric, rank) interned to one integer,
+// metric points keyed by (series, step) with a rollup of 32-step blocks for fast downsampling,
+// timeline events, logs and artifacts.
 const char* const kSchemaV1 = R"sql(
 CREATE TABLE runs(
   key INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -43,19 +44,22 @@ CREATE TABLE metric_names(
   id INTEGER PRIMARY KEY,
   name TEXT NOT NULL UNIQUE
 ) STRICT;
-CREATE TABLE metrics(
+CREATE TABLE series(
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
   run INTEGER NOT NULL,
   metric INTEGER NOT NULL,
   rank INTEGER NOT NULL,
+  UNIQUE(run, metric, rank)
+) STRICT;
+CREATE TABLE metrics(
+  series INTEGER NOT NULL,
   step INTEGER NOT NULL,
   wall_time_s REAL NOT NULL,
   value REAL,
-  PRIMARY KEY(run, metric, rank, step)
+  PRIMARY KEY(series, step)
 ) WITHOUT ROWID, STRICT;
 CREATE TABLE metric_blocks(
-  run INTEGER NOT NULL,
-  metric INTEGER NOT NULL,
-  rank INTEGER NOT NULL,
+  series INTEGER NOT NULL,
   block INTEGER NOT NULL,
   n INTEGER NOT NULL,
   first_step INTEGER NOT NULL,
@@ -66,7 +70,7 @@ CREATE TABLE metric_blocks(
   min_wall_s REAL NOT NULL,
   max_wall_s REAL NOT NULL,
   last_wall_s REAL NOT NULL,
-  PRIMARY KEY(run, metric, rank, block)
+  PRIMARY KEY(series, block)
 ) WITHOUT ROWID, STRICT;
 CREATE TABLE timeline(
   run INTEGER NOT NULL,
@@ -117,7 +121,7 @@ int64_t query_int(Connection& connection, const std::string& sql, std::string_vi
 
 const std::vector<Migration>& schema_migrations() {
   static const std::vector<Migration> migrations = {
-      {1, "runs, tags, metrics with 32-step rollup, timeline, logs, artifacts", kSchemaV1},
+      {1, "runs, tags, series and metrics with a 32-step rollup, timeline, logs, artifacts", kSchemaV1},
   };
   return migrations;
 }

@@ -156,12 +156,12 @@ struct Writer::Impl {
       std::visit(Overloaded{
                      [&](MetricRecord& r) {
                        const auto& p = r.point;
-                       ingest.metric(r.run, ingest.metric_id(p.name), p.rank, p.step, p.wall_time_s, p.value);
+                       ingest.metric(ingest.series_id(r.run, ingest.metric_id(p.name), p.rank), p.step, p.wall_time_s, p.value);
                        ++delta.points;
                      },
                      [&](GroupRecord& r) {
                        for (const auto& p : r.points)
-                         ingest.metric(r.run, ingest.metric_id(p.name), p.rank, p.step, p.wall_time_s, p.value);
+                         ingest.metric(ingest.series_id(r.run, ingest.metric_id(p.name), p.rank), p.step, p.wall_time_s, p.value);
                        delta.points += static_cast<int64_t>(r.points.size());
                      },
                      [&](EventRecord& r) { ingest.event(r.run, r.event); },

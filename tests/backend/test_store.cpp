@@ -510,7 +510,7 @@ class TestStore : public QObject {
     const auto error = error_of([&] { target.import_run(file); });
     QCOMPARE(error.kind(), ErrorKind::invalid);
     QVERIFY2(contains(error.what(), "metrics[1].points[50][2]"), error.what());
-    for (const char* table : {"runs", "run_tags", "metrics", "metric_blocks", "metric_names", "timeline", "logs", "artifacts"})
+    for (const char* table : {"runs", "run_tags", "series", "metrics", "metric_blocks", "metric_names", "timeline", "logs", "artifacts"})
       QCOMPARE(sql_int(target_path, std::string("SELECT count(*) FROM ") + table), int64_t{0});
 
     // The same for a CSV bundle with a bad line in the middle of metrics.csv.
@@ -594,7 +594,7 @@ class TestStore : public QObject {
     QCOMPARE(run.name, std::string("curate"));
     QCOMPARE(removed.points, int64_t{400});
     QCOMPARE(removed.log_lines, int64_t{2});
-    for (const char* table : {"runs", "run_tags", "metrics", "metric_blocks", "timeline", "logs", "artifacts"})
+    for (const char* table : {"runs", "run_tags", "series", "metrics", "metric_blocks", "timeline", "logs", "artifacts"})
       QCOMPARE(sql_int(path, std::string("SELECT count(*) FROM ") + table), int64_t{0});
     QCOMPARE(error_of([&] { history.delete_run(id); }).kind(), ErrorKind::not_found);
     QVERIFY(!keep.empty());

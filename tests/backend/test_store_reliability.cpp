@@ -154,12 +154,13 @@ class TestStoreReliability : public QObject {
       const int64_t key = sql_int(path, "SELECT key FROM runs WHERE id = '" + id + "'");
       if (reported > 0) QVERIFY2(key > 0, "a run with committed points is missing");
       if (key <= 0) continue;
-      const auto where = " FROM metrics WHERE run = " + std::to_string(key);
+      const auto of_run = " WHERE series IN (SELECT id FROM series WHERE run = " + std::to_string(key) + ")";
+      const auto where = " FROM metrics" + of_run;
       const int64_t points = sql_int(path, "SELECT count(*)" + where);
       QVERIFY2(points >= reported, qPrintable(QString("round %1: %2 points stored, %3 reported committed").arg(round).arg(points).arg(reported)));
       QCOMPARE(points % kGroup, int64_t{0});                                    // no partial batch
       QCOMPARE(sql_int(path, "SELECT coalesce(max(step) + 1, 0)" + where), points);  // a prefix of what was sent
-      QCOMPARE(sql_int(path, "SELECT coalesce(sum(n), 0) FROM metric_blocks WHERE run = " + std::to_string(key)), points);
+      QCOMPARE(sql_int(path, "SELECT coalesce(sum(n), 0) FROM metric_blocks" + of_run), points);
       if (points > 0) ++rounds_with_data;
     }
     QVERIFY2(rounds_with_data >= 16, qPrintable(QString("only %1 rounds committed anything").arg(rounds_with_data)));

@@ -74,18 +74,23 @@ double naive_rate(const std::string& path, int64_t points, int64_t ranks) {
                   "VALUES('00000000000000000000000000000000', 'naive', 'running', 0, '{}', '{}', '[]', '')",
                   "adding the naive run");
   const int64_t run = connection.last_insert_rowid();
-  std::vector<int64_t> ids;
+  std::vector<int64_t> series;  // by metric * ranks + rank
   for (const char* name : kMetrics) {
-    Statement insert(connection, "INSERT INTO metric_names(name) VALUES(?)");
-    insert.bind_text(1, name).run("adding a metric name");
-    ids.push_back(connection.last_insert_rowid());
+    Statement metric(connection, "INSERT INTO metric_names(name) VALUES(?)");
+    metric.bind_text(1, name).run("adding a metric name");
+    const int64_t metric_id = connection.last_insert_rowid();
+    for (int64_t rank = 0; rank < ranks; ++rank) {
+      Statement add(connection, "INSERT INTO series(run, metric, rank) VALUES(?, ?, ?)");
+      add.bind_int(1, run).bind_int(2, metric_id).bind_int(3, rank).run("adding a series");
+      series.push_back(connection.last_insert_rowid());
+    }
   }
-  Statement insert(connection, "INSERT INTO metrics(run, metric, rank, step, wall_time_s, value) VALUES(?, ?, ?, ?, ?, ?)");
+  Statement insert(connection, "INSERT INTO metrics(series, step, wall_time_s, value) VALUES(?, ?, ?, ?)");
   const auto start = Clock::now();
   for (int64_t i = 0; i < points; ++i) {  // one transaction per row (autocommit)
     const auto p = point_at(i, ranks);
-    insert.bind_int(1, run).bind_int(2, ids[static_cast<size_t>(i % kMetricCount)]).bind_int(3, p.rank).bind_int(4, p.step);
-    insert.bind_real(5, p.wall_time_s).bind_real(6, p.value).run("naive insert");
+    insert.bind_int(1, series[static_cast<size_t>(i % kMetricCount * ranks + p.rank)]).bind_int(2, p.step);
+    insert.bind_real(3, p.wall_time_s).bind_real(4, p.value).run("naive insert");
   }
   return static_cast<double>(points) / seconds_since(start);
 }
