@@ -209,8 +209,9 @@ void History::export_json(const std::string& id, std::ostream& out) const {
 void History::export_csv(const std::string& id, const std::string& directory) const {
   const fs::path dir(directory);
   std::error_code ec;
-  if (fs::exists(dir / "run.json", ec))
-    throw StoreError(ErrorKind::invalid, directory + " already holds a run bundle (run.json); choose another directory");
+  for (const char* file : {"run.json", "metrics.csv", "timeline.csv", "logs.csv", "artifacts.csv"})
+    if (fs::exists(dir / file, ec))
+      throw StoreError(ErrorKind::invalid, directory + " already holds " + file + "; choose another directory");
   fs::create_directories(dir, ec);
   if (ec) throw StoreError(ErrorKind::io, "cannot create directory " + directory + ": " + ec.message());
   const RunRecord record = run(id);
