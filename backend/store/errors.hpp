@@ -4,7 +4,6 @@
 
 #include <stdexcept>
 #include <string>
-#include <string_view>
 
 namespace tessera::store {
 
@@ -20,8 +19,6 @@ enum class ErrorKind {
   duplicate,     ///< the run (id or name) is already present
   invalid,       ///< bad input: a bundle row, a value, a filter
 };
-
-std::string_view to_string(ErrorKind kind);
 
 class StoreError : public std::runtime_error {
  public:

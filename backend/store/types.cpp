@@ -22,11 +22,6 @@ RunStatus parse_run_status(std::string_view text) {
                                            "' (expected planned, starting, running, done, failed, stopped or lost)");
 }
 
-bool is_final(RunStatus status) {
-  return status == RunStatus::done || status == RunStatus::failed || status == RunStatus::stopped ||
-         status == RunStatus::lost;
-}
-
 std::string new_run_id() {
   std::random_device device;  // /dev/urandom on Linux
   std::string id;

@@ -16,8 +16,6 @@ enum class RunStatus : uint8_t { planned, starting, running, done, failed, stopp
 std::string_view to_string(RunStatus status);
 /// Throws StoreError(invalid) naming the allowed values.
 RunStatus parse_run_status(std::string_view text);
-/// done, failed, stopped and lost: the run will not change any more.
-bool is_final(RunStatus status);
 
 /// One run. Times are Unix milliseconds (UTC).
 struct RunRecord {

@@ -279,8 +279,6 @@ Writer::~Writer() {
   if (impl_) impl_->stop();
 }
 
-const std::string& Writer::path() const { return impl_->path; }
-
 RunHandle Writer::create_run(RunRecord run) {
   if (run.id.empty()) run.id = new_run_id();
   if (run.created_ms == 0) run.created_ms = now_ms();

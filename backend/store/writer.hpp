@@ -46,8 +46,6 @@ class Writer {
   Writer(const Writer&) = delete;
   Writer& operator=(const Writer&) = delete;
 
-  const std::string& path() const;
-
   /// Adds a run and waits until it is committed. An empty id gets a new random one, created_ms 0
   /// becomes now, an empty tessera_version becomes this build's. Throws StoreError(duplicate) when
   /// the id or name is taken; that does not stop the writer.
