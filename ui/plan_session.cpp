@@ -1,0 +1,159 @@
+// The open document: spec edits as undo commands, re-planning after each, spec files.
+#include "plan_session.hpp"
+
+#include <fstream>
+
+#include <QFileInfo>
+#include <QUndoCommand>
+
+namespace tessera::ui {
+
+namespace {
+
+// One edit: the whole spec before and after (a spec is a few hundred bytes).
+class SpecEdit : public QUndoCommand {
+ public:
+  SpecEdit(PlanSession* session, spec::RunSpec before, spec::RunSpec after, const QString& text)
+      : QUndoCommand(text), session_(session), before_(std::move(before)), after_(std::move(after)) {}
+  void undo() override { session_->applySpec(before_); }
+  void redo() override { session_->applySpec(after_); }
+
+ private:
+  PlanSession* session_;
+  spec::RunSpec before_, after_;
+};
+
+QString messages(const std::vector<spec::FieldError>& errors) {
+  QStringList lines;
+  for (const auto& e : errors) lines << QString::fromStdString(e.message);
+  return lines.join('\n');
+}
+
+}  // namespace
+
+PlanSession::PlanSession(QObject* parent) : QObject(parent) {
+  options_.include_grid = true;
+  options_.record_events = true;
+  connect(&undo_, &QUndoStack::cleanChanged, this, &PlanSession::fileChanged);
+  spec_ = defaultSpec();
+  replan();
+}
+
+spec::RunSpec PlanSession::defaultSpec() {
+  static const spec::RunSpec spec = spec::parse_spec(nlohmann::json{
+      {"name", "Llama-3-8B on one H100 node"},
+      {"model", {{"preset", "llama3-8b"}}},
+      {"parallel", {{"tp", 2}, {"sequence_parallel", true}, {"distributed_optimizer", true}}},
+      {"training", {{"micro_batch_size", 1}, {"global_batch_size", 64}, {"recompute", "selective"}}},
+      {"cluster", {{"gpu", "h100-sxm"}, {"nodes", 1}, {"gpus_per_node", 8}}}});
+  return spec;
+}
+
+QString PlanSession::errorFor(const QString& field) const {
+  const std::string key = field.toStdString();
+  for (const auto& e : errors_)
+    if (e.field == key) return QString::fromStdString(e.message);
+  return {};
+}
+
+bool PlanSession::setField(const QString& path, const nlohmann::json& value, QString* error) {
+  spec::RunSpec updated = spec_;
+  try {
+    spec::set_field(updated, path.toStdString(), value);
+  } catch (const spec::SpecError& e) {
+    if (error) *error = messages(e.errors());
+    return false;
+  }
+  if (updated == spec_) return true;
+  const QString shown = value.is_string() ? QString::fromStdString(value.get<std::string>())
+                                          : QString::fromStdString(value.dump());
+  undo_.push(new SpecEdit(this, spec_, std::move(updated), tr("Set %1 = %2").arg(path, shown)));
+  return true;
+}
+
+void PlanSession::replaceSpec(const spec::RunSpec& spec, const QString& description) {
+  if (spec == spec_) return;
+  undo_.push(new SpecEdit(this, spec_, spec, description));
+}
+
+void PlanSession::applySpec(const spec::RunSpec& spec) {
+  spec_ = spec;
+  replan();
+}
+
+void PlanSession::setMemoryProfile(planner::MemoryProfile profile) {
+  if (profile == options_.memory_profile) return;
+  options_.memory_profile = profile;
+  replan();
+}
+
+void PlanSession::replan() {
+  errors_ = spec::validate(spec_);
+  if (errors_.empty()) {
+    try {
+      plan_ = std::make_shared<const planner::Plan>(planner::make_plan(spec_, options_));
+    } catch (const spec::SpecError& e) {
+      errors_ = e.errors();
+    } catch (const std::exception& e) {
+      errors_ = {{"", e.what()}};
+    }
+  }
+  emit changed();
+}
+
+PlanResult PlanSession::planWithSchedule(spec::Schedule schedule) const {
+  spec::RunSpec other = spec_;
+  other.parallel.schedule = schedule;
+  if (schedule == spec::Schedule::interleaved) {
+    if (other.parallel.vpp < 2) other.parallel.vpp = 2;
+  } else {
+    other.parallel.vpp = 1;
+  }
+  if (const auto problems = spec::validate(other); !problems.empty())
+    return {nullptr, QString::fromStdString(problems.front().message)};
+  try {
+    return {std::make_shared<const planner::Plan>(planner::make_plan(other, options_)), {}};
+  } catch (const std::exception& e) {
+    return {nullptr, QString::fromUtf8(e.what())};
+  }
+}
+
+void PlanSession::resetDocument(const spec::RunSpec& spec, const QString& path) {
+  undo_.clear();
+  path_ = path;
+  applySpec(spec);
+  undo_.setClean();
+  emit fileChanged();
+}
+
+void PlanSession::newDocument() { resetDocument(defaultSpec(), {}); }
+
+bool PlanSession::open(const QString& path, QString* error) {
+  try {
+    resetDocument(spec::load_spec_file(path.toStdString()), QFileInfo(path).absoluteFilePath());
+    return true;
+  } catch (const spec::SpecError& e) {
+    if (error) *error = messages(e.errors());
+    return false;
+  }
+}
+
+bool PlanSession::save(const QString& path, QString* error) {
+  std::ofstream out(path.toStdString());
+  if (!out) {
+    if (error) *error = tr("cannot write %1").arg(path);
+    return false;
+  }
+  out << spec::to_json(spec_).dump(2) << '\n';
+  out.close();
+  if (!out) {
+    if (error) *error = tr("cannot write %1").arg(path);
+    return false;
+  }
+  path_ = QFileInfo(path).absoluteFilePath();
+  undo_.setClean();
+  emit fileChanged();
+  return true;
+}
+
+}  // namespace tessera::ui
