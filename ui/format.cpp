@@ -25,6 +25,7 @@ QString formatCount(double count) {
 
 QString formatSeconds(double seconds) {
   const double a = std::fabs(seconds);
+  if (a == 0.0) return QStringLiteral("0 s");
   if (a >= 1.0) return QStringLiteral("%1 s").arg(seconds, 0, 'f', a >= 100 ? 1 : 2);
   if (a >= 1e-3) return QStringLiteral("%1 ms").arg(seconds * 1e3, 0, 'f', a >= 0.1 ? 0 : 1);
   return QStringLiteral("%1 µs").arg(seconds * 1e6, 0, 'f', 0);

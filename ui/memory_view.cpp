@@ -29,6 +29,7 @@ QColor partColor(int part) {
 MemoryView::MemoryView(StageMemoryModel* model, QWidget* parent) : QCustomPlot(parent), model_(model) {
   setMouseTracking(true);
   setNoAntialiasingOnDrag(true);
+  setMinimumSize(320, 240);  // the title's width must not set the window's minimum
   plotLayout()->insertRow(0);
   title_ = new QCPTextElement(this, QString(), QFont(font().family(), font().pointSize() + 1, QFont::Bold));
   plotLayout()->addElement(0, 0, title_);

@@ -1,6 +1,7 @@
 // The open document: spec edits as undo commands, re-planning after each, spec files.
 #include "plan_session.hpp"
 
+#include <chrono>
 #include <fstream>
 
 #include <QFileInfo>
@@ -88,6 +89,7 @@ void PlanSession::setMemoryProfile(planner::MemoryProfile profile) {
 }
 
 void PlanSession::replan() {
+  const auto start = std::chrono::steady_clock::now();
   errors_ = spec::validate(spec_);
   if (errors_.empty()) {
     try {
@@ -98,6 +100,7 @@ void PlanSession::replan() {
       errors_ = {{"", e.what()}};
     }
   }
+  last_plan_s_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   emit changed();
 }
 

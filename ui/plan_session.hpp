@@ -40,6 +40,8 @@ class PlanSession : public QObject {
   /// The last valid plan; when stale() it belongs to an earlier spec.
   PlanPtr plan() const { return plan_; }
   bool stale() const { return !errors_.empty(); }
+  /// Wall time of the last call to the planner (validation and make_plan).
+  double lastPlanSeconds() const { return last_plan_s_; }
 
   /// Edits one field through spec::set_field as an undoable step. A value set_field rejects
   /// changes nothing and returns false with its message in *error.
@@ -79,6 +81,7 @@ class PlanSession : public QObject {
   planner::PlanOptions options_;
   QUndoStack undo_;
   QString path_;
+  double last_plan_s_ = 0;
 };
 
 }  // namespace tessera::ui

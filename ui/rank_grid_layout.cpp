@@ -30,7 +30,7 @@ void RankGridLayout::place(const Spacing& s, int64_t nc) {
   const double used_w = nc * node_w_ + (nc - 1) * node_gap_;
   const double used_h = nr * node_h_ + (nr - 1) * node_gap_;
   origin_ = {std::floor(area_.left() + std::max(0.0, (area_.width() - used_w) / 2)),
-             std::floor(area_.top() + std::max(0.0, (area_.height() - used_h) / 2))};
+             std::floor(area_.top() + std::max(0.0, std::min(used_h * 0.1, (area_.height() - used_h) / 2)))};
 }
 
 void RankGridLayout::update(int64_t world, int64_t gpus_per_node, const QRectF& area) {

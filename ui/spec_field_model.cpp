@@ -140,7 +140,7 @@ QString SpecFieldModel::note(const QString& path) const {
     return s.parallel.dp == 0 ? tr("→ %1, derived from %2 GPUs").arg(dp).arg(s.world_size()) : QString();
   }
   if (path == "parallel.tp" && dp > 0)
-    return tr("model parallel %1 = tp·pp·cp").arg(s.parallel.tp * s.parallel.pp * s.parallel.cp);
+    return tr("tp·pp·cp = %1 per replica").arg(s.parallel.tp * s.parallel.pp * s.parallel.cp);
   if (path == "parallel.zero_stage" && s.effective_zero_stage() != s.parallel.zero_stage)
     return tr("→ %1 (distributed optimizer)").arg(s.effective_zero_stage());
   if (path == "training.global_batch_size" && s.num_microbatches() > 0)

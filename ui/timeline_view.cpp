@@ -20,7 +20,7 @@ namespace {
 constexpr int kRulerHeight = 22;
 constexpr int kBandHeader = 26;
 constexpr int kBandGap = 10;
-constexpr int kMaxRowHeight = 34;
+constexpr int kMaxRowHeight = 60;
 
 QColor opColor(const planner::PipelineOp& op, int vpp) {
   QColor c;
@@ -107,13 +107,14 @@ void TimelineView::paintRuler(QPainter& p, const QRect& plot) {
   const QPalette& pal = palette();
   const double step = axis_.tickStep(90);
   const double first = std::ceil(axis_.toTime(plot.left()) / step) * step;
-  p.setPen(pal.color(QPalette::PlaceholderText));
   for (double t = first; axis_.toPixel(t) <= plot.right(); t += step) {
     const double x = std::round(axis_.toPixel(t)) + 0.5;
     p.setPen(pal.color(QPalette::Mid));
     p.drawLine(QPointF(x, kRulerHeight - 5), QPointF(x, height()));
+    const QString label = formatSeconds(t);
+    if (x + 3 + fontMetrics().horizontalAdvance(label) > width()) break;
     p.setPen(pal.color(QPalette::PlaceholderText));
-    p.drawText(QPointF(x + 3, kRulerHeight - 8), formatSeconds(t));
+    p.drawText(QPointF(x + 3, kRulerHeight - 8), label);
   }
 }
 
@@ -194,33 +195,39 @@ void TimelineView::paintEvent(QPaintEvent*) {
   }
   p.restore();
 
-  // Legend, bottom right.
+  // Legend, at the right of the first title line.
   struct Entry {
     QString name;
     QColor color;
   };
   std::vector<Entry> legend = {{tr("F forward"), colors::forward()}, {tr("B backward"), colors::backward()}};
-  for (const auto& band : all)
-    if (band.model->plan()->schedule.schedule == spec::Schedule::zb_h1) {
-      legend = {{tr("F forward"), colors::forward()}, {tr("B backward (input)"), colors::backwardInput()},
+  int vpp = 1;
+  for (const auto& band : all) {
+    vpp = std::max(vpp, band.model->plan()->schedule.vpp);
+    if (band.model->plan()->schedule.schedule == spec::Schedule::zb_h1)
+      legend = {{tr("F forward"), colors::forward()}, {tr("B input gradient"), colors::backwardInput()},
                 {tr("W weight gradient"), colors::backwardWeight()}, {tr("B backward"), colors::backward()}};
-      break;
-    }
+  }
+  if (vpp > 1) legend.push_back({tr("lighter: later chunk"), colors::forward().lighter(145)});
+  legend.push_back({tr("numbers: microbatch"), QColor()});
   int x = width() - 14;
-  const int y = height() - 8;
+  const int y = all.front().top + (kBandHeader + fontMetrics().ascent()) / 2 - 1;
   const int sw = fontMetrics().height() - 5;
-  p.setOpacity(1.0);
   for (auto e = legend.rbegin(); e != legend.rend(); ++e) {
     x -= fontMetrics().horizontalAdvance(e->name);
-    p.setPen(pal.color(QPalette::WindowText));
+    p.setPen(e->color.isValid() ? pal.color(QPalette::WindowText) : pal.color(QPalette::PlaceholderText));
     p.drawText(x, y, e->name);
-    x -= sw + 5;
-    p.fillRect(QRect(x, y - sw, sw, sw), e->color);
+    if (e->color.isValid()) {
+      x -= sw + 5;
+      p.fillRect(QRect(x, y - sw + 1, sw, sw), e->color);
+    }
     x -= 16;
   }
+  p.setOpacity(1.0);
   if (stale_) {
     p.setPen(colors::warning());
-    p.drawText(QPoint(12, y), tr("Last valid plan: the spec has a problem (see the designer)"));
+    p.drawText(rect().adjusted(12, 0, -12, -8), Qt::AlignRight | Qt::AlignBottom,
+               tr("Last valid plan: the spec has a problem (see the designer)"));
   }
 }
 
