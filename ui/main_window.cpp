@@ -216,7 +216,7 @@ void MainWindow::buildMenus() {
   view->addAction(toggle);
   view->addSeparator();
   QMenu* theme = view->addMenu(tr("&Palette"));
-  auto* group = new QActionGroup(this);
+  theme_actions_ = new QActionGroup(this);
   const std::pair<QString, ThemeChoice> themes[] = {{tr("Follow the &system"), ThemeChoice::system},
                                                     {tr("&Light"), ThemeChoice::light},
                                                     {tr("&Dark"), ThemeChoice::dark}};
@@ -225,7 +225,7 @@ void MainWindow::buildMenus() {
     a->setCheckable(true);
     a->setChecked(choice == theme_);
     a->setData(int(choice));
-    group->addAction(a);
+    theme_actions_->addAction(a);
     const ThemeChoice c = choice;
     connect(a, &QAction::triggered, this, [this, c] { setTheme(c); });
   }
@@ -267,6 +267,10 @@ void MainWindow::updateComparison() {
   if (!result.plan) compare_note_->setText(tr("cannot plan: %1").arg(result.error));
 }
 
+void MainWindow::setComparison(std::optional<spec::Schedule> schedule) {
+  compare_->setCurrentIndex(compare_->findData(schedule ? int(*schedule) : -1));
+}
+
 void MainWindow::updateTitle() {
   const QString name = session_.spec().name.empty() ? tr("Untitled") : QString::fromStdString(session_.spec().name);
   const QString file = session_.filePath().isEmpty() ? QString() : QStringLiteral(" — %1").arg(QFileInfo(session_.filePath()).fileName());
@@ -287,7 +291,7 @@ void MainWindow::showView(View view) {
   if (view == View::timeline) timeline_view_->setFocus();
 }
 
-QImage MainWindow::screenshot(View view, const QSize& size) {
+QImage MainWindow::screenshot(View view, const QSize& size, std::optional<std::pair<double, double>> range) {
   dock_->setVisible(view == View::designer);
   showView(view);
   resize(size);
@@ -295,7 +299,8 @@ QImage MainWindow::screenshot(View view, const QSize& size) {
   QCoreApplication::processEvents();
   if (view == View::designer) resizeDocks({dock_}, {std::clamp(size.width() * 3 / 10, 380, 470)}, Qt::Horizontal);
   QCoreApplication::processEvents();
-  timeline_view_->fitToView();
+  if (range) timeline_view_->showRange(range->first, range->second);
+  else timeline_view_->fitToView();
   return grab().toImage();
 }
 
@@ -413,6 +418,7 @@ void MainWindow::rebuildRecentMenu() {
 
 void MainWindow::setTheme(ThemeChoice choice) {
   theme_ = choice;
+  for (QAction* a : theme_actions_->actions()) a->setChecked(a->data().toInt() == int(choice));
   applyTheme(choice);
   if (persistent_) QSettings().setValue("theme", int(choice));
 }

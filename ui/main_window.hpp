@@ -2,6 +2,7 @@
 // memory, timeline) over one PlanSession; files, recent files, undo/redo, export, palettes, settings.
 #pragma once
 
+#include <QActionGroup>
 #include <QButtonGroup>
 #include <QComboBox>
 #include <QDockWidget>
@@ -45,12 +46,18 @@ class MainWindow : public QMainWindow {
 
   /// Brings a view to the front (designer: the dock, with the rank grid beside it).
   void showView(View view);
-  /// The window as `view` shows it at `size` (the designer dock only for View::designer).
-  QImage screenshot(View view, const QSize& size);
+  /// The window as `view` shows it at `size` (the designer dock only for View::designer); the
+  /// timeline shows [range.first, range.second] seconds when given, else the whole iteration.
+  QImage screenshot(View view, const QSize& size, std::optional<std::pair<double, double>> range = std::nullopt);
   /// Opens a spec file; false with the problems in *error (no dialog).
   bool openFile(const QString& path, QString* error);
   /// Writes the current view to a .png or .pdf file.
   bool exportCurrentView(const QString& path);
+  /// Draws the plan with another schedule under the timeline (nullopt: none).
+  void setComparison(std::optional<spec::Schedule> schedule);
+  /// Light, dark, or following the system (saved in QSettings when persistent).
+  void setTheme(ThemeChoice choice);
+  ThemeChoice theme() const { return theme_; }
 
  protected:
   void closeEvent(QCloseEvent* event) override;
@@ -70,7 +77,6 @@ class MainWindow : public QMainWindow {
   void exportView();
   void addRecentFile(const QString& path);
   void rebuildRecentMenu();
-  void setTheme(ThemeChoice choice);
 
   bool persistent_;
   PlanSession session_;
@@ -93,6 +99,7 @@ class MainWindow : public QMainWindow {
   QLabel* compare_note_ = nullptr;
   QMenu* recent_menu_ = nullptr;
   QStringList recent_files_;
+  QActionGroup* theme_actions_ = nullptr;
   ThemeChoice theme_ = ThemeChoice::system;
 };
 

@@ -1,6 +1,7 @@
 // The summary strip's cells, filled from the session's plan.
 #include "summary_strip.hpp"
 
+#include <QEvent>
 #include <QGridLayout>
 #include <QVBoxLayout>
 
@@ -55,6 +56,11 @@ SummaryStrip::SummaryStrip(PlanSession* session, QWidget* parent) : QWidget(pare
   outer->addWidget(status_);
   connect(session_, &PlanSession::changed, this, &SummaryStrip::refresh);
   refresh();
+}
+
+void SummaryStrip::changeEvent(QEvent* event) {
+  QWidget::changeEvent(event);
+  if (event->type() == QEvent::PaletteChange) refresh();  // the cells' colours derive from the palette
 }
 
 void SummaryStrip::set(Metric metric, const QString& value, const QString& detail, const QColor& detailColor) {

@@ -24,6 +24,9 @@ class SummaryStrip : public QWidget {
   /// The line under the values: the spec's first problem, or the run's name and planning time.
   QString status() const { return status_->text(); }
 
+ protected:
+  void changeEvent(QEvent* event) override;
+
  private:
   void refresh();
   void set(Metric metric, const QString& value, const QString& detail, const QColor& detailColor = {});

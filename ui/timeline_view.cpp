@@ -73,6 +73,11 @@ void TimelineView::fitToView() {
   axis_.fit(0.0, end > 0 ? end : 1.0, left, std::max(1, width() - labelWidth() - 14));
 }
 
+void TimelineView::showRange(double begin_s, double end_s) {
+  axis_.fit(begin_s, end_s, labelWidth(), std::max(1, width() - labelWidth() - 14));
+  update();
+}
+
 void TimelineView::resizeEvent(QResizeEvent*) { fitToView(); }
 
 std::vector<TimelineView::Band> TimelineView::bands() const {
@@ -97,10 +102,11 @@ QString TimelineView::title(const TimelineModel& model) const {
   const auto& plan = *model.plan();
   QString text = tr("%1 · %2 stages").arg(scheduleName(plan.schedule.schedule)).arg(plan.schedule.pp);
   if (plan.schedule.vpp > 1) text += tr(" × %1 chunks").arg(plan.schedule.vpp);
-  return text + tr(" · %1 microbatches · pipeline %2 · bubble %3")
-                    .arg(plan.schedule.microbatches)
-                    .arg(formatSeconds(model.makespan()))
-                    .arg(formatPercent(model.bubbleFraction()));
+  text += tr(" · %1 microbatches · pipeline %2 · bubble %3 · peak memory %4")
+              .arg(plan.schedule.microbatches)
+              .arg(formatSeconds(model.makespan()), formatPercent(model.bubbleFraction()), formatGiB(plan.memory.peak_bytes));
+  if (!plan.memory.fits) text += tr(" (OOM)");
+  return text;
 }
 
 void TimelineView::paintRuler(QPainter& p, const QRect& plot) {

@@ -20,6 +20,8 @@ class TimelineView : public QWidget {
   void setStale(bool stale);
   /// Shows the whole makespan of both timelines.
   void fitToView();
+  /// Shows [begin_s, end_s] across the plot (until the next fit).
+  void showRange(double begin_s, double end_s);
   const TimeAxis& axis() const { return axis_; }
   /// The event under a widget position (primary, then comparison rows), or nullptr.
   const planner::TimelineEvent* eventAt(const QPoint& pos) const;

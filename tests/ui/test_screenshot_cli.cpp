@@ -36,6 +36,22 @@ class TestScreenshotCli : public QObject {
     QCOMPARE(image.size(), QSize(1200, 760));
   }
 
+  void compareAndSelectRankChangeTheImage() {
+    QTemporaryDir dir;
+    const QString plain = dir.filePath("plain.png"), compared = dir.filePath("compared.png"), selected = dir.filePath("selected.png");
+    QCOMPARE(tessera({"--spec", kSpec, "--view", "timeline", "--screenshot", plain, "--size", "1000x700"}).code, 0);
+    QCOMPARE(tessera({"--spec", kSpec, "--view", "timeline", "--compare", "gpipe", "--time-range", "0:2.5", "--screenshot",
+                      compared, "--size", "1000x700"}).code, 0);
+    QVERIFY(QImage(plain) != QImage(compared));
+    const QString grid = dir.filePath("grid.png");
+    QCOMPARE(tessera({"--spec", kSpec, "--view", "grid", "--screenshot", grid, "--size", "1000x700"}).code, 0);
+    QCOMPARE(tessera({"--spec", kSpec, "--view", "grid", "--select-rank", "100", "--screenshot", selected, "--size", "1000x700"}).code, 0);
+    QVERIFY(QImage(grid) != QImage(selected));
+    const Run bad = tessera({"--spec", kSpec, "--view", "grid", "--select-rank", "1536", "--screenshot", selected});
+    QCOMPARE(bad.code, 2);
+    QVERIFY(bad.output.contains("--select-rank must be a rank below 1536"));
+  }
+
   void badSpecExitsNonZeroWithTheProblem() {
     QTemporaryDir dir;
     QFile bad(dir.filePath("bad.json"));
