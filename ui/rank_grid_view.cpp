@@ -238,6 +238,7 @@ void RankGridView::paintEvent(QPaintEvent*) {
   }
   if (stale_) {
     p.setOpacity(1.0);
+    p.setFont(font());
     p.setPen(colors::warning());
     p.drawText(rect().adjusted(0, 0, -12, -6), Qt::AlignRight | Qt::AlignBottom,
                tr("Last valid plan: the spec has a problem (see the designer)"));

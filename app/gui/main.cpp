@@ -55,7 +55,10 @@ int main(int argc, char* argv[]) {
                                 QStringLiteral("RANK"));
   QCommandLineOption rangeOption(QStringLiteral("time-range"), QStringLiteral("Timeline screenshot: show FROM:TO seconds."),
                                  QStringLiteral("FROM:TO"));
-  parser.addOptions({specOption, viewOption, shotOption, sizeOption, paletteOption, compareOption, rankOption, rangeOption});
+  QCommandLineOption setOption(QStringLiteral("set"),
+                               QStringLiteral("Edit a field after opening, as in the designer (repeatable): parallel.tp=4."),
+                               QStringLiteral("FIELD=VALUE"));
+  parser.addOptions({specOption, viewOption, shotOption, sizeOption, paletteOption, compareOption, rankOption, rangeOption, setOption});
   parser.addPositionalArgument(QStringLiteral("file"), QStringLiteral("Run spec to open (same as --spec)."));
   parser.process(app);
 
@@ -76,6 +79,16 @@ int main(int argc, char* argv[]) {
   if (!spec.isEmpty()) {
     QString error;
     if (!window.openFile(spec, &error)) return fail(QStringLiteral("%1:\n%2").arg(spec, error));
+  }
+  for (const QString& edit : parser.values(setOption)) {
+    const auto eq = edit.indexOf('=');
+    if (eq <= 0) return fail(QStringLiteral("--set must be FIELD=VALUE, got \"%1\"").arg(edit));
+    // The value is JSON when it parses as JSON (4, true, 3e-4), else a string (selective).
+    const std::string text = edit.mid(eq + 1).toStdString();
+    nlohmann::json value = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+    if (value.is_discarded()) value = text;
+    QString error;
+    if (!window.session()->setField(edit.left(eq), value, &error)) return fail(error);
   }
   if (parser.isSet(compareOption)) {
     const auto schedule = tessera::spec::enum_from_string<tessera::spec::Schedule>(parser.value(compareOption).toStdString());

@@ -52,6 +52,18 @@ class TestScreenshotCli : public QObject {
     QVERIFY(bad.output.contains("--select-rank must be a rank below 1536"));
   }
 
+  void setEditsAFieldLikeTheDesigner() {
+    QTemporaryDir dir;
+    const QString valid = dir.filePath("valid.png"), invalid = dir.filePath("invalid.png");
+    QCOMPARE(tessera({"--spec", kSpec, "--view", "designer", "--screenshot", valid, "--size", "1200x800"}).code, 0);
+    // An invalid value is shown at its field (exit 0: the designer renders it), not refused.
+    QCOMPARE(tessera({"--spec", kSpec, "--set", "parallel.tp=3", "--view", "designer", "--screenshot", invalid, "--size", "1200x800"}).code, 0);
+    QVERIFY(QImage(valid) != QImage(invalid));
+    const Run unknown = tessera({"--spec", kSpec, "--set", "parallel.tpp=3", "--view", "grid", "--screenshot", invalid});
+    QCOMPARE(unknown.code, 2);
+    QVERIFY2(unknown.output.contains("unknown field parallel.tpp (did you mean parallel.tp?)"), qPrintable(unknown.output));
+  }
+
   void badSpecExitsNonZeroWithTheProblem() {
     QTemporaryDir dir;
     QFile bad(dir.filePath("bad.json"));
