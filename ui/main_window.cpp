@@ -1,9 +1,6 @@
 // The main window: assembling the views, menus and shortcuts, files, export and settings.
 #include "main_window.hpp"
 
-#include <fstream>
-#include <sstream>
-
 #include <QActionGroup>
 #include <QApplication>
 #include <QCloseEvent>
@@ -23,7 +20,6 @@
 #include "designer_panel.hpp"
 #include "memory_view.hpp"
 #include "rank_grid_view.hpp"
-#include "spec/interop.hpp"
 #include "summary_strip.hpp"
 #include "timeline_view.hpp"
 
@@ -353,25 +349,8 @@ void MainWindow::open() {
 void MainWindow::importHuggingFace() {
   const QString path = QFileDialog::getOpenFileName(this, tr("Import Hugging Face config.json"), {}, tr("config.json (*.json)"));
   if (path.isEmpty()) return;
-  try {
-    std::ifstream in(path.toStdString());
-    std::stringstream text;
-    text << in.rdbuf();
-    const auto imported = spec::spec_from_hf_config(nlohmann::json::parse(text.str()), QFileInfo(path).fileName().toStdString());
-    // The model section is replaced; parallel layout, training and cluster stay as they are.
-    spec::RunSpec updated = session_.spec();
-    updated.model = spec::ModelSpec{};
-    for (const auto& [key, value] : imported["model"].items()) spec::set_field(updated, "model." + key, value);
-    if (updated.model.moe_ffn_hidden_size == 0) updated.model.moe_ffn_hidden_size = updated.model.ffn_hidden_size;
-    updated.name = imported.value("name", updated.name);
-    session_.replaceSpec(updated, tr("Import %1").arg(QFileInfo(path).fileName()));
-  } catch (const spec::SpecError& e) {
-    QStringList lines;
-    for (const auto& err : e.errors()) lines << QString::fromStdString(err.message);
-    QMessageBox::critical(this, tr("Cannot import"), lines.join('\n'));
-  } catch (const std::exception& e) {
-    QMessageBox::critical(this, tr("Cannot import"), QString::fromUtf8(e.what()));
-  }
+  QString error;
+  if (!session_.importHuggingFace(path, &error)) QMessageBox::critical(this, tr("Cannot import"), error);
 }
 
 bool MainWindow::exportCurrentView(const QString& path) {

@@ -3,9 +3,12 @@
 
 #include <chrono>
 #include <fstream>
+#include <sstream>
 
 #include <QFileInfo>
 #include <QUndoCommand>
+
+#include "spec/interop.hpp"
 
 namespace tessera::ui {
 
@@ -66,15 +69,46 @@ bool PlanSession::setField(const QString& path, const nlohmann::json& value, QSt
     return false;
   }
   if (updated == spec_) return true;
-  const QString shown = value.is_string() ? QString::fromStdString(value.get<std::string>())
-                                          : QString::fromStdString(value.dump());
-  undo_.push(new SpecEdit(this, spec_, std::move(updated), tr("Set %1 = %2").arg(path, shown)));
+  QString text = tr("Set %1 = %2").arg(path, value.is_string() ? QString::fromStdString(value.get<std::string>())
+                                                               : QString::fromStdString(value.dump()));
+  // A new layout that no longer matches an explicit dp derives dp again, in the same step (as the
+  // layout overrides of tessera-cli do): trying TP 4 instead of 8 should not also need dp edited.
+  static const QStringList layout = {"parallel.tp", "parallel.pp", "parallel.cp", "cluster.nodes", "cluster.gpus_per_node"};
+  auto& p = updated.parallel;
+  if (layout.contains(path) && p.dp > 0 && p.tp * p.pp * p.cp * p.dp != updated.world_size()) {
+    p.dp = 0;
+    text += tr(" (dp derived again)");
+  }
+  undo_.push(new SpecEdit(this, spec_, std::move(updated), text));
   return true;
 }
 
 void PlanSession::replaceSpec(const spec::RunSpec& spec, const QString& description) {
   if (spec == spec_) return;
   undo_.push(new SpecEdit(this, spec_, spec, description));
+}
+
+bool PlanSession::importHuggingFace(const QString& path, QString* error) {
+  try {
+    std::ifstream in(path.toStdString());
+    if (!in) throw std::runtime_error("cannot read " + path.toStdString());
+    std::stringstream text;
+    text << in.rdbuf();
+    const auto imported = spec::spec_from_hf_config(nlohmann::json::parse(text.str()), QFileInfo(path).fileName().toStdString());
+    spec::RunSpec updated = spec_;
+    updated.model = spec::ModelSpec{};
+    for (const auto& [key, value] : imported["model"].items()) spec::set_field(updated, "model." + key, value);
+    // Fields the config leaves out take their spec defaults, as parse_spec would give them.
+    if (updated.model.moe_ffn_hidden_size == 0) updated.model.moe_ffn_hidden_size = updated.model.ffn_hidden_size;
+    updated.name = imported.value("name", updated.name);
+    replaceSpec(updated, tr("Import %1").arg(QFileInfo(path).fileName()));
+    return true;
+  } catch (const spec::SpecError& e) {
+    if (error) *error = messages(e.errors());
+  } catch (const std::exception& e) {
+    if (error) *error = QString::fromUtf8(e.what());
+  }
+  return false;
 }
 
 void PlanSession::applySpec(const spec::RunSpec& spec) {

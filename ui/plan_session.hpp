@@ -46,8 +46,11 @@ class PlanSession : public QObject {
   /// Edits one field through spec::set_field as an undoable step. A value set_field rejects
   /// changes nothing and returns false with its message in *error.
   bool setField(const QString& path, const nlohmann::json& value, QString* error = nullptr);
-  /// Replaces the whole spec (preset import, Hugging Face import) as one undoable step.
+  /// Replaces the whole spec (a rename, an import) as one undoable step.
   void replaceSpec(const spec::RunSpec& spec, const QString& description);
+  /// Replaces the model section with one read from a Hugging Face config.json (layout, training and
+  /// cluster stay), as one undoable step; false with the reason in *error.
+  bool importHuggingFace(const QString& path, QString* error);
   QUndoStack* undoStack() { return &undo_; }
 
   planner::MemoryProfile memoryProfile() const { return options_.memory_profile; }

@@ -54,6 +54,54 @@ class TestModels : public QObject {
     QVERIFY(model.indexOfField("parallel.pp").data(SpecFieldModel::ErrorRole).toString().isEmpty());
   }
 
+  void newLayoutDerivesAnExplicitDpAgainInOneStep() {
+    PlanSession session;
+    QVERIFY(session.open(example("llama3-70b-64xh100.json"), nullptr));
+    QCOMPARE(session.spec().parallel.dp, int64_t{2});
+    QVERIFY(session.setField("parallel.tp", 4));
+    QVERIFY(!session.stale());
+    QCOMPARE(session.spec().parallel.dp, int64_t{0});
+    QCOMPARE(session.plan()->grid->dp, int64_t{4});
+    QCOMPARE(session.undoStack()->undoText(), QStringLiteral("Set parallel.tp = 4 (dp derived again)"));
+    session.undoStack()->undo();
+    QCOMPARE(session.spec().parallel.tp, int64_t{8});
+    QCOMPARE(session.spec().parallel.dp, int64_t{2});
+    // An edit that keeps the world consistent leaves an explicit dp alone.
+    QVERIFY(session.setField("parallel.zero_stage", 1));
+    QCOMPARE(session.spec().parallel.dp, int64_t{2});
+  }
+
+  void importsAHuggingFaceConfigIntoTheModelSection() {
+    QTemporaryDir dir;
+    QFile config(dir.filePath("config.json"));
+    QVERIFY(config.open(QIODevice::WriteOnly));
+    config.write(R"({"model_type": "llama", "num_hidden_layers": 32, "hidden_size": 4096, "num_attention_heads": 32,
+                     "num_key_value_heads": 8, "intermediate_size": 14336, "vocab_size": 128256,
+                     "max_position_embeddings": 8192, "tie_word_embeddings": false})");
+    config.close();
+    PlanSession session;
+    QVERIFY(session.open(example("llama3-70b-64xh100.json"), nullptr));
+    const spec::RunSpec before = session.spec();
+    QString error;
+    QVERIFY2(session.importHuggingFace(config.fileName(), &error), qPrintable(error));
+    const auto& m = session.spec().model;
+    QCOMPARE(m.num_layers, int64_t{32});
+    QCOMPARE(m.num_query_groups, int64_t{8});
+    QCOMPARE(m.ffn_hidden_size, int64_t{14336});
+    QCOMPARE(m.activation, spec::Activation::swiglu);
+    QVERIFY(session.spec().parallel == before.parallel);  // the layout stays
+    QVERIFY(!session.stale());
+    QCOMPARE(session.plan()->params.total, int64_t{8030261248});  // Llama-3-8B's published count
+    session.undoStack()->undo();
+    QVERIFY(session.spec() == before);
+
+    QVERIFY(config.open(QIODevice::WriteOnly | QIODevice::Truncate));
+    config.write(R"({"model_type": "llama", "hidden_size": 4096})");
+    config.close();
+    QVERIFY(!session.importHuggingFace(config.fileName(), &error));
+    QVERIFY2(error.contains("num_hidden_layers"), qPrintable(error));
+  }
+
   void rejectedValueChangesNothing() {
     PlanSession session;
     SpecFieldModel model(&session);
