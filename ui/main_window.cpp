@@ -164,6 +164,10 @@ void MainWindow::buildViews() {
 
   designer_ = new DesignerPanel(&session_, &spec_model_);
   connect(designer_, &DesignerPanel::importHuggingFaceRequested, this, &MainWindow::importHuggingFace);
+  connect(summary_, &SummaryStrip::fieldRequested, this, [this](const QString& field) {
+    dock_->show();
+    designer_->focusField(field);
+  });
   dock_ = new QDockWidget(tr("Designer"), this);
   dock_->setObjectName(QStringLiteral("DesignerDock"));
   dock_->setWidget(designer_);

@@ -53,6 +53,8 @@ SummaryStrip::SummaryStrip(PlanSession* session, QWidget* parent) : QWidget(pare
   // or the run and how long planning took.
   status_ = new QLabel(this);
   status_->setMinimumWidth(1);
+  status_->setTextFormat(Qt::RichText);
+  connect(status_, &QLabel::linkActivated, this, &SummaryStrip::fieldRequested);
   outer->addWidget(status_);
   connect(session_, &PlanSession::changed, this, &SummaryStrip::refresh);
   refresh();
@@ -79,16 +81,22 @@ void SummaryStrip::refresh() {
   if (stale) {
     const auto& first = session_->errors().front();
     const int more = static_cast<int>(session_->errors().size()) - 1;
-    status_->setText(tr("⚠ %1%2 — the views show the last valid plan.")
-                         .arg(QString::fromStdString(first.message), more > 0 ? tr(" (and %1 more)").arg(more) : QString()));
+    const QString message = QString::fromStdString(first.message);
+    const QString rest = tr("%1 — the views show the last valid plan.").arg(more > 0 ? tr(" (and %1 more)").arg(more) : QString());
+    status_text_ = tr("⚠ ") + message + rest;
+    // The message links to its field in the designer.
+    status_->setText(QStringLiteral("⚠ <a href=\"%1\" style=\"color:%2\">%3</a>%4")
+                         .arg(QString::fromStdString(first.field).toHtmlEscaped(), colors::warning().name(),
+                              message.toHtmlEscaped(), rest.toHtmlEscaped()));
     pal.setColor(QPalette::WindowText, colors::warning());
   } else {
-    status_->setText(tr("%1 · planned in %2").arg(QString::fromStdString(session_->spec().name.empty() ? "Untitled" : session_->spec().name),
-                                                  formatSeconds(session_->lastPlanSeconds())));
+    status_text_ = tr("%1 · planned in %2").arg(QString::fromStdString(session_->spec().name.empty() ? "Untitled" : session_->spec().name),
+                                                formatSeconds(session_->lastPlanSeconds()));
+    status_->setText(status_text_.toHtmlEscaped());
     pal.setColor(QPalette::WindowText, palette().color(QPalette::PlaceholderText));
   }
   status_->setPalette(pal);
-  status_->setToolTip(status_->text());
+  status_->setToolTip(status_text_);
   if (!plan) return;
   const auto& s = plan->spec;
   const auto& pr = plan->prediction;

@@ -22,7 +22,11 @@ class SummaryStrip : public QWidget {
   QString value(Metric metric) const { return values_.at(metric)->text(); }
   QString detail(Metric metric) const { return details_.at(metric)->text(); }
   /// The line under the values: the spec's first problem, or the run's name and planning time.
-  QString status() const { return status_->text(); }
+  QString status() const { return status_text_; }
+
+ signals:
+  /// The user clicked the problem: show this field (dotted path) in the designer.
+  void fieldRequested(const QString& field);
 
  protected:
   void changeEvent(QEvent* event) override;
@@ -34,6 +38,7 @@ class SummaryStrip : public QWidget {
   PlanSession* session_;
   std::map<Metric, QLabel*> values_, details_;
   QLabel* status_;
+  QString status_text_;
 };
 
 }  // namespace tessera::ui

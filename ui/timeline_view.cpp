@@ -54,7 +54,8 @@ TimelineView::TimelineView(TimelineModel* primary, TimelineModel* comparison, QW
   setAttribute(Qt::WA_OpaquePaintEvent);
   for (TimelineModel* m : {primary_, comparison_})
     connect(m, &QAbstractItemModel::modelReset, this, [this] {
-      fitToView();
+      // A what-if edit keeps the user's zoom; until they zoom, the whole iteration stays in view.
+      if (!zoomed_) fitToView();
       update();
     });
 }
@@ -68,6 +69,7 @@ void TimelineView::setStale(bool stale) {
 int TimelineView::labelWidth() const { return fontMetrics().horizontalAdvance(QStringLiteral("stage 000")) + 16; }
 
 void TimelineView::fitToView() {
+  zoomed_ = false;
   const double end = std::max(primary_->makespan(), comparison_->makespan());
   const double left = labelWidth();
   axis_.fit(0.0, end > 0 ? end : 1.0, left, std::max(1, width() - labelWidth() - 14));
@@ -75,10 +77,13 @@ void TimelineView::fitToView() {
 
 void TimelineView::showRange(double begin_s, double end_s) {
   axis_.fit(begin_s, end_s, labelWidth(), std::max(1, width() - labelWidth() - 14));
+  zoomed_ = true;
   update();
 }
 
-void TimelineView::resizeEvent(QResizeEvent*) { fitToView(); }
+void TimelineView::resizeEvent(QResizeEvent*) {
+  if (!zoomed_) fitToView();
+}
 
 std::vector<TimelineView::Band> TimelineView::bands() const {
   std::vector<const TimelineModel*> models;
@@ -255,6 +260,7 @@ const planner::TimelineEvent* TimelineView::eventAt(const QPoint& pos) const {
 void TimelineView::wheelEvent(QWheelEvent* event) {
   const double steps = event->angleDelta().y() / 120.0;
   axis_.zoomAt(event->position().x(), std::pow(1.25, steps));
+  zoomed_ = true;
   update();
 }
 
@@ -269,6 +275,7 @@ void TimelineView::mouseMoveEvent(QMouseEvent* event) {
   if (dragging_) {
     axis_.pan(event->position().x() - drag_from_.x());
     drag_from_ = event->position();
+    zoomed_ = true;
     update();
     return;
   }
@@ -303,6 +310,7 @@ void TimelineView::keyPressEvent(QKeyEvent* event) {
     case Qt::Key_Right: axis_.pan(-width() / 8.0); break;
     default: return QWidget::keyPressEvent(event);
   }
+  zoomed_ = event->key() != Qt::Key_F;
   update();
 }
 

@@ -18,7 +18,7 @@ class TimelineView : public QWidget {
   TimelineView(TimelineModel* primary, TimelineModel* comparison, QWidget* parent = nullptr);
 
   void setStale(bool stale);
-  /// Shows the whole makespan of both timelines.
+  /// Shows the whole makespan of both timelines (and follows it across re-plans until the next zoom).
   void fitToView();
   /// Shows [begin_s, end_s] across the plot (until the next fit).
   void showRange(double begin_s, double end_s);
@@ -55,6 +55,7 @@ class TimelineView : public QWidget {
   TimeAxis axis_;
   bool stale_ = false;
   bool dragging_ = false;
+  bool zoomed_ = false;  ///< the user zoomed or panned: keep their range across re-plans
   QPointF drag_from_;
 };
 

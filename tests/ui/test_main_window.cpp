@@ -61,6 +61,9 @@ class TestMainWindow : public QObject {
     QVERIFY2(message.startsWith("parallel.tp=3 must divide model.num_attention_heads=64"), qPrintable(message));
     QCOMPARE(note.data(Qt::ToolTipRole).toString(), message);
     QVERIFY(window.summary()->status().contains(message));
+    // Clicking the problem shows its field in the designer.
+    emit window.summary()->fieldRequested(QStringLiteral("parallel.tp"));
+    QCOMPARE(window.designer()->fieldView()->currentIndex().data(SpecFieldModel::PathRole).toString(), QStringLiteral("parallel.tp"));
     // The views keep the last valid plan, greyed.
     QCOMPARE(window.session()->plan(), valid);
     QCOMPARE(window.summary()->value(SummaryStrip::World), QStringLiteral("64"));

@@ -144,6 +144,30 @@ class TestViews : public QObject {
     QVERIFY(std::abs(view.axis().toTime(x) - mid) <= view.axis().secondsPerPixel());
   }
 
+  void timelineKeepsTheUsersZoomAcrossReplans() {
+    PlanSession session;
+    QVERIFY(session.open(example("llama3-70b-64xh100.json"), nullptr));
+    TimelineModel primary, comparison;
+    primary.setPlan(session.plan());
+    TimelineView view(&primary, &comparison);
+    view.resize(1400, 600);
+    view.fitToView();
+    const double fitted = view.axis().secondsPerPixel();
+    QWheelEvent wheel(QPointF(700, 200), view.mapToGlobal(QPointF(700, 200)), QPoint(), QPoint(0, 360), Qt::NoButton,
+                      Qt::NoModifier, Qt::NoScrollPhase, false);
+    QCoreApplication::sendEvent(&view, &wheel);
+    const double zoomed = view.axis().secondsPerPixel();
+    QVERIFY(std::abs(zoomed - fitted / std::pow(1.25, 3)) < 1e-12);
+    QVERIFY(session.setField("training.recompute", "full"));  // what-if: a slower iteration
+    primary.setPlan(session.plan());
+    QCOMPARE(view.axis().secondsPerPixel(), zoomed);
+    view.fitToView();
+    QVERIFY(view.axis().secondsPerPixel() > fitted);  // the fit follows the longer makespan
+    QVERIFY(session.setField("training.recompute", "selective"));
+    primary.setPlan(session.plan());
+    QVERIFY(std::abs(view.axis().secondsPerPixel() - fitted) < 1e-12);
+  }
+
   void viewsGrabNonBlankAndChangeWithTheLayout() {
     PlanSession session;
     QVERIFY(session.open(example("llama3-70b-64xh100.json"), nullptr));
