@@ -278,6 +278,11 @@ void MainWindow::updateTitle() {
   setWindowModified(session_.isModified());
 }
 
+MainWindow::View MainWindow::currentView() const {
+  const View tabs[] = {View::grid, View::memory, View::timeline};
+  return tabs[std::max(0, tabs_->currentIndex())];
+}
+
 void MainWindow::showView(View view) {
   if (view == View::designer) {
     dock_->show();

@@ -44,6 +44,8 @@ class MainWindow : public QMainWindow {
   TimelineView* timelineView() const { return timeline_view_; }
   SpecFieldModel* specModel() { return &spec_model_; }
 
+  /// The view in front (View::grid, memory or timeline).
+  View currentView() const;
   /// Brings a view to the front (designer: the dock, with the rank grid beside it).
   void showView(View view);
   /// The window as `view` shows it at `size` (the designer dock only for View::designer); the

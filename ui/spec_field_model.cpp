@@ -8,6 +8,7 @@
 #include "format.hpp"
 #include "plan_session.hpp"
 #include "spec/presets.hpp"
+#include "theme.hpp"
 
 namespace tessera::ui {
 
@@ -180,7 +181,7 @@ QVariant SpecFieldModel::data(const QModelIndex& index, int role) const {
   }
   if (index.column() == FieldColumn) {
     if (role == Qt::DisplayRole) return p.mid(p.indexOf('.') + 1);
-    if (role == Qt::ForegroundRole && !error.isEmpty()) return QBrush(QColor(0xE1, 0x57, 0x59));
+    if (role == Qt::ForegroundRole && !error.isEmpty()) return QBrush(colors::warning());
     return {};
   }
   if (index.column() == ValueColumn) {
@@ -201,12 +202,12 @@ QVariant SpecFieldModel::data(const QModelIndex& index, int role) const {
       if (v.is_number_integer()) return qlonglong{v.get<int64_t>()};
       return v.get<double>();
     }
-    if (role == Qt::BackgroundRole && !error.isEmpty()) return QBrush(QColor(0xE1, 0x57, 0x59, 48));
+    if (role == Qt::BackgroundRole && !error.isEmpty()) return QBrush([] { QColor c = colors::warning(); c.setAlpha(48); return c; }());
     return {};
   }
   // NoteColumn
   if (role == Qt::DisplayRole) return error.isEmpty() ? note(p) : error;
-  if (role == Qt::ForegroundRole) return error.isEmpty() ? QVariant() : QBrush(QColor(0xE1, 0x57, 0x59));
+  if (role == Qt::ForegroundRole) return error.isEmpty() ? QVariant() : QBrush(colors::warning());
   return {};
 }
 

@@ -130,6 +130,30 @@ class TestMainWindow : public QObject {
     QCOMPARE(window.session()->undoStack()->count(), 0);  // a view setting, not an edit of the spec
   }
 
+  void windowStateAndRecentFilesPersist() {
+    QTemporaryDir dir;
+    QSettings::setDefaultFormat(QSettings::IniFormat);
+    QSettings::setPath(QSettings::IniFormat, QSettings::UserScope, dir.path());
+    {
+      MainWindow window(true);
+      QVERIFY(window.openFile(example("tiny-3d.json"), nullptr));
+      QVERIFY(window.openFile(example("llama3-70b-64xh100.json"), nullptr));
+      window.setTheme(ThemeChoice::dark);
+      window.showView(MainWindow::View::timeline);
+      window.resize(1234, 777);
+      window.show();
+      QVERIFY(window.close());
+    }
+    MainWindow restored(true);
+    QCOMPARE(restored.currentView(), MainWindow::View::timeline);
+    QCOMPARE(restored.theme(), ThemeChoice::dark);
+    QCOMPARE(restored.size(), QSize(1234, 777));
+    const QStringList recent = QSettings().value("recentFiles").toStringList();
+    QCOMPARE(recent.size(), 2);
+    QVERIFY(recent.front().endsWith("llama3-70b-64xh100.json"));
+    restored.setTheme(ThemeChoice::light);
+  }
+
   void exportsTheCurrentViewAsPngAndPdf() {
     MainWindow window(false);
     QVERIFY(window.openFile(example("llama3-70b-64xh100.json"), nullptr));
