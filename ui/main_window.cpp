@@ -243,7 +243,7 @@ void MainWindow::onSessionChanged() {
   const PlanPtr plan = session_.plan();
   if (plan != shown_plan_) {
     shown_plan_ = plan;
-    grid_model_.setPlan(plan);
+    grid_model_.setPlan(plan, session_.grid());
     memory_model_.setPlan(plan);
     timeline_model_.setPlan(plan);
     updateComparison();

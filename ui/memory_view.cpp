@@ -100,7 +100,7 @@ void MemoryView::rebuild() {
   }
   if (!memory || stages == 0) {
     title_->setText(tr("No plan yet"));
-    replot();
+    replotWhenShown();
     return;
   }
 
@@ -155,7 +155,21 @@ void MemoryView::rebuild() {
                       .arg(formatGiB(memory->peak_bytes), formatGiB(memory->capacity_bytes), fits,
                            stale_ ? tr(" · last valid plan") : QString()));
   title_->setTextColor(stale_ ? palette().color(QPalette::PlaceholderText) : (memory->fits ? text : colors::warning()));
-  replot();
+  replotWhenShown();
+}
+
+void MemoryView::replotWhenShown() {
+  // A hidden plot is drawn when it is shown: what-if edits made on another tab cost nothing here.
+  needs_replot_ = !isVisible();
+  if (!needs_replot_) replot();
+}
+
+void MemoryView::showEvent(QShowEvent* event) {
+  QCustomPlot::showEvent(event);
+  if (needs_replot_) {
+    needs_replot_ = false;
+    replot();
+  }
 }
 
 int MemoryView::stageAt(const QPoint& pos) const {

@@ -25,15 +25,18 @@ class MemoryView : public QCustomPlot {
  protected:
   void mouseMoveEvent(QMouseEvent* event) override;
   void changeEvent(QEvent* event) override;
+  void showEvent(QShowEvent* event) override;
 
  private:
   void rebuild();
   void applyPalette();
+  void replotWhenShown();
 
   StageMemoryModel* model_;
   std::array<QCPBars*, 5> bars_{};
   QCPTextElement* title_ = nullptr;
   bool stale_ = false;
+  bool needs_replot_ = false;
 };
 
 }  // namespace tessera::ui

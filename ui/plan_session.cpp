@@ -36,7 +36,6 @@ QString messages(const std::vector<spec::FieldError>& errors) {
 }  // namespace
 
 PlanSession::PlanSession(QObject* parent) : QObject(parent) {
-  options_.include_grid = true;
   options_.record_events = true;
   connect(&undo_, &QUndoStack::cleanChanged, this, &PlanSession::fileChanged);
   spec_ = defaultSpec();
@@ -127,7 +126,17 @@ void PlanSession::replan() {
   errors_ = spec::validate(spec_);
   if (errors_.empty()) {
     try {
-      plan_ = std::make_shared<const planner::Plan>(planner::make_plan(spec_, options_));
+      // The rank grid depends on the layout and the cluster only: an edit of the model or the
+      // training keeps the grid the planner built last time (at 4,096 GPUs, most of a re-plan).
+      GridPtr grid = grid_;
+      if (!grid || grid_parallel_ != spec_.parallel || grid_cluster_ != spec_.cluster)
+        grid = std::make_shared<const planner::RankGrid>(planner::make_rank_grid(spec_));
+      planner::Plan plan = planner::make_plan(spec_, options_);
+      plan.cross_node_groups = grid->cross_node_kinds();
+      plan_ = std::make_shared<const planner::Plan>(std::move(plan));
+      grid_ = std::move(grid);
+      grid_parallel_ = spec_.parallel;
+      grid_cluster_ = spec_.cluster;
     } catch (const spec::SpecError& e) {
       errors_ = e.errors();
     } catch (const std::exception& e) {

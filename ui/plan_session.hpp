@@ -17,6 +17,7 @@
 namespace tessera::ui {
 
 using PlanPtr = std::shared_ptr<const planner::Plan>;
+using GridPtr = std::shared_ptr<const planner::RankGrid>;
 
 /// A plan or the planner's first problem with the spec it was asked for.
 struct PlanResult {
@@ -37,8 +38,10 @@ class PlanSession : public QObject {
   const std::vector<spec::FieldError>& errors() const { return errors_; }
   /// The message for one dotted field ("" when the field has no problem).
   QString errorFor(const QString& field) const;
-  /// The last valid plan; when stale() it belongs to an earlier spec.
+  /// The last valid plan; when stale() it belongs to an earlier spec. Its rank grid is grid().
   PlanPtr plan() const { return plan_; }
+  /// The rank grid of plan(): every rank and process group (built again only when the layout changes).
+  GridPtr grid() const { return grid_; }
   bool stale() const { return !errors_.empty(); }
   /// Wall time of the last call to the planner (validation and make_plan).
   double lastPlanSeconds() const { return last_plan_s_; }
@@ -82,6 +85,9 @@ class PlanSession : public QObject {
   std::vector<spec::FieldError> errors_;
   PlanPtr plan_;
   planner::PlanOptions options_;
+  GridPtr grid_;  ///< the grid of plan_, and the layout it was built for
+  spec::ParallelSpec grid_parallel_;
+  spec::ClusterSpec grid_cluster_;
   QUndoStack undo_;
   QString path_;
   double last_plan_s_ = 0;

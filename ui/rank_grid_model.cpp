@@ -3,9 +3,10 @@
 
 namespace tessera::ui {
 
-void RankGridModel::setPlan(PlanPtr plan) {
+void RankGridModel::setPlan(PlanPtr plan, GridPtr grid) {
   beginResetModel();
   plan_ = std::move(plan);
+  grid_ = std::move(grid);
   endResetModel();
 }
 

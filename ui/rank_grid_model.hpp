@@ -14,8 +14,8 @@ class RankGridModel : public QAbstractTableModel {
   enum Column { Rank, Node, Local, TP, CP, EP, DP, PP, ColumnCount };
 
   explicit RankGridModel(QObject* parent = nullptr) : QAbstractTableModel(parent) {}
-  void setPlan(PlanPtr plan);
-  const planner::RankGrid* grid() const { return plan_ && plan_->grid ? &*plan_->grid : nullptr; }
+  void setPlan(PlanPtr plan, GridPtr grid);
+  const planner::RankGrid* grid() const { return grid_.get(); }
   const planner::Plan* plan() const { return plan_.get(); }
   /// The coordinate of `column` (Node..PP) of a rank.
   static int64_t coordinate(const planner::RankCoord& rank, Column column);
@@ -29,6 +29,7 @@ class RankGridModel : public QAbstractTableModel {
 
  private:
   PlanPtr plan_;
+  GridPtr grid_;
 };
 
 }  // namespace tessera::ui

@@ -188,15 +188,22 @@ void RankGridView::paintEvent(QPaintEvent*) {
     QFont small = font();
     small.setPointSizeF(font().pointSizeF() * 0.85);
     p.setFont(small);
-    const QColor frame = pal.color(QPalette::Mid);
+    const QColor frame = pal.color(QPalette::Mid), inside = pal.color(QPalette::AlternateBase);
+    const bool rounded = layout_.showNodeLabels();  // plain frames when there are hundreds of them
+    p.setPen(QPen(frame, 1));
+    p.setBrush(inside);
     for (int64_t n = 0; n < layout_.nodeCount(); ++n) {
       const QRectF r = layout_.nodeRect(n);
-      p.setPen(QPen(frame, 1));
-      p.setBrush(pal.color(QPalette::AlternateBase));
-      p.drawRoundedRect(r.adjusted(0.5, 0.5, -0.5, -0.5), 4, 4);
-      if (layout_.showNodeLabels()) {
+      if (rounded) {
+        p.drawRoundedRect(r.adjusted(0.5, 0.5, -0.5, -0.5), 4, 4);
+      } else {
+        p.fillRect(r.toRect(), frame);
+        p.fillRect(r.toRect().adjusted(1, 1, -1, -1), inside);
+      }
+      if (rounded) {
         p.setPen(pal.color(QPalette::PlaceholderText));
         p.drawText(r.adjusted(6, 2, -6, 0), Qt::AlignLeft | Qt::AlignTop, tr("node %1").arg(n));
+        p.setPen(QPen(frame, 1));
       }
     }
   }
@@ -209,12 +216,17 @@ void RankGridView::paintEvent(QPaintEvent*) {
   tileFont.setPixelSize(std::max(9, static_cast<int>(layout_.tileSize() / 3.2)));
   p.setFont(tileFont);
   p.setPen(Qt::NoPen);
+  // One colour per coordinate value, and its dimmed version for ranks outside the selection's groups.
+  std::vector<QColor> fill(n), dimmed(n);
+  for (int64_t v = 0; v < n; ++v) {
+    fill[v] = colors::category(v, n);
+    dimmed[v] = QColor::fromRgbF(fill[v].redF() * 0.25f + base.redF() * 0.75f, fill[v].greenF() * 0.25f + base.greenF() * 0.75f,
+                                 fill[v].blueF() * 0.25f + base.blueF() * 0.75f);
+  }
   for (const auto& r : grid->ranks) {
-    QColor c = colors::category(RankGridModel::coordinate(r, color_by_), n);
-    if (selecting && !member_[r.rank])
-      c = QColor::fromRgbF(c.redF() * 0.25f + base.redF() * 0.75f, c.greenF() * 0.25f + base.greenF() * 0.75f,
-                           c.blueF() * 0.25f + base.blueF() * 0.75f);
-    const QRectF tile = layout_.tileRect(r.rank);
+    const int64_t v = RankGridModel::coordinate(r, color_by_);
+    const QColor& c = selecting && !member_[r.rank] ? dimmed[v] : fill[v];
+    const QRect tile = layout_.tileRect(r.rank).toRect();
     p.fillRect(tile, c);
     if (text) {
       p.setPen(c.lightness() > 150 ? QColor(0x1F, 0x23, 0x28) : Qt::white);

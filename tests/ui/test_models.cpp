@@ -58,12 +58,19 @@ class TestModels : public QObject {
     PlanSession session;
     QVERIFY(session.open(example("llama3-70b-64xh100.json"), nullptr));
     QCOMPARE(session.spec().parallel.dp, int64_t{2});
+    // The rank grid is built again for a new layout only.
+    const GridPtr grid = session.grid();
+    QVERIFY(session.setField("training.recompute", "full"));
+    QCOMPARE(session.grid(), grid);
+    QCOMPARE(session.plan()->cross_node_groups, grid->cross_node_kinds());
     QVERIFY(session.setField("parallel.tp", 4));
+    QVERIFY(session.grid() != grid);
     QVERIFY(!session.stale());
     QCOMPARE(session.spec().parallel.dp, int64_t{0});
-    QCOMPARE(session.plan()->grid->dp, int64_t{4});
+    QCOMPARE(session.grid()->dp, int64_t{4});
     QCOMPARE(session.undoStack()->undoText(), QStringLiteral("Set parallel.tp = 4 (dp derived again)"));
     session.undoStack()->undo();
+    QCOMPARE(session.grid()->tp, int64_t{8});
     QCOMPARE(session.spec().parallel.tp, int64_t{8});
     QCOMPARE(session.spec().parallel.dp, int64_t{2});
     // An edit that keeps the world consistent leaves an explicit dp alone.
@@ -166,7 +173,7 @@ class TestModels : public QObject {
     QAbstractItemModelTester t2(&grid, QAbstractItemModelTester::FailureReportingMode::QtTest);
     QAbstractItemModelTester t3(&timeline, QAbstractItemModelTester::FailureReportingMode::QtTest);
     memory.setPlan(session.plan());
-    grid.setPlan(session.plan());
+    grid.setPlan(session.plan(), session.grid());
     timeline.setPlan(session.plan());
     const auto& plan = *session.plan();
 
@@ -196,7 +203,7 @@ class TestModels : public QObject {
     QVERIFY(session.setField("parallel.dp", 1));
     QVERIFY(!session.stale());
     memory.setPlan(session.plan());
-    grid.setPlan(session.plan());
+    grid.setPlan(session.plan(), session.grid());
     timeline.setPlan(session.plan());
     QCOMPARE(memory.rowCount(), 8);
     QCOMPARE(timeline.stageCount(), 8);

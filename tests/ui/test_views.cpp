@@ -83,7 +83,7 @@ class TestViews : public QObject {
     PlanSession session;
     QVERIFY(session.open(example("llama3-70b-64xh100.json"), nullptr));
     RankGridModel model;
-    model.setPlan(session.plan());
+    model.setPlan(session.plan(), session.grid());
     RankGridView view(&model);
     view.resize(1200, 800);
     const QPointF centre = view.gridLayout().tileRect(45).center();
@@ -179,7 +179,7 @@ class TestViews : public QObject {
     TimelineView timelineView(&timeline, &comparison);
     const std::vector<QWidget*> views = {&gridView, &memoryView, &timelineView};
     auto setPlans = [&] {
-      grid.setPlan(session.plan());
+      grid.setPlan(session.plan(), session.grid());
       memory.setPlan(session.plan());
       timeline.setPlan(session.plan());
     };
