@@ -209,11 +209,13 @@ void RankGridView::paintEvent(QPaintEvent*) {
   }
 
   const int64_t n = dimensionSize(*grid, color_by_);
-  const bool text = layout_.showTileText();
   const bool selecting = selected_ >= 0 && !member_.empty();
   const QColor base = pal.color(QPalette::Base);
   QFont tileFont = font();
   tileFont.setPixelSize(std::max(9, static_cast<int>(layout_.tileSize() / 3.2)));
+  // Rank numbers only where the widest one fits its tile.
+  const bool text = layout_.showTileText() &&
+                    QFontMetrics(tileFont).horizontalAdvance(QString::number(grid->world - 1)) + 4 <= layout_.tileSize();
   p.setFont(tileFont);
   p.setPen(Qt::NoPen);
   // One colour per coordinate value, and its dimmed version for ranks outside the selection's groups.
