@@ -11,7 +11,9 @@
 #include <CLI/CLI.hpp>
 
 #include "runtime/comm/comm_error.hpp"
+#include "data/token_file.hpp"
 #include "runtime/launch/local_launcher.hpp"
+#include "runtime/train/batches.hpp"
 #include "runtime/train/trainer.hpp"
 #include "spec/run_spec.hpp"
 
@@ -41,12 +43,12 @@ void require_writable_dir(const std::string& dir) {
 
 int main(int argc, char** argv) {
   CLI::App app{"tessera-train: trains a Tessera run spec (TP, SP, PP, DP) with LibTorch"};
-  std::string spec_path, out_dir, data = "synthetic";
+  std::string spec_path, out_dir, data;
   int64_t steps = 0;
   int nproc = 0, threads = 0;
   app.add_option("--spec", spec_path, "run spec (JSON)")->required();
   app.add_option("--out", out_dir, "directory for spec.json and metrics.jsonl");
-  app.add_option("--data", data, "training data: synthetic")->default_val("synthetic");
+  app.add_option("--data", data, "token file (docs/data.md) or `synthetic`; default: the shipped corpus");
   app.add_option("--steps", steps, "train this many steps (overrides training.train_steps)")->check(CLI::PositiveNumber);
   app.add_option("--nproc", nproc, "launch this many local ranks (must equal the spec's world size)")
       ->check(CLI::PositiveNumber);
@@ -64,7 +66,15 @@ int main(int argc, char** argv) {
     spec = tessera::spec::load_spec_file(spec_path);
     if (steps > 0) spec.training.train_steps = steps;
     auto errors = tessera::runtime::runtime_support_errors(spec);
-    if (data != "synthetic") errors.push_back({"--data", "--data " + data + ": tessera-train reads synthetic data"});
+    if (data.empty()) data = tessera::runtime::default_data_path();
+    if (errors.empty() && data != "synthetic") {
+      try {  // read once here, so a bad file stops the run before any rank starts
+        tessera::runtime::FileTokens(data, spec.training.seed, spec.model.vocab_size, spec.model.seq_length,
+                                     spec.training.global_batch_size);
+      } catch (const tessera::data::DataError& e) {
+        errors.push_back({"--data", e.what()});
+      }
+    }
     const int64_t world = spec.world_size();
     if (nproc > 0 && nproc != world)
       errors.push_back({"--nproc", "--nproc " + std::to_string(nproc) + " must equal the spec's world size " +

@@ -16,5 +16,7 @@ class UsageError : public std::runtime_error {
 
 /// plan, presets, validate, schedule, export megatron, import hf (plan_commands.cpp).
 void add_plan_commands(CLI::App& app);
+/// data prepare (data_commands.cpp).
+void add_data_commands(CLI::App& app);
 
 }  // namespace tessera::cli

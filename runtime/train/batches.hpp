@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include <ATen/core/Tensor.h>
@@ -26,6 +27,25 @@ class SyntheticTokens final : public TokenSource {
 
  private:
   int64_t seed_, vocab_size_, seq_length_;
+};
+
+/// Samples from a token file (docs/data.md): the file is cut into non-overlapping windows of
+/// seq_length + 1 tokens, visited in an order shuffled per epoch from (seed, epoch); sample i is
+/// window perm_epoch(i mod windows). Distinct samples of an epoch never overlap, so the data-parallel
+/// ranks of a step read disjoint text.
+class FileTokens final : public TokenSource {
+ public:
+  /// Reads and checks the file against the model: tokens below model.vocab_size, at least one
+  /// global batch of windows. Throws data::DataError naming the file and the problem.
+  FileTokens(const std::string& path, int64_t seed, int64_t model_vocab_size, int64_t seq_length, int64_t global_batch);
+  at::Tensor sample(int64_t index) const override;
+  int64_t windows() const { return windows_; }
+
+ private:
+  at::Tensor tokens_;  // int64, whole file
+  int64_t seed_, window_, windows_;
+  mutable int64_t epoch_ = -1;
+  mutable std::vector<int64_t> order_;
 };
 
 struct Microbatch {

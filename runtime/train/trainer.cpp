@@ -77,6 +77,12 @@ void all_reduce_grads(const std::vector<at::Tensor>& grads, Communicator& group)
   }
 }
 
+std::unique_ptr<TokenSource> make_token_source(const spec::RunSpec& spec, const std::string& data) {
+  if (data == "synthetic") return std::make_unique<SyntheticTokens>(spec.training.seed, spec.model.vocab_size, spec.model.seq_length);
+  return std::make_unique<FileTokens>(data, spec.training.seed, spec.model.vocab_size, spec.model.seq_length,
+                                      spec.training.global_batch_size);
+}
+
 class Trainer {
  public:
   Trainer(const spec::RunSpec& spec, const TrainOptions& options, const RankEnvironment& env)
@@ -90,7 +96,7 @@ class Trainer {
                                          static_cast<int>(spec.num_microbatches())),
                   {spec.model.seq_length / (state_.sequence_parallel ? state_.tp : 1), spec.training.micro_batch_size,
                    spec.model.hidden_size}),
-        data_(spec.training.seed, spec.model.vocab_size, spec.model.seq_length),
+        data_(make_token_source(spec, options.data)),
         layout_{spec.training.global_batch_size, spec.training.micro_batch_size, state_.dp, state_.coord.dp},
         metrics_(options.out_dir.empty() ? "" : options.out_dir + "/metrics.jsonl") {
     distributed_optimizer_ = spec.effective_zero_stage() >= 1 && state_.dp > 1;
@@ -121,7 +127,7 @@ class Trainer {
       const auto step_start = Clock::now();
       const double comm_before = comm_seconds();
       store_.grads().zero_();
-      const auto microbatches = make_microbatches(data_, layout_, step - 1);
+      const auto microbatches = make_microbatches(*data_, layout_, step - 1);
       const PipelineResult pipeline = executor_.run(microbatches);
       at::Tensor grads = reduce_gradients();
       const double grad_norm = global_grad_norm(grads);
@@ -215,7 +221,7 @@ class Trainer {
   ParamStore store_;
   Transformer model_;
   PipelineExecutor executor_;
-  SyntheticTokens data_;
+  std::unique_ptr<TokenSource> data_;
   BatchLayout layout_;
   MetricsFile metrics_;
   bool distributed_optimizer_ = false;
@@ -226,6 +232,11 @@ class Trainer {
 };
 
 }  // namespace
+
+std::string default_data_path() {
+  const auto exe = std::filesystem::read_symlink("/proc/self/exe");
+  return (exe.parent_path().parent_path() / "resources" / "corpus" / "kjv.tokens").string();
+}
 
 RankEnvironment rank_environment_from_env() {
   RankEnvironment env;

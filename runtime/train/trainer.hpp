@@ -24,12 +24,15 @@ RankEnvironment rank_environment_from_env();
 
 struct TrainOptions {
   std::string out_dir;            ///< "" = no files, stdout only
-  std::string data = "synthetic";
+  std::string data = "synthetic";  ///< "synthetic" or a token file
   int threads = 1;                ///< intra-op threads of this rank
 };
 
 /// Every reason this runtime cannot train `spec` (beyond the spec's own validation), by field.
 std::vector<spec::FieldError> runtime_support_errors(const spec::RunSpec& spec);
+
+/// The shipped corpus's token file next to this executable (build/resources/corpus/kjv.tokens).
+std::string default_data_path();
 
 /// Trains the spec as rank `env.rank`; throws on any failure (CommError names dead peers).
 void train(const spec::RunSpec& spec, const TrainOptions& options, const RankEnvironment& env);

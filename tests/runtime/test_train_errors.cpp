@@ -91,9 +91,6 @@ class TestTrainErrors : public QObject {
     run = tessera_train({"--spec", spec, "--nproc", "2", "--out", "/proc/tessera-out"});
     QCOMPARE(run.exit_code, 2);
     QVERIFY2(run.err.find("--out /proc/tessera-out is not a writable directory") != std::string::npos, run.err.c_str());
-    run = tessera_train({"--spec", spec, "--nproc", "2", "--data", "corpus.bin"});
-    QCOMPARE(run.exit_code, 2);
-    QVERIFY2(run.err.find("--data corpus.bin") != std::string::npos, run.err.c_str());
     QProcess p;
     auto env = QProcessEnvironment::systemEnvironment();
     env.insert("RANK", "0");
@@ -103,6 +100,37 @@ class TestTrainErrors : public QObject {
     QVERIFY(p.waitForFinished(30000));
     QCOMPARE(p.exitCode(), 2);
     QVERIFY(p.readAllStandardError().contains("MASTER_ADDR"));
+  }
+
+  void badDataFilesAreRefusedBeforeAnyRankStarts() {
+    QTemporaryDir dir;
+    Layout layout;
+    layout.dp = 2;
+    const QString spec = QString::fromStdString(spec_file(dir, "ok", tiny_spec("tiny-gpt", layout, 5)));
+    const std::string corpus = TESSERA_BINARY_DIR "/resources/corpus/kjv.tokens";
+    const std::string small = dir.filePath("small.tokens").toStdString();
+    std::filesystem::copy_file(corpus, small);
+    std::filesystem::resize_file(small, 32 + 2 * 100);
+    {  // a valid file of 100 tokens: smaller than one batch (4 sequences of 65 tokens)
+      std::fstream header(small, std::ios::in | std::ios::out | std::ios::binary);
+      header.seekp(24);
+      const char count[8] = {100, 0, 0, 0, 0, 0, 0, 0};
+      header.write(count, 8);
+    }
+    const std::string truncated = dir.filePath("truncated.tokens").toStdString();
+    std::filesystem::copy_file(corpus, truncated);
+    std::filesystem::resize_file(truncated, 1000);
+    const std::string text = write_file(dir, "text.txt", "plain text, not tokens, but long enough for a header");
+    const std::vector<std::pair<std::string, std::string>> cases = {
+        {dir.filePath("missing.tokens").toStdString(), "cannot be opened"},
+        {text, "not a Tessera token file"},
+        {truncated, "truncated or corrupt"},
+        {small, "fewer than one global batch"}};
+    for (const auto& [path, problem] : cases) {
+      const Run run = tessera_train({"--spec", spec, "--nproc", "2", "--data", QString::fromStdString(path)});
+      QCOMPARE(run.exit_code, 2);
+      QVERIFY2(run.err.find(path) != std::string::npos && run.err.find(problem) != std::string::npos, run.err.c_str());
+    }
   }
 
   void launcherStopsTheRanksAndNamesTheOneThatDied() {
