@@ -24,7 +24,9 @@ nlohmann::ordered_json to_json(const StepRecord& r) {
   return {{"type", "step"},          {"step", r.step},       {"rank", r.rank},
           {"wall_time_s", r.wall_time_s}, {"loss", r.loss}, {"grad_norm", r.grad_norm},
           {"lr", r.lr},              {"step_time_s", r.step_time_s}, {"tokens_per_s", r.tokens_per_s},
-          {"comm_s", r.comm_s}};
+          {"comm_s", r.comm_s},      {"model_tflops", r.model_tflops}, {"peak_tflops", r.peak_tflops},
+          {"mfu", r.mfu},            {"bubble", r.bubble},   {"peak_memory_bytes", r.peak_memory_bytes},
+          {"live_memory_bytes", r.live_memory_bytes}};
 }
 
 nlohmann::ordered_json to_json(const TimelineRecord& r) {
@@ -46,6 +48,12 @@ StepRecord step_record_from_json(const nlohmann::json& line) {
   r.step_time_s = field<double>(line, "step_time_s");
   r.tokens_per_s = field<double>(line, "tokens_per_s");
   r.comm_s = field<double>(line, "comm_s");
+  r.model_tflops = field<double>(line, "model_tflops");
+  r.peak_tflops = field<double>(line, "peak_tflops");
+  r.mfu = field<double>(line, "mfu");
+  r.bubble = field<double>(line, "bubble");
+  r.peak_memory_bytes = field<int64_t>(line, "peak_memory_bytes");
+  r.live_memory_bytes = field<int64_t>(line, "live_memory_bytes");
   return r;
 }
 

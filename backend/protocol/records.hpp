@@ -20,6 +20,12 @@ struct StepRecord {
   double step_time_s = 0;
   double tokens_per_s = 0;   ///< global batch tokens / step time
   double comm_s = 0;         ///< time this rank spent inside communication during the step
+  double model_tflops = 0;   ///< model FLOPs of the iteration / world size / step time
+  double peak_tflops = 0;    ///< this rank's peak (on CPU: a GEMM measured at start-up)
+  double mfu = 0;            ///< model_tflops / peak_tflops
+  double bubble = 0;         ///< idle fraction of this rank's pipeline stage between its first and last op
+  int64_t peak_memory_bytes = 0;  ///< most bytes of live CPU tensors so far (counting allocator)
+  int64_t live_memory_bytes = 0;  ///< bytes live at the end of the step
   bool operator==(const StepRecord&) const = default;
 };
 

@@ -40,7 +40,7 @@ PipelineResult PipelineExecutor::run(const std::vector<Microbatch>& microbatches
   auto seconds = [&](Clock::time_point t) { return std::chrono::duration<double>(t - step_start).count(); };
 
   for (const auto& op : table_.stages.at(state_.coord.pp)) {
-    const auto start = Clock::now();
+    auto start = Clock::now();  // moved past the receive: the timeline shows compute, waiting is bubble
     const int64_t vs = virtual_stage(op.chunk);
     const auto key = std::make_pair(op.microbatch, op.chunk);
     const Microbatch& mb = microbatches.at(op.microbatch);
@@ -50,6 +50,7 @@ PipelineResult PipelineExecutor::run(const std::vector<Microbatch>& microbatches
       if (vs > 0) {
         f.input = at::empty(activation_shape_, at::kFloat);
         pp_group.recv(f.input, static_cast<int>((vs - 1) % pp), tag(op.microbatch, vs, false));
+        start = Clock::now();
         f.input.requires_grad_(true);
         input = f.input;
       }
@@ -73,6 +74,7 @@ PipelineResult PipelineExecutor::run(const std::vector<Microbatch>& microbatches
       } else {
         at::Tensor grad = at::empty(activation_shape_, at::kFloat);
         pp_group.recv(grad, static_cast<int>((vs + 1) % pp), tag(op.microbatch, vs, true));
+        start = Clock::now();
         torch::autograd::backward({f.output}, {grad});
       }
       if (vs > 0) pp_group.send(f.input.grad(), static_cast<int>((vs - 1) % pp), tag(op.microbatch, vs - 1, true));
@@ -82,6 +84,12 @@ PipelineResult PipelineExecutor::run(const std::vector<Microbatch>& microbatches
     result.timeline.push_back({op, seconds(start), seconds(Clock::now())});
   }
   pp_group.wait_sends();
+  if (!result.timeline.empty()) {
+    double busy_s = 0;
+    for (const auto& m : result.timeline) busy_s += m.end_s - m.start_s;
+    const double span_s = result.timeline.back().end_s - result.timeline.front().start_s;
+    result.bubble = span_s > 0 ? std::max(0.0, 1.0 - busy_s / span_s) : 0.0;
+  }
   return result;
 }
 

@@ -21,7 +21,8 @@ struct MeasuredOp {
 
 struct PipelineResult {
   double loss_sum = 0;  ///< sum of microbatch losses (last stage only; 0 elsewhere)
-  std::vector<MeasuredOp> timeline;
+  std::vector<MeasuredOp> timeline;  ///< compute of each op (from after its receive to its end)
+  double bubble = 0;                  ///< 1 - compute / (last op end - first op start)
 };
 
 class PipelineExecutor {

@@ -14,9 +14,12 @@
 
 #include <torch/torch.h>
 
+#include "planner/flops.hpp"
 #include "planner/schedule.hpp"
 #include "protocol/records.hpp"
 #include "runtime/comm/gloo_world.hpp"
+#include "runtime/metrics/counting_allocator.hpp"
+#include "runtime/metrics/gemm_peak.hpp"
 #include "runtime/model/transformer.hpp"
 #include "runtime/parallel/parallel_state.hpp"
 #include "runtime/train/batches.hpp"
@@ -120,7 +123,9 @@ class Trainer {
     norm_mask_ = norm_mask_.narrow(0, shard_offset_, shard_numel_).clone();
   }
 
-  void run() {
+  void run(double peak_tflops) {
+    const double model_flops = planner::iteration_flops(spec_, /*causal=*/false).model_per_iteration;
+    const auto& memory = CountingAllocator::install();
     const auto start = Clock::now();
     const int64_t tokens_per_step = spec_.training.global_batch_size * spec_.model.seq_length;
     for (int64_t step = 1; step <= spec_.training.train_steps; ++step) {
@@ -153,6 +158,12 @@ class Trainer {
       record.step_time_s = std::chrono::duration<double>(now - step_start).count();
       record.tokens_per_s = static_cast<double>(tokens_per_step) / record.step_time_s;
       record.comm_s = comm_seconds() - comm_before;
+      record.peak_tflops = peak_tflops;
+      record.model_tflops = model_flops / static_cast<double>(world_.world_size()) / record.step_time_s / 1e12;
+      record.mfu = record.model_tflops / peak_tflops;
+      record.bubble = pipeline.bubble;
+      record.peak_memory_bytes = memory.peak_bytes();
+      record.live_memory_bytes = memory.live_bytes();
       metrics_.write(protocol::to_json(record));
       for (const auto& op : pipeline.timeline) {
         metrics_.write(protocol::to_json(protocol::TimelineRecord{
@@ -160,9 +171,12 @@ class Trainer {
             op.op.chunk, op.start_s, op.end_s}));
       }
       if (world_.rank() == 0) {
-        std::printf("step %4lld/%lld | loss %.4f | grad norm %.3f | lr %.2e | %.0f tokens/s | %.3f s (comm %.3f s)\n",
-                    static_cast<long long>(step), static_cast<long long>(spec_.training.train_steps), loss, grad_norm,
-                    lr, record.tokens_per_s, record.step_time_s, record.comm_s);
+        std::printf(
+            "step %4lld/%lld | loss %.4f | grad norm %.3f | lr %.2e | %.0f tokens/s | MFU %.1f%% of %.0f GFLOP/s | "
+            "bubble %.0f%% | peak %.1f MiB | %.3f s (comm %.3f s)\n",
+            static_cast<long long>(step), static_cast<long long>(spec_.training.train_steps), loss, grad_norm, lr,
+            record.tokens_per_s, 100 * record.mfu, 1e3 * peak_tflops, 100 * record.bubble,
+            static_cast<double>(record.peak_memory_bytes) / (1 << 20), record.step_time_s, record.comm_s);
         std::fflush(stdout);
       }
     }
@@ -304,8 +318,10 @@ void train(const spec::RunSpec& spec, const TrainOptions& options, const RankEnv
     out << spec::to_json(spec).dump(2) << "\n";
     if (!out) throw std::runtime_error("cannot write " + options.out_dir + "/spec.json");
   }
+  const double peak_tflops = measure_gemm_peak_tflops();
+  CountingAllocator::install();  // before the first tensor of the run (after the GEMM's), so every byte is counted
   Trainer trainer(spec, options, env);
-  trainer.run();
+  trainer.run(peak_tflops);
 }
 
 }  // namespace tessera::runtime
