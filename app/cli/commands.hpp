@@ -19,4 +19,7 @@ void add_plan_commands(CLI::App& app);
 /// runs list, show, compare, export, import, tag, note, delete (runs_commands.cpp).
 void add_runs_commands(CLI::App& app);
 
+/// data prepare (data_commands.cpp).
+void add_data_commands(CLI::App& app);
+
 }  // namespace tessera::cli
