@@ -104,7 +104,9 @@ DesignerPanel::DesignerPanel(PlanSession* session, SpecFieldModel* model, QWidge
   tree_ = new QTreeView(this);
   tree_->setModel(model_);
   tree_->setItemDelegate(new FieldDelegate(tree_));
-  tree_->setEditTriggers(QAbstractItemView::AllEditTriggers);
+  // Typing on a field edits it (F2, a click or a double-click too); arrows only move, never step a value.
+  tree_->setEditTriggers(QAbstractItemView::AnyKeyPressed | QAbstractItemView::EditKeyPressed |
+                         QAbstractItemView::SelectedClicked | QAbstractItemView::DoubleClicked);
   tree_->setAlternatingRowColors(true);
   tree_->setUniformRowHeights(true);
   tree_->setAllColumnsShowFocus(true);
