@@ -116,6 +116,11 @@ DesignerPanel::DesignerPanel(PlanSession* session, SpecFieldModel* model, QWidge
   tree_->setColumnWidth(SpecFieldModel::ValueColumn, 100);
   setMinimumWidth(380);
   layout->addWidget(tree_, 1);
+  // The keyboard always lands on a field's value, the one editable column.
+  connect(tree_->selectionModel(), &QItemSelectionModel::currentChanged, this, [this](const QModelIndex& current) {
+    if (current.isValid() && current.parent().isValid() && current.column() != SpecFieldModel::ValueColumn)
+      tree_->setCurrentIndex(current.siblingAtColumn(SpecFieldModel::ValueColumn));
+  });
   problems_ = new QLabel(this);
   problems_->setWordWrap(true);
   QPalette pal = problems_->palette();

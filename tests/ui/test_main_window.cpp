@@ -43,6 +43,11 @@ class TestMainWindow : public QObject {
     QCOMPARE(spin->text(), QStringLiteral("2"));
     QTest::keyClick(spin, Qt::Key_Return);  // the delegate commits on the next event loop turn
     QTRY_COMPARE(window.session()->spec().training.micro_batch_size, int64_t{2});
+    // Space toggles a switch, even from the field's name.
+    tree->setCurrentIndex(window.specModel()->indexOfField("training.flash_attention", SpecFieldModel::FieldColumn));
+    QCOMPARE(tree->currentIndex(), window.specModel()->indexOfField("training.flash_attention"));
+    QTest::keyClick(tree, Qt::Key_Space);
+    QCOMPARE(window.session()->spec().training.flash_attention, false);
     QCOMPARE(window.session()->plan()->spec.training.micro_batch_size, int64_t{2});
     QVERIFY(summary->value(SummaryStrip::Memory) != memoryBefore);
     QVERIFY(summary->value(SummaryStrip::Iteration) != iterationBefore);
