@@ -104,7 +104,9 @@ DesignerPanel::DesignerPanel(PlanSession* session, SpecFieldModel* model, QWidge
   tree_ = new QTreeView(this);
   tree_->setModel(model_);
   tree_->setItemDelegate(new FieldDelegate(tree_));
-  tree_->setEditTriggers(QAbstractItemView::AllEditTriggers);
+  // Typing on a field edits it (F2, a click or a double-click too); arrows only move, never step a value.
+  tree_->setEditTriggers(QAbstractItemView::AnyKeyPressed | QAbstractItemView::EditKeyPressed |
+                         QAbstractItemView::SelectedClicked | QAbstractItemView::DoubleClicked);
   tree_->setAlternatingRowColors(true);
   tree_->setUniformRowHeights(true);
   tree_->setAllColumnsShowFocus(true);
@@ -114,6 +116,11 @@ DesignerPanel::DesignerPanel(PlanSession* session, SpecFieldModel* model, QWidge
   tree_->setColumnWidth(SpecFieldModel::ValueColumn, 100);
   setMinimumWidth(380);
   layout->addWidget(tree_, 1);
+  // The keyboard always lands on a field's value, the one editable column.
+  connect(tree_->selectionModel(), &QItemSelectionModel::currentChanged, this, [this](const QModelIndex& current) {
+    if (current.isValid() && current.parent().isValid() && current.column() != SpecFieldModel::ValueColumn)
+      tree_->setCurrentIndex(current.siblingAtColumn(SpecFieldModel::ValueColumn));
+  });
   problems_ = new QLabel(this);
   problems_->setWordWrap(true);
   QPalette pal = problems_->palette();

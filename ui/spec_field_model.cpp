@@ -176,7 +176,10 @@ QVariant SpecFieldModel::data(const QModelIndex& index, int role) const {
     case KindRole: return kind(p, v);
     case ChoicesRole: return choices(p);
     case ErrorRole: return error;
-    case Qt::ToolTipRole: return error.isEmpty() ? p : error;
+    case Qt::ToolTipRole:
+      if (!error.isEmpty()) return error;
+      if (index.column() == NoteColumn) return note(p);  // the note may be cut short by the column
+      return p;
     default: break;
   }
   if (index.column() == FieldColumn) {

@@ -18,9 +18,7 @@ class TimeAxis {
   /// Moves the view so that content follows a drag of `dx_px` pixels.
   void pan(double dx_px) { start_s_ -= dx_px * seconds_per_px_; }
 
-  double startTime() const { return start_s_; }
   double secondsPerPixel() const { return seconds_per_px_; }
-  double originPixel() const { return origin_px_; }
 
   /// A tick spacing of 1, 2 or 5 times a power of ten giving ticks at least `min_px` apart.
   double tickStep(double min_px) const;

@@ -35,13 +35,19 @@ class TestMainWindow : public QObject {
     // Type 2 into training.micro_batch_size through the field's editor.
     QTreeView* tree = window.designer()->fieldView();
     const QModelIndex mbs = window.specModel()->indexOfField("training.micro_batch_size");
-    tree->setCurrentIndex(mbs);  // a current field opens its editor (keyboard-first editing)
+    tree->setCurrentIndex(mbs);
+    QVERIFY(!tree->findChild<QSpinBox*>());  // moving onto a field does not open it
+    QTest::keyClick(tree, Qt::Key_2);        // typing does, with what was typed
     auto* spin = tree->findChild<QSpinBox*>();
     QVERIFY(spin);
-    spin->selectAll();
-    QTest::keyClicks(spin, "2");
+    QCOMPARE(spin->text(), QStringLiteral("2"));
     QTest::keyClick(spin, Qt::Key_Return);  // the delegate commits on the next event loop turn
     QTRY_COMPARE(window.session()->spec().training.micro_batch_size, int64_t{2});
+    // Space toggles a switch, even from the field's name.
+    tree->setCurrentIndex(window.specModel()->indexOfField("training.flash_attention", SpecFieldModel::FieldColumn));
+    QCOMPARE(tree->currentIndex(), window.specModel()->indexOfField("training.flash_attention"));
+    QTest::keyClick(tree, Qt::Key_Space);
+    QCOMPARE(window.session()->spec().training.flash_attention, false);
     QCOMPARE(window.session()->plan()->spec.training.micro_batch_size, int64_t{2});
     QVERIFY(summary->value(SummaryStrip::Memory) != memoryBefore);
     QVERIFY(summary->value(SummaryStrip::Iteration) != iterationBefore);
