@@ -23,6 +23,7 @@
 #include "runtime/model/transformer.hpp"
 #include "runtime/parallel/parallel_state.hpp"
 #include "runtime/train/batches.hpp"
+#include "runtime/train/checkpoint.hpp"
 #include "runtime/train/optimizer.hpp"
 #include "runtime/train/pipeline_executor.hpp"
 
@@ -128,7 +129,16 @@ class Trainer {
     const auto& memory = CountingAllocator::install();
     const auto start = Clock::now();
     const int64_t tokens_per_step = spec_.training.global_batch_size * spec_.model.seq_length;
-    for (int64_t step = 1; step <= spec_.training.train_steps; ++step) {
+    int64_t first_step = 1;
+    if (options_.resume) {
+      const int64_t saved_step = resumable_step(options_.out_dir, spec_);
+      RankState state = rank_state();
+      load_rank_state(options_.out_dir, saved_step, world_.rank(), state);
+      optimizer_->set_steps_taken(state.optimizer_steps);
+      first_step = saved_step + 1;
+      if (world_.rank() == 0) std::printf("resumed from %s\n", checkpoint_dir(options_.out_dir, saved_step).c_str());
+    }
+    for (int64_t step = first_step; step <= spec_.training.train_steps; ++step) {
       const auto step_start = Clock::now();
       const double comm_before = comm_seconds();
       store_.grads().zero_();
@@ -179,11 +189,21 @@ class Trainer {
             static_cast<double>(record.peak_memory_bytes) / (1 << 20), record.step_time_s, record.comm_s);
         std::fflush(stdout);
       }
+      const bool last = step == spec_.training.train_steps;
+      if (!options_.out_dir.empty() && (last || (options_.save_every > 0 && step % options_.save_every == 0))) {
+        save_rank_state(options_.out_dir, step, world_.rank(), rank_state());
+        world_.store_barrier("checkpoint-" + std::to_string(step));
+        if (world_.rank() == 0) write_manifest(options_.out_dir, step, spec_);
+      }
     }
     world_.finish();
   }
 
  private:
+  RankState rank_state() {
+    return {store_.values(), optimizer_->exp_avg(), optimizer_->exp_avg_sq(), optimizer_->steps_taken()};
+  }
+
   double comm_seconds() const {
     double total = 0;
     for (const auto* g : state_.all_groups()) total += g->busy_s();
@@ -312,8 +332,19 @@ std::vector<spec::FieldError> runtime_support_errors(const spec::RunSpec& spec) 
 void train(const spec::RunSpec& spec, const TrainOptions& options, const RankEnvironment& env) {
   at::set_num_threads(options.threads);
   if (!options.out_dir.empty() && env.rank == 0) {
-    // Rank 0 starts the metrics file afresh before the rendezvous: no rank writes to it until then.
-    std::filesystem::remove(options.out_dir + "/metrics.jsonl");
+    // Rank 0 prepares the metrics file before the rendezvous (no rank writes to it until then):
+    // afresh, or on resume without the records of steps after the checkpoint.
+    const std::string metrics = options.out_dir + "/metrics.jsonl";
+    if (options.resume) {
+      const int64_t saved_step = resumable_step(options.out_dir, spec);
+      std::ifstream in(metrics);
+      std::string line, kept;
+      while (std::getline(in, line))
+        if (nlohmann::json::parse(line).at("step").get<int64_t>() <= saved_step) kept += line + "\n";
+      std::ofstream(metrics, std::ios::trunc) << kept;
+    } else {
+      std::filesystem::remove(metrics);
+    }
     std::ofstream out(options.out_dir + "/spec.json");
     out << spec::to_json(spec).dump(2) << "\n";
     if (!out) throw std::runtime_error("cannot write " + options.out_dir + "/spec.json");
