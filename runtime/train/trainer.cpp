@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <stdexcept>
@@ -122,6 +123,7 @@ class Trainer {
     // Under the distributed optimizer (ZeRO-1) this rank keeps the state of its shard only.
     optimizer_ = std::make_unique<AdamW>(spec.training, decay.narrow(0, shard_offset_, shard_numel_).clone());
     norm_mask_ = norm_mask_.narrow(0, shard_offset_, shard_numel_).clone();
+    norm_mask_counts_all_ = norm_mask_.all().item<bool>();
   }
 
   void run(double peak_tflops) {
@@ -232,7 +234,9 @@ class Trainer {
 
   // Over every parameter once: tp and pp partition the model; dp partitions it too under ZeRO-1.
   double global_grad_norm(const at::Tensor& grads) {
-    at::Tensor sum = (grads * grads * norm_mask_).sum().to(at::kDouble).reshape({1});
+    // One fused pass when every local element counts (no tp replicas, no tied copy).
+    const at::Tensor local = norm_mask_counts_all_ ? at::linalg_vector_norm(grads) : at::linalg_vector_norm(grads * norm_mask_);
+    at::Tensor sum = local.square().to(at::kDouble).reshape({1});
     state_.tp_group->all_reduce(sum);
     state_.pp_group->all_reduce(sum);
     if (distributed_optimizer_) state_.dp_group->all_reduce(sum);
@@ -261,6 +265,7 @@ class Trainer {
   bool distributed_optimizer_ = false;
   int64_t shard_numel_ = 0, shard_offset_ = 0;
   at::Tensor norm_mask_;
+  bool norm_mask_counts_all_ = false;
   std::vector<at::Tensor> sequence_parallel_grads_, embedding_grads_;
   std::unique_ptr<AdamW> optimizer_;
 };
