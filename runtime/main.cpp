@@ -14,6 +14,7 @@
 #include "data/token_file.hpp"
 #include "runtime/launch/local_launcher.hpp"
 #include "runtime/train/batches.hpp"
+#include "runtime/train/checkpoint.hpp"
 #include "runtime/train/trainer.hpp"
 #include "spec/run_spec.hpp"
 
@@ -46,10 +47,15 @@ int main(int argc, char** argv) {
   std::string spec_path, out_dir, data;
   int64_t steps = 0;
   int nproc = 0, threads = 0;
+  int64_t save_every = 0;
+  bool resume = false;
   app.add_option("--spec", spec_path, "run spec (JSON)")->required();
   app.add_option("--out", out_dir, "directory for spec.json and metrics.jsonl");
   app.add_option("--data", data, "token file (docs/data.md) or `synthetic`; default: the shipped corpus");
   app.add_option("--steps", steps, "train this many steps (overrides training.train_steps)")->check(CLI::PositiveNumber);
+  app.add_option("--save-every", save_every, "checkpoint every N steps (always at the end; needs --out)")
+      ->check(CLI::PositiveNumber);
+  app.add_flag("--resume", resume, "continue from the newest complete checkpoint in --out");
   app.add_option("--nproc", nproc, "launch this many local ranks (must equal the spec's world size)")
       ->check(CLI::PositiveNumber);
   app.add_option("--threads", threads, "intra-op threads per rank (default: cores / local ranks)")
@@ -81,6 +87,14 @@ int main(int argc, char** argv) {
                                        std::to_string(world) + " (cluster.nodes × cluster.gpus_per_node)"});
     if (!errors.empty()) throw SpecError(errors);
     if (!out_dir.empty()) require_writable_dir(out_dir);
+    if (resume && out_dir.empty()) throw SpecError({FieldError{"--resume", "--resume needs --out DIR (where the checkpoints are)"}});
+    if (resume) {
+      try {
+        tessera::runtime::resumable_step(out_dir, spec);
+      } catch (const tessera::runtime::CheckpointError& e) {
+        throw SpecError({FieldError{"--resume", e.what()}});
+      }
+    }
     if (nproc == 0) {
       env = tessera::runtime::rank_environment_from_env();
       if (env.world_size != world)
@@ -124,6 +138,8 @@ int main(int argc, char** argv) {
   tessera::runtime::TrainOptions options;
   options.out_dir = out_dir;
   options.data = data;
+  options.save_every = save_every;
+  options.resume = resume;
   options.threads = threads > 0 ? threads
                                 : static_cast<int>(std::max(1u, std::thread::hardware_concurrency() /
                                                                     static_cast<unsigned>(env.local_world_size)));

@@ -206,6 +206,16 @@ void GlooWorld::finish() {
   }
 }
 
+void GlooWorld::store_barrier(const std::string& name) {
+  const std::string key = "tessera/barrier/" + name;
+  impl_->store->add(key, 1);
+  const auto deadline = Clock::now() + options_.timeout;
+  while (impl_->store->add(key, 0) < options_.world_size) {
+    if (Clock::now() > deadline) throw CommError(diagnose("barrier " + name, "world", all_ranks(), "timed out"));
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+}
+
 std::vector<int64_t> GlooWorld::all_ranks() const {
   std::vector<int64_t> out(options_.world_size);
   for (int r = 0; r < options_.world_size; ++r) out[r] = r;

@@ -49,6 +49,10 @@ class GlooWorld {
   /// have called it (bounded by the timeout) so no rank loses the store while finishing.
   void finish();
 
+  /// Returns once every rank of the world has called it with the same `name` (bounded by the
+  /// timeout); through the store, so it needs no group.
+  void store_barrier(const std::string& name);
+
   /// After a failed operation: which members of the group stopped beating (checked over ~1.5 s).
   /// Returns the message for CommError: the operation, the group, the dead peers or "timed out".
   std::string diagnose(const std::string& what, const std::string& group, const std::vector<int64_t>& members,

@@ -39,7 +39,6 @@ class FileTokens final : public TokenSource {
   /// global batch of windows. Throws data::DataError naming the file and the problem.
   FileTokens(const std::string& path, int64_t seed, int64_t model_vocab_size, int64_t seq_length, int64_t global_batch);
   at::Tensor sample(int64_t index) const override;
-  int64_t windows() const { return windows_; }
 
  private:
   at::Tensor tokens_;  // int64, whole file

@@ -21,6 +21,10 @@ class AdamW {
   /// One update of `values` from `grads` (same shape as the mask) at learning rate `lr`.
   void step(at::Tensor& values, const at::Tensor& grads, double lr);
   int64_t steps_taken() const { return steps_; }
+  /// The state a checkpoint keeps: the moments and the number of updates.
+  at::Tensor& exp_avg() { return exp_avg_; }
+  at::Tensor& exp_avg_sq() { return exp_avg_sq_; }
+  void set_steps_taken(int64_t steps) { steps_ = steps; }
 
  private:
   double beta1_ = 0.9, beta2_ = 0.95, eps_ = 1e-8, weight_decay_;

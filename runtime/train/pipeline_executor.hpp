@@ -35,8 +35,6 @@ class PipelineExecutor {
   /// each microbatch's loss scaled by 1/microbatches.
   PipelineResult run(const std::vector<Microbatch>& microbatches);
 
-  const planner::ScheduleTable& table() const { return table_; }
-
  private:
   int64_t virtual_stage(int32_t chunk) const { return chunk * state_.pp + state_.coord.pp; }
   int tag(int32_t microbatch, int64_t to_virtual_stage, bool gradient) const;

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <stdexcept>
@@ -23,6 +24,7 @@
 #include "runtime/model/transformer.hpp"
 #include "runtime/parallel/parallel_state.hpp"
 #include "runtime/train/batches.hpp"
+#include "runtime/train/checkpoint.hpp"
 #include "runtime/train/optimizer.hpp"
 #include "runtime/train/pipeline_executor.hpp"
 
@@ -121,6 +123,7 @@ class Trainer {
     // Under the distributed optimizer (ZeRO-1) this rank keeps the state of its shard only.
     optimizer_ = std::make_unique<AdamW>(spec.training, decay.narrow(0, shard_offset_, shard_numel_).clone());
     norm_mask_ = norm_mask_.narrow(0, shard_offset_, shard_numel_).clone();
+    norm_mask_counts_all_ = norm_mask_.all().item<bool>();
   }
 
   void run(double peak_tflops) {
@@ -128,7 +131,16 @@ class Trainer {
     const auto& memory = CountingAllocator::install();
     const auto start = Clock::now();
     const int64_t tokens_per_step = spec_.training.global_batch_size * spec_.model.seq_length;
-    for (int64_t step = 1; step <= spec_.training.train_steps; ++step) {
+    int64_t first_step = 1;
+    if (options_.resume) {
+      const int64_t saved_step = resumable_step(options_.out_dir, spec_);
+      RankState state = rank_state();
+      load_rank_state(options_.out_dir, saved_step, world_.rank(), state);
+      optimizer_->set_steps_taken(state.optimizer_steps);
+      first_step = saved_step + 1;
+      if (world_.rank() == 0) std::printf("resumed from %s\n", checkpoint_dir(options_.out_dir, saved_step).c_str());
+    }
+    for (int64_t step = first_step; step <= spec_.training.train_steps; ++step) {
       const auto step_start = Clock::now();
       const double comm_before = comm_seconds();
       store_.grads().zero_();
@@ -179,11 +191,21 @@ class Trainer {
             static_cast<double>(record.peak_memory_bytes) / (1 << 20), record.step_time_s, record.comm_s);
         std::fflush(stdout);
       }
+      const bool last = step == spec_.training.train_steps;
+      if (!options_.out_dir.empty() && (last || (options_.save_every > 0 && step % options_.save_every == 0))) {
+        save_rank_state(options_.out_dir, step, world_.rank(), rank_state());
+        world_.store_barrier("checkpoint-" + std::to_string(step));
+        if (world_.rank() == 0) write_manifest(options_.out_dir, step, spec_);
+      }
     }
     world_.finish();
   }
 
  private:
+  RankState rank_state() {
+    return {store_.values(), optimizer_->exp_avg(), optimizer_->exp_avg_sq(), optimizer_->steps_taken()};
+  }
+
   double comm_seconds() const {
     double total = 0;
     for (const auto* g : state_.all_groups()) total += g->busy_s();
@@ -212,7 +234,9 @@ class Trainer {
 
   // Over every parameter once: tp and pp partition the model; dp partitions it too under ZeRO-1.
   double global_grad_norm(const at::Tensor& grads) {
-    at::Tensor sum = (grads * grads * norm_mask_).sum().to(at::kDouble).reshape({1});
+    // One fused pass when every local element counts (no tp replicas, no tied copy).
+    const at::Tensor local = norm_mask_counts_all_ ? at::linalg_vector_norm(grads) : at::linalg_vector_norm(grads * norm_mask_);
+    at::Tensor sum = local.square().to(at::kDouble).reshape({1});
     state_.tp_group->all_reduce(sum);
     state_.pp_group->all_reduce(sum);
     if (distributed_optimizer_) state_.dp_group->all_reduce(sum);
@@ -241,6 +265,7 @@ class Trainer {
   bool distributed_optimizer_ = false;
   int64_t shard_numel_ = 0, shard_offset_ = 0;
   at::Tensor norm_mask_;
+  bool norm_mask_counts_all_ = false;
   std::vector<at::Tensor> sequence_parallel_grads_, embedding_grads_;
   std::unique_ptr<AdamW> optimizer_;
 };
@@ -312,8 +337,19 @@ std::vector<spec::FieldError> runtime_support_errors(const spec::RunSpec& spec) 
 void train(const spec::RunSpec& spec, const TrainOptions& options, const RankEnvironment& env) {
   at::set_num_threads(options.threads);
   if (!options.out_dir.empty() && env.rank == 0) {
-    // Rank 0 starts the metrics file afresh before the rendezvous: no rank writes to it until then.
-    std::filesystem::remove(options.out_dir + "/metrics.jsonl");
+    // Rank 0 prepares the metrics file before the rendezvous (no rank writes to it until then):
+    // afresh, or on resume without the records of steps after the checkpoint.
+    const std::string metrics = options.out_dir + "/metrics.jsonl";
+    if (options.resume) {
+      const int64_t saved_step = resumable_step(options.out_dir, spec);
+      std::ifstream in(metrics);
+      std::string line, kept;
+      while (std::getline(in, line))
+        if (nlohmann::json::parse(line).at("step").get<int64_t>() <= saved_step) kept += line + "\n";
+      std::ofstream(metrics, std::ios::trunc) << kept;
+    } else {
+      std::filesystem::remove(metrics);
+    }
     std::ofstream out(options.out_dir + "/spec.json");
     out << spec::to_json(spec).dump(2) << "\n";
     if (!out) throw std::runtime_error("cannot write " + options.out_dir + "/spec.json");

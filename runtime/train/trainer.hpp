@@ -26,6 +26,8 @@ struct TrainOptions {
   std::string out_dir;            ///< "" = no files, stdout only
   std::string data = "synthetic";  ///< "synthetic" or a token file
   int threads = 1;                ///< intra-op threads of this rank
+  int64_t save_every = 0;         ///< checkpoint every N steps (0: only at the end); needs out_dir
+  bool resume = false;            ///< continue from the newest complete checkpoint in out_dir
 };
 
 /// Every reason this runtime cannot train `spec` (beyond the spec's own validation), by field.

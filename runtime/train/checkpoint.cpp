@@ -1,0 +1,118 @@
+// Checkpoint files and the manifest.
+#include "runtime/train/checkpoint.hpp"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include <torch/torch.h>
+
+namespace tessera::runtime {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string rank_file(const std::string& dir, int rank) {
+  char name[32];
+  std::snprintf(name, sizeof(name), "rank_%05d.pt", rank);
+  return dir + "/" + name;
+}
+
+// The fields that fix which shard of which tensor each rank holds.
+nlohmann::json layout_of(const spec::RunSpec& spec) {
+  const auto& p = spec.parallel;
+  return {{"world_size", spec.world_size()}, {"tp", p.tp}, {"pp", p.pp}, {"dp", spec.data_parallel()}, {"vpp", p.vpp},
+          {"distributed_optimizer", spec.effective_zero_stage() >= 1}, {"model", spec::to_json(spec)["model"]}};
+}
+
+std::string describe_difference(const nlohmann::json& saved, const nlohmann::json& now) {
+  for (const auto& [key, value] : now.items())
+    if (!saved.contains(key) || saved[key] != value)
+      return key + " = " + (saved.contains(key) ? saved[key].dump() : "absent") + " in the checkpoint, " + value.dump() +
+             " now";
+  return "layout differs";
+}
+
+}  // namespace
+
+std::string checkpoint_dir(const std::string& out_dir, int64_t step) {
+  char name[32];
+  std::snprintf(name, sizeof(name), "step_%08lld", static_cast<long long>(step));
+  return out_dir + "/checkpoints/" + name;
+}
+
+void save_rank_state(const std::string& out_dir, int64_t step, int rank, const RankState& state) {
+  const std::string dir = checkpoint_dir(out_dir, step);
+  fs::create_directories(dir);
+  const std::string path = rank_file(dir, rank), temp = path + ".tmp";
+  torch::save(std::vector<at::Tensor>{state.values, state.exp_avg, state.exp_avg_sq,
+                                      at::full({1}, state.optimizer_steps, at::kLong)},
+              temp);
+  fs::rename(temp, path);
+}
+
+void write_manifest(const std::string& out_dir, int64_t step, const spec::RunSpec& spec) {
+  const std::string dir = checkpoint_dir(out_dir, step);
+  nlohmann::json files = nlohmann::json::array();
+  for (int r = 0; r < spec.world_size(); ++r) files.push_back(static_cast<int64_t>(fs::file_size(rank_file(dir, r))));
+  const nlohmann::json manifest = {{"format", "tessera-checkpoint"}, {"version", 1}, {"step", step},
+                                   {"layout", layout_of(spec)}, {"rank_file_bytes", files}};
+  const std::string temp = dir + "/manifest.json.tmp";
+  std::ofstream(temp) << manifest.dump(2) << "\n";
+  fs::rename(temp, dir + "/manifest.json");
+}
+
+int64_t resumable_step(const std::string& out_dir, const spec::RunSpec& spec) {
+  const std::string root = out_dir + "/checkpoints";
+  std::string newest;
+  if (fs::is_directory(root))
+    for (const auto& entry : fs::directory_iterator(root))
+      if (fs::exists(entry.path() / "manifest.json") && entry.path().filename().string() > fs::path(newest).filename().string())
+        newest = entry.path().string();
+  if (newest.empty()) throw CheckpointError("--resume: no complete checkpoint (a step directory with manifest.json) in " + root);
+  nlohmann::json manifest;
+  try {
+    std::ifstream in(newest + "/manifest.json");
+    manifest = nlohmann::json::parse(in);
+  } catch (const std::exception& e) {
+    throw CheckpointError("--resume: " + newest + "/manifest.json is unreadable: " + e.what());
+  }
+  const auto now = layout_of(spec);
+  if (manifest.value("layout", nlohmann::json()) != now)
+    throw CheckpointError("--resume: the checkpoint " + newest + " was written by another layout (" +
+                          describe_difference(manifest["layout"], now) + "); resharding is not supported");
+  const auto& sizes = manifest["rank_file_bytes"];
+  for (int r = 0; r < spec.world_size(); ++r) {
+    const std::string file = rank_file(newest, r);
+    std::error_code ec;
+    const auto bytes = fs::file_size(file, ec);
+    if (ec || static_cast<int64_t>(bytes) != sizes.at(r).get<int64_t>())
+      throw CheckpointError("--resume: " + file + (ec ? " is missing" : " is truncated (" + std::to_string(bytes) +
+                                                                          " bytes, the manifest records " +
+                                                                          std::to_string(sizes.at(r).get<int64_t>()) + ")"));
+  }
+  return manifest.at("step").get<int64_t>();
+}
+
+void load_rank_state(const std::string& out_dir, int64_t step, int rank, RankState& state) {
+  const std::string path = rank_file(checkpoint_dir(out_dir, step), rank);
+  std::vector<at::Tensor> saved;
+  try {
+    torch::load(saved, path);
+  } catch (const c10::Error& e) {
+    throw CheckpointError("--resume: cannot read " + path + ": " + e.what_without_backtrace());
+  }
+  if (saved.size() != 4 || !saved[0].sizes().equals(state.values.sizes()) ||
+      !saved[1].sizes().equals(state.exp_avg.sizes()))
+    throw CheckpointError("--resume: " + path + " does not hold this rank's shard");
+  at::NoGradGuard no_grad;
+  state.values.copy_(saved[0]);
+  state.exp_avg.copy_(saved[1]);
+  state.exp_avg_sq.copy_(saved[2]);
+  state.optimizer_steps = saved[3].item<int64_t>();
+}
+
+}  // namespace tessera::runtime

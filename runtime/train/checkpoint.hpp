@@ -1,0 +1,44 @@
+// Checkpoints: one file per rank (its flat parameters and optimizer shard) in
+// DIR/checkpoints/step_NNNNNNNN/, each written to a temporary name and renamed, and a manifest that
+// rank 0 writes last, after every rank has renamed its file — a directory without a manifest is
+// incomplete and never resumed from. Resuming needs the same layout (resharding is not supported).
+#pragma once
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <ATen/core/Tensor.h>
+
+#include "spec/run_spec.hpp"
+
+namespace tessera::runtime {
+
+class CheckpointError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// What a rank's file holds, in order.
+struct RankState {
+  at::Tensor values, exp_avg, exp_avg_sq;
+  int64_t optimizer_steps = 0;
+};
+
+std::string checkpoint_dir(const std::string& out_dir, int64_t step);
+
+/// Writes this rank's file of checkpoint `step` (temporary name, then rename).
+void save_rank_state(const std::string& out_dir, int64_t step, int rank, const RankState& state);
+/// Rank 0, after all ranks saved: the manifest (layout, step, size of every rank's file), written last.
+void write_manifest(const std::string& out_dir, int64_t step, const spec::RunSpec& spec);
+
+/// The step of the newest complete checkpoint under DIR/checkpoints, checked against `spec` (same
+/// layout, every rank file present with the size the manifest records). Throws CheckpointError with
+/// the reason (none found, another layout, a truncated file).
+int64_t resumable_step(const std::string& out_dir, const spec::RunSpec& spec);
+
+/// Reads this rank's file into `state` (tensors of the same sizes). Throws CheckpointError.
+void load_rank_state(const std::string& out_dir, int64_t step, int rank, RankState& state);
+
+}  // namespace tessera::runtime

@@ -1,0 +1,72 @@
+// Checkpoints: a run resumed from its newest complete checkpoint continues with bit-identical losses
+// and grad norms (CPU, fixed threads); a checkpoint without manifest is skipped as incomplete; another
+// layout, a truncated rank file or no checkpoint at all is refused with exit code 2.
+#include <QtTest/QtTest>
+
+#include <filesystem>
+
+#include "train_runner.hpp"
+
+using namespace tessera::test;
+
+namespace {
+
+// Loss and grad norm as written (full double precision) of rank 0, by step.
+std::map<int64_t, std::pair<double, double>> exact_steps(const std::string& out) {
+  std::map<int64_t, std::pair<double, double>> steps;
+  for (const auto& [step, m] : read_steps(out)) steps[step] = {m.loss, m.grad_norm};
+  return steps;
+}
+
+}  // namespace
+
+class TestTrainCheckpoint : public QObject {
+  Q_OBJECT
+ private slots:
+  void resumeEqualsUninterruptedAndRefusesWhatDoesNotFit() {
+    QTemporaryDir dir;
+    Layout layout;  // DP=2 with the distributed optimizer: each rank's file holds its optimizer shard
+    layout.dp = 2;
+    layout.distributed_optimizer = true;
+    const QString spec = QString::fromStdString(write_file(dir, "dp2.json", tiny_spec("tiny-gpt", layout, 20).dump()));
+    const QString a = dir.filePath("a"), b = dir.filePath("b");
+    const QStringList common{"--spec", spec, "--nproc", "2", "--threads", "1", "--data", "synthetic", "--save-every", "10"};
+    Run run = tessera_train(common + QStringList{"--out", a});
+    QVERIFY2(run.exit_code == 0, run.err.c_str());
+    run = tessera_train(common + QStringList{"--out", b});
+    QVERIFY2(run.exit_code == 0, run.err.c_str());
+    const std::string last = b.toStdString() + "/checkpoints/step_00000020";
+    QVERIFY(std::filesystem::exists(last + "/rank_00000.pt") && std::filesystem::exists(last + "/rank_00001.pt"));
+    // As if the run had died while writing step 20's checkpoint: no manifest, so not complete.
+    std::filesystem::remove(last + "/manifest.json");
+
+    run = tessera_train(common + QStringList{"--out", b, "--resume"});
+    QVERIFY2(run.exit_code == 0, run.err.c_str());
+    QVERIFY2(run.out.find("resumed from " + b.toStdString() + "/checkpoints/step_00000010") != std::string::npos,
+             run.out.c_str());
+    QVERIFY(run.out.find("step   11/20") != std::string::npos && run.out.find("step   10/20") == std::string::npos);
+    const auto uninterrupted = exact_steps(a.toStdString()), resumed = exact_steps(b.toStdString());
+    QCOMPARE(resumed.size(), size_t(20));  // steps 11-20 of the first run replaced, not duplicated
+    QVERIFY(resumed == uninterrupted);     // bit-identical
+
+    // Another layout: TP=2 instead of DP=2.
+    Layout tp2;
+    tp2.tp = 2;
+    const QString other = QString::fromStdString(write_file(dir, "tp2.json", tiny_spec("tiny-gpt", tp2, 20).dump()));
+    run = tessera_train({"--spec", other, "--nproc", "2", "--out", b, "--resume"});
+    QCOMPARE(run.exit_code, 2);
+    QVERIFY2(run.err.find("written by another layout") != std::string::npos, run.err.c_str());
+
+    std::filesystem::resize_file(last + "/rank_00001.pt", 1000);
+    run = tessera_train(common + QStringList{"--out", b, "--resume"});
+    QCOMPARE(run.exit_code, 2);
+    QVERIFY2(run.err.find("rank_00001.pt is truncated") != std::string::npos, run.err.c_str());
+
+    run = tessera_train(common + QStringList{"--out", dir.filePath("empty"), "--resume"});
+    QCOMPARE(run.exit_code, 2);
+    QVERIFY2(run.err.find("no complete checkpoint") != std::string::npos, run.err.c_str());
+  }
+};
+
+QTEST_APPLESS_MAIN(TestTrainCheckpoint)
+#include "test_train_checkpoint.moc"
