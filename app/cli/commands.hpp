@@ -3,6 +3,7 @@
 
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
@@ -16,5 +17,10 @@ class UsageError : public std::runtime_error {
 
 /// plan, presets, validate, schedule, export megatron, import hf (plan_commands.cpp).
 void add_plan_commands(CLI::App& app);
+
+/// agents status | trust | client-key, slurm (agent_commands.cpp).
+void add_agent_commands(CLI::App& app);
+/// "tcp://a:1,tcp://b:2" → endpoints; UsageError for anything else.
+std::vector<std::string> split_agents(const std::string& list);
 
 }  // namespace tessera::cli
