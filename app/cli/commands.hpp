@@ -17,6 +17,8 @@ class UsageError : public std::runtime_error {
 
 /// plan, presets, validate, schedule, export megatron, import hf (plan_commands.cpp).
 void add_plan_commands(CLI::App& app);
+/// runs list, show, compare, export, import, tag, note, delete (runs_commands.cpp).
+void add_runs_commands(CLI::App& app);
 
 /// agents status | trust | client-key, slurm (agent_commands.cpp).
 void add_agent_commands(CLI::App& app);

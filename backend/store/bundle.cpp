@@ -1,0 +1,496 @@
+// Run bundles: export of a run as one JSON document or a directory of CSV files + run.json, and the
+// atomic import of those and of `tessera-train --out` directories (spec.json + metrics.jsonl).
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <ostream>
+#include <sys/stat.h>
+
+#include "store/csv.hpp"
+#include "store/errors.hpp"
+#include "store/history.hpp"
+#include "store/ingest.hpp"
+
+namespace tessera::store {
+
+namespace fs = std::filesystem;
+using ojson = nlohmann::ordered_json;
+
+namespace {
+
+constexpr int kBundleFormat = 1;
+const std::vector<std::string> kMetricsHeader = {"name", "rank", "step", "wall_time_s", "value"};
+const std::vector<std::string> kTimelineHeader = {"step", "rank", "stage", "op", "microbatch", "chunk", "start_s", "end_s"};
+const std::vector<std::string> kLogsHeader = {"rank", "stream", "time_s", "line"};
+const std::vector<std::string> kArtifactsHeader = {"kind", "path", "step", "size_bytes", "created"};
+
+std::string join(const std::vector<std::string>& parts) {
+  std::string out;
+  for (const auto& p : parts) out += (out.empty() ? "" : ",") + p;
+  return out;
+}
+
+ojson time_or_null(const std::optional<int64_t>& ms) { return ms ? ojson(format_time_utc(*ms)) : ojson(nullptr); }
+
+ojson run_to_json(const RunRecord& run) {
+  return ojson{{"id", run.id},
+               {"name", run.name},
+               {"status", to_string(run.status)},
+               {"created", format_time_utc(run.created_ms)},
+               {"started", time_or_null(run.started_ms)},
+               {"ended", time_or_null(run.ended_ms)},
+               {"exit_reason", run.exit_reason},
+               {"spec", run.spec},
+               {"plan", run.plan},
+               {"hosts", run.hosts},
+               {"tags", run.tags},
+               {"notes", run.notes},
+               {"tessera_version", run.tessera_version}};
+}
+
+// Reading JSON values with errors that name where they are.
+const ojson& field(const ojson& object, const char* key, const std::string& where) {
+  if (!object.is_object()) throw StoreError(ErrorKind::invalid, where + " must be an object");
+  const auto it = object.find(key);
+  if (it == object.end()) throw StoreError(ErrorKind::invalid, where + "." + key + " is missing");
+  return *it;
+}
+
+std::string get_string(const ojson& value, const std::string& where) {
+  if (!value.is_string()) throw StoreError(ErrorKind::invalid, where + " must be a string");
+  return value.get<std::string>();
+}
+
+int64_t get_integer(const ojson& value, const std::string& where) {
+  if (!value.is_number_integer()) throw StoreError(ErrorKind::invalid, where + " must be an integer");
+  return value.get<int64_t>();
+}
+
+/// A number, or "nan"/"inf"/"-inf", or null (NaN): how bundles and metrics.jsonl write values.
+double get_value(const ojson& value, const std::string& where) {
+  if (value.is_number()) return value.get<double>();
+  if (value.is_null()) return std::numeric_limits<double>::quiet_NaN();
+  if (value.is_string()) return parse_number(value.get<std::string>(), where);
+  throw StoreError(ErrorKind::invalid, where + " must be a number");
+}
+
+std::optional<int64_t> get_optional_time(const ojson& object, const char* key, const std::string& where) {
+  const auto& value = field(object, key, where);
+  if (value.is_null()) return std::nullopt;
+  return parse_time_utc(get_string(value, where + "." + key));
+}
+
+RunRecord run_from_json(const ojson& object, const std::string& where) {
+  RunRecord run;
+  run.id = get_string(field(object, "id", where), where + ".id");
+  if (!is_run_id(run.id)) throw StoreError(ErrorKind::invalid, where + ".id '" + run.id + "' is not 32 lowercase hex digits");
+  run.name = get_string(field(object, "name", where), where + ".name");
+  run.status = parse_run_status(get_string(field(object, "status", where), where + ".status"));
+  run.created_ms = parse_time_utc(get_string(field(object, "created", where), where + ".created"));
+  run.started_ms = get_optional_time(object, "started", where);
+  run.ended_ms = get_optional_time(object, "ended", where);
+  run.exit_reason = get_string(field(object, "exit_reason", where), where + ".exit_reason");
+  run.spec = field(object, "spec", where);
+  if (!run.spec.is_object()) throw StoreError(ErrorKind::invalid, where + ".spec must be an object");
+  run.plan = field(object, "plan", where);
+  for (const char* list : {"hosts", "tags"}) {
+    const auto& values = field(object, list, where);
+    if (!values.is_array()) throw StoreError(ErrorKind::invalid, where + "." + list + " must be an array of strings");
+    auto& target = std::string_view(list) == "hosts" ? run.hosts : run.tags;
+    for (size_t i = 0; i < values.size(); ++i)
+      target.push_back(get_string(values[i], where + "." + list + "[" + std::to_string(i) + "]"));
+  }
+  run.notes = get_string(field(object, "notes", where), where + ".notes");
+  run.tessera_version = get_string(field(object, "tessera_version", where), where + ".tessera_version");
+  return run;
+}
+
+void check_bundle_header(const ojson& document, const std::string& file) {
+  if (!document.is_object() || !document.contains("tessera_bundle"))
+    throw StoreError(ErrorKind::invalid, file + " is not a Tessera run bundle (no \"tessera_bundle\" field)");
+  const auto& format = document["tessera_bundle"];
+  if (!format.is_number_integer() || format.get<int64_t>() < 1)
+    throw StoreError(ErrorKind::invalid, file + ": \"tessera_bundle\" must be a positive integer");
+  if (format.get<int64_t>() > kBundleFormat)
+    throw StoreError(ErrorKind::invalid, file + " is bundle format " + std::to_string(format.get<int64_t>()) +
+                                             ", newer than this Tessera reads (" + std::to_string(kBundleFormat) + ")");
+}
+
+ojson read_json_file(const fs::path& path) {
+  std::ifstream in(path);
+  if (!in) throw StoreError(ErrorKind::invalid, "cannot read " + path.string());
+  try {
+    return ojson::parse(in);
+  } catch (const nlohmann::json::parse_error& e) {
+    throw StoreError(ErrorKind::invalid, path.string() + " is not valid JSON: " + e.what());
+  }
+}
+
+/// Runs `insert`, prefixing an invalid-data error with where it happened.
+template <class F>
+void at(const std::string& where, F&& insert) {
+  try {
+    insert();
+  } catch (const StoreError& e) {
+    if (e.kind() != ErrorKind::invalid) throw;
+    const std::string message = e.what();
+    throw StoreError(ErrorKind::invalid, message.rfind(where, 0) == 0 ? message : where + ": " + message);
+  }
+}
+
+std::ofstream create_file(const fs::path& path) {
+  std::ofstream out(path, std::ios::binary);
+  if (!out) throw StoreError(ErrorKind::io, "cannot create " + path.string());
+  out.precision(17);
+  return out;
+}
+
+void close_file(std::ofstream& out, const fs::path& path) {
+  out.close();
+  if (!out) throw StoreError(ErrorKind::io, "cannot write " + path.string() + " (disk full?)");
+}
+
+}  // namespace
+
+void History::export_json(const std::string& id, std::ostream& out) const {
+  const RunRecord record = run(id);
+  const int64_t key = key_of(id);
+  out << "{\n\"tessera_bundle\": " << kBundleFormat << ",\n\"run\": " << run_to_json(record).dump() << ",\n\"metrics\": [";
+  {
+    Statement rows(connection_,
+                   "SELECT n.name, s.id, s.rank, m.step, m.wall_time_s, m.value FROM series s JOIN metric_names n ON n.id = s.metric "
+                   "JOIN metrics m ON m.series = s.id WHERE s.run = ? ORDER BY s.id, m.step");
+    rows.bind_int(1, key);
+    int64_t series = -1;
+    bool first_series = true, first_point = true;
+    while (rows.step("exporting metrics")) {
+      if (rows.column_int(1) != series) {
+        series = rows.column_int(1);
+        const int64_t rank = rows.column_int(2);
+        out << (first_series ? "\n" : "]},\n") << "{\"name\": " << ojson(rows.column_text(0)).dump() << ", \"rank\": " << rank
+            << ", \"points\": [";
+        first_series = false;
+        first_point = true;
+      }
+      const double value = rows.column_real(5);
+      out << (first_point ? "" : ",") << "[" << rows.column_int(3) << "," << format_number(rows.column_real(4)) << ","
+          << (std::isfinite(value) ? format_number(value) : "\"" + format_number(value) + "\"") << "]";
+      first_point = false;
+    }
+    if (!first_series) out << "]}\n";
+  }
+  out << "],\n\"timeline\": [";
+  const auto events = timeline(id);
+  for (size_t i = 0; i < events.size(); ++i) {
+    const auto& e = events[i];
+    out << (i ? ",\n" : "\n") << "{\"step\": " << e.step << ", \"rank\": " << e.rank << ", \"stage\": " << e.stage
+        << ", \"op\": " << ojson(e.op).dump() << ", \"microbatch\": " << e.microbatch << ", \"chunk\": " << e.chunk
+        << ", \"start_s\": " << format_number(e.start_s) << ", \"end_s\": " << format_number(e.end_s) << "}";
+  }
+  out << "],\n\"logs\": [";
+  const auto lines = logs(id);
+  for (size_t i = 0; i < lines.size(); ++i) {
+    const auto& l = lines[i];
+    out << (i ? ",\n" : "\n") << "{\"rank\": " << l.rank << ", \"stream\": " << ojson(l.stream).dump()
+        << ", \"time_s\": " << format_number(l.time_s) << ", \"line\": " << ojson(l.line).dump() << "}";
+  }
+  out << "],\n\"artifacts\": [";
+  const auto files = artifacts(id);
+  for (size_t i = 0; i < files.size(); ++i) {
+    const auto& a = files[i];
+    out << (i ? ",\n" : "\n")
+        << ojson{{"kind", a.kind}, {"path", a.path}, {"step", a.step}, {"size_bytes", a.size_bytes}, {"created", format_time_utc(a.created_ms)}}.dump();
+  }
+  out << "]\n}\n";
+  if (!out) throw StoreError(ErrorKind::io, "writing the bundle of run " + id + " failed (disk full?)");
+}
+
+void History::export_csv(const std::string& id, const std::string& directory) const {
+  const fs::path dir(directory);
+  std::error_code ec;
+  for (const char* file : {"run.json", "metrics.csv", "timeline.csv", "logs.csv", "artifacts.csv"})
+    if (fs::exists(dir / file, ec))
+      throw StoreError(ErrorKind::invalid, directory + " already holds " + file + "; choose another directory");
+  fs::create_directories(dir, ec);
+  if (ec) throw StoreError(ErrorKind::io, "cannot create directory " + directory + ": " + ec.message());
+  const RunRecord record = run(id);
+
+  {
+    auto out = create_file(dir / "metrics.csv");
+    write_csv_row(out, kMetricsHeader);
+    Statement rows(connection_,
+                   "SELECT n.name, s.rank, m.step, m.wall_time_s, m.value FROM series s JOIN metric_names n ON n.id = s.metric "
+                   "JOIN metrics m ON m.series = s.id WHERE s.run = ? ORDER BY s.id, m.step");
+    rows.bind_int(1, key_of(id));
+    while (rows.step("exporting metrics"))
+      write_csv_row(out, {rows.column_text(0), std::to_string(rows.column_int(1)), std::to_string(rows.column_int(2)),
+                          format_number(rows.column_real(3)), format_number(rows.column_real(4))});
+    close_file(out, dir / "metrics.csv");
+  }
+  {
+    auto out = create_file(dir / "timeline.csv");
+    write_csv_row(out, kTimelineHeader);
+    for (const auto& e : timeline(id))
+      write_csv_row(out, {std::to_string(e.step), std::to_string(e.rank), std::to_string(e.stage), e.op,
+                          std::to_string(e.microbatch), std::to_string(e.chunk), format_number(e.start_s), format_number(e.end_s)});
+    close_file(out, dir / "timeline.csv");
+  }
+  {
+    auto out = create_file(dir / "logs.csv");
+    write_csv_row(out, kLogsHeader);
+    for (const auto& l : logs(id)) write_csv_row(out, {std::to_string(l.rank), l.stream, format_number(l.time_s), l.line});
+    close_file(out, dir / "logs.csv");
+  }
+  {
+    auto out = create_file(dir / "artifacts.csv");
+    write_csv_row(out, kArtifactsHeader);
+    for (const auto& a : artifacts(id))
+      write_csv_row(out, {a.kind, a.path, std::to_string(a.step), std::to_string(a.size_bytes), format_time_utc(a.created_ms)});
+    close_file(out, dir / "artifacts.csv");
+  }
+  {  // run.json last: its presence marks a complete bundle
+    auto out = create_file(dir / "run.json");
+    out << ojson{{"tessera_bundle", kBundleFormat}, {"run", run_to_json(record)}}.dump(2) << "\n";
+    close_file(out, dir / "run.json");
+  }
+}
+
+namespace {
+
+RunCounts import_json_bundle(Connection& connection, const fs::path& file, const ImportOptions& options, RunRecord& run) {
+  const ojson document = read_json_file(file);
+  const std::string name = file.filename().string();
+  check_bundle_header(document, name);
+  run = run_from_json(field(document, "run", name), "run");
+  if (!options.name.empty()) run.name = options.name;
+  const int64_t key = insert_run(connection, run);
+  Ingest ingest(connection, Ingest::OnDuplicate::fail);
+  RunCounts counts;
+  auto array = [&](const char* key_name) -> const ojson& {
+    const auto& value = field(document, key_name, name);
+    if (!value.is_array()) throw StoreError(ErrorKind::invalid, std::string(key_name) + " must be an array");
+    return value;
+  };
+  const auto& metrics = array("metrics");
+  for (size_t i = 0; i < metrics.size(); ++i) {
+    const std::string where = "metrics[" + std::to_string(i) + "]";
+    const auto& series = metrics[i];
+    const int64_t metric = ingest.metric_id(get_string(field(series, "name", where), where + ".name"));
+    int64_t series_id = 0;
+    at(where, [&] { series_id = ingest.series_id(key, metric, get_integer(field(series, "rank", where), where + ".rank")); });
+    const auto& points = field(series, "points", where);
+    if (!points.is_array()) throw StoreError(ErrorKind::invalid, where + ".points must be an array");
+    for (size_t j = 0; j < points.size(); ++j) {
+      const std::string at_point = where + ".points[" + std::to_string(j) + "]";
+      const auto& p = points[j];
+      if (!p.is_array() || p.size() != 3) throw StoreError(ErrorKind::invalid, at_point + " must be [step, wall_time_s, value]");
+      at(at_point, [&] {
+        ingest.metric(series_id, get_integer(p[0], at_point + "[0]"), get_value(p[1], at_point + "[1]"), get_value(p[2], at_point + "[2]"));
+      });
+      ++counts.points;
+    }
+  }
+  const auto& events = array("timeline");
+  for (size_t i = 0; i < events.size(); ++i) {
+    const std::string where = "timeline[" + std::to_string(i) + "]";
+    const auto& e = events[i];
+    at(where, [&] {
+      ingest.event(key, {get_integer(field(e, "step", where), where + ".step"), get_integer(field(e, "rank", where), where + ".rank"),
+                         get_integer(field(e, "stage", where), where + ".stage"), get_string(field(e, "op", where), where + ".op"),
+                         get_integer(field(e, "microbatch", where), where + ".microbatch"),
+                         get_integer(field(e, "chunk", where), where + ".chunk"),
+                         get_value(field(e, "start_s", where), where + ".start_s"), get_value(field(e, "end_s", where), where + ".end_s")});
+    });
+    ++counts.events;
+  }
+  const auto& lines = array("logs");
+  for (size_t i = 0; i < lines.size(); ++i) {
+    const std::string where = "logs[" + std::to_string(i) + "]";
+    const auto& l = lines[i];
+    at(where, [&] {
+      ingest.log(key, {get_integer(field(l, "rank", where), where + ".rank"), get_string(field(l, "stream", where), where + ".stream"),
+                       get_value(field(l, "time_s", where), where + ".time_s"), get_string(field(l, "line", where), where + ".line")});
+    });
+    ++counts.log_lines;
+  }
+  const auto& files = array("artifacts");
+  for (size_t i = 0; i < files.size(); ++i) {
+    const std::string where = "artifacts[" + std::to_string(i) + "]";
+    const auto& a = files[i];
+    at(where, [&] {
+      ingest.artifact(key, {get_string(field(a, "kind", where), where + ".kind"), get_string(field(a, "path", where), where + ".path"),
+                            get_integer(field(a, "step", where), where + ".step"),
+                            get_integer(field(a, "size_bytes", where), where + ".size_bytes"),
+                            parse_time_utc(get_string(field(a, "created", where), where + ".created"))});
+    });
+    ++counts.artifacts;
+  }
+  ingest.finish();
+  return counts;
+}
+
+/// Reads every row of one CSV file of a bundle after checking its header.
+template <class F>
+int64_t for_each_csv_row(const fs::path& directory, const std::string& name, const std::vector<std::string>& header, F&& row) {
+  const fs::path path = directory / name;
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    throw StoreError(ErrorKind::invalid, "cannot read " + path.string() +
+                                             " (a CSV bundle holds run.json, metrics.csv, timeline.csv, logs.csv and artifacts.csv)");
+  CsvReader reader(in, name);
+  std::vector<std::string> fields;
+  if (!reader.next(fields) || fields != header)
+    throw StoreError(ErrorKind::invalid, name + ": the first line must be the header " + join(header));
+  int64_t rows = 0;
+  while (reader.next(fields)) {
+    if (fields.size() == 1 && fields[0].empty()) continue;  // blank line
+    if (fields.size() != header.size())
+      throw StoreError(ErrorKind::invalid, reader.where() + ": " + std::to_string(fields.size()) + " fields, expected " +
+                                               std::to_string(header.size()) + " (" + join(header) + ")");
+    at(reader.where(), [&] { row(fields, reader.where()); });
+    ++rows;
+  }
+  return rows;
+}
+
+RunCounts import_csv_bundle(Connection& connection, const fs::path& directory, const ImportOptions& options, RunRecord& run) {
+  const ojson document = read_json_file(directory / "run.json");
+  check_bundle_header(document, "run.json");
+  run = run_from_json(field(document, "run", "run.json"), "run");
+  if (!options.name.empty()) run.name = options.name;
+  const int64_t key = insert_run(connection, run);
+  Ingest ingest(connection, Ingest::OnDuplicate::fail);
+  RunCounts counts;
+  counts.points = for_each_csv_row(directory, "metrics.csv", kMetricsHeader, [&](const auto& f, const std::string& where) {
+    ingest.metric(ingest.series_id(key, ingest.metric_id(f[0]), parse_integer(f[1], where + " rank")), parse_integer(f[2], where + " step"),
+                  parse_number(f[3], where + " wall_time_s"), parse_number(f[4], where + " value"));
+  });
+  counts.events = for_each_csv_row(directory, "timeline.csv", kTimelineHeader, [&](const auto& f, const std::string& where) {
+    ingest.event(key, {parse_integer(f[0], where + " step"), parse_integer(f[1], where + " rank"),
+                       parse_integer(f[2], where + " stage"), f[3], parse_integer(f[4], where + " microbatch"),
+                       parse_integer(f[5], where + " chunk"), parse_number(f[6], where + " start_s"),
+                       parse_number(f[7], where + " end_s")});
+  });
+  counts.log_lines = for_each_csv_row(directory, "logs.csv", kLogsHeader, [&](const auto& f, const std::string& where) {
+    ingest.log(key, {parse_integer(f[0], where + " rank"), f[1], parse_number(f[2], where + " time_s"), f[3]});
+  });
+  counts.artifacts = for_each_csv_row(directory, "artifacts.csv", kArtifactsHeader, [&](const auto& f, const std::string& where) {
+    ingest.artifact(key, {f[0], f[1], parse_integer(f[2], where + " step"), parse_integer(f[3], where + " size_bytes"),
+                          parse_time_utc(f[4])});
+  });
+  ingest.finish();
+  return counts;
+}
+
+int64_t file_mtime_ms(const fs::path& path) {
+  struct stat info {};
+  if (::stat(path.c_str(), &info) != 0) return now_ms();
+  return static_cast<int64_t>(info.st_mtim.tv_sec) * 1000 + info.st_mtim.tv_nsec / 1000000;
+}
+
+RunCounts import_train_output(Connection& connection, const fs::path& directory, const ImportOptions& options, RunRecord& run) {
+  run.id = new_run_id();
+  auto normal = fs::absolute(directory).lexically_normal();
+  if (normal.filename().empty()) normal = normal.parent_path();  // "out/" names the run "out"
+  run.name = options.name.empty() ? normal.filename().string() : options.name;
+  run.spec = read_json_file(directory / "spec.json");
+  if (!run.spec.is_object()) throw StoreError(ErrorKind::invalid, (directory / "spec.json").string() + " must hold a JSON object");
+  run.created_ms = file_mtime_ms(directory / "spec.json");
+  run.tessera_version = tessera_version();
+  const int64_t key = insert_run(connection, run);
+
+  const fs::path metrics_path = directory / "metrics.jsonl";
+  std::ifstream in(metrics_path, std::ios::binary);
+  if (!in) throw StoreError(ErrorKind::invalid, "cannot read " + metrics_path.string());
+  Ingest ingest(connection, Ingest::OnDuplicate::fail);
+  RunCounts counts;
+  std::optional<double> first_wall_s, last_wall_s;
+  int64_t last_step = -1;
+  std::string line;
+  for (int64_t number = 1; std::getline(in, line); ++number) {
+    const std::string where = "metrics.jsonl line " + std::to_string(number);
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    ojson object;
+    try {
+      object = ojson::parse(line);
+    } catch (const nlohmann::json::parse_error& e) {
+      throw StoreError(ErrorKind::invalid, where + " is not valid JSON: " + e.what());
+    }
+    if (!object.is_object()) throw StoreError(ErrorKind::invalid, where + " must be a JSON object");
+    const int64_t step = get_integer(field(object, "step", where), where + ": step");
+    const int64_t rank = get_integer(field(object, "rank", where), where + ": rank");
+    const auto& wall = field(object, "wall_time_s", where);
+    if (!wall.is_number()) throw StoreError(ErrorKind::invalid, where + ": wall_time_s must be a number");
+    const double wall_time_s = wall.get<double>();
+    for (const auto& [name, value] : object.items()) {
+      if (name == "step" || name == "rank" || name == "wall_time_s") continue;
+      const bool numeric = value.is_number() || value.is_null() ||
+                           (value.is_string() && (value == "nan" || value == "inf" || value == "-inf"));
+      if (!numeric) continue;  // other fields are annotations, not metrics
+      at(where, [&] { ingest.metric(ingest.series_id(key, ingest.metric_id(name), rank), step, wall_time_s, get_value(value, where + ": " + name)); });
+      ++counts.points;
+    }
+    first_wall_s = first_wall_s ? std::min(*first_wall_s, wall_time_s) : wall_time_s;
+    last_wall_s = last_wall_s ? std::max(*last_wall_s, wall_time_s) : wall_time_s;
+    last_step = std::max(last_step, step);
+  }
+  ingest.finish();
+
+  // The run's times and status from what the directory holds (docs/store.md, "tessera-train --out").
+  const auto spec = effective_spec(run.spec);
+  const auto* train_steps = spec.contains("training") && spec["training"].contains("train_steps") ? &spec["training"]["train_steps"] : nullptr;
+  const int64_t planned_steps = train_steps && train_steps->is_number_integer() ? train_steps->get<int64_t>() : -1;
+  if (first_wall_s) {
+    run.started_ms = std::llround(*first_wall_s * 1000);
+    run.created_ms = *run.started_ms;
+    run.ended_ms = std::llround(*last_wall_s * 1000);
+  }
+  if (planned_steps > 0 && last_step >= planned_steps) {
+    run.status = RunStatus::done;
+  } else {
+    run.status = RunStatus::lost;
+    run.exit_reason = "imported from " + directory.string() + ": metrics end at step " + std::to_string(std::max<int64_t>(last_step, 0)) +
+                      (planned_steps > 0 ? " of " + std::to_string(planned_steps) : "");
+  }
+  Statement update(connection, "UPDATE runs SET status = ?, exit_reason = ?, created_ms = ?, started_ms = ?, ended_ms = ? WHERE key = ?");
+  update.bind_text(1, to_string(run.status))
+      .bind_text(2, run.exit_reason)
+      .bind_int(3, run.created_ms)
+      .bind_optional_int(4, run.started_ms)
+      .bind_optional_int(5, run.ended_ms)
+      .bind_int(6, key)
+      .run("recording the imported run's status");
+  return counts;
+}
+
+}  // namespace
+
+ImportedRun History::import_run(const std::string& path, const ImportOptions& options) {
+  const fs::path source(path);
+  std::error_code ec;
+  ImportedRun result;
+  Transaction transaction(connection_);
+  if (fs::is_directory(source, ec)) {
+    if (fs::exists(source / "run.json", ec)) {
+      result.format = "csv bundle";
+      result.counts = import_csv_bundle(connection_, source, options, result.run);
+    } else if (fs::exists(source / "spec.json", ec) && fs::exists(source / "metrics.jsonl", ec)) {
+      result.format = "tessera-train output";
+      result.counts = import_train_output(connection_, source, options, result.run);
+    } else {
+      throw StoreError(ErrorKind::invalid, path + " is neither a CSV run bundle (run.json) nor a tessera-train --out "
+                                                  "directory (spec.json + metrics.jsonl)");
+    }
+  } else if (fs::exists(source, ec)) {
+    result.format = "json bundle";
+    result.counts = import_json_bundle(connection_, source, options, result.run);
+  } else {
+    throw StoreError(ErrorKind::invalid, "no such file or directory: " + path);
+  }
+  transaction.commit();
+  result.run = run(result.run.id);
+  return result;
+}
+
+}  // namespace tessera::store

@@ -1,0 +1,252 @@
+// History: opening, run records, id resolution, filters, tags, notes, deletion and per-run rows.
+#include "store/history.hpp"
+
+#include <algorithm>
+#include <cctype>
+
+#include "spec/run_spec.hpp"
+#include "store/errors.hpp"
+#include "store/schema.hpp"
+
+namespace tessera::store {
+
+namespace {
+
+constexpr const char* kRunColumns =
+    "key, id, name, status, created_ms, started_ms, ended_ms, exit_reason, spec_json, plan_json, hosts_json, notes, "
+    "tessera_version";
+
+nlohmann::ordered_json parse_stored_json(const std::string& text, const std::string& path, const std::string& what) {
+  try {
+    return nlohmann::ordered_json::parse(text);
+  } catch (const nlohmann::json::exception& e) {
+    throw StoreError(ErrorKind::corrupt, "history " + path + ": " + what + " is not valid JSON (" + e.what() + ")");
+  }
+}
+
+RunRecord read_run(Connection& connection, Statement& row) {
+  RunRecord run;
+  run.id = row.column_text(1);
+  run.name = row.column_text(2);
+  try {
+    run.status = parse_run_status(row.column_text(3));
+  } catch (const StoreError&) {
+    throw StoreError(ErrorKind::corrupt, "history " + connection.path() + ": run " + run.id + " has an unknown status");
+  }
+  run.created_ms = row.column_int(4);
+  run.started_ms = row.column_optional_int(5);
+  run.ended_ms = row.column_optional_int(6);
+  run.exit_reason = row.column_text(7);
+  run.spec = parse_stored_json(row.column_text(8), connection.path(), "the spec of run " + run.id);
+  run.plan = parse_stored_json(row.column_text(9), connection.path(), "the plan of run " + run.id);
+  for (const auto& host : parse_stored_json(row.column_text(10), connection.path(), "the hosts of run " + run.id))
+    run.hosts.push_back(host.get<std::string>());
+  run.notes = row.column_text(11);
+  run.tessera_version = row.column_text(12);
+  Statement tags(connection, "SELECT tag FROM run_tags WHERE run = ? ORDER BY tag");
+  tags.bind_int(1, row.column_int(0));
+  while (tags.step("reading tags")) run.tags.push_back(tags.column_text(0));
+  return run;
+}
+
+bool is_hex(std::string_view text) {
+  return !text.empty() && std::all_of(text.begin(), text.end(), [](char c) { return std::isxdigit(static_cast<unsigned char>(c)); });
+}
+
+std::string lower(std::string_view text) {
+  std::string out(text);
+  for (auto& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+const nlohmann::ordered_json* find_path(const nlohmann::ordered_json& document, const std::string& dotted) {
+  const nlohmann::ordered_json* node = &document;
+  size_t start = 0;
+  while (start <= dotted.size()) {
+    const size_t dot = dotted.find('.', start);
+    const std::string part = dotted.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
+    if (!node->is_object()) return nullptr;
+    const auto it = node->find(part);
+    if (it == node->end()) return nullptr;
+    node = &*it;
+    if (dot == std::string::npos) return node;
+    start = dot + 1;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+SpecCondition SpecCondition::parse(std::string_view text) {
+  const size_t eq = text.find('=');
+  if (eq == std::string_view::npos || eq == 0)
+    throw StoreError(ErrorKind::invalid, "spec condition '" + std::string(text) + "' is not PATH=VALUE (e.g. model.num_layers=32)");
+  SpecCondition condition;
+  condition.path = std::string(text.substr(0, eq));
+  const std::string value(text.substr(eq + 1));
+  condition.value = nlohmann::json::accept(value) ? nlohmann::json::parse(value) : nlohmann::json(value);
+  return condition;
+}
+
+nlohmann::ordered_json effective_spec(const nlohmann::ordered_json& stored) {
+  try {
+    return spec::to_json(spec::parse_spec(nlohmann::json::parse(stored.dump())));
+  } catch (const std::exception&) {
+    return stored;  // a spec this build cannot read (older, newer, partial) is compared as stored
+  }
+}
+
+History::History(const std::string& path) : connection_(open_history(path)) {}
+
+int64_t History::key_of(const std::string& id) const {
+  Statement statement(connection_, "SELECT key FROM runs WHERE id = ?");
+  if (!statement.bind_text(1, id).step("looking up a run"))
+    throw StoreError(ErrorKind::not_found, "no run " + id + " in history " + path());
+  return statement.column_int(0);
+}
+
+std::string History::resolve(std::string_view reference) const {
+  if (reference.empty()) throw StoreError(ErrorKind::invalid, "an empty run id");
+  const std::string ref(reference);
+  {
+    Statement exact(connection_, "SELECT id FROM runs WHERE id = ?1 OR name = ?1 ORDER BY id = ?1 DESC LIMIT 1");
+    if (exact.bind_text(1, ref).step("looking up a run")) return exact.column_text(0);
+  }
+  if (is_hex(ref)) {
+    const std::string prefix = lower(ref);
+    Statement matches(connection_, "SELECT id, name FROM runs WHERE substr(id, 1, ?) = ? ORDER BY id");
+    matches.bind_int(1, static_cast<int64_t>(prefix.size())).bind_text(2, prefix);
+    std::vector<std::pair<std::string, std::string>> found;
+    while (matches.step("looking up a run id prefix")) found.emplace_back(matches.column_text(0), matches.column_text(1));
+    if (found.size() == 1) return found.front().first;
+    if (found.size() > 1) {
+      std::string list;
+      for (size_t i = 0; i < found.size() && i < 5; ++i)
+        list += (i ? ", " : "") + found[i].first.substr(0, 12) + " (" + found[i].second + ")";
+      if (found.size() > 5) list += ", …";
+      throw StoreError(ErrorKind::ambiguous, "'" + ref + "' matches " + std::to_string(found.size()) + " runs: " + list +
+                                                 "; give more of the id");
+    }
+  }
+  throw StoreError(ErrorKind::not_found, "no run with id or name '" + ref + "' in history " + path());
+}
+
+RunRecord History::run(const std::string& id) const {
+  Statement row(connection_, std::string("SELECT ") + kRunColumns + " FROM runs WHERE id = ?");
+  if (!row.bind_text(1, id).step("reading a run")) throw StoreError(ErrorKind::not_found, "no run " + id + " in history " + path());
+  return read_run(connection_, row);
+}
+
+std::vector<RunRecord> History::runs(const RunFilter& filter) const {
+  std::string sql = std::string("SELECT ") + kRunColumns + " FROM runs WHERE 1";
+  if (filter.status) sql += " AND status = :status";
+  if (filter.tag) sql += " AND EXISTS(SELECT 1 FROM run_tags WHERE run_tags.run = runs.key AND tag = :tag)";
+  if (!filter.name_contains.empty()) sql += " AND instr(lower(name), lower(:name)) > 0";
+  if (filter.created_from_ms) sql += " AND created_ms >= :from";
+  if (filter.created_before_ms) sql += " AND created_ms < :before";
+  sql += " ORDER BY created_ms DESC, key DESC";
+  Statement rows(connection_, sql);
+  int index = 1;  // parameters are numbered in the order they appear
+  if (filter.status) rows.bind_text(index++, to_string(*filter.status));
+  if (filter.tag) rows.bind_text(index++, *filter.tag);
+  if (!filter.name_contains.empty()) rows.bind_text(index++, filter.name_contains);
+  if (filter.created_from_ms) rows.bind_int(index++, *filter.created_from_ms);
+  if (filter.created_before_ms) rows.bind_int(index++, *filter.created_before_ms);
+  std::vector<RunRecord> out;
+  while (rows.step("listing runs")) {
+    RunRecord run = read_run(connection_, rows);
+    if (!filter.spec.empty()) {
+      const auto spec = effective_spec(run.spec);
+      const bool all = std::all_of(filter.spec.begin(), filter.spec.end(), [&](const SpecCondition& c) {
+        const auto* value = find_path(spec, c.path);
+        return value && nlohmann::json::parse(value->dump()) == c.value;
+      });
+      if (!all) continue;
+    }
+    out.push_back(std::move(run));
+  }
+  return out;
+}
+
+void History::add_tag(const std::string& id, const std::string& tag) {
+  if (tag.empty()) throw StoreError(ErrorKind::invalid, "a tag cannot be empty");
+  Statement insert(connection_, "INSERT OR IGNORE INTO run_tags(run, tag) VALUES(?, ?)");
+  insert.bind_int(1, key_of(id)).bind_text(2, tag).run("tagging a run");
+}
+
+bool History::remove_tag(const std::string& id, const std::string& tag) {
+  Statement remove(connection_, "DELETE FROM run_tags WHERE run = ? AND tag = ?");
+  remove.bind_int(1, key_of(id)).bind_text(2, tag).run("removing a tag");
+  return connection_.changes() > 0;
+}
+
+void History::set_notes(const std::string& id, const std::string& notes) {
+  Statement update(connection_, "UPDATE runs SET notes = ? WHERE key = ?");
+  update.bind_text(1, notes).bind_int(2, key_of(id)).run("setting notes");
+}
+
+RunCounts History::counts(const std::string& id) const {
+  const int64_t key = key_of(id);
+  auto count = [&](const char* sql) {
+    Statement statement(connection_, sql);
+    statement.bind_int(1, key).step("counting rows");
+    return statement.column_int(0);
+  };
+  RunCounts counts;
+  counts.points = count("SELECT coalesce(sum(n), 0) FROM metric_blocks WHERE series IN (SELECT id FROM series WHERE run = ?)");
+  counts.events = count("SELECT count(*) FROM timeline WHERE run = ?");
+  counts.log_lines = count("SELECT count(*) FROM logs WHERE run = ?");
+  counts.artifacts = count("SELECT count(*) FROM artifacts WHERE run = ?");
+  return counts;
+}
+
+std::pair<RunRecord, RunCounts> History::delete_run(const std::string& id) {
+  Transaction transaction(connection_);
+  RunRecord record = run(id);
+  const RunCounts removed = counts(id);
+  const int64_t key = key_of(id);
+  for (const char* table : {"metrics", "metric_blocks"}) {
+    Statement remove(connection_, std::string("DELETE FROM ") + table + " WHERE series IN (SELECT id FROM series WHERE run = ?)");
+    remove.bind_int(1, key).run(std::string("deleting a run's ") + table);
+  }
+  for (const char* table : {"series", "timeline", "logs", "artifacts", "run_tags"}) {
+    Statement remove(connection_, std::string("DELETE FROM ") + table + " WHERE run = ?");
+    remove.bind_int(1, key).run(std::string("deleting a run's ") + table);
+  }
+  Statement remove(connection_, "DELETE FROM runs WHERE key = ?");
+  remove.bind_int(1, key).run("deleting a run");
+  transaction.commit();
+  return {std::move(record), removed};
+}
+
+std::vector<TimelineEvent> History::timeline(const std::string& id) const {
+  Statement rows(connection_,
+                 "SELECT step, rank, stage, op, microbatch, chunk, start_s, end_s FROM timeline WHERE run = ? "
+                 "ORDER BY step, rank, start_s, op, microbatch, chunk");
+  rows.bind_int(1, key_of(id));
+  std::vector<TimelineEvent> out;
+  while (rows.step("reading the timeline"))
+    out.push_back({rows.column_int(0), rows.column_int(1), rows.column_int(2), rows.column_text(3), rows.column_int(4),
+                   rows.column_int(5), rows.column_real(6), rows.column_real(7)});
+  return out;
+}
+
+std::vector<LogLine> History::logs(const std::string& id) const {
+  Statement rows(connection_, "SELECT rank, stream, time_s, line FROM logs WHERE run = ? ORDER BY rowid");
+  rows.bind_int(1, key_of(id));
+  std::vector<LogLine> out;
+  while (rows.step("reading logs")) out.push_back({rows.column_int(0), rows.column_text(1), rows.column_real(2), rows.column_text(3)});
+  return out;
+}
+
+std::vector<Artifact> History::artifacts(const std::string& id) const {
+  Statement rows(connection_,
+                 "SELECT kind, path, step, size_bytes, created_ms FROM artifacts WHERE run = ? ORDER BY step, path");
+  rows.bind_int(1, key_of(id));
+  std::vector<Artifact> out;
+  while (rows.step("reading artifacts"))
+    out.push_back({rows.column_text(0), rows.column_text(1), rows.column_int(2), rows.column_int(3), rows.column_int(4)});
+  return out;
+}
+
+}  // namespace tessera::store

@@ -1,0 +1,95 @@
+// Run statuses, run ids, and UTC time formatting/parsing for the history.
+#include "store/types.hpp"
+
+#include <chrono>
+#include <cstdio>
+#include <random>
+
+#include "store/errors.hpp"
+
+namespace tessera::store {
+
+namespace {
+constexpr std::string_view kStatusNames[] = {"planned", "starting", "running", "done", "failed", "stopped", "lost"};
+}
+
+std::string_view to_string(RunStatus status) { return kStatusNames[static_cast<size_t>(status)]; }
+
+RunStatus parse_run_status(std::string_view text) {
+  for (size_t i = 0; i < std::size(kStatusNames); ++i)
+    if (kStatusNames[i] == text) return static_cast<RunStatus>(i);
+  throw StoreError(ErrorKind::invalid, "unknown run status '" + std::string(text) +
+                                           "' (expected planned, starting, running, done, failed, stopped or lost)");
+}
+
+std::string new_run_id() {
+  std::random_device device;  // /dev/urandom on Linux
+  std::string id;
+  id.reserve(32);
+  for (int word = 0; word < 4; ++word) {
+    char buffer[9];
+    std::snprintf(buffer, sizeof buffer, "%08x", static_cast<unsigned>(device()));
+    id += buffer;
+  }
+  return id;
+}
+
+bool is_run_id(std::string_view text) {
+  if (text.size() != 32) return false;
+  for (char c : text)
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
+  return true;
+}
+
+int64_t now_ms() {
+  using namespace std::chrono;
+  return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
+}
+
+std::string format_time_utc(int64_t unix_ms) {
+  using namespace std::chrono;
+  const sys_time<milliseconds> t{milliseconds{unix_ms}};
+  const auto day = floor<days>(t);
+  const year_month_day ymd{day};
+  const hh_mm_ss hms{t - day};
+  char buffer[40];
+  std::snprintf(buffer, sizeof buffer, "%04d-%02u-%02uT%02d:%02d:%02d.%03dZ", static_cast<int>(ymd.year()),
+                static_cast<unsigned>(ymd.month()), static_cast<unsigned>(ymd.day()), static_cast<int>(hms.hours().count()),
+                static_cast<int>(hms.minutes().count()), static_cast<int>(hms.seconds().count()),
+                static_cast<int>(hms.subseconds().count()));
+  return buffer;
+}
+
+int64_t parse_time_utc(std::string_view text) {
+  using namespace std::chrono;
+  const std::string s(text);
+  int y = 0, mo = 0, d = 0, h = 0, mi = 0, sec = 0, ms = 0;
+  char sep = 0;
+  int consumed = 0;
+  bool ok = std::sscanf(s.c_str(), "%4d-%2d-%2d%n", &y, &mo, &d, &consumed) == 3 && consumed == 10;
+  size_t pos = 10;
+  if (ok && pos < s.size()) {
+    ok = std::sscanf(s.c_str() + pos, "%c%2d:%2d%n", &sep, &h, &mi, &consumed) == 3 && consumed == 6 &&
+         (sep == 'T' || sep == ' ');
+    pos += 6;
+    if (ok && pos < s.size() && s[pos] == ':') {
+      ok = std::sscanf(s.c_str() + pos, ":%2d%n", &sec, &consumed) == 1 && consumed == 3;
+      pos += 3;
+      if (ok && pos < s.size() && s[pos] == '.') {
+        ok = std::sscanf(s.c_str() + pos, ".%3d%n", &ms, &consumed) == 1 && consumed == 4;
+        pos += 4;
+      }
+    }
+    if (ok && pos < s.size() && s[pos] == 'Z') ++pos;
+    ok = ok && pos == s.size();
+  }
+  const year_month_day ymd{year{y}, month{static_cast<unsigned>(mo)}, day{static_cast<unsigned>(d)}};
+  if (!ok || !ymd.ok() || h > 23 || mi > 59 || sec > 60)
+    throw StoreError(ErrorKind::invalid, "'" + s + "' is not a UTC time like 2025-01-02 or 2025-01-02T03:04:05Z");
+  const auto t = sys_days{ymd} + hours{h} + minutes{mi} + seconds{sec} + milliseconds{ms};
+  return duration_cast<milliseconds>(t.time_since_epoch()).count();
+}
+
+std::string_view tessera_version() { return TESSERA_VERSION; }
+
+}  // namespace tessera::store

@@ -1,0 +1,110 @@
+// The values the run history stores: runs with their status and metadata, metric points, timeline
+// events, log lines and artifacts; plus run ids and the UTC time format used in bundles and the CLI.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace tessera::store {
+
+enum class RunStatus : uint8_t { planned, starting, running, done, failed, stopped, lost };
+std::string_view to_string(RunStatus status);
+/// Throws StoreError(invalid) naming the allowed values.
+RunStatus parse_run_status(std::string_view text);
+
+/// One run. Times are Unix milliseconds (UTC).
+struct RunRecord {
+  std::string id;  ///< 32 lowercase hex digits (128 random bits): unique across machines
+  std::string name;
+  RunStatus status = RunStatus::planned;
+  int64_t created_ms = 0;
+  std::optional<int64_t> started_ms;
+  std::optional<int64_t> ended_ms;
+  std::string exit_reason;
+  nlohmann::ordered_json spec = nlohmann::ordered_json::object();  ///< the run spec as given
+  nlohmann::ordered_json plan = nlohmann::ordered_json::object();  ///< plan summary (prediction)
+  std::vector<std::string> hosts;
+  std::vector<std::string> tags;  ///< sorted, unique
+  std::string notes;
+  std::string tessera_version;  ///< the Tessera that recorded the run
+  bool operator==(const RunRecord&) const = default;
+};
+
+/// One value of one metric on one rank at one step. A NaN value is kept (stored as NULL).
+struct MetricPoint {
+  std::string name;
+  int64_t rank = 0;
+  int64_t step = 0;
+  double wall_time_s = 0;  ///< Unix time, seconds
+  double value = 0;
+};
+
+/// A point of one series (run, metric, rank) as read back.
+struct SeriesPoint {
+  int64_t step = 0;
+  double wall_time_s = 0;
+  double value = 0;
+};
+
+/// One operation of the pipeline timeline, measured or predicted.
+struct TimelineEvent {
+  int64_t step = 0;
+  int64_t rank = 0;
+  int64_t stage = 0;
+  std::string op;  ///< "F", "B", "Bi", "W" (planner::op_kind_name) or another named phase
+  int64_t microbatch = 0;
+  int64_t chunk = 0;
+  double start_s = 0;
+  double end_s = 0;
+  bool operator==(const TimelineEvent&) const = default;
+};
+
+/// One line a rank printed.
+struct LogLine {
+  int64_t rank = 0;
+  std::string stream;  ///< "stdout" or "stderr"
+  double time_s = 0;   ///< Unix time, seconds
+  std::string line;
+  bool operator==(const LogLine&) const = default;
+};
+
+/// A file a run produced (a checkpoint).
+struct Artifact {
+  std::string kind;  ///< "checkpoint", ...
+  std::string path;
+  int64_t step = 0;
+  int64_t size_bytes = 0;
+  int64_t created_ms = 0;
+  bool operator==(const Artifact&) const = default;
+};
+
+/// The metric names the summaries, the dashboard and `tessera-train` agree on.
+namespace metric_name {
+inline constexpr const char* loss = "loss";                            ///< training loss
+inline constexpr const char* grad_norm = "grad_norm";                  ///< global gradient norm
+inline constexpr const char* lr = "lr";                                ///< learning rate
+inline constexpr const char* tokens_per_s = "tokens_per_s";            ///< whole-job throughput
+inline constexpr const char* mfu = "mfu";                              ///< model FLOPs utilisation, 0..1
+inline constexpr const char* bubble = "bubble";                        ///< pipeline bubble fraction, 0..1
+inline constexpr const char* peak_memory_bytes = "peak_memory_bytes";  ///< peak allocated memory of the rank
+}  // namespace metric_name
+
+/// 128 random bits as 32 lowercase hex digits.
+std::string new_run_id();
+bool is_run_id(std::string_view text);
+/// Current Unix time in milliseconds.
+int64_t now_ms();
+/// "2025-01-02T03:04:05.678Z"
+std::string format_time_utc(int64_t unix_ms);
+/// Reads "2025-01-02", "2025-01-02T03:04", "2025-01-02T03:04:05", with optional ".mmm" and "Z"
+/// (always UTC); a space may replace the T. Throws StoreError(invalid).
+int64_t parse_time_utc(std::string_view text);
+/// The Tessera version compiled into this build ("0.1.0").
+std::string_view tessera_version();
+
+}  // namespace tessera::store

@@ -1,0 +1,341 @@
+// The writer thread: a bounded queue of records, drained in one transaction per batch.
+#include "store/writer.hpp"
+
+#include <condition_variable>
+#include <future>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <variant>
+
+#include "store/errors.hpp"
+#include "store/ingest.hpp"
+#include "store/schema.hpp"
+#include "store/sqlite.hpp"
+#include "store/writer_lock.hpp"
+
+namespace tessera::store {
+
+namespace {
+
+struct CreateRequest {
+  RunRecord run;
+  std::promise<RunHandle> done;
+  std::optional<RunHandle> result;
+  std::optional<StoreError> error;  ///< a refusal of this run only (duplicate, invalid)
+};
+
+struct MetricRecord {
+  int64_t run;
+  MetricPoint point;
+};
+struct GroupRecord {
+  int64_t run;
+  std::vector<MetricPoint> points;
+};
+struct EventRecord {
+  int64_t run;
+  TimelineEvent event;
+};
+struct LogRecord {
+  int64_t run;
+  LogLine line;
+};
+struct ArtifactRecord {
+  int64_t run;
+  Artifact artifact;
+};
+struct StatusRecord {
+  int64_t run;
+  RunStatus status;
+  std::string exit_reason;
+  int64_t time_ms;
+};
+struct CreateRecord {
+  std::unique_ptr<CreateRequest> request;
+};
+using Record = std::variant<MetricRecord, GroupRecord, EventRecord, LogRecord, ArtifactRecord, StatusRecord, CreateRecord>;
+
+template <class... F>
+struct Overloaded : F... {
+  using F::operator()...;
+};
+template <class... F>
+Overloaded(F...) -> Overloaded<F...>;
+
+void check_point(const MetricPoint& p) {
+  if (p.name.empty()) throw StoreError(ErrorKind::invalid, "a metric point has an empty name");
+  if (p.step < 0 || p.rank < 0)
+    throw StoreError(ErrorKind::invalid, "metric point '" + p.name + "' has a negative step or rank (step " +
+                                             std::to_string(p.step) + ", rank " + std::to_string(p.rank) + ")");
+}
+
+int64_t count_points(const Record& record) {
+  if (std::holds_alternative<MetricRecord>(record)) return 1;
+  if (const auto* g = std::get_if<GroupRecord>(&record)) return static_cast<int64_t>(g->points.size());
+  return 0;
+}
+
+}  // namespace
+
+struct Writer::Impl {
+  std::string path;
+  WriterOptions options;
+  WriterLock lock;
+  Connection connection;
+  Ingest ingest;
+  Statement update_status;
+
+  mutable std::mutex mutex;
+  std::condition_variable work_cv, space_cv, done_cv;
+  std::vector<Record> queue;
+  int64_t queued_weight = 0;
+  int64_t enqueued = 0;   ///< records ever queued (their sequence numbers)
+  int64_t committed = 0;  ///< sequence number of the last committed record
+  bool flush_requested = false;
+  bool stopping = false;
+  bool closed = false;
+  std::optional<StoreError> error;
+  std::chrono::steady_clock::time_point oldest;
+  CommitStats stats;
+  std::thread thread;
+
+  Impl(const std::string& p, WriterOptions o)
+      : path(p),
+        options(std::move(o)),
+        lock(p),
+        connection(open_history(p)),
+        ingest(connection, Ingest::OnDuplicate::replace),
+        update_status(connection, R"sql(
+          UPDATE runs SET status = ?2, exit_reason = ?3,
+            started_ms = CASE WHEN ?2 IN ('starting', 'running') THEN coalesce(started_ms, ?4) ELSE started_ms END,
+            ended_ms = CASE WHEN ?2 IN ('done', 'failed', 'stopped', 'lost') THEN ?4 ELSE ended_ms END
+          WHERE key = ?1)sql") {
+    connection.exec("PRAGMA busy_timeout = 60000; PRAGMA cache_size = -32768", "setting up the writer connection");
+    if (options.max_db_bytes > 0) {
+      Statement page_size(connection, "PRAGMA page_size");
+      page_size.step("reading the page size");
+      const int64_t pages = std::max<int64_t>(1, options.max_db_bytes / page_size.column_int(0));
+      connection.exec("PRAGMA max_page_count = " + std::to_string(pages), "setting the size limit");
+    }
+    Statement mark_lost(connection,
+                        "UPDATE runs SET status = 'lost', ended_ms = ?, exit_reason = 'the process writing it ended "
+                        "without closing it' WHERE status IN ('starting', 'running')");
+    mark_lost.bind_int(1, now_ms()).run("marking runs of a dead writer as lost");
+    thread = std::thread([this] { run(); });
+  }
+
+  int64_t push(Record&& record, int64_t weight) {
+    std::unique_lock lk(mutex);
+    space_cv.wait(lk, [&] { return error || closed || queued_weight == 0 || queued_weight + weight <= options.queue_points; });
+    if (error) throw *error;
+    if (closed) throw StoreError(ErrorKind::invalid, "the writer of history " + path + " is closed");
+    const bool was_empty = queue.empty();
+    if (was_empty) oldest = std::chrono::steady_clock::now();
+    const bool reaches_batch = queued_weight < options.batch_points && queued_weight + weight >= options.batch_points;
+    queue.push_back(std::move(record));
+    queued_weight += weight;
+    const int64_t sequence = ++enqueued;
+    lk.unlock();
+    if (was_empty || reaches_batch) work_cv.notify_one();
+    return sequence;
+  }
+
+  void wait_committed(int64_t sequence) {
+    std::unique_lock lk(mutex);
+    if (committed >= sequence) return;
+    flush_requested = true;
+    work_cv.notify_one();
+    done_cv.wait(lk, [&] { return error || committed >= sequence; });
+    if (committed < sequence) throw *error;
+  }
+
+  void write(std::vector<Record>& batch, CommitStats& delta) {
+    Transaction transaction(connection);
+    for (auto& record : batch) {
+      std::visit(Overloaded{
+                     [&](MetricRecord& r) {
+                       const auto& p = r.point;
+                       ingest.metric(ingest.series_id(r.run, ingest.metric_id(p.name), p.rank), p.step, p.wall_time_s, p.value);
+                       ++delta.points;
+                     },
+                     [&](GroupRecord& r) {
+                       for (const auto& p : r.points)
+                         ingest.metric(ingest.series_id(r.run, ingest.metric_id(p.name), p.rank), p.step, p.wall_time_s, p.value);
+                       delta.points += static_cast<int64_t>(r.points.size());
+                     },
+                     [&](EventRecord& r) { ingest.event(r.run, r.event); },
+                     [&](LogRecord& r) { ingest.log(r.run, r.line); },
+                     [&](ArtifactRecord& r) { ingest.artifact(r.run, r.artifact); },
+                     [&](StatusRecord& r) {
+                       update_status.bind_int(1, r.run)
+                           .bind_text(2, to_string(r.status))
+                           .bind_text(3, r.exit_reason)
+                           .bind_int(4, r.time_ms)
+                           .run("updating a run's status");
+                     },
+                     [&](CreateRecord& r) {
+                       auto& request = *r.request;
+                       try {
+                         request.result = RunHandle{request.run.id, insert_run(connection, request.run)};
+                       } catch (const StoreError& e) {
+                         if (e.kind() != ErrorKind::duplicate && e.kind() != ErrorKind::invalid) throw;
+                         request.error = e;  // refused before anything was written
+                       }
+                     },
+                 },
+                 record);
+    }
+    for (const auto& record : batch) delta.records += std::max<int64_t>(1, count_points(record));
+    ingest.finish();
+    transaction.commit();
+    delta.batches = 1;
+  }
+
+  void run() {
+    std::vector<Record> batch;
+    std::unique_lock lk(mutex);
+    for (;;) {
+      work_cv.wait(lk, [&] { return stopping || !queue.empty(); });
+      if (queue.empty()) return;  // stopping, everything written
+      work_cv.wait_until(lk, oldest + options.flush_interval,
+                         [&] { return stopping || flush_requested || queued_weight >= options.batch_points; });
+      batch.swap(queue);
+      const int64_t last = enqueued;
+      queued_weight = 0;
+      flush_requested = false;
+      lk.unlock();
+      space_cv.notify_all();
+
+      CommitStats delta;
+      std::optional<StoreError> failure;
+      try {
+        write(batch, delta);
+      } catch (const StoreError& e) {
+        failure = e;
+      } catch (const std::exception& e) {
+        failure = StoreError(ErrorKind::io, "history " + path + ": writing a batch failed: " + e.what());
+      }
+      if (failure) {
+        ingest.discard();
+        lk.lock();
+        int64_t lost = 0;
+        for (const auto& record : batch) lost += std::max<int64_t>(1, count_points(record));
+        for (const auto& record : queue) lost += std::max<int64_t>(1, count_points(record));
+        error = StoreError(failure->kind(), std::string(failure->what()) + "; " + std::to_string(lost) +
+                                                " queued records were not written");
+        for (auto* records : {&batch, &queue})
+          for (auto& record : *records)
+            if (auto* create = std::get_if<CreateRecord>(&record))
+              create->request->done.set_exception(std::make_exception_ptr(*error));
+        queue.clear();
+        queued_weight = 0;
+        lk.unlock();
+        done_cv.notify_all();
+        space_cv.notify_all();
+        return;
+      }
+      lk.lock();
+      stats.batches += delta.batches;
+      stats.points += delta.points;
+      stats.records += delta.records;
+      committed = last;
+      const CommitStats snapshot = stats;
+      lk.unlock();
+      done_cv.notify_all();
+      for (auto& record : batch)
+        if (auto* create = std::get_if<CreateRecord>(&record)) {
+          auto& request = *create->request;
+          if (request.result)
+            request.done.set_value(*request.result);
+          else
+            request.done.set_exception(std::make_exception_ptr(*request.error));
+        }
+      batch.clear();
+      if (options.on_commit) options.on_commit(snapshot);
+      lk.lock();
+    }
+  }
+
+  void stop() {
+    {
+      std::lock_guard lk(mutex);
+      stopping = true;
+      closed = true;
+    }
+    work_cv.notify_one();
+    space_cv.notify_all();
+    if (thread.joinable()) thread.join();
+  }
+};
+
+Writer::Writer(const std::string& path, WriterOptions options) {
+  if (options.batch_points < 1 || options.queue_points < 1 || options.flush_interval.count() < 1 || options.max_db_bytes < 0)
+    throw StoreError(ErrorKind::invalid, "writer options: batch_points, queue_points and flush_interval must be positive");
+  impl_ = std::make_unique<Impl>(path, std::move(options));
+}
+
+Writer::~Writer() {
+  if (impl_) impl_->stop();
+}
+
+RunHandle Writer::create_run(RunRecord run) {
+  if (run.id.empty()) run.id = new_run_id();
+  if (run.created_ms == 0) run.created_ms = now_ms();
+  if (run.tessera_version.empty()) run.tessera_version = tessera_version();
+  auto request = std::make_unique<CreateRequest>();
+  request->run = std::move(run);
+  auto done = request->done.get_future();
+  const int64_t sequence = impl_->push(CreateRecord{std::move(request)}, 1);
+  impl_->wait_committed(sequence);
+  return done.get();
+}
+
+void Writer::append(const RunHandle& run, MetricPoint point) {
+  check_point(point);
+  impl_->push(MetricRecord{run.key, std::move(point)}, 1);
+}
+
+void Writer::append(const RunHandle& run, std::vector<MetricPoint> points) {
+  if (points.empty()) return;
+  for (const auto& p : points) check_point(p);
+  const auto weight = static_cast<int64_t>(points.size());
+  impl_->push(GroupRecord{run.key, std::move(points)}, weight);
+}
+
+void Writer::append(const RunHandle& run, TimelineEvent event) { impl_->push(EventRecord{run.key, std::move(event)}, 1); }
+
+void Writer::append(const RunHandle& run, LogLine line) {
+  if (line.stream != "stdout" && line.stream != "stderr")
+    throw StoreError(ErrorKind::invalid, "log stream '" + line.stream + "' must be stdout or stderr");
+  impl_->push(LogRecord{run.key, std::move(line)}, 1);
+}
+
+void Writer::append(const RunHandle& run, Artifact artifact) { impl_->push(ArtifactRecord{run.key, std::move(artifact)}, 1); }
+
+void Writer::set_status(const RunHandle& run, RunStatus status, std::string exit_reason) {
+  impl_->push(StatusRecord{run.key, status, std::move(exit_reason), now_ms()}, 1);
+}
+
+void Writer::flush() {
+  int64_t sequence;
+  {
+    std::lock_guard lk(impl_->mutex);
+    if (impl_->error) throw *impl_->error;
+    sequence = impl_->enqueued;
+  }
+  impl_->wait_committed(sequence);
+}
+
+void Writer::close() {
+  impl_->stop();
+  std::lock_guard lk(impl_->mutex);
+  if (impl_->error) throw *impl_->error;
+}
+
+CommitStats Writer::committed() const {
+  std::lock_guard lk(impl_->mutex);
+  return impl_->stats;
+}
+
+}  // namespace tessera::store

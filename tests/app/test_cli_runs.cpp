@@ -1,0 +1,188 @@
+// tessera-cli runs …: list, show, tag, note, compare, export, import and delete run as a process on a
+// temporary history, checking what they print and their exit codes (2 for the user's mistakes).
+#include <QtTest/QtTest>
+
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+namespace {
+
+struct Result {
+  int code = -1;
+  QString out;
+  QString err;
+};
+
+/// Writes a tessera-train --out directory: spec.json and metrics.jsonl for `steps` of 20 steps.
+QString write_train_output(const QTemporaryDir& dir, const QString& name, int tp, int steps) {
+  const QString out = dir.filePath(name);
+  QDir().mkpath(out);
+  nlohmann::json spec = {{"name", name.toStdString()},
+                         {"model", {{"preset", "tiny-gpt"}}},
+                         {"parallel", {{"tp", tp}}},
+                         {"training", {{"micro_batch_size", 2}, {"global_batch_size", 8}, {"train_steps", 20}}},
+                         {"cluster", {{"gpu", "cpu"}, {"nodes", 1}, {"gpus_per_node", 2}}}};
+  std::ofstream(out.toStdString() + "/spec.json") << spec.dump(2);
+  std::ofstream metrics(out.toStdString() + "/metrics.jsonl");
+  for (int step = 1; step <= steps; ++step)
+    metrics << nlohmann::json{{"step", step}, {"rank", 0}, {"wall_time_s", 1.7e9 + step}, {"loss", 4.0 - 0.125 * step},
+                              {"mfu", 0.25 * tp}, {"tokens_per_s", 1000}, {"peak_memory_bytes", 1 << 30}}
+                   .dump()
+            << "\n";
+  return out;
+}
+
+}  // namespace
+
+class TestCliRuns : public QObject {
+  Q_OBJECT
+  QTemporaryDir dir_;
+  QString db_;
+
+  Result cli(QStringList args, bool with_db = true, const QProcessEnvironment& env = QProcessEnvironment::systemEnvironment()) {
+    if (with_db) args << "--db" << db_;
+    QProcess process;
+    process.setProcessEnvironment(env);
+    process.start(TESSERA_CLI, args);
+    if (!process.waitForFinished(30000)) return {};
+    return {process.exitStatus() == QProcess::NormalExit ? process.exitCode() : -1, QString::fromUtf8(process.readAllStandardOutput()),
+            QString::fromUtf8(process.readAllStandardError())};
+  }
+
+  nlohmann::json list_json(const QStringList& extra = {}) {
+    const auto r = cli(QStringList{"runs", "list", "--json"} + extra);
+    return r.code == 0 ? nlohmann::json::parse(r.out.toStdString()) : nlohmann::json();
+  }
+
+  QString id_of(const QString& name) {
+    for (const auto& run : list_json())
+      if (run["name"] == name.toStdString()) return QString::fromStdString(run["id"].get<std::string>());
+    return {};
+  }
+
+ private slots:
+  void initTestCase() {
+    QVERIFY(dir_.isValid());
+    db_ = dir_.filePath("history/history.sqlite");
+  }
+
+  void importAndList() {
+    const auto a = cli({"runs", "import", write_train_output(dir_, "run-a", 1, 20)});
+    QCOMPARE(a.code, 0);
+    QVERIFY2(a.out.contains("imported run") && a.out.contains("'run-a'") && a.out.contains("80 metric points"), qPrintable(a.out));
+    QCOMPARE(cli({"runs", "import", write_train_output(dir_, "run-b", 2, 12)}).code, 0);
+    QVERIFY(QFile::exists(db_));  // the parent directory was created
+
+    const auto table = cli({"runs", "list"});
+    QCOMPARE(table.code, 0);
+    QVERIFY2(table.out.contains("run-a") && table.out.contains("run-b") && table.out.contains("done") && table.out.contains("lost"),
+             qPrintable(table.out));
+
+    const auto runs = list_json();
+    QCOMPARE(runs.size(), size_t{2});
+    for (const auto& run : runs) {
+      for (const char* key : {"id", "name", "status", "created", "tags"}) QVERIFY2(run.contains(key), key);
+      QCOMPARE(run["id"].get<std::string>().size(), size_t{32});
+      QVERIFY(run["tags"].is_array());
+    }
+    QCOMPARE(list_json({"--status", "done"}).size(), size_t{1});
+    QCOMPARE(list_json({"--status", "done"})[0]["name"].get<std::string>(), std::string("run-a"));
+    QCOMPARE(list_json({"--where", "parallel.tp=2"})[0]["name"].get<std::string>(), std::string("run-b"));
+    QCOMPARE(list_json({"--name", "RUN-"}).size(), size_t{2});
+    QCOMPARE(list_json({"--since", "2030-01-01"}).size(), size_t{0});
+
+    // TESSERA_DB is the default when --db is not given.
+    auto env = QProcessEnvironment::systemEnvironment();
+    env.insert("TESSERA_DB", db_);
+    const auto from_env = cli({"runs", "list"}, false, env);
+    QCOMPARE(from_env.code, 0);
+    QVERIFY(from_env.out.contains("run-a"));
+  }
+
+  void tagNoteShow() {
+    const QString id = id_of("run-a");
+    const auto tagged = cli({"runs", "tag", id.left(6), "baseline"});
+    QCOMPARE(tagged.code, 0);
+    QVERIFY2(tagged.out.contains("tags: baseline"), qPrintable(tagged.out));
+    QCOMPARE(list_json({"--tag", "baseline"}).size(), size_t{1});
+    QCOMPARE(cli({"runs", "note", "run-a", "lr warmup too short"}).code, 0);
+    const auto show = cli({"runs", "show", id});
+    QCOMPARE(show.code, 0);
+    for (const char* part : {"lr warmup too short", "baseline", "done", "final loss", "1.5000", "80 metric points", "tokens_per_s"})
+      QVERIFY2(show.out.contains(part), qPrintable(show.out + " lacks " + part));
+    const auto untag = cli({"runs", "tag", "run-a", "nope", "--remove"});
+    QCOMPARE(untag.code, 2);
+    QVERIFY2(untag.err.contains("has no tag 'nope'"), qPrintable(untag.err));
+  }
+
+  void compareShowsSummaryAndDiff() {
+    const auto text = cli({"runs", "compare", "run-a", "run-b"});
+    QCOMPARE(text.code, 0);
+    QVERIFY2(text.out.contains("parallel.tp") && text.out.contains("final loss") && text.out.contains("2.5000"), qPrintable(text.out));
+    const auto json = cli({"runs", "compare", "run-a", "run-b", "--json"});
+    QCOMPARE(json.code, 0);
+    const auto doc = nlohmann::json::parse(json.out.toStdString());
+    QCOMPARE(doc["runs"][0]["summary"]["final_loss"].get<double>(), 1.5);
+    QCOMPARE(doc["runs"][1]["summary"]["final_loss"].get<double>(), 2.5);
+    QCOMPARE(doc["runs"][1]["summary"]["mean_mfu"].get<double>(), 0.5);
+    std::vector<std::string> paths;
+    for (const auto& row : doc["config_diff"]) paths.push_back(row["path"]);
+    QCOMPARE(paths, (std::vector<std::string>{"name", "parallel.tp"}));
+    QCOMPARE(doc["config_diff"][1]["values"], nlohmann::json({1, 2}));
+    QCOMPARE(cli({"runs", "compare", "run-a"}).code, 2);
+  }
+
+  void exportImportDelete() {
+    const QString id = id_of("run-a");
+    const QString file = dir_.filePath("run-a.json");
+    QCOMPARE(cli({"runs", "export", "run-a", "--json", file}).code, 0);
+    QCOMPARE(cli({"runs", "export", "run-a", "--json", file}).code, 2);  // never overwrites
+    const QString csv = dir_.filePath("run-a-csv");
+    QCOMPARE(cli({"runs", "export", "run-a", "--csv", csv}).code, 0);
+    QVERIFY(QFile::exists(csv + "/run.json") && QFile::exists(csv + "/metrics.csv"));
+    const auto stdout_bundle = cli({"runs", "export", "run-a"});
+    QCOMPARE(nlohmann::json::parse(stdout_bundle.out.toStdString())["run"]["id"].get<std::string>(), id.toStdString());
+
+    const auto again = cli({"runs", "import", file});
+    QCOMPARE(again.code, 2);
+    QVERIFY2(again.err.contains("already in history") && again.err.contains(id), qPrintable(again.err));
+
+    const auto deleted = cli({"runs", "delete", id.left(8)});
+    QCOMPARE(deleted.code, 0);
+    QVERIFY2(deleted.out.contains("deleted run " + id) && deleted.out.contains("80 metric points"), qPrintable(deleted.out));
+    QCOMPARE(list_json().size(), size_t{1});
+
+    const auto from_json = cli({"runs", "import", file});
+    QCOMPARE(from_json.code, 0);
+    QCOMPARE(id_of("run-a"), id);  // the same run, same id, back from its bundle
+    QCOMPARE(cli({"runs", "delete", id}).code, 0);
+    QCOMPARE(cli({"runs", "import", csv}).code, 0);
+    const auto show = cli({"runs", "show", "run-a"});
+    QVERIFY2(show.out.contains("lr warmup too short") && show.out.contains("80 metric points"), qPrintable(show.out));
+  }
+
+  void errorsExitWithTwo() {
+    const auto missing = cli({"runs", "show", "ffffffff"});
+    QCOMPARE(missing.code, 2);
+    QVERIFY2(missing.err.startsWith("error: no run with id or name 'ffffffff'"), qPrintable(missing.err));
+    QVERIFY(missing.out.isEmpty());
+    QCOMPARE(cli({"runs", "delete", "nothing-like-it"}).code, 2);
+    QCOMPARE(cli({"runs", "list", "--status", "sleeping"}).code, 2);
+    QCOMPARE(cli({"runs", "import", dir_.filePath("no-such-bundle.json")}).code, 2);
+    QCOMPARE(cli({"runs", "list", "--where", "model.num_layers"}).code, 2);
+
+    // An environment problem (not the user's argument) is exit code 1 with a clear message.
+    const QString corrupt = dir_.filePath("corrupt.sqlite");
+    QFile file(corrupt);
+    QVERIFY(file.open(QIODevice::WriteOnly));
+    file.write(QByteArray(8192, 'x'));
+    file.close();
+    const auto bad = cli({"runs", "list", "--db", corrupt}, false);
+    QCOMPARE(bad.code, 1);
+    QVERIFY2(bad.err.contains("is corrupt or not a SQLite database"), qPrintable(bad.err));
+  }
+};
+
+QTEST_APPLESS_MAIN(TestCliRuns)
+#include "test_cli_runs.moc"

@@ -1,0 +1,666 @@
+// Tests of backend/store: schema and migrations, ingestion read back exactly, downsampling that
+// keeps spikes, summaries, config diffs, filters, id resolution, bundles (round trip, duplicate,
+// atomic import, tessera-train output), tags/notes/delete, concurrent reading, default location.
+#include <QtTest/QtTest>
+
+#include <atomic>
+#include <cstdlib>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <thread>
+
+#include "store/errors.hpp"
+#include "store/history.hpp"
+#include "store/location.hpp"
+#include "store/schema.hpp"
+#include "store/writer.hpp"
+#include "store_test_support.hpp"
+
+using namespace tessera::store;
+using namespace store_test;
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+template <class F>
+StoreError error_of(F&& f) {
+  try {
+    f();
+  } catch (const StoreError& e) {
+    return e;
+  }
+  return StoreError(ErrorKind::io, "<no error>");
+}
+
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+/// Brute-force buckets from the raw points, the reference the rollup-based downsample must match.
+std::vector<Bucket> reference_buckets(const std::vector<SeriesPoint>& points, int64_t n, XAxis axis, double tokens) {
+  auto x_of = [&](const SeriesPoint& p) { return axis == XAxis::wall_time ? p.wall_time_s : static_cast<double>(p.step) * tokens; };
+  double lo = x_of(points.front()), hi = lo;
+  for (const auto& p : points) {
+    lo = std::min(lo, x_of(p));
+    hi = std::max(hi, x_of(p));
+  }
+  const double width = hi > lo ? (hi - lo) / static_cast<double>(n) : 1.0;
+  std::vector<Bucket> all(static_cast<size_t>(n));
+  for (auto& b : all) b.min = b.max = b.last = kNaN, b.last_step = -1;
+  for (const auto& p : points) {
+    const auto i = std::clamp<int64_t>(static_cast<int64_t>(std::floor((x_of(p) - lo) / width)), 0, n - 1);
+    auto& b = all[static_cast<size_t>(i)];
+    ++b.count;
+    b.min = std::fmin(b.min, p.value);
+    b.max = std::fmax(b.max, p.value);
+    if (p.step > b.last_step) b.last_step = p.step, b.last_x = x_of(p), b.last = p.value;
+  }
+  std::vector<Bucket> out;
+  for (int64_t i = 0; i < n; ++i) {
+    auto b = all[static_cast<size_t>(i)];
+    if (!b.count) continue;
+    b.x_start = lo + static_cast<double>(i) * width;
+    b.x_end = lo + static_cast<double>(i + 1) * width;
+    out.push_back(b);
+  }
+  return out;
+}
+
+bool same_buckets(const std::vector<Bucket>& a, const std::vector<Bucket>& b, QString* why) {
+  if (a.size() != b.size()) return *why = QString("sizes %1 vs %2").arg(a.size()).arg(b.size()), false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (a[i].count != b[i].count || !same(a[i].min, b[i].min) || !same(a[i].max, b[i].max) || a[i].last_step != b[i].last_step ||
+        !same(a[i].last, b[i].last) || !same(a[i].last_x, b[i].last_x) || !same(a[i].x_start, b[i].x_start))
+      return *why = QString("bucket %1: count %2/%3 min %4/%5 max %6/%7 last_step %8/%9")
+                        .arg(i).arg(a[i].count).arg(b[i].count).arg(a[i].min).arg(b[i].min).arg(a[i].max).arg(b[i].max)
+                        .arg(a[i].last_step).arg(b[i].last_step),
+             false;
+  return true;
+}
+
+/// A run with every kind of row, written through the writer; returns its id.
+std::string write_full_run(const std::string& db, const std::string& name) {
+  Writer writer(db);
+  auto run = tiny_run(name);
+  run.plan = {{"step_time_s", 0.25}, {"mfu", 0.41}};
+  run.hosts = {"node-a", "node-b"};
+  run.tags = {"baseline", "cpu"};
+  run.notes = "first try";
+  const auto handle = writer.create_run(run);
+  writer.set_status(handle, RunStatus::running);
+  for (int64_t step = 1; step <= 100; ++step)
+    for (int64_t rank = 0; rank < 2; ++rank)
+      writer.append(handle, std::vector<MetricPoint>{
+                                {"loss", rank, step, 1.7e9 + step * 0.1 + rank * 1e-3, 1.0 / static_cast<double>(step) + rank},
+                                {"grad_norm", rank, step, 1.7e9 + step * 0.1, step == 50 ? kNaN : (step == 60 ? kInf : 0.1 * step)},
+                            });
+  writer.append(handle, TimelineEvent{1, 0, 0, "F", 0, 0, 1.7e9 + 0.001, 1.7e9 + 0.002});
+  writer.append(handle, TimelineEvent{1, 1, 1, "B", 3, 1, 1.7e9 + 0.003, 1.7e9 + 0.0071});
+  writer.append(handle, LogLine{0, "stdout", 1.7e9 + 1, "step 1, loss 1.0"});
+  writer.append(handle, LogLine{1, "stderr", 1.7e9 + 2, "warning: a \"quoted\", comma\nand a second line"});
+  writer.append(handle, Artifact{"checkpoint", "/ckpt/step-100", 100, 123456789, 1'700'000'100'000});
+  writer.set_status(handle, RunStatus::done, "finished");
+  writer.close();
+  return handle.id;
+}
+
+void check_same_run(History& a, const std::string& id_a, History& b, const std::string& id_b) {
+  QVERIFY(a.run(id_a) == b.run(id_b));
+  const auto series = a.series(id_a);
+  QCOMPARE(series.size(), b.series(id_b).size());
+  for (const auto& s : series) {
+    const auto pa = a.points(id_a, s.metric, s.rank), pb = b.points(id_b, s.metric, s.rank);
+    QCOMPARE(pa.size(), pb.size());
+    for (size_t i = 0; i < pa.size(); ++i) {
+      QCOMPARE(pa[i].step, pb[i].step);
+      QVERIFY(same(pa[i].wall_time_s, pb[i].wall_time_s));
+      QVERIFY2(same(pa[i].value, pb[i].value), qPrintable(QString("%1 step %2").arg(s.metric.c_str()).arg(pa[i].step)));
+    }
+  }
+  QVERIFY(a.timeline(id_a) == b.timeline(id_b));
+  QVERIFY(a.logs(id_a) == b.logs(id_b));
+  QVERIFY(a.artifacts(id_a) == b.artifacts(id_b));
+}
+
+}  // namespace
+
+class TestStore : public QObject {
+  Q_OBJECT
+  QTemporaryDir dir_;
+  std::string db(const QString& name) const { return dir_.filePath(name).toStdString(); }
+
+ private slots:
+  void schemaCreatedWithVersionAndParentDirectories() {
+    const auto path = db("nested/deeper/history.sqlite");
+    History history(path);
+    QVERIFY(fs::exists(path));
+    QCOMPARE(sql_int(path, "SELECT max(version) FROM schema_version"), int64_t{latest_schema_version()});
+    QCOMPARE(sql_int(path, "PRAGMA application_id"), int64_t{kApplicationId});
+    QCOMPARE(sql_text(path, "PRAGMA journal_mode"), std::string("wal"));
+    QVERIFY(history.runs().empty());
+  }
+
+  void migrationsForwardAndNewerSchemaRefused() {
+    const auto path = db("migrate.sqlite");
+    write_full_run(path, "before-migration");
+    std::vector<Migration> next = schema_migrations();
+    next.push_back({latest_schema_version() + 1, "test: a column for the future", "ALTER TABLE runs ADD COLUMN future TEXT"});
+    {
+      Connection connection = open_history(path, next);
+      QCOMPARE(schema_version(connection), latest_schema_version() + 1);
+    }
+    QCOMPARE(sql_int(path, "SELECT count(*) FROM schema_version"), int64_t(next.size()));
+    QCOMPARE(sql_int(path, "SELECT count(*) FROM pragma_table_info('runs') WHERE name = 'future'"), int64_t{1});
+    QCOMPARE(sql_int(path, "SELECT count(*) FROM runs WHERE name = 'before-migration'"), int64_t{1});
+    // This build only knows the schema before that migration: it must refuse the file.
+    const auto error = error_of([&] { History history(path); });
+    QCOMPARE(error.kind(), ErrorKind::newer_schema);
+    QVERIFY2(contains(error.what(), "schema version " + std::to_string(latest_schema_version() + 1)), error.what());
+    QVERIFY2(contains(error.what(), "newer"), error.what());
+    QCOMPARE(error_of([&] { Writer writer(path); }).kind(), ErrorKind::newer_schema);
+  }
+
+  void foreignSqliteFileRefused() {
+    const auto path = db("foreign.sqlite");
+    {
+      Connection connection(path, true);
+      connection.exec("CREATE TABLE songs(title TEXT)", "test");
+    }
+    const auto error = error_of([&] { History history(path); });
+    QCOMPARE(error.kind(), ErrorKind::corrupt);
+    QVERIFY2(contains(error.what(), "not a Tessera history"), error.what());
+  }
+
+  void ingestionReadsBackExactly() {
+    const auto path = db("exact.sqlite");
+    const auto id = write_full_run(path, "exact");
+    History history(path);
+    const auto run = history.run(id);
+    QCOMPARE(run.name, std::string("exact"));
+    QCOMPARE(run.status, RunStatus::done);
+    QCOMPARE(run.exit_reason, std::string("finished"));
+    QVERIFY(run.started_ms && run.ended_ms && *run.started_ms <= *run.ended_ms && run.created_ms <= *run.started_ms);
+    QCOMPARE(run.hosts, (std::vector<std::string>{"node-a", "node-b"}));
+    QCOMPARE(run.tags, (std::vector<std::string>{"baseline", "cpu"}));
+    QCOMPARE(run.plan["mfu"].get<double>(), 0.41);
+    QCOMPARE(run.spec, tiny_spec("exact"));
+    QCOMPARE(run.tessera_version, std::string(tessera_version()));
+    QVERIFY(is_run_id(run.id));
+
+    const auto loss = history.points(id, "loss", 1);
+    QCOMPARE(loss.size(), size_t{100});
+    for (int64_t step = 1; step <= 100; ++step) {
+      const auto& p = loss[static_cast<size_t>(step - 1)];
+      QCOMPARE(p.step, step);
+      QVERIFY(same(p.value, 1.0 / static_cast<double>(step) + 1));
+      QVERIFY(same(p.wall_time_s, 1.7e9 + step * 0.1 + 1e-3));
+    }
+    const auto grad = history.points(id, "grad_norm", 0);
+    QVERIFY(std::isnan(grad[49].value));
+    QVERIFY(std::isinf(grad[59].value));
+    QVERIFY(same(grad[9].value, 0.1 * 10));
+    QCOMPARE(history.series(id).size(), size_t{4});
+    const auto counts = history.counts(id);
+    QCOMPARE(counts.points, int64_t{400});
+    QCOMPARE(counts.events, int64_t{2});
+    QCOMPARE(counts.log_lines, int64_t{2});
+    QCOMPARE(counts.artifacts, int64_t{1});
+    QCOMPARE(history.timeline(id)[1], (TimelineEvent{1, 1, 1, "B", 3, 1, 1.7e9 + 0.003, 1.7e9 + 0.0071}));
+    QCOMPARE(history.logs(id)[1].line, std::string("warning: a \"quoted\", comma\nand a second line"));
+    QCOMPARE(history.artifacts(id)[0], (Artifact{"checkpoint", "/ckpt/step-100", 100, 123456789, 1'700'000'100'000}));
+  }
+
+  void repeatedStepReplacesValueAndRollup() {
+    const auto path = db("replace.sqlite");
+    Writer writer(path);
+    const auto run = writer.create_run(tiny_run("replace"));
+    for (int64_t step = 0; step < 64; ++step) writer.append(run, MetricPoint{"loss", 0, step, 100.0 + step, 5.0});
+    writer.flush();
+    writer.append(run, MetricPoint{"loss", 0, 40, 200.0, 99.0});  // a resumed rank reports step 40 again
+    writer.close();
+    History history(path);
+    const auto points = history.points(run.id, "loss", 0);
+    QCOMPARE(points.size(), size_t{64});
+    QCOMPARE(points[40].value, 99.0);
+    const auto buckets = history.downsample(run.id, "loss", 0, 1);
+    QCOMPARE(buckets.size(), size_t{1});
+    QCOMPARE(buckets[0].count, int64_t{64});
+    QCOMPARE(buckets[0].max, 99.0);
+    QCOMPARE(buckets[0].min, 5.0);
+    QCOMPARE(history.counts(run.id).points, int64_t{64});
+  }
+
+  void duplicateRunRefusedWriterGoesOn() {
+    const auto path = db("duplicate-run.sqlite");
+    Writer writer(path);
+    const auto first = writer.create_run(tiny_run("same-name"));
+    const auto error = error_of([&] { writer.create_run(tiny_run("same-name")); });
+    QCOMPARE(error.kind(), ErrorKind::duplicate);
+    QVERIFY2(contains(error.what(), "a run named 'same-name'") && contains(error.what(), first.id), error.what());
+    auto with_id = tiny_run("other-name");
+    with_id.id = first.id;
+    QCOMPARE(error_of([&] { writer.create_run(with_id); }).kind(), ErrorKind::duplicate);
+    writer.append(first, MetricPoint{"loss", 0, 1, 1.0, 2.0});
+    writer.close();
+    QCOMPARE(History(path).counts(first.id).points, int64_t{1});
+  }
+
+  void downsampleKeepsASpikeInAMillionPoints() {
+    const auto path = db("spike.sqlite");
+    constexpr int64_t n = 1'000'000, spike_step = 612'345, dip_step = 77'777;
+    std::string id;
+    {
+      WriterOptions options;
+      options.queue_points = 100'000;
+      Writer writer(path, options);
+      const auto run = writer.create_run(tiny_run("spike"));
+      id = run.id;
+      for (int64_t start = 0; start < n; start += 1000) {
+        std::vector<MetricPoint> group;
+        group.reserve(1000);
+        for (int64_t step = start; step < start + 1000; ++step) {
+          const double value = step == spike_step ? 1e6 : (step == dip_step ? -1e6 : std::sin(static_cast<double>(step) * 1e-3));
+          group.push_back({"loss", 0, step, 1.7e9 + static_cast<double>(step) * 0.25, value});
+        }
+        writer.append(run, std::move(group));
+      }
+      writer.close();
+      QCOMPARE(writer.committed().points, n);
+    }
+    History history(path);
+    const auto buckets = history.downsample(id, "loss", 0, 2000);
+    QCOMPARE(buckets.size(), size_t{2000});
+    int64_t total = 0, spikes = 0, dips = 0;
+    for (const auto& b : buckets) {
+      total += b.count;
+      if (b.max == 1e6) {
+        ++spikes;
+        QVERIFY(b.x_start <= spike_step && spike_step < b.x_end);
+      }
+      if (b.min == -1e6) ++dips;
+      QVERIFY(b.max == 1e6 || b.max <= 1.0);
+    }
+    QCOMPARE(total, n);
+    QCOMPARE(spikes, int64_t{1});
+    QCOMPARE(dips, int64_t{1});
+    QCOMPARE(buckets.back().last_step, n - 1);
+    QCOMPARE(buckets.back().last, std::sin(static_cast<double>(n - 1) * 1e-3));
+
+    // Every axis gives exactly the buckets computed from the raw points.
+    const auto points = history.points(id, "loss", 0);
+    QCOMPARE(static_cast<int64_t>(points.size()), n);
+    QString why;
+    QVERIFY2(same_buckets(buckets, reference_buckets(points, 2000, XAxis::step, 1), &why), qPrintable(why));
+    QCOMPARE(history.tokens_per_step(id), int64_t{512});
+    QVERIFY2(same_buckets(history.downsample(id, "loss", 0, 777, XAxis::tokens), reference_buckets(points, 777, XAxis::tokens, 512), &why),
+             qPrintable(why));
+    QVERIFY2(same_buckets(history.downsample(id, "loss", 0, 1500, XAxis::wall_time),
+                          reference_buckets(points, 1500, XAxis::wall_time, 1), &why),
+             qPrintable(why));
+    QVERIFY(history.downsample(id, "no-such-metric", 0, 10).empty());
+  }
+
+  void summariesFollowTheRules() {
+    const auto path = db("summary.sqlite");
+    Writer writer(path);
+    const auto run = writer.create_run(tiny_run("summary"));
+    for (int64_t step = 1; step <= 10; ++step) {
+      // Two ranks report the loss: per-step mean 11 - step.
+      writer.append(run, MetricPoint{"loss", 0, step, 1.0 * step, 10.0 - step});
+      writer.append(run, MetricPoint{"loss", 1, step, 1.0 * step, 12.0 - step});
+      writer.append(run, MetricPoint{"mfu", 0, step, 1.0 * step, step % 2 ? 0.4 : 0.5});
+      writer.append(run, MetricPoint{"bubble", 0, step, 1.0 * step, 0.25});
+      writer.append(run, MetricPoint{"tokens_per_s", 0, step, 1.0 * step, 1000.0 * step});
+      writer.append(run, MetricPoint{"peak_memory_bytes", step % 2, step, 1.0 * step, 1e9 + step});
+    }
+    const auto diverged = writer.create_run(tiny_run("diverged"));
+    writer.append(diverged, MetricPoint{"loss", 0, 1, 1.0, 3.0});
+    writer.append(diverged, MetricPoint{"loss", 0, 2, 2.0, kNaN});
+    const auto empty = writer.create_run(tiny_run("empty"));
+    writer.close();
+
+    History history(path);
+    const auto s = history.summary(run.id);
+    QCOMPARE(s.points, int64_t{60});
+    QCOMPARE(*s.last_step, int64_t{10});
+    QCOMPARE(*s.final_loss, 1.0);
+    QCOMPARE(*s.min_loss, 1.0);
+    QCOMPARE(*s.mean_mfu, 0.45);
+    QCOMPARE(*s.mean_bubble, 0.25);
+    QCOMPARE(*s.mean_tokens_per_s, 5500.0);
+    QCOMPARE(*s.peak_memory_bytes, int64_t{1'000'000'010});
+
+    const auto d = history.summary(diverged.id);
+    QVERIFY(std::isnan(*d.final_loss));  // a NaN loss at the end is shown, not hidden
+    QCOMPARE(*d.min_loss, 3.0);
+    QVERIFY(!d.mean_mfu && !d.peak_memory_bytes);
+
+    const auto e = history.summary(empty.id);
+    QCOMPARE(e.points, int64_t{0});
+    QVERIFY(!e.last_step && !e.final_loss && !e.min_loss && !e.mean_tokens_per_s);
+  }
+
+  void configDiffShowsOnlyDifferingFields() {
+    const auto path = db("diff.sqlite");
+    Writer writer(path);
+    const auto a = writer.create_run(tiny_run("a", 1, 3e-4));
+    const auto b = writer.create_run(tiny_run("b", 2, 3e-4));
+    const auto c = writer.create_run(tiny_run("c", 2, 1e-3));
+    auto odd = tiny_run("odd");
+    odd.spec = {{"custom", {{"knob", 7}}}};
+    const auto o = writer.create_run(odd);
+    writer.close();
+    History history(path);
+    const auto rows = history.config_diff({a.id, b.id, c.id});
+    std::vector<std::string> paths;
+    for (const auto& row : rows) paths.push_back(row.path);
+    QCOMPARE(paths, (std::vector<std::string>{"name", "parallel.tp", "training.lr"}));
+    QCOMPARE(rows[1].values[0]->get<int>(), 1);
+    QCOMPARE(rows[1].values[2]->get<int>(), 2);
+    QCOMPARE(rows[2].values[2]->get<double>(), 1e-3);
+    // Identical specs apart from the name: only the name differs.
+    QCOMPARE(history.config_diff({a.id, a.id}).size(), size_t{0});
+    // A field only one run has is shown with a gap for the other.
+    const auto with_odd = history.config_diff({a.id, o.id});
+    const auto knob = std::find_if(with_odd.begin(), with_odd.end(), [](const auto& r) { return r.path == "custom.knob"; });
+    QVERIFY(knob != with_odd.end());
+    QVERIFY(!knob->values[0] && knob->values[1]->get<int>() == 7);
+  }
+
+  void filtersByStatusTagNameDateAndSpecField() {
+    const auto path = db("filters.sqlite");
+    Writer writer(path);
+    auto make = [&](const std::string& name, int tp, double lr, int64_t created_ms, std::vector<std::string> tags, RunStatus status) {
+      auto run = tiny_run(name, tp, lr);
+      run.created_ms = created_ms;
+      run.tags = std::move(tags);
+      run.status = status;
+      return writer.create_run(run).id;
+    };
+    const auto jan = make("Llama-Baseline", 1, 3e-4, parse_time_utc("2025-01-10"), {"baseline"}, RunStatus::done);
+    const auto feb = make("llama-tp2", 2, 3e-4, parse_time_utc("2025-02-10T12:00:00Z"), {"baseline", "tp"}, RunStatus::failed);
+    const auto mar = make("gpt-lr", 1, 1e-3, parse_time_utc("2025-03-10"), {}, RunStatus::done);
+    writer.close();
+    History history(path);
+    auto ids = [&](const RunFilter& f) {
+      std::vector<std::string> out;
+      for (const auto& r : history.runs(f)) out.push_back(r.id);
+      return out;
+    };
+    QCOMPARE(ids({}), (std::vector<std::string>{mar, feb, jan}));  // newest first
+    RunFilter done;
+    done.status = RunStatus::done;
+    QCOMPARE(ids(done), (std::vector<std::string>{mar, jan}));
+    RunFilter tagged;
+    tagged.tag = "baseline";
+    QCOMPARE(ids(tagged), (std::vector<std::string>{feb, jan}));
+    RunFilter named;
+    named.name_contains = "LLAMA";
+    QCOMPARE(ids(named), (std::vector<std::string>{feb, jan}));
+    RunFilter dated;
+    dated.created_from_ms = parse_time_utc("2025-02-01");
+    dated.created_before_ms = parse_time_utc("2025-03-01");
+    QCOMPARE(ids(dated), (std::vector<std::string>{feb}));
+    RunFilter by_spec;
+    by_spec.spec = {SpecCondition::parse("parallel.tp=2")};
+    QCOMPARE(ids(by_spec), (std::vector<std::string>{feb}));
+    by_spec.spec = {SpecCondition::parse("model.num_layers=4"), SpecCondition::parse("training.lr=0.001")};
+    QCOMPARE(ids(by_spec), (std::vector<std::string>{mar}));  // num_layers comes from the tiny-gpt preset
+    by_spec.spec = {SpecCondition::parse("model.arch=gpt")};
+    QCOMPARE(ids(by_spec).size(), size_t{3});
+    by_spec.spec = {SpecCondition::parse("model.arch=llama")};
+    QVERIFY(ids(by_spec).empty());
+    QCOMPARE(error_of([] { SpecCondition::parse("model.num_layers"); }).kind(), ErrorKind::invalid);
+  }
+
+  void idsResolveByPrefixAndName() {
+    const auto path = db("resolve.sqlite");
+    Writer writer(path);
+    std::vector<std::string> ids;
+    for (const auto* id : {"aaaa0000000000000000000000000001", "aaaa0000000000000000000000000002", "bbbb0000000000000000000000000003"}) {
+      auto run = tiny_run(std::string("run-") + id[0] + id[31]);
+      run.id = id;
+      ids.push_back(writer.create_run(run).id);
+    }
+    writer.close();
+    History history(path);
+    QCOMPARE(history.resolve("bbbb"), ids[2]);
+    QCOMPARE(history.resolve("BBBB"), ids[2]);
+    QCOMPARE(history.resolve(ids[1]), ids[1]);
+    QCOMPARE(history.resolve("run-a1"), ids[0]);
+    const auto ambiguous = error_of([&] { history.resolve("aaaa"); });
+    QCOMPARE(ambiguous.kind(), ErrorKind::ambiguous);
+    QVERIFY2(contains(ambiguous.what(), "matches 2 runs"), ambiguous.what());
+    const auto missing = error_of([&] { history.resolve("cccc"); });
+    QCOMPARE(missing.kind(), ErrorKind::not_found);
+    QVERIFY2(contains(missing.what(), "'cccc'"), missing.what());
+    QVERIFY(is_run_id(new_run_id()) && new_run_id() != new_run_id());
+  }
+
+  void exportImportRoundTrip() {
+    const auto source_path = db("source.sqlite");
+    const auto id = write_full_run(source_path, "round-trip");
+    History source(source_path);
+
+    const auto json_file = db("bundle.json");
+    {
+      std::ofstream out(json_file);
+      source.export_json(id, out);
+    }
+    History from_json(db("from-json.sqlite"));
+    const auto imported = from_json.import_run(json_file);
+    QCOMPARE(imported.format, std::string("json bundle"));
+    QCOMPARE(imported.counts.points, int64_t{400});
+    check_same_run(source, id, from_json, id);
+
+    const auto csv_dir = db("bundle-csv");
+    source.export_csv(id, csv_dir);
+    QVERIFY(fs::exists(csv_dir + "/run.json") && fs::exists(csv_dir + "/metrics.csv"));
+    History from_csv(db("from-csv.sqlite"));
+    QCOMPARE(from_csv.import_run(csv_dir).format, std::string("csv bundle"));
+    check_same_run(source, id, from_csv, id);
+    QCOMPARE(error_of([&] { source.export_csv(id, csv_dir); }).kind(), ErrorKind::invalid);  // never overwrites a bundle
+
+    // The summary and the downsampled series are the same after the trip.
+    QCOMPARE(*from_csv.summary(id).final_loss, *source.summary(id).final_loss);
+    QString why;
+    QVERIFY2(same_buckets(source.downsample(id, "grad_norm", 1, 7), from_json.downsample(id, "grad_norm", 1, 7), &why), qPrintable(why));
+  }
+
+  void duplicateImportRefusedByIdAndName() {
+    const auto id = write_full_run(db("dup-source.sqlite"), "dup");
+    History source(db("dup-source.sqlite"));
+    std::stringstream bundle;
+    source.export_json(id, bundle);
+    const auto file = db("dup.json");
+    std::ofstream(file) << bundle.str();
+    History target(db("dup-target.sqlite"));
+    target.import_run(file);
+    const auto again = error_of([&] { target.import_run(file); });
+    QCOMPARE(again.kind(), ErrorKind::duplicate);
+    QVERIFY2(contains(again.what(), id) && contains(again.what(), "'dup'"), again.what());
+    ImportOptions renamed;
+    renamed.name = "dup-2";
+    QCOMPARE(error_of([&] { target.import_run(file, renamed); }).kind(), ErrorKind::duplicate);  // same id
+    // Another run (new id) under a name already present is refused by name.
+    auto document = nlohmann::ordered_json::parse(bundle.str());
+    document["run"]["id"] = new_run_id();
+    const auto other = db("dup-other.json");
+    std::ofstream(other) << document.dump();
+    const auto by_name = error_of([&] { target.import_run(other); });
+    QCOMPARE(by_name.kind(), ErrorKind::duplicate);
+    QVERIFY2(contains(by_name.what(), "a run named 'dup'"), by_name.what());
+    QCOMPARE(target.import_run(other, renamed).run.name, std::string("dup-2"));
+    QCOMPARE(target.runs().size(), size_t{2});
+  }
+
+  void importIsAtomic() {
+    const auto id = write_full_run(db("atomic-source.sqlite"), "atomic");
+    History source(db("atomic-source.sqlite"));
+    std::stringstream bundle;
+    source.export_json(id, bundle);
+    auto document = nlohmann::ordered_json::parse(bundle.str());
+    document["metrics"][1]["points"][50][2] = "not a number";  // a bad row in the middle
+    const auto file = db("atomic.json");
+    std::ofstream(file) << document.dump();
+    const auto target_path = db("atomic-target.sqlite");
+    History target(target_path);
+    const auto error = error_of([&] { target.import_run(file); });
+    QCOMPARE(error.kind(), ErrorKind::invalid);
+    QVERIFY2(contains(error.what(), "metrics[1].points[50][2]"), error.what());
+    for (const char* table : {"runs", "run_tags", "series", "metrics", "metric_blocks", "metric_names", "timeline", "logs", "artifacts"})
+      QCOMPARE(sql_int(target_path, std::string("SELECT count(*) FROM ") + table), int64_t{0});
+
+    // The same for a CSV bundle with a bad line in the middle of metrics.csv.
+    const auto csv_dir = db("atomic-csv");
+    source.export_csv(id, csv_dir);
+    std::ifstream in(csv_dir + "/metrics.csv");
+    std::stringstream text;
+    text << in.rdbuf();
+    std::string csv = text.str();
+    const size_t line_start = [&] {
+      size_t pos = 0;
+      for (int line = 0; line < 200; ++line) pos = csv.find('\n', pos) + 1;
+      return pos;
+    }();
+    csv.insert(line_start, "loss,0,oops,1.0,2.0\n");
+    std::ofstream(csv_dir + "/metrics.csv") << csv;
+    const auto csv_error = error_of([&] { target.import_run(csv_dir); });
+    QCOMPARE(csv_error.kind(), ErrorKind::invalid);
+    QVERIFY2(contains(csv_error.what(), "metrics.csv line 201"), csv_error.what());
+    QCOMPARE(sql_int(target_path, "SELECT count(*) FROM runs"), int64_t{0});
+    QCOMPARE(sql_int(target_path, "SELECT count(*) FROM metrics"), int64_t{0});
+  }
+
+  void importsTesseraTrainOutput() {
+    auto write_out = [&](const QString& name, int64_t last_step, const std::string& extra_line) {
+      const auto out = db(name);
+      fs::create_directories(out);
+      std::ofstream(out + "/spec.json") << tiny_spec("hand-run", 1, 3e-4, 20).dump(2);
+      std::ofstream metrics(out + "/metrics.jsonl");
+      for (int64_t step = 1; step <= last_step; ++step)
+        metrics << nlohmann::json{{"step", step}, {"rank", 0}, {"wall_time_s", 1.7e9 + step}, {"loss", 5.0 - 0.1 * step},
+                                  {"grad_norm", step == 3 ? nlohmann::json(nullptr) : nlohmann::json(1.5)}, {"lr", 3e-4},
+                                  {"tokens_per_s", 1000.0}, {"mfu", 0.3}, {"bubble", 0.1}, {"peak_memory_bytes", 2e9},
+                                  {"phase", "train"}}
+                       .dump()
+                << "\n";
+      metrics << extra_line;
+      return out;
+    };
+    History history(db("train-out.sqlite"));
+    const auto finished = write_out("finished-run", 20, "");
+    const auto imported = history.import_run(finished + "/");
+    QCOMPARE(imported.format, std::string("tessera-train output"));
+    QCOMPARE(imported.run.name, std::string("finished-run"));
+    QCOMPARE(imported.run.status, RunStatus::done);
+    QCOMPARE(imported.counts.points, int64_t{20 * 7});
+    QCOMPARE(*imported.run.started_ms, int64_t{1'700'000'001'000});
+    QCOMPARE(*imported.run.ended_ms, int64_t{1'700'000'020'000});
+    QVERIFY(std::isnan(history.points(imported.run.id, "grad_norm", 0)[2].value));
+    const auto s = history.summary(imported.run.id);
+    QCOMPARE(*s.final_loss, 5.0 - 0.1 * 20);
+    QCOMPARE(*s.peak_memory_bytes, int64_t{2'000'000'000});
+    QCOMPARE(*s.mean_mfu, 0.3);
+    QCOMPARE(error_of([&] { history.import_run(finished); }).kind(), ErrorKind::duplicate);
+
+    const auto partial = write_out("partial-run", 12, "");
+    const auto lost = history.import_run(partial);
+    QCOMPARE(lost.run.status, RunStatus::lost);
+    QVERIFY2(contains(lost.run.exit_reason, "step 12 of 20"), lost.run.exit_reason.c_str());
+
+    const auto broken = write_out("broken-run", 5, "{\"step\": 6, \"rank\": 0}\n");
+    const auto error = error_of([&] { history.import_run(broken); });
+    QVERIFY2(contains(error.what(), "metrics.jsonl line 6") && contains(error.what(), "wall_time_s"), error.what());
+    QCOMPARE(history.runs().size(), size_t{2});
+    QCOMPARE(error_of([&] { history.import_run(db("no-such-dir")); }).kind(), ErrorKind::invalid);
+  }
+
+  void tagsNotesAndDelete() {
+    const auto path = db("curate.sqlite");
+    const auto id = write_full_run(path, "curate");
+    const auto keep = write_full_run(db("curate-other.sqlite"), "unrelated");
+    History history(path);
+    history.add_tag(id, "best");
+    history.add_tag(id, "best");
+    QCOMPARE(history.run(id).tags, (std::vector<std::string>{"baseline", "best", "cpu"}));
+    QVERIFY(history.remove_tag(id, "cpu"));
+    QVERIFY(!history.remove_tag(id, "cpu"));
+    history.set_notes(id, "lr too high after step 40");
+    QCOMPARE(history.run(id).notes, std::string("lr too high after step 40"));
+    const auto [run, removed] = history.delete_run(id);
+    QCOMPARE(run.name, std::string("curate"));
+    QCOMPARE(removed.points, int64_t{400});
+    QCOMPARE(removed.log_lines, int64_t{2});
+    for (const char* table : {"runs", "run_tags", "series", "metrics", "metric_blocks", "timeline", "logs", "artifacts"})
+      QCOMPARE(sql_int(path, std::string("SELECT count(*) FROM ") + table), int64_t{0});
+    QCOMPARE(error_of([&] { history.delete_run(id); }).kind(), ErrorKind::not_found);
+    QVERIFY(!keep.empty());
+  }
+
+  void readersWorkWhileAWriterWrites() {
+    const auto path = db("concurrent.sqlite");
+    WriterOptions options;
+    options.batch_points = 500;
+    Writer writer(path, options);
+    const auto run = writer.create_run(tiny_run("live"));
+    std::atomic<bool> done = false;
+    std::thread producer([&] {
+      for (int64_t start = 0; start < 200'000; start += 100) {
+        std::vector<MetricPoint> group;
+        for (int64_t step = start; step < start + 100; ++step) group.push_back({"loss", 0, step, 1.0 * step, 1.0});
+        writer.append(run, std::move(group));
+      }
+      writer.flush();
+      done = true;
+    });
+    History reader(path);
+    int64_t last = 0, reads = 0;
+    while (!done) {
+      const auto points = reader.counts(run.id).points;
+      QVERIFY(points >= last);
+      QCOMPARE(points % 100, int64_t{0});  // whole groups only, never a torn batch
+      last = points;
+      ++reads;
+    }
+    producer.join();
+    writer.close();
+    QCOMPARE(reader.counts(run.id).points, int64_t{200'000});
+    QVERIFY(reads > 1);
+  }
+
+  void defaultLocationFollowsXdg() {
+    const QByteArray saved_db = qgetenv("TESSERA_DB"), saved_xdg = qgetenv("XDG_DATA_HOME"), saved_home = qgetenv("HOME");
+    qunsetenv("TESSERA_DB");
+    qputenv("XDG_DATA_HOME", "/data/xdg");
+    QCOMPARE(default_history_path(), std::string("/data/xdg/tessera/history.sqlite"));
+    qputenv("XDG_DATA_HOME", "relative/ignored");
+    qputenv("HOME", "/home/someone");
+    QCOMPARE(default_history_path(), std::string("/home/someone/.local/share/tessera/history.sqlite"));
+    qputenv("TESSERA_DB", "/elsewhere/h.sqlite");
+    QCOMPARE(default_history_path(), std::string("/elsewhere/h.sqlite"));
+    QCOMPARE(resolve_history_path("/given.sqlite"), std::string("/given.sqlite"));
+    qunsetenv("TESSERA_DB");
+    qunsetenv("XDG_DATA_HOME");
+    qunsetenv("HOME");
+    QCOMPARE(error_of([] { default_history_path(); }).kind(), ErrorKind::io);
+    auto restore = [](const char* name, const QByteArray& value) { value.isNull() ? qunsetenv(name) : qputenv(name, value); };
+    restore("TESSERA_DB", saved_db);
+    restore("XDG_DATA_HOME", saved_xdg);
+    restore("HOME", saved_home);
+  }
+
+  void utcTimesRoundTrip() {
+    QCOMPARE(format_time_utc(1'700'000'000'123), std::string("2023-11-14T22:13:20.123Z"));
+    QCOMPARE(parse_time_utc("2023-11-14T22:13:20.123Z"), int64_t{1'700'000'000'123});
+    QCOMPARE(parse_time_utc("2023-11-14 22:13"), int64_t{1'700'000'000'000 - 20'000});
+    QCOMPARE(parse_time_utc("1970-01-02"), int64_t{86'400'000});
+    QCOMPARE(error_of([] { parse_time_utc("2023-13-01"); }).kind(), ErrorKind::invalid);
+    QCOMPARE(error_of([] { parse_time_utc("yesterday"); }).kind(), ErrorKind::invalid);
+  }
+};
+
+QTEST_APPLESS_MAIN(TestStore)
+#include "test_store.moc"
