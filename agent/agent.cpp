@@ -147,10 +147,10 @@ void check_options(const AgentOptions& options) {
 struct Agent::Impl {
   explicit Impl(AgentOptions opts) : options(std::move(opts)), router(context, zmq::socket_type::router) {
     check_options(options);
-    if (options.max_ranks == 0) options.max_ranks = std::max<int64_t>(1, sysconf(_SC_NPROCESSORS_ONLN));
     fs::create_directories(fs::path(options.workdir) / "runs");
     options.workdir = fs::canonical(options.workdir).string();
     node = probe_node();
+    if (options.max_ranks == 0) options.max_ranks = node.gpus.empty() ? kCpuMaxRanks : static_cast<int64_t>(node.gpus.size());
     if (options.keys) {
       zap_socket.emplace(context, zmq::socket_type::rep);
       zap_socket->bind("inproc://zeromq.zap.01");
@@ -323,7 +323,7 @@ struct Agent::Impl {
     const spec::RunSpec spec = spec::parse_spec(protocol::get_object(message, "spec"));
     const int64_t world = spec.world_size();
     const int64_t node_rank = protocol::get_int(message, "node_rank", 0, spec.cluster.nodes - 1);
-    const auto& ranks_json = protocol::get_array(message, "ranks", static_cast<size_t>(options.max_ranks) + 1);
+    const auto& ranks_json = protocol::get_array(message, "ranks", 4096);
     std::vector<int64_t> ranks;
     for (const auto& r : ranks_json) {
       if (!r.is_number_integer() || r.get<int64_t>() < 0 || r.get<int64_t>() >= world)

@@ -16,6 +16,8 @@
 namespace tessera::agent {
 
 inline constexpr const char* kAgentVersion = "tessera-agent 0.1.0";
+/// Ranks at once on a node without GPUs (CPU runs oversubscribe the cores; this bounds the damage).
+inline constexpr int64_t kCpuMaxRanks = 64;
 
 struct AgentOptions {
   std::string bind;                          ///< tcp://HOST:PORT (a port of 0 or * picks a free one)
@@ -23,7 +25,7 @@ struct AgentOptions {
   std::set<std::string> authorized_keys;     ///< client public keys the ZAP handler admits
   std::string runtime;                       ///< the only program the agent starts
   std::string workdir;                       ///< run directories go to WORKDIR/runs/<run id>
-  int64_t max_ranks = 0;                     ///< ranks running at once (0 = CPU cores)
+  int64_t max_ranks = 0;                     ///< ranks running at once (0 = the GPUs, or kCpuMaxRanks without)
   double grace_s = 3.0;                      ///< SIGTERM → SIGKILL delay when stopping ranks
   double exit_when_idle_s = 0;               ///< exit after this long with nothing to do (0 = never)
   int64_t outbox_memory_bytes = 64LL << 20;  ///< per run, beyond it frames are spilled to disk

@@ -29,7 +29,7 @@ int main(int argc, char** argv) {
   app.add_option("--authorized-keys", authorized_keys, "file of client public keys allowed to connect");
   app.add_option("--runtime", options.runtime, "the training runtime to start (default: tessera-train next to this program)");
   app.add_option("--workdir", options.workdir, "where run directories go")->default_val("./tessera-runs");
-  app.add_option("--max-ranks", options.max_ranks, "ranks running at once (default: CPU cores)")->check(CLI::NonNegativeNumber);
+  app.add_option("--max-ranks", options.max_ranks, "ranks running at once (default: the GPUs NVML finds, 64 without GPUs)")->check(CLI::NonNegativeNumber);
   app.add_option("--grace-s", options.grace_s, "seconds between SIGTERM and SIGKILL when stopping ranks")
       ->default_val(3.0)->check(CLI::Range(0.0, 600.0));
   app.add_option("--exit-when-idle-s", options.exit_when_idle_s,

@@ -22,6 +22,8 @@ void add_runs_commands(CLI::App& app);
 
 /// agents status | trust | client-key, slurm (agent_commands.cpp).
 void add_agent_commands(CLI::App& app);
+/// launch, runs follow, runs stop (launch_commands.cpp; after add_runs_commands).
+void add_launch_commands(CLI::App& app);
 /// "tcp://a:1,tcp://b:2" → endpoints; UsageError for anything else.
 std::vector<std::string> split_agents(const std::string& list);
 

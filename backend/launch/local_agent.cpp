@@ -78,6 +78,7 @@ std::string ensure_local_agent(const Credentials& credentials, double idle_exit_
                                       "--authorized-keys", (dir / "authorized_keys").string(), "--runtime", runtime,
                                       "--workdir", (dir / "work").string(), "--exit-when-idle-s",
                                       std::to_string(idle_exit_s)};
+  const std::string pid_path = (dir / "agent.pid").string();
   std::vector<char*> argv;
   std::vector<std::string> copies = args;
   for (auto& a : copies) argv.push_back(a.data());
@@ -95,6 +96,14 @@ std::string ensure_local_agent(const Credentials& credentials, double idle_exit_
       dup2(out, STDERR_FILENO);
     }
     if (in >= 0) dup2(in, STDIN_FILENO);
+    const int pid_file = ::open(pid_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    if (pid_file >= 0) {
+      char text[24];
+      int n = 0;
+      for (pid_t p = getpid(); p > 0; p /= 10) text[n++] = static_cast<char>('0' + p % 10);
+      for (int i = n - 1; i >= 0; --i) (void)!write(pid_file, &text[i], 1);
+      ::close(pid_file);
+    }
     execv(argv[0], argv.data());
     _exit(127);
   }

@@ -15,7 +15,8 @@ std::string find_program(const std::string& name, const std::string& env_var, co
 
 /// The endpoint of a running local agent, starting one when none answers. Its keys live in
 /// CONFIG/local-agent/ (agent.key, authorized_keys = this workbench's client key), its runs in
-/// CONFIG/local-agent/work, its output in CONFIG/local-agent/agent.log; its key is pinned for its
+/// CONFIG/local-agent/work, its output in CONFIG/local-agent/agent.log, its pid in
+/// CONFIG/local-agent/agent.pid; its key is pinned for its
 /// endpoint. It exits after `idle_exit_s` with no run, no unacknowledged data and no workbench.
 std::string ensure_local_agent(const Credentials& credentials, double idle_exit_s = 60);
 

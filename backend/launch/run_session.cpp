@@ -12,7 +12,7 @@ namespace {
 
 constexpr auto kHelloTimeout = milliseconds(5000);
 constexpr auto kLaunchTimeout = milliseconds(15000);
-constexpr auto kAckInterval = milliseconds(20);
+constexpr auto kAckInterval = milliseconds(10);
 constexpr int64_t kAckEveryFrames = 16;  // the agent sends at most 64 unacknowledged frames
 
 }  // namespace
@@ -144,6 +144,7 @@ void RunSession::note_record(size_t node, const nlohmann::json& record) {
   } else if (*type == "run_end") {
     nodes_[node].ended = true;
     nodes_[node].end_state = record.value("state", std::string());
+    if (nodes_[node].end_state == "stopped" && stop_reason_.empty()) stop_reason_ = record.value("reason", std::string());
     if (nodes_[node].end_state == "failed" && !stop_sent_) {
       if (outcome_ == RunOutcome::running) {
         outcome_ = RunOutcome::failed;
@@ -181,11 +182,11 @@ void RunSession::handle(size_t node, const nlohmann::json& message, RunSink& sin
   }
 }
 
-void RunSession::acknowledge(RunSink& sink) {
+void RunSession::acknowledge(RunSink& sink, bool wait) {
   bool any = false;
   for (const auto& node : nodes_) any = any || (!node.lost && node.received_seq > node.acked_seq);
   if (!any) return;
-  sink.sync();
+  sink.sync(wait);
   for (size_t node = 0; node < nodes_.size(); ++node) {
     NodeState& state = nodes_[node];
     // Only what the sink holds durably is acknowledged: the agent keeps the rest.
@@ -225,7 +226,7 @@ RunOutcome RunSession::follow(RunSink& sink, const std::atomic<bool>& stop_flag,
     int64_t unacked = 0;
     for (const auto& node : nodes_) unacked = std::max(unacked, node.received_seq - node.acked_seq);
     if (now - last_ack >= kAckInterval || unacked >= kAckEveryFrames) {
-      acknowledge(sink);
+      acknowledge(sink, false);
       last_ack = now;
     }
     if (now - last_heartbeat >= interval) {
@@ -253,14 +254,14 @@ RunOutcome RunSession::follow(RunSink& sink, const std::atomic<bool>& stop_flag,
     for (const auto& node : nodes_) all_over = all_over && (node.ended || node.lost);
     if (all_over || (failed_at && now - *failed_at > drain)) break;
   }
-  acknowledge(sink);
+  acknowledge(sink, true);
   bool all_ended = true;
   for (const auto& node : nodes_) all_ended = all_ended && node.ended;
   if (outcome_ == RunOutcome::running && all_ended) {
     bool stopped = false;
     for (const auto& node : nodes_) stopped = stopped || node.end_state == "stopped";
     outcome_ = stopped ? RunOutcome::stopped : RunOutcome::done;
-    if (stopped) reason_ = "stopped";
+    if (stopped) reason_ = stop_reason_.empty() ? "stopped" : stop_reason_;
   }
   return outcome_;
 }

@@ -34,8 +34,9 @@ class RunSink {
   /// The records of data frame `seq` of `node` (seq = the previous one + 1), each a JSON object with a
   /// "type" (docs/protocol.md).
   virtual void records(int64_t node, int64_t seq, const nlohmann::json& records) = 0;
-  /// Makes everything given so far durable.
-  virtual void sync() = 0;
+  /// Brings durable_seq() up to date with what the sink has made durable; with `wait`, first makes
+  /// everything given so far durable (at the end of a follow).
+  virtual void sync(bool wait) = 0;
 };
 
 enum class RunOutcome { running, done, failed, stopped };
@@ -85,7 +86,7 @@ class RunSession {
  private:
   void handle(size_t node, const nlohmann::json& message, RunSink& sink);
   void note_record(size_t node, const nlohmann::json& record);
-  void acknowledge(RunSink& sink);
+  void acknowledge(RunSink& sink, bool wait);
   void resumed(size_t node, const nlohmann::json& attached);
   void fail(const std::string& reason);
 
@@ -95,6 +96,7 @@ class RunSession {
   std::vector<NodeState> nodes_;
   RunOutcome outcome_ = RunOutcome::running;
   std::string reason_;
+  std::string stop_reason_;  ///< the reason an agent gave for stopping
   std::optional<int64_t> first_failed_rank_;
   double first_failure_time_s_ = 0;
   bool stop_sent_ = false;

@@ -84,7 +84,7 @@ class MemorySink : public launch::RunSink {
       if (on_crash) on_crash();
     }
   }
-  void sync() override {
+  void sync(bool) override {
     if (crashed) return;
     for (const auto& r : pending_) take(r);
     pending_.clear();
