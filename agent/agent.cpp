@@ -207,7 +207,7 @@ struct Agent::Impl {
 
   void reply(const std::string& identity, const std::string& frame) {
     try {
-      router.send(zmq::buffer(identity), zmq::send_flags::sndmore | zmq::send_flags::dontwait);
+      if (!router.send(zmq::buffer(identity), zmq::send_flags::sndmore | zmq::send_flags::dontwait)) return;
       router.send(zmq::buffer(frame), zmq::send_flags::dontwait);
     } catch (const zmq::error_t&) {
       // The peer is gone or not reading: a reply is not kept (data frames are, in the outbox).

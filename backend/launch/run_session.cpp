@@ -171,7 +171,11 @@ void RunSession::handle(size_t node, const nlohmann::json& message, RunSink& sin
     if (seq > state.received_seq + 1) {
       // A gap (frames dropped by a reconnect in transit): the agent resends from its acknowledged
       // sequence number; what we hold already is dropped as duplicates.
-      connections_[node]->send("attach", {{"run", run_id_}, {"acked", state.acked_seq}});
+      try {
+        connections_[node]->send("attach", {{"run", run_id_}, {"acked", state.acked_seq}});
+      } catch (const AgentError&) {
+        // Asked again at the next out-of-order frame; a silent agent is found lost.
+      }
       return;
     }
     sink.records(static_cast<int64_t>(node), seq, records);
