@@ -39,6 +39,7 @@ constexpr int64_t kSendWindow = 64;               // unacknowledged frames in fl
 constexpr size_t kLastLines = 20;                 // log lines kept per rank for failure reports
 constexpr size_t kMaxLogLineBytes = 4096;
 constexpr auto kPipeDrain = std::chrono::milliseconds(1000);  // after a rank exits, wait this long for its pipes
+constexpr auto kRecordsQuiet = std::chrono::milliseconds(200);  // the run ends once no record came for this long
 
 double wall_s() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
@@ -118,6 +119,7 @@ struct Run {
   std::string client;  // attached workbench identity ("" = none)
   int64_t next_send = 1;
   int64_t records_dropped = 0;
+  Clock::time_point last_record_at{};
   bool active() const { return state == RunState::running || state == RunState::stopping; }
 };
 
@@ -281,6 +283,10 @@ struct Agent::Impl {
       if (seq > run.outbox.last_seq())
         throw ProtocolError(ErrorCode::bad_field, "seq=" + std::to_string(seq) + " was never sent");
       run.outbox.acknowledge(seq);
+      if (run.client.empty()) {  // a workbench it had given up on is following again: resume sending
+        run.client = client;
+        run.next_send = run.outbox.acked() + 1;
+      }
     } else if (type == "stop") {
       const std::string reason = protocol::get_string(message, "reason", 1024);
       if (run.active() && !run.failing) {
@@ -445,10 +451,12 @@ struct Agent::Impl {
     run.batch_records = 0;
   }
 
-  void receive_records(Run& run) {
-    for (int i = 0; i < 20000; ++i) {
+  // Takes up to 20,000 waiting records; returns how many it took.
+  int receive_records(Run& run) {
+    int taken = 0;
+    for (; taken < 20000; ++taken) {
       zmq::message_t message;
-      if (!run.pull.recv(message, zmq::recv_flags::dontwait)) return;
+      if (!run.pull.recv(message, zmq::recv_flags::dontwait)) break;
       const std::string_view text = message.to_string_view();
       // A record is a JSON object; anything else from a rank is dropped and counted.
       if (message.more() || text.empty() || text.front() != '{' || !nlohmann::json::accept(text)) {
@@ -457,6 +465,8 @@ struct Agent::Impl {
       }
       add_record(run, text);
     }
+    if (taken > 0) run.last_record_at = Clock::now();
+    return taken;
   }
 
   void read_pipe(Run& run, Rank& rank, int stream) {
@@ -527,6 +537,8 @@ struct Agent::Impl {
     for (auto& rank : run.ranks) {
       const bool pipes_open = rank.fds[0] >= 0 || rank.fds[1] >= 0;
       if (pipes_open && now - rank.exited_at < kPipeDrain) return;
+      // A rank delivers its queued records before it exits; they may still be on their way in.
+      if (now - rank.exited_at < kRecordsQuiet || now - run.last_record_at < kRecordsQuiet) return;
     }
     for (auto& rank : run.ranks)
       for (int s = 0; s < 2; ++s)
@@ -534,7 +546,8 @@ struct Agent::Impl {
           ::close(rank.fds[s]);
           rank.fds[s] = -1;
         }
-    receive_records(run);
+    while (receive_records(run) > 0) {
+    }
     for (const auto& rank : run.ranks) {
       const bool failed = !(WIFEXITED(rank.wait_status) && WEXITSTATUS(rank.wait_status) == 0);
       nlohmann::json lines = nlohmann::json::array();

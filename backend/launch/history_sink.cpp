@@ -46,6 +46,26 @@ void HistorySink::records(int64_t node, int64_t seq, const nlohmann::json& recor
       ++skipped_;
     }
   }
+  // A frame's metric points go to the writer as one group (one queue entry, one lock).
+  const auto n = static_cast<int64_t>(frame_points_.size());
+  try {
+    if (n > 0) writer_.append(run_, std::move(frame_points_));
+    points_ += n;
+    weight_ += n;
+  } catch (const store::StoreError& e) {
+    if (e.kind() != store::ErrorKind::invalid) throw;
+    for (auto& point : frame_points_) {  // the group was refused whole: keep the good points
+      try {
+        writer_.append(run_, std::move(point));
+        ++points_;
+        ++weight_;
+      } catch (const store::StoreError& each) {
+        if (each.kind() != store::ErrorKind::invalid) throw;
+        ++skipped_;
+      }
+    }
+  }
+  frame_points_.clear();
   writer_.append(run_, store::Artifact{kStreamPositionKind, kPositionPrefix + std::to_string(node), seq, 0, 0});
   ++weight_;
   marks_.push_back({node, seq, weight_});
@@ -62,24 +82,17 @@ void HistorySink::add(const nlohmann::json& r) {
     if (!is_int(r, "step") || !is_int(r, "rank")) return void(++skipped_);
     const int64_t step = r["step"].get<int64_t>(), rank = r["rank"].get<int64_t>();
     const double wall = number_or(r, "wall_time_s", 0);
-    std::vector<store::MetricPoint> points;
     for (const auto& [key, value] : r.items()) {
       if (key == "type" || key == "step" || key == "rank" || key == "wall_time_s" || !value.is_number()) continue;
-      points.push_back({key, rank, step, wall, value.get<double>()});
+      frame_points_.push_back({key, rank, step, wall, value.get<double>()});
     }
-    const auto n = static_cast<int64_t>(points.size());
-    if (n > 0) writer_.append(run_, std::move(points));
-    points_ += n;
-    weight_ += n;
     if (on_step) on_step(r);
   } else if (type == "metric") {
     if (!is_int(r, "step") || !is_int(r, "rank") || !r.contains("name") || !r["name"].is_string() ||
-        !r.contains("value") || !r["value"].is_number())
+        r["name"].get_ref<const std::string&>().empty() || !r.contains("value") || !r["value"].is_number())
       return void(++skipped_);
-    writer_.append(run_, store::MetricPoint{r["name"].get<std::string>(), r["rank"].get<int64_t>(), r["step"].get<int64_t>(),
-                                            number_or(r, "wall_time_s", 0), r["value"].get<double>()});
-    ++points_;
-    ++weight_;
+    frame_points_.push_back({r["name"].get<std::string>(), r["rank"].get<int64_t>(), r["step"].get<int64_t>(),
+                             number_or(r, "wall_time_s", 0), r["value"].get<double>()});
   } else if (type == "timeline") {
     if (!is_int(r, "step") || !is_int(r, "rank") || !r.contains("op") || !r["op"].is_string()) return void(++skipped_);
     writer_.append(run_, store::TimelineEvent{r["step"].get<int64_t>(), r["rank"].get<int64_t>(), r.value("stage", int64_t{0}),

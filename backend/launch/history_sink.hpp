@@ -46,6 +46,7 @@ class HistorySink : public RunSink {
   store::RunHandle run_;
   std::map<int64_t, int64_t> durable_;
   std::deque<Mark> marks_;
+  std::vector<store::MetricPoint> frame_points_;  ///< the metric points of the frame being added
   int64_t base_ = 0, weight_ = 0;  ///< the writer's committed records at the start, our appends since
   int64_t points_ = 0, skipped_ = 0;
 };

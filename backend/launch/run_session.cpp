@@ -218,9 +218,11 @@ RunOutcome RunSession::follow(RunSink& sink, const std::atomic<bool>& stop_flag,
       item_node.push_back(node);
     }
     zmq::poll(items.data(), items.size(), milliseconds(10));
+    // Draining is bounded in time, so that acknowledgements and heartbeats go out under any load.
+    const auto drain_until = Clock::now() + milliseconds(50);
     for (size_t i = 0; i < items.size(); ++i) {
       if (!(items[i].revents & ZMQ_POLLIN)) continue;
-      for (int n = 0; n < 1000; ++n) {
+      for (int n = 0; n < 1000 && Clock::now() < drain_until; ++n) {
         auto message = connections_[item_node[i]]->receive(milliseconds(0));
         if (!message) break;
         handle(item_node[i], *message, sink);

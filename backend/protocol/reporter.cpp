@@ -17,7 +17,7 @@ struct Reporter::Impl {
 
 Reporter::Reporter(const std::string& endpoint, int queue_records) : impl_(std::make_unique<Impl>()) {
   impl_->socket.set(zmq::sockopt::sndhwm, queue_records);
-  impl_->socket.set(zmq::sockopt::linger, 5000);
+  impl_->socket.set(zmq::sockopt::linger, kDeliverAtExit_ms);
   impl_->socket.connect(endpoint);
 }
 

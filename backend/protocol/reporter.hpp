@@ -11,11 +11,13 @@ namespace tessera::protocol {
 
 class Reporter {
  public:
-  /// Connects a PUSH socket to `endpoint` (ipc:// or tcp://). Sending never blocks for long: while the
-  /// agent does not take records, up to `queue_records` wait, then send() blocks (back-pressure).
-  explicit Reporter(const std::string& endpoint, int queue_records = 100000);
-  /// Delivers what is queued (waiting at most 5 s for the agent), then closes.
+  /// Connects a PUSH socket to `endpoint` (ipc:// or tcp://). While the agent does not take records,
+  /// up to `queue_records` wait, then send() blocks (back-pressure): a rank never runs far ahead of
+  /// its agent, so little is queued when it exits.
+  explicit Reporter(const std::string& endpoint, int queue_records = 10000);
+  /// Delivers what is queued, waiting at most kDeliverAtExit_ms for the agent, then closes.
   ~Reporter();
+  static constexpr int kDeliverAtExit_ms = 60000;
   Reporter(const Reporter&) = delete;
   Reporter& operator=(const Reporter&) = delete;
 
