@@ -1,0 +1,124 @@
+// tessera: the workbench. With --screenshot it renders one view of a spec offscreen to a PNG and exits
+// (for the user guide and tests): tessera --spec FILE --view grid --screenshot OUT.png [--size 1600x1000].
+#include <cstdio>
+
+#include <QApplication>
+#include <QCommandLineParser>
+#include <QRegularExpression>
+
+#include "main_window.hpp"
+#include "rank_grid_view.hpp"
+
+namespace {
+
+int fail(const QString& message) {
+  std::fprintf(stderr, "tessera: %s\n", qPrintable(message));
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char* argv[]) {
+  // Screenshots, --help and --version need no display: pick the offscreen platform unless the caller
+  // chose one. Without a display and without those, say so instead of Qt's platform-plugin abort.
+  if (qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM")) {
+    bool headless = false;
+    for (int i = 1; i < argc; ++i)
+      for (const char* option : {"--screenshot", "--help", "-h", "--version", "-v"})
+        headless = headless || QByteArray(argv[i]) == option;
+    if (headless) qputenv("QT_QPA_PLATFORM", "offscreen");
+    else if (qEnvironmentVariableIsEmpty("DISPLAY") && qEnvironmentVariableIsEmpty("WAYLAND_DISPLAY"))
+      return fail(QStringLiteral("no display (DISPLAY or WAYLAND_DISPLAY is unset); render views with --screenshot"));
+  }
+
+  QApplication app(argc, argv);
+  QApplication::setOrganizationName(QStringLiteral("Tessera"));
+  QApplication::setApplicationName(QStringLiteral("tessera"));
+  QApplication::setApplicationVersion(QStringLiteral(TESSERA_VERSION));
+
+  QCommandLineParser parser;
+  parser.setApplicationDescription(QStringLiteral("Tessera: plan Megatron-style 3D-parallel training runs."));
+  parser.addHelpOption();
+  parser.addVersionOption();
+  QCommandLineOption specOption(QStringLiteral("spec"), QStringLiteral("Run spec to open."), QStringLiteral("FILE"));
+  QCommandLineOption viewOption(QStringLiteral("view"), QStringLiteral("View to show: designer, grid, memory or timeline."),
+                                QStringLiteral("VIEW"), QStringLiteral("designer"));
+  QCommandLineOption shotOption(QStringLiteral("screenshot"), QStringLiteral("Render the view offscreen to a PNG and exit."),
+                                QStringLiteral("OUT.png"));
+  QCommandLineOption sizeOption(QStringLiteral("size"), QStringLiteral("Window size for --screenshot."),
+                                QStringLiteral("WxH"), QStringLiteral("1600x1000"));
+  QCommandLineOption paletteOption(QStringLiteral("palette"), QStringLiteral("Palette: system, light or dark."),
+                                   QStringLiteral("PALETTE"));
+  QCommandLineOption compareOption(QStringLiteral("compare"), QStringLiteral("Timeline: also show this schedule (gpipe, 1f1b, interleaved, zb-h1)."),
+                                   QStringLiteral("SCHEDULE"));
+  QCommandLineOption rankOption(QStringLiteral("select-rank"), QStringLiteral("Rank grid: highlight the groups of this rank."),
+                                QStringLiteral("RANK"));
+  QCommandLineOption rangeOption(QStringLiteral("time-range"), QStringLiteral("Timeline screenshot: show FROM:TO seconds."),
+                                 QStringLiteral("FROM:TO"));
+  QCommandLineOption setOption(QStringLiteral("set"),
+                               QStringLiteral("Edit a field after opening, as in the designer (repeatable): parallel.tp=4."),
+                               QStringLiteral("FIELD=VALUE"));
+  parser.addOptions({specOption, viewOption, shotOption, sizeOption, paletteOption, compareOption, rankOption, rangeOption, setOption});
+  parser.addPositionalArgument(QStringLiteral("file"), QStringLiteral("Run spec to open (same as --spec)."));
+  parser.process(app);
+
+  QString spec = parser.value(specOption);
+  if (spec.isEmpty() && !parser.positionalArguments().isEmpty()) spec = parser.positionalArguments().front();
+  const auto view = tessera::ui::MainWindow::viewFromName(parser.value(viewOption));
+  if (!view) return fail(QStringLiteral("--view must be designer, grid, memory or timeline, got \"%1\"").arg(parser.value(viewOption)));
+
+  const bool screenshot = parser.isSet(shotOption);
+  tessera::ui::MainWindow window(/*persistent=*/!screenshot);
+  if (parser.isSet(paletteOption)) {
+    const QString name = parser.value(paletteOption);
+    if (name == QLatin1String("light")) window.setTheme(tessera::ui::ThemeChoice::light);
+    else if (name == QLatin1String("dark")) window.setTheme(tessera::ui::ThemeChoice::dark);
+    else if (name == QLatin1String("system")) window.setTheme(tessera::ui::ThemeChoice::system);
+    else return fail(QStringLiteral("--palette must be system, light or dark, got \"%1\"").arg(name));
+  }
+  if (!spec.isEmpty()) {
+    QString error;
+    if (!window.openFile(spec, &error)) return fail(QStringLiteral("%1:\n%2").arg(spec, error));
+  }
+  for (const QString& edit : parser.values(setOption)) {
+    const auto eq = edit.indexOf('=');
+    if (eq <= 0) return fail(QStringLiteral("--set must be FIELD=VALUE, got \"%1\"").arg(edit));
+    // The value is JSON when it parses as JSON (4, true, 3e-4), else a string (selective).
+    const std::string text = edit.mid(eq + 1).toStdString();
+    nlohmann::json value = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+    if (value.is_discarded()) value = text;
+    QString error;
+    if (!window.session()->setField(edit.left(eq), value, &error)) return fail(error);
+  }
+  if (parser.isSet(compareOption)) {
+    const auto schedule = tessera::spec::enum_from_string<tessera::spec::Schedule>(parser.value(compareOption).toStdString());
+    if (!schedule) return fail(QStringLiteral("--compare must be gpipe, 1f1b, interleaved or zb-h1, got \"%1\"").arg(parser.value(compareOption)));
+    window.setComparison(*schedule);
+  }
+  if (parser.isSet(rankOption)) {
+    bool ok = false;
+    const qlonglong rank = parser.value(rankOption).toLongLong(&ok);
+    if (!ok || rank < 0 || rank >= window.session()->spec().world_size())
+      return fail(QStringLiteral("--select-rank must be a rank below %1, got \"%2\"").arg(window.session()->spec().world_size()).arg(parser.value(rankOption)));
+    window.rankGridView()->selectRank(rank);
+  }
+  std::optional<std::pair<double, double>> range;
+  if (parser.isSet(rangeOption)) {
+    const auto parts = parser.value(rangeOption).split(':');
+    bool ok1 = false, ok2 = false;
+    if (parts.size() == 2) range = std::pair{parts[0].toDouble(&ok1), parts[1].toDouble(&ok2)};
+    if (!ok1 || !ok2 || range->second <= range->first)
+      return fail(QStringLiteral("--time-range must be FROM:TO seconds with FROM < TO, got \"%1\"").arg(parser.value(rangeOption)));
+  }
+  if (screenshot) {
+    const auto match = QRegularExpression(QStringLiteral("^(\\d+)x(\\d+)$")).match(parser.value(sizeOption));
+    if (!match.hasMatch()) return fail(QStringLiteral("--size must be WIDTHxHEIGHT, got \"%1\"").arg(parser.value(sizeOption)));
+    const QSize size(match.captured(1).toInt(), match.captured(2).toInt());
+    const QString out = parser.value(shotOption);
+    if (!window.screenshot(*view, size, range).save(out)) return fail(QStringLiteral("cannot write %1").arg(out));
+    return 0;
+  }
+  window.showView(*view);
+  window.show();
+  return app.exec();
+}

@@ -1,0 +1,187 @@
+// The main window as a user drives it: editing a field in the designer re-plans and updates the
+// summary; an invalid field shows the planner's message at that field while the views keep the last
+// valid plan; undo/redo; Save/Open round trip; export; the memory profile toggle.
+#include <QtTest/QtTest>
+
+#include <QSpinBox>
+
+#include "designer_panel.hpp"
+#include "main_window.hpp"
+#include "memory_view.hpp"
+#include "rank_grid_view.hpp"
+#include "summary_strip.hpp"
+
+using namespace tessera;
+using namespace tessera::ui;
+
+namespace {
+QString example(const char* name) { return QStringLiteral(TESSERA_SOURCE_DIR "/resources/examples/%1").arg(name); }
+}  // namespace
+
+class TestMainWindow : public QObject {
+  Q_OBJECT
+ private slots:
+  void editingAFieldInTheDesignerReplansAndUpdatesTheSummary() {
+    MainWindow window(false);
+    QVERIFY(window.openFile(example("llama3-70b-64xh100.json"), nullptr));
+    window.show();
+    const auto* summary = window.summary();
+    QCOMPARE(summary->value(SummaryStrip::World), QStringLiteral("64"));
+    QCOMPARE(summary->detail(SummaryStrip::World), QStringLiteral("TP8·PP4·DP2"));
+    QCOMPARE(summary->value(SummaryStrip::Parameters), QStringLiteral("70.55 B"));
+    const QString memoryBefore = summary->value(SummaryStrip::Memory);
+    const QString iterationBefore = summary->value(SummaryStrip::Iteration);
+
+    // Type 2 into training.micro_batch_size through the field's editor.
+    QTreeView* tree = window.designer()->fieldView();
+    const QModelIndex mbs = window.specModel()->indexOfField("training.micro_batch_size");
+    tree->setCurrentIndex(mbs);  // a current field opens its editor (keyboard-first editing)
+    auto* spin = tree->findChild<QSpinBox*>();
+    QVERIFY(spin);
+    spin->selectAll();
+    QTest::keyClicks(spin, "2");
+    QTest::keyClick(spin, Qt::Key_Return);  // the delegate commits on the next event loop turn
+    QTRY_COMPARE(window.session()->spec().training.micro_batch_size, int64_t{2});
+    QCOMPARE(window.session()->plan()->spec.training.micro_batch_size, int64_t{2});
+    QVERIFY(summary->value(SummaryStrip::Memory) != memoryBefore);
+    QVERIFY(summary->value(SummaryStrip::Iteration) != iterationBefore);
+    QCOMPARE(summary->detail(SummaryStrip::Bubble), QStringLiteral("1f1b · 32 microbatches"));
+    QVERIFY(window.windowTitle().contains("[*]"));
+    QVERIFY(window.isWindowModified());
+  }
+
+  void invalidFieldShowsThePlannersMessageThereAndGreysTheViews() {
+    MainWindow window(false);
+    QVERIFY(window.openFile(example("llama3-70b-64xh100.json"), nullptr));
+    const PlanPtr valid = window.session()->plan();
+    const QImage before = window.rankGridView()->grab().toImage();
+    QVERIFY(window.specModel()->setData(window.specModel()->indexOfField("parallel.tp"), qlonglong{3}));
+    const QModelIndex note = window.specModel()->indexOfField("parallel.tp", SpecFieldModel::NoteColumn);
+    const QString message = note.data().toString();
+    QVERIFY2(message.startsWith("parallel.tp=3 must divide model.num_attention_heads=64"), qPrintable(message));
+    QCOMPARE(note.data(Qt::ToolTipRole).toString(), message);
+    QVERIFY(window.summary()->status().contains(message));
+    // Clicking the problem shows its field in the designer.
+    emit window.summary()->fieldRequested(QStringLiteral("parallel.tp"));
+    QCOMPARE(window.designer()->fieldView()->currentIndex().data(SpecFieldModel::PathRole).toString(), QStringLiteral("parallel.tp"));
+    // The views keep the last valid plan, greyed.
+    QCOMPARE(window.session()->plan(), valid);
+    QCOMPARE(window.summary()->value(SummaryStrip::World), QStringLiteral("64"));
+    QVERIFY(window.rankGridView()->grab().toImage() != before);
+    // Fixing the field clears the message and the grey.
+    QVERIFY(window.specModel()->setData(window.specModel()->indexOfField("parallel.tp"), qlonglong{8}));
+    QVERIFY(note.data().toString().isEmpty() || !note.data().toString().contains("must divide"));
+    QVERIFY(!window.session()->stale());
+    QCOMPARE(window.rankGridView()->grab().toImage(), before);
+  }
+
+  void undoRedoRestoresTheSpecExactly() {
+    MainWindow window(false);
+    QVERIFY(window.openFile(example("gpt3-175b-table1.json"), nullptr));
+    const spec::RunSpec original = window.session()->spec();
+    auto* model = window.specModel();
+    QVERIFY(model->setData(model->indexOfField("parallel.schedule"), QStringLiteral("1f1b")));
+    QVERIFY(model->setData(model->indexOfField("parallel.vpp"), qlonglong{1}));
+    QVERIFY(model->setData(model->indexOfField("training.recompute"), QStringLiteral("selective")));
+    QVERIFY(model->setData(model->indexOfField("cluster.gpu"), QStringLiteral("h100-sxm")));
+    const spec::RunSpec edited = window.session()->spec();
+    QVERIFY(!window.session()->stale());
+    QUndoStack* stack = window.session()->undoStack();
+    QCOMPARE(stack->count(), 4);
+    QCOMPARE(stack->undoText(), QStringLiteral("Set cluster.gpu = h100-sxm"));
+    stack->setIndex(0);
+    QVERIFY(window.session()->spec() == original);
+    QCOMPARE(window.summary()->detail(SummaryStrip::Bubble), QStringLiteral("interleaved · 48 microbatches"));
+    stack->setIndex(4);
+    QVERIFY(window.session()->spec() == edited);
+    QCOMPARE(window.summary()->detail(SummaryStrip::Bubble), QStringLiteral("1f1b · 48 microbatches"));
+  }
+
+  void saveOpenRoundTrip() {
+    QTemporaryDir dir;
+    const QString path = dir.filePath("run.json");
+    spec::RunSpec saved;
+    {
+      MainWindow window(false);
+      QVERIFY(window.openFile(example("llama3-70b-64xh100.json"), nullptr));
+      QVERIFY(window.session()->setField("parallel.zero_stage", 1));
+      QVERIFY(window.session()->setField("training.global_batch_size", 256));
+      QString error;
+      QVERIFY2(window.session()->save(path, &error), qPrintable(error));
+      QVERIFY(!window.isWindowModified());
+      QVERIFY(window.windowTitle().contains("run.json"));
+      saved = window.session()->spec();
+    }
+    MainWindow reopened(false);
+    QString error;
+    QVERIFY2(reopened.openFile(path, &error), qPrintable(error));
+    QVERIFY(reopened.session()->spec() == saved);
+    QCOMPARE(reopened.summary()->detail(SummaryStrip::Bubble), QStringLiteral("1f1b · 128 microbatches"));
+  }
+
+  void memoryProfileToggleReplans() {
+    MainWindow window(false);
+    QVERIFY(window.openFile(example("gpt3-175b-table1.json"), nullptr));
+    QCOMPARE(window.session()->plan()->memory.profile, planner::MemoryProfile::tessera);
+    const QString tessera = window.memoryView()->describeStage(0);
+    window.session()->setMemoryProfile(planner::MemoryProfile::megatron);
+    QCOMPARE(window.session()->plan()->memory.profile, planner::MemoryProfile::megatron);
+    QVERIFY(window.memoryView()->describeStage(0) != tessera);
+    QCOMPARE(window.session()->undoStack()->count(), 0);  // a view setting, not an edit of the spec
+  }
+
+  void windowStateAndRecentFilesPersist() {
+    QTemporaryDir dir;
+    QSettings::setDefaultFormat(QSettings::IniFormat);
+    QSettings::setPath(QSettings::IniFormat, QSettings::UserScope, dir.path());
+    {
+      MainWindow window(true);
+      QVERIFY(window.openFile(example("tiny-3d.json"), nullptr));
+      QVERIFY(window.openFile(example("llama3-70b-64xh100.json"), nullptr));
+      window.setTheme(ThemeChoice::dark);
+      window.showView(MainWindow::View::timeline);
+      window.resize(1234, 777);
+      window.show();
+      QVERIFY(window.close());
+    }
+    MainWindow restored(true);
+    QCOMPARE(restored.currentView(), MainWindow::View::timeline);
+    QCOMPARE(restored.theme(), ThemeChoice::dark);
+    QCOMPARE(restored.size(), QSize(1234, 777));
+    const QStringList recent = QSettings().value("recentFiles").toStringList();
+    QCOMPARE(recent.size(), 2);
+    QVERIFY(recent.front().endsWith("llama3-70b-64xh100.json"));
+    restored.setTheme(ThemeChoice::light);
+  }
+
+  void exportsTheCurrentViewAsPngAndPdf() {
+    MainWindow window(false);
+    QVERIFY(window.openFile(example("llama3-70b-64xh100.json"), nullptr));
+    window.resize(1400, 900);
+    window.show();
+    window.showView(MainWindow::View::timeline);
+    QTemporaryDir dir;
+    QVERIFY(window.exportCurrentView(dir.filePath("timeline.png")));
+    QImage png(dir.filePath("timeline.png"));
+    QVERIFY(png.width() > 600 && png.height() > 400);
+    QVERIFY(window.exportCurrentView(dir.filePath("timeline.pdf")));
+    QFile pdf(dir.filePath("timeline.pdf"));
+    QVERIFY(pdf.open(QIODevice::ReadOnly));
+    QVERIFY(pdf.read(5) == "%PDF-");
+    QVERIFY(pdf.size() > 2000);
+  }
+
+  void screenshotHasTheRequestedSize() {
+    MainWindow window(false);
+    QVERIFY(window.openFile(example("llama3-70b-64xh100.json"), nullptr));
+    const QImage designer = window.screenshot(MainWindow::View::designer, QSize(1300, 850));
+    QCOMPARE(designer.size(), QSize(1300, 850));
+    QVERIFY(window.designer()->isVisible());
+    const QImage memory = window.screenshot(MainWindow::View::memory, QSize(1300, 850));
+    QVERIFY(!window.designer()->isVisible());
+    QVERIFY(memory != designer);
+  }
+};
+
+QTEST_MAIN(TestMainWindow)
+#include "test_main_window.moc"

@@ -1,0 +1,229 @@
+// The workbench's Qt models: QAbstractItemModelTester on each, edits through the spec model
+// re-plan, an invalid field carries the planner's message, undo/redo restores the spec exactly.
+#include <QAbstractItemModelTester>
+#include <QtTest/QtTest>
+
+#include "plan_session.hpp"
+#include "rank_grid_model.hpp"
+#include "spec_field_model.hpp"
+#include "stage_memory_model.hpp"
+#include "timeline_model.hpp"
+
+using namespace tessera;
+using namespace tessera::ui;
+
+namespace {
+QString example(const char* name) { return QStringLiteral(TESSERA_SOURCE_DIR "/resources/examples/%1").arg(name); }
+}  // namespace
+
+class TestModels : public QObject {
+  Q_OBJECT
+ private slots:
+  void specModelPassesTesterAcrossEdits() {
+    PlanSession session;
+    SpecFieldModel model(&session);
+    QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+    QCOMPARE(model.rowCount(), 4);
+    QCOMPARE(model.data(model.index(1, 0)).toString(), QStringLiteral("Parallelism"));
+    QVERIFY(session.open(example("llama3-70b-64xh100.json"), nullptr));
+    const QModelIndex tp = model.indexOfField("parallel.tp");
+    QCOMPARE(tp.data().toString(), QStringLiteral("8"));
+    QCOMPARE(tp.data(SpecFieldModel::KindRole).toInt(), int(SpecFieldModel::Integer));
+    QVERIFY(model.setData(tp, qlonglong{4}));
+    QCOMPARE(session.spec().parallel.tp, int64_t{4});
+    const QModelIndex schedule = model.indexOfField("parallel.schedule");
+    QCOMPARE(schedule.data(SpecFieldModel::KindRole).toInt(), int(SpecFieldModel::Choice));
+    QVERIFY(schedule.data(SpecFieldModel::ChoicesRole).toStringList().contains("zb-h1"));
+    const QModelIndex sp = model.indexOfField("parallel.sequence_parallel");
+    QVERIFY(model.flags(sp) & Qt::ItemIsUserCheckable);
+    QVERIFY(model.setData(sp, Qt::Unchecked, Qt::CheckStateRole));
+    QCOMPARE(session.spec().parallel.sequence_parallel, false);
+  }
+
+  void invalidFieldCarriesPlannersMessageAndKeepsLastPlan() {
+    PlanSession session;
+    QVERIFY(session.open(example("llama3-70b-64xh100.json"), nullptr));
+    SpecFieldModel model(&session);
+    const PlanPtr before = session.plan();
+    QVERIFY(model.setData(model.indexOfField("parallel.tp"), qlonglong{3}));
+    QVERIFY(session.stale());
+    QCOMPARE(session.plan(), before);  // views keep the last valid plan
+    const QString message = model.indexOfField("parallel.tp").data(SpecFieldModel::ErrorRole).toString();
+    QVERIFY2(message.contains("parallel.tp=3 must divide"), qPrintable(message));
+    QCOMPARE(model.indexOfField("parallel.tp", SpecFieldModel::NoteColumn).data().toString(), message);
+    QVERIFY(model.indexOfField("parallel.pp").data(SpecFieldModel::ErrorRole).toString().isEmpty());
+  }
+
+  void newLayoutDerivesAnExplicitDpAgainInOneStep() {
+    PlanSession session;
+    QVERIFY(session.open(example("llama3-70b-64xh100.json"), nullptr));
+    QCOMPARE(session.spec().parallel.dp, int64_t{2});
+    // The rank grid is built again for a new layout only.
+    const GridPtr grid = session.grid();
+    QVERIFY(session.setField("training.recompute", "full"));
+    QCOMPARE(session.grid(), grid);
+    QCOMPARE(session.plan()->cross_node_groups, grid->cross_node_kinds());
+    QVERIFY(session.setField("parallel.tp", 4));
+    QVERIFY(session.grid() != grid);
+    QVERIFY(!session.stale());
+    QCOMPARE(session.spec().parallel.dp, int64_t{0});
+    QCOMPARE(session.grid()->dp, int64_t{4});
+    QCOMPARE(session.undoStack()->undoText(), QStringLiteral("Set parallel.tp = 4 (dp derived again)"));
+    session.undoStack()->undo();
+    QCOMPARE(session.grid()->tp, int64_t{8});
+    QCOMPARE(session.spec().parallel.tp, int64_t{8});
+    QCOMPARE(session.spec().parallel.dp, int64_t{2});
+    // An edit that keeps the world consistent leaves an explicit dp alone.
+    QVERIFY(session.setField("parallel.zero_stage", 1));
+    QCOMPARE(session.spec().parallel.dp, int64_t{2});
+  }
+
+  void importsAHuggingFaceConfigIntoTheModelSection() {
+    QTemporaryDir dir;
+    QFile config(dir.filePath("config.json"));
+    QVERIFY(config.open(QIODevice::WriteOnly));
+    config.write(R"({"model_type": "llama", "num_hidden_layers": 32, "hidden_size": 4096, "num_attention_heads": 32,
+                     "num_key_value_heads": 8, "intermediate_size": 14336, "vocab_size": 128256,
+                     "max_position_embeddings": 8192, "tie_word_embeddings": false})");
+    config.close();
+    PlanSession session;
+    QVERIFY(session.open(example("llama3-70b-64xh100.json"), nullptr));
+    const spec::RunSpec before = session.spec();
+    QString error;
+    QVERIFY2(session.importHuggingFace(config.fileName(), &error), qPrintable(error));
+    const auto& m = session.spec().model;
+    QCOMPARE(m.num_layers, int64_t{32});
+    QCOMPARE(m.num_query_groups, int64_t{8});
+    QCOMPARE(m.ffn_hidden_size, int64_t{14336});
+    QCOMPARE(m.activation, spec::Activation::swiglu);
+    QVERIFY(session.spec().parallel == before.parallel);  // the layout stays
+    QVERIFY(!session.stale());
+    QCOMPARE(session.plan()->params.total, int64_t{8030261248});  // Llama-3-8B's published count
+    session.undoStack()->undo();
+    QVERIFY(session.spec() == before);
+
+    QVERIFY(config.open(QIODevice::WriteOnly | QIODevice::Truncate));
+    config.write(R"({"model_type": "llama", "hidden_size": 4096})");
+    config.close();
+    QVERIFY(!session.importHuggingFace(config.fileName(), &error));
+    QVERIFY2(error.contains("num_hidden_layers"), qPrintable(error));
+  }
+
+  void rejectedValueChangesNothing() {
+    PlanSession session;
+    SpecFieldModel model(&session);
+    const spec::RunSpec before = session.spec();
+    QVERIFY(!model.setData(model.indexOfField("model.preset"), QStringLiteral("no-such-model")));
+    QVERIFY(model.lastRejection().contains("not a known model preset"));
+    QVERIFY(session.spec() == before);
+    QCOMPARE(session.undoStack()->count(), 0);
+  }
+
+  void undoRedoRestoresSpecExactly() {
+    PlanSession session;
+    QVERIFY(session.open(example("gpt3-175b-table1.json"), nullptr));
+    const spec::RunSpec original = session.spec();
+    QVERIFY(session.setField("training.micro_batch_size", 1));
+    QVERIFY(session.setField("model.preset", "llama3-70b"));
+    QVERIFY(session.setField("parallel.schedule", "zb-h1"));
+    const spec::RunSpec edited = session.spec();
+    QVERIFY(session.isModified());
+    QCOMPARE(session.undoStack()->count(), 3);
+    while (session.undoStack()->canUndo()) session.undoStack()->undo();
+    QVERIFY(session.spec() == original);
+    QVERIFY(!session.isModified());
+    while (session.undoStack()->canRedo()) session.undoStack()->redo();
+    QVERIFY(session.spec() == edited);
+  }
+
+  void saveOpenRoundTrip() {
+    PlanSession session;
+    QVERIFY(session.open(example("llama3-70b-64xh100.json"), nullptr));
+    QVERIFY(session.setField("training.recompute", "full"));
+    QTemporaryDir dir;
+    const QString path = dir.filePath("edited.json");
+    QString error;
+    QVERIFY2(session.save(path, &error), qPrintable(error));
+    QVERIFY(!session.isModified());
+    PlanSession reopened;
+    QVERIFY(reopened.open(path, &error));
+    QVERIFY(reopened.spec() == session.spec());
+    QCOMPARE(reopened.filePath(), QFileInfo(path).absoluteFilePath());
+  }
+
+  void openRejectsBadSpecWithEveryProblem() {
+    QTemporaryDir dir;
+    QFile file(dir.filePath("bad.json"));
+    QVERIFY(file.open(QIODevice::WriteOnly));
+    file.write(R"({"model": {"preset": "llama3-8b"}, "parallel": {"tp": 3}})");
+    file.close();
+    PlanSession session;
+    QString error;
+    QVERIFY(!session.open(file.fileName(), &error));
+    QVERIFY2(error.contains("parallel.tp=3"), qPrintable(error));
+  }
+
+  void planModelsPassTesterAndMatchThePlan() {
+    PlanSession session;
+    QVERIFY(session.open(example("llama3-70b-64xh100.json"), nullptr));
+    StageMemoryModel memory;
+    RankGridModel grid;
+    TimelineModel timeline;
+    QAbstractItemModelTester t1(&memory, QAbstractItemModelTester::FailureReportingMode::QtTest);
+    QAbstractItemModelTester t2(&grid, QAbstractItemModelTester::FailureReportingMode::QtTest);
+    QAbstractItemModelTester t3(&timeline, QAbstractItemModelTester::FailureReportingMode::QtTest);
+    memory.setPlan(session.plan());
+    grid.setPlan(session.plan(), session.grid());
+    timeline.setPlan(session.plan());
+    const auto& plan = *session.plan();
+
+    QCOMPARE(memory.rowCount(), 4);
+    QCOMPARE(memory.index(2, StageMemoryModel::Activations).data(StageMemoryModel::BytesRole).toLongLong(),
+             qlonglong{plan.memory.stages[2].activations_bytes});
+    QCOMPARE(memory.bytes(0, StageMemoryModel::Total), plan.memory.stages[0].total_bytes());
+
+    QCOMPARE(grid.rowCount(), 64);
+    // rank 45 = tp 5 + 8 * (dp 1 + 2 * pp 2), on node 5.
+    QCOMPARE(grid.index(45, RankGridModel::TP).data().toLongLong(), 5LL);
+    QCOMPARE(grid.index(45, RankGridModel::DP).data().toLongLong(), 1LL);
+    QCOMPARE(grid.index(45, RankGridModel::PP).data().toLongLong(), 2LL);
+    QCOMPARE(grid.index(45, RankGridModel::Node).data().toLongLong(), 5LL);
+
+    QCOMPARE(timeline.rowCount(), static_cast<int>(plan.prediction.simulation.events.size()));
+    QCOMPARE(timeline.stageCount(), 4);
+    for (int s = 0; s < 4; ++s) {
+      const auto [first, last] = timeline.stageRange(s);
+      QCOMPARE(int(last - first), 2 * 64);  // F and B of each of the 64 microbatches
+      for (size_t i = first + 1; i < last; ++i) QVERIFY(timeline.events()[i - 1].end_s <= timeline.events()[i].start_s + 1e-12);
+    }
+    QCOMPARE(timeline.makespan(), plan.prediction.simulation.makespan_s);
+
+    // A re-plan resets every model cleanly (the testers check the reset).
+    QVERIFY(session.setField("parallel.pp", 8));
+    QVERIFY(session.setField("parallel.dp", 1));
+    QVERIFY(!session.stale());
+    memory.setPlan(session.plan());
+    grid.setPlan(session.plan(), session.grid());
+    timeline.setPlan(session.plan());
+    QCOMPARE(memory.rowCount(), 8);
+    QCOMPARE(timeline.stageCount(), 8);
+    memory.setPlan(nullptr);
+    QCOMPARE(memory.rowCount(), 0);
+  }
+
+  void comparisonPlansOtherSchedules() {
+    PlanSession session;
+    QVERIFY(session.open(example("llama3-70b-64xh100.json"), nullptr));
+    const auto gpipe = session.planWithSchedule(spec::Schedule::gpipe);
+    QVERIFY2(gpipe.plan, qPrintable(gpipe.error));
+    QCOMPARE(gpipe.plan->schedule.schedule, spec::Schedule::gpipe);
+    const auto interleaved = session.planWithSchedule(spec::Schedule::interleaved);
+    QVERIFY2(interleaved.plan, qPrintable(interleaved.error));
+    QCOMPARE(interleaved.plan->schedule.vpp, 2);
+    QVERIFY(interleaved.plan->prediction.bubble_fraction < session.plan()->prediction.bubble_fraction);
+    QCOMPARE(session.spec().parallel.schedule, spec::Schedule::one_f_one_b);  // the document is untouched
+  }
+};
+
+QTEST_MAIN(TestModels)
+#include "test_models.moc"

@@ -1,0 +1,91 @@
+// `tessera --spec FILE --view V --screenshot OUT.png` as the docs run it: exit 0 and a PNG of the
+// requested size for each view; a bad spec or view exits non-zero with a message naming the problem.
+#include <QtTest/QtTest>
+
+namespace {
+struct Run {
+  int code;
+  QString output;
+};
+Run tessera(const QStringList& args) {
+  QProcess p;
+  QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+  env.insert("QT_QPA_PLATFORM", "offscreen");
+  p.setProcessEnvironment(env);
+  p.start(QStringLiteral(TESSERA_GUI), args);
+  p.waitForFinished(60000);
+  return {p.exitCode(), QString::fromUtf8(p.readAllStandardError())};
+}
+const QString kSpec = QStringLiteral(TESSERA_SOURCE_DIR "/resources/examples/gpt3-175b-table1.json");
+}  // namespace
+
+class TestScreenshotCli : public QObject {
+  Q_OBJECT
+ private slots:
+  void everyViewRendersToAPng_data() {
+    QTest::addColumn<QString>("view");
+    for (const char* v : {"designer", "grid", "memory", "timeline"}) QTest::newRow(v) << QString::fromLatin1(v);
+  }
+  void everyViewRendersToAPng() {
+    QFETCH(QString, view);
+    QTemporaryDir dir;
+    const QString out = dir.filePath(view + ".png");
+    const Run run = tessera({"--spec", kSpec, "--view", view, "--screenshot", out, "--size", "1200x760"});
+    QVERIFY2(run.code == 0, qPrintable(run.output));
+    const QImage image(out);
+    QCOMPARE(image.size(), QSize(1200, 760));
+  }
+
+  void compareAndSelectRankChangeTheImage() {
+    QTemporaryDir dir;
+    const QString plain = dir.filePath("plain.png"), compared = dir.filePath("compared.png"), selected = dir.filePath("selected.png");
+    QCOMPARE(tessera({"--spec", kSpec, "--view", "timeline", "--screenshot", plain, "--size", "1000x700"}).code, 0);
+    QCOMPARE(tessera({"--spec", kSpec, "--view", "timeline", "--compare", "gpipe", "--time-range", "0:2.5", "--screenshot",
+                      compared, "--size", "1000x700"}).code, 0);
+    QVERIFY(QImage(plain) != QImage(compared));
+    const QString grid = dir.filePath("grid.png");
+    QCOMPARE(tessera({"--spec", kSpec, "--view", "grid", "--screenshot", grid, "--size", "1000x700"}).code, 0);
+    QCOMPARE(tessera({"--spec", kSpec, "--view", "grid", "--select-rank", "100", "--screenshot", selected, "--size", "1000x700"}).code, 0);
+    QVERIFY(QImage(grid) != QImage(selected));
+    const Run bad = tessera({"--spec", kSpec, "--view", "grid", "--select-rank", "1536", "--screenshot", selected});
+    QCOMPARE(bad.code, 2);
+    QVERIFY(bad.output.contains("--select-rank must be a rank below 1536"));
+  }
+
+  void setEditsAFieldLikeTheDesigner() {
+    QTemporaryDir dir;
+    const QString valid = dir.filePath("valid.png"), invalid = dir.filePath("invalid.png");
+    QCOMPARE(tessera({"--spec", kSpec, "--view", "designer", "--screenshot", valid, "--size", "1200x800"}).code, 0);
+    // An invalid value is shown at its field (exit 0: the designer renders it), not refused.
+    QCOMPARE(tessera({"--spec", kSpec, "--set", "parallel.tp=3", "--view", "designer", "--screenshot", invalid, "--size", "1200x800"}).code, 0);
+    QVERIFY(QImage(valid) != QImage(invalid));
+    const Run unknown = tessera({"--spec", kSpec, "--set", "parallel.tpp=3", "--view", "grid", "--screenshot", invalid});
+    QCOMPARE(unknown.code, 2);
+    QVERIFY2(unknown.output.contains("unknown field parallel.tpp (did you mean parallel.tp?)"), qPrintable(unknown.output));
+  }
+
+  void badSpecExitsNonZeroWithTheProblem() {
+    QTemporaryDir dir;
+    QFile bad(dir.filePath("bad.json"));
+    QVERIFY(bad.open(QIODevice::WriteOnly));
+    bad.write(R"({"model": {"preset": "llama3-8b"}, "parallel": {"tp": 3}})");
+    bad.close();
+    const Run run = tessera({"--spec", bad.fileName(), "--view", "grid", "--screenshot", dir.filePath("x.png")});
+    QCOMPARE(run.code, 2);
+    QVERIFY2(run.output.contains("parallel.tp=3 must divide model.num_attention_heads=32"), qPrintable(run.output));
+    QVERIFY(!QFile::exists(dir.filePath("x.png")));
+  }
+
+  void badViewOrSizeExitsNonZero() {
+    QTemporaryDir dir;
+    Run run = tessera({"--spec", kSpec, "--view", "gird", "--screenshot", dir.filePath("x.png")});
+    QCOMPARE(run.code, 2);
+    QVERIFY(run.output.contains("--view must be designer, grid, memory or timeline"));
+    run = tessera({"--spec", kSpec, "--view", "grid", "--screenshot", dir.filePath("x.png"), "--size", "big"});
+    QCOMPARE(run.code, 2);
+    QVERIFY(run.output.contains("--size must be WIDTHxHEIGHT"));
+  }
+};
+
+QTEST_GUILESS_MAIN(TestScreenshotCli)
+#include "test_screenshot_cli.moc"

@@ -1,0 +1,207 @@
+// The workbench's views: the rank grid maps a hovered tile to its rank (up to 4,096 ranks), the
+// timeline maps time to pixels and back within a pixel, and each view grabs to a non-blank image
+// that changes when the layout changes.
+#include <set>
+
+#include <QtTest/QtTest>
+
+#include "memory_view.hpp"
+#include "plan_session.hpp"
+#include "rank_grid_layout.hpp"
+#include "rank_grid_view.hpp"
+#include "time_axis.hpp"
+#include "timeline_view.hpp"
+
+using namespace tessera;
+using namespace tessera::ui;
+
+namespace {
+
+QString example(const char* name) { return QStringLiteral(TESSERA_SOURCE_DIR "/resources/examples/%1").arg(name); }
+
+// Distinct colours in an image, a cheap measure of "something was drawn".
+int distinctColours(const QImage& image) {
+  std::set<QRgb> seen;
+  const QImage img = image.convertToFormat(QImage::Format_RGB32);
+  for (int y = 0; y < img.height(); y += 3)
+    for (int x = 0; x < img.width(); x += 3) seen.insert(img.pixel(x, y));
+  return static_cast<int>(seen.size());
+}
+
+void sendMouse(QWidget* widget, QEvent::Type type, QPointF pos) {
+  QMouseEvent event(type, pos, widget->mapToGlobal(pos), type == QEvent::MouseMove ? Qt::NoButton : Qt::LeftButton,
+                    type == QEvent::MouseMove ? Qt::NoButton : Qt::LeftButton, Qt::NoModifier);
+  QCoreApplication::sendEvent(widget, &event);
+}
+
+}  // namespace
+
+class TestViews : public QObject {
+  Q_OBJECT
+ private slots:
+  void layoutMapsEveryTileToItsRank_data() {
+    QTest::addColumn<int>("world");
+    QTest::addColumn<int>("perNode");
+    QTest::addColumn<QSize>("size");
+    QTest::newRow("64 on 8 nodes") << 64 << 8 << QSize(1200, 800);
+    QTest::newRow("1024 on 128 nodes") << 1024 << 8 << QSize(1600, 1000);
+    QTest::newRow("4096 on 512 nodes") << 4096 << 8 << QSize(1600, 1000);
+    QTest::newRow("12 on 3 nodes of 4") << 12 << 4 << QSize(400, 300);
+  }
+  void layoutMapsEveryTileToItsRank() {
+    QFETCH(int, world);
+    QFETCH(int, perNode);
+    QFETCH(QSize, size);
+    RankGridLayout layout;
+    const QRectF area(10, 50, size.width() - 20, size.height() - 60);
+    layout.update(world, perNode, area);
+    QVERIFY(layout.tileSize() >= 2);
+    for (int64_t r = 0; r < world; ++r) {
+      const QRectF tile = layout.tileRect(r);
+      QVERIFY2(area.contains(tile), qPrintable(QString("rank %1 outside the area").arg(r)));
+      QCOMPARE(layout.rankAt(tile.center()), r);
+      QCOMPARE(layout.rankAt(tile.topLeft()), r);
+    }
+    QCOMPARE(layout.rankAt(QPointF(area.left() - 5, area.top() - 5)), int64_t{-1});
+    if (layout.showFrames()) {  // the frame's padding left of the first tile is no rank
+      const QRectF first = layout.tileRect(0);
+      QCOMPARE(layout.rankAt(first.topLeft() - QPointF(1, 0)), int64_t{-1});
+    }
+  }
+
+  void levelOfDetailFollowsTileSize() {
+    RankGridLayout small, large;
+    large.update(64, 8, QRectF(0, 0, 1200, 800));
+    small.update(4096, 8, QRectF(0, 0, 1600, 1000));
+    QVERIFY(large.showNodeLabels());
+    QVERIFY(large.showTileText());
+    QVERIFY(!small.showNodeLabels());
+    QVERIFY(!small.showTileText());
+  }
+
+  void hoverAndClickOnTheGridView() {
+    PlanSession session;
+    QVERIFY(session.open(example("llama3-70b-64xh100.json"), nullptr));
+    RankGridModel model;
+    model.setPlan(session.plan(), session.grid());
+    RankGridView view(&model);
+    view.resize(1200, 800);
+    const QPointF centre = view.gridLayout().tileRect(45).center();
+    QSignalSpy hovered(&view, &RankGridView::rankHovered);
+    sendMouse(&view, QEvent::MouseMove, centre);
+    QCOMPARE(view.hoveredRank(), int64_t{45});
+    QCOMPARE(hovered.count(), 1);
+    QVERIFY(view.describeRank(45).contains("tp 5 cp 0 ep 0 dp 1 pp 2"));
+    sendMouse(&view, QEvent::MouseButtonPress, centre);
+    QCOMPARE(view.selectedRank(), int64_t{45});
+    sendMouse(&view, QEvent::MouseButtonPress, QPointF(2, 2));
+    QCOMPARE(view.selectedRank(), int64_t{-1});
+  }
+
+  void timeAxisRoundTripsWithinAPixel() {
+    TimeAxis axis;
+    axis.fit(0.0, 9.37, 80, 1400);
+    QCOMPARE(axis.toPixel(0.0), 80.0);
+    QVERIFY(std::abs(axis.toPixel(9.37) - 1480.0) < 1e-6);
+    for (double x = 80; x <= 1480; x += 7.3) QVERIFY(std::abs(axis.toPixel(axis.toTime(x)) - x) < 1.0);
+    for (double t = 0; t <= 9.37; t += 0.0137) {
+      const double x = std::round(axis.toPixel(t));  // a painted pixel
+      QVERIFY(std::abs(axis.toPixel(axis.toTime(x)) - axis.toPixel(t)) <= 1.0);
+    }
+    const double anchor = axis.toTime(600);
+    axis.zoomAt(600, 8.0);
+    QVERIFY(std::abs(axis.toTime(600) - anchor) < 1e-12);
+    QVERIFY(std::abs(axis.secondsPerPixel() - 9.37 / 1400 / 8) < 1e-15);
+    const double before = axis.toTime(700);
+    axis.pan(100);
+    QVERIFY(std::abs(axis.toTime(800) - before) < 1e-12);
+    const double step = axis.tickStep(90);
+    QVERIFY(step / axis.secondsPerPixel() >= 90);
+    QVERIFY(step / axis.secondsPerPixel() < 90 * 5);
+  }
+
+  void timelineFindsTheEventUnderTheMouse() {
+    PlanSession session;
+    QVERIFY(session.open(example("llama3-70b-64xh100.json"), nullptr));
+    TimelineModel primary, comparison;
+    primary.setPlan(session.plan());
+    TimelineView view(&primary, &comparison);
+    view.resize(1400, 600);
+    view.fitToView();
+    // Find the pixel of a mid-pipeline event of stage 2, then ask the view what is there.
+    const auto [first, last] = primary.stageRange(2);
+    const auto& target = primary.events()[(first + last) / 2];
+    const double mid = (target.start_s + target.end_s) / 2;
+    const int x = static_cast<int>(std::round(view.axis().toPixel(mid)));
+    int y = -1;
+    for (int probe = 0; probe < view.height() && y < 0; ++probe) {
+      const auto* e = view.eventAt(QPoint(x, probe));
+      if (e && e->stage == 2) y = probe;
+    }
+    QVERIFY(y >= 0);
+    const auto* found = view.eventAt(QPoint(x, y));
+    QCOMPARE(found->op, target.op);
+    QVERIFY(std::abs(view.axis().toTime(x) - mid) <= view.axis().secondsPerPixel());
+  }
+
+  void timelineKeepsTheUsersZoomAcrossReplans() {
+    PlanSession session;
+    QVERIFY(session.open(example("llama3-70b-64xh100.json"), nullptr));
+    TimelineModel primary, comparison;
+    primary.setPlan(session.plan());
+    TimelineView view(&primary, &comparison);
+    view.resize(1400, 600);
+    view.fitToView();
+    const double fitted = view.axis().secondsPerPixel();
+    QWheelEvent wheel(QPointF(700, 200), view.mapToGlobal(QPointF(700, 200)), QPoint(), QPoint(0, 360), Qt::NoButton,
+                      Qt::NoModifier, Qt::NoScrollPhase, false);
+    QCoreApplication::sendEvent(&view, &wheel);
+    const double zoomed = view.axis().secondsPerPixel();
+    QVERIFY(std::abs(zoomed - fitted / std::pow(1.25, 3)) < 1e-12);
+    QVERIFY(session.setField("training.recompute", "full"));  // what-if: a slower iteration
+    primary.setPlan(session.plan());
+    QCOMPARE(view.axis().secondsPerPixel(), zoomed);
+    view.fitToView();
+    QVERIFY(view.axis().secondsPerPixel() > fitted);  // the fit follows the longer makespan
+    QVERIFY(session.setField("training.recompute", "selective"));
+    primary.setPlan(session.plan());
+    QVERIFY(std::abs(view.axis().secondsPerPixel() - fitted) < 1e-12);
+  }
+
+  void viewsGrabNonBlankAndChangeWithTheLayout() {
+    PlanSession session;
+    QVERIFY(session.open(example("llama3-70b-64xh100.json"), nullptr));
+    RankGridModel grid;
+    StageMemoryModel memory;
+    TimelineModel timeline, comparison;
+    RankGridView gridView(&grid);
+    MemoryView memoryView(&memory);
+    TimelineView timelineView(&timeline, &comparison);
+    const std::vector<QWidget*> views = {&gridView, &memoryView, &timelineView};
+    auto setPlans = [&] {
+      grid.setPlan(session.plan(), session.grid());
+      memory.setPlan(session.plan());
+      timeline.setPlan(session.plan());
+    };
+    setPlans();
+    std::vector<QImage> before;
+    for (QWidget* v : views) {
+      v->resize(1000, 640);
+      before.push_back(v->grab().toImage());
+      QVERIFY2(distinctColours(before.back()) >= 8, v->metaObject()->className());
+    }
+    // TP8·PP4·DP2 -> TP4·PP8·DP2.
+    QVERIFY(session.setField("parallel.tp", 4));
+    QVERIFY(session.setField("parallel.pp", 8));
+    QVERIFY(!session.stale());
+    setPlans();
+    for (size_t i = 0; i < views.size(); ++i) {
+      const QImage after = views[i]->grab().toImage();
+      QVERIFY2(distinctColours(after) >= 8, views[i]->metaObject()->className());
+      QVERIFY2(after != before[i], views[i]->metaObject()->className());
+    }
+  }
+};
+
+QTEST_MAIN(TestViews)
+#include "test_views.moc"

@@ -1,0 +1,164 @@
+// The designer panel and the editors of its field tree.
+#include "designer_panel.hpp"
+
+#include <limits>
+
+#include <QDoubleValidator>
+#include <QFormLayout>
+#include <QHeaderView>
+#include <QPushButton>
+#include <QSpinBox>
+#include <QStyledItemDelegate>
+#include <QVBoxLayout>
+
+#include "plan_session.hpp"
+#include "spec/presets.hpp"
+#include "spec_field_model.hpp"
+#include "theme.hpp"
+
+namespace tessera::ui {
+
+namespace {
+
+// Editors by field kind: a list for choices, a spin box for integers, a checked line for numbers.
+class FieldDelegate : public QStyledItemDelegate {
+ public:
+  using QStyledItemDelegate::QStyledItemDelegate;
+
+  QWidget* createEditor(QWidget* parent, const QStyleOptionViewItem& option, const QModelIndex& index) const override {
+    switch (index.data(SpecFieldModel::KindRole).toInt()) {
+      case SpecFieldModel::Choice: {
+        auto* box = new QComboBox(parent);
+        box->addItems(index.data(SpecFieldModel::ChoicesRole).toStringList());
+        connect(box, &QComboBox::activated, this, [this, box] {
+          auto* self = const_cast<FieldDelegate*>(this);
+          emit self->commitData(box);
+          emit self->closeEditor(box);
+        });
+        return box;
+      }
+      case SpecFieldModel::Integer: {
+        auto* spin = new QSpinBox(parent);
+        spin->setRange(0, std::numeric_limits<int>::max());
+        spin->setAccelerated(true);
+        if (index.data(SpecFieldModel::PathRole).toString() == QLatin1String("parallel.dp"))
+          spin->setSpecialValueText(tr("auto"));
+        return spin;
+      }
+      case SpecFieldModel::Number: {
+        auto* line = new QLineEdit(parent);
+        auto* validator = new QDoubleValidator(line);
+        validator->setNotation(QDoubleValidator::ScientificNotation);
+        validator->setLocale(QLocale::c());
+        line->setValidator(validator);
+        return line;
+      }
+      default: return QStyledItemDelegate::createEditor(parent, option, index);
+    }
+  }
+
+  void setEditorData(QWidget* editor, const QModelIndex& index) const override {
+    const QVariant value = index.data(Qt::EditRole);
+    if (auto* box = qobject_cast<QComboBox*>(editor)) box->setCurrentText(value.toString());
+    else if (auto* spin = qobject_cast<QSpinBox*>(editor)) spin->setValue(static_cast<int>(value.toLongLong()));
+    else if (auto* line = qobject_cast<QLineEdit*>(editor); line && index.data(SpecFieldModel::KindRole).toInt() == SpecFieldModel::Number)
+      line->setText(QString::number(value.toDouble(), 'g', 10));
+    else QStyledItemDelegate::setEditorData(editor, index);
+  }
+
+  void setModelData(QWidget* editor, QAbstractItemModel* model, const QModelIndex& index) const override {
+    if (auto* box = qobject_cast<QComboBox*>(editor)) model->setData(index, box->currentText());
+    else if (auto* spin = qobject_cast<QSpinBox*>(editor)) model->setData(index, qlonglong{spin->value()});
+    else if (auto* line = qobject_cast<QLineEdit*>(editor); line && index.data(SpecFieldModel::KindRole).toInt() == SpecFieldModel::Number) {
+      if (line->hasAcceptableInput()) model->setData(index, QLocale::c().toDouble(line->text()));
+    } else QStyledItemDelegate::setModelData(editor, model, index);
+  }
+};
+
+void fill(QComboBox* box, const std::vector<std::string>& ids) {
+  for (const auto& id : ids) box->addItem(QString::fromStdString(id), QString::fromStdString(id));
+}
+
+}  // namespace
+
+DesignerPanel::DesignerPanel(PlanSession* session, SpecFieldModel* model, QWidget* parent)
+    : QWidget(parent), session_(session), model_(model) {
+  auto* layout = new QVBoxLayout(this);
+  layout->setContentsMargins(8, 8, 8, 8);
+  auto* form = new QFormLayout;
+  form->setFieldGrowthPolicy(QFormLayout::AllNonFixedFieldsGrow);
+  name_ = new QLineEdit(this);
+  name_->setPlaceholderText(tr("Name of the run"));
+  model_preset_ = new QComboBox(this);
+  fill(model_preset_, spec::PresetCatalog::builtin().model_ids());
+  gpu_ = new QComboBox(this);
+  for (const auto& [id, gpu] : spec::PresetCatalog::builtin().gpus())
+    gpu_->addItem(QString::fromStdString(gpu.name), QString::fromStdString(id));
+  form->addRow(tr("&Name"), name_);
+  form->addRow(tr("&Model preset"), model_preset_);
+  form->addRow(tr("&GPU"), gpu_);
+  layout->addLayout(form);
+  auto* import = new QPushButton(tr("Import Hugging Face config.json…"), this);
+  layout->addWidget(import);
+
+  tree_ = new QTreeView(this);
+  tree_->setModel(model_);
+  tree_->setItemDelegate(new FieldDelegate(tree_));
+  tree_->setEditTriggers(QAbstractItemView::AllEditTriggers);
+  tree_->setAlternatingRowColors(true);
+  tree_->setUniformRowHeights(true);
+  tree_->setAllColumnsShowFocus(true);
+  tree_->expandAll();
+  tree_->header()->setStretchLastSection(true);
+  tree_->resizeColumnToContents(SpecFieldModel::FieldColumn);
+  tree_->setColumnWidth(SpecFieldModel::ValueColumn, 100);
+  setMinimumWidth(380);
+  layout->addWidget(tree_, 1);
+  problems_ = new QLabel(this);
+  problems_->setWordWrap(true);
+  QPalette pal = problems_->palette();
+  pal.setColor(QPalette::WindowText, colors::warning());
+  problems_->setPalette(pal);
+  layout->addWidget(problems_);
+
+  connect(import, &QPushButton::clicked, this, &DesignerPanel::importHuggingFaceRequested);
+  connect(name_, &QLineEdit::editingFinished, this, [this] {
+    spec::RunSpec updated = session_->spec();
+    updated.name = name_->text().toStdString();
+    session_->replaceSpec(updated, tr("Rename to %1").arg(name_->text()));
+  });
+  connect(model_preset_, &QComboBox::activated, this,
+          [this] { session_->setField(QStringLiteral("model.preset"), model_preset_->currentData().toString().toStdString()); });
+  connect(gpu_, &QComboBox::activated, this,
+          [this] { session_->setField(QStringLiteral("cluster.gpu"), gpu_->currentData().toString().toStdString()); });
+  connect(session_, &PlanSession::changed, this, &DesignerPanel::refresh);
+  refresh();
+}
+
+void DesignerPanel::refresh() {
+  const auto& s = session_->spec();
+  if (!name_->hasFocus()) {
+    name_->setText(QString::fromStdString(s.name));
+    name_->setCursorPosition(0);
+  }
+  const int preset = model_preset_->findData(QString::fromStdString(s.model.preset));
+  model_preset_->setCurrentIndex(preset);
+  if (preset < 0) model_preset_->setPlaceholderText(tr("custom"));
+  gpu_->setCurrentIndex(gpu_->findData(QString::fromStdString(s.cluster.gpu)));
+  // Problems that name no field of the tree (a whole section, the document) are listed here.
+  QStringList loose;
+  for (const auto& e : session_->errors())
+    if (!model_->indexOfField(QString::fromStdString(e.field)).isValid()) loose << QString::fromStdString(e.message);
+  problems_->setText(loose.join('\n'));
+  problems_->setVisible(!loose.isEmpty());
+}
+
+void DesignerPanel::focusField(const QString& path) {
+  const QModelIndex index = model_->indexOfField(path);
+  if (!index.isValid()) return;
+  tree_->setCurrentIndex(index);
+  tree_->scrollTo(index);
+  tree_->setFocus();
+}
+
+}  // namespace tessera::ui

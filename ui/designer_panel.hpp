@@ -1,0 +1,43 @@
+// The designer: the run's name, preset pickers for the model and the GPU, "Import Hugging Face
+// config.json…", and the spec's fields by section (Model, Parallelism, Training, Cluster) with
+// derived values beside them and invalid fields marked with the planner's message.
+#pragma once
+
+#include <QComboBox>
+#include <QLabel>
+#include <QLineEdit>
+#include <QTreeView>
+#include <QWidget>
+
+namespace tessera::ui {
+
+class PlanSession;
+class SpecFieldModel;
+
+class DesignerPanel : public QWidget {
+  Q_OBJECT
+ public:
+  DesignerPanel(PlanSession* session, SpecFieldModel* model, QWidget* parent = nullptr);
+
+  QTreeView* fieldView() const { return tree_; }
+  QComboBox* modelPresetPicker() const { return model_preset_; }
+  QComboBox* gpuPicker() const { return gpu_; }
+  /// Selects and scrolls to a field ("parallel.tp"), ready to edit.
+  void focusField(const QString& path);
+
+ signals:
+  void importHuggingFaceRequested();
+
+ private:
+  void refresh();
+
+  PlanSession* session_;
+  SpecFieldModel* model_;
+  QLineEdit* name_;
+  QComboBox* model_preset_;
+  QComboBox* gpu_;
+  QTreeView* tree_;
+  QLabel* problems_;
+};
+
+}  // namespace tessera::ui

@@ -1,0 +1,38 @@
+// Number formatting shared by the workbench's views.
+#include "format.hpp"
+
+#include <cmath>
+
+namespace tessera::ui {
+
+QString formatGiB(int64_t bytes, int decimals) {
+  return QStringLiteral("%1 GiB").arg(static_cast<double>(bytes) / kGiB, 0, 'f', decimals);
+}
+
+QString formatCount(double count) {
+  const double a = std::fabs(count);
+  auto scaled = [&](double unit, const char* suffix) {
+    const double v = count / unit;
+    const int decimals = std::fabs(v) >= 100 ? 1 : 2;
+    return QStringLiteral("%1 %2").arg(v, 0, 'f', decimals).arg(QLatin1String(suffix));
+  };
+  if (a >= 1e12) return scaled(1e12, "T");
+  if (a >= 1e9) return scaled(1e9, "B");
+  if (a >= 1e6) return scaled(1e6, "M");
+  if (a >= 1e4) return scaled(1e3, "k");
+  return QString::number(count, 'f', 0);
+}
+
+QString formatSeconds(double seconds) {
+  const double a = std::fabs(seconds);
+  if (a == 0.0) return QStringLiteral("0 s");
+  if (a >= 1.0) return QStringLiteral("%1 s").arg(seconds, 0, 'f', a >= 100 ? 1 : 2);
+  if (a >= 1e-3) return QStringLiteral("%1 ms").arg(seconds * 1e3, 0, 'f', a >= 0.1 ? 0 : 1);
+  return QStringLiteral("%1 µs").arg(seconds * 1e6, 0, 'f', 0);
+}
+
+QString formatPercent(double fraction, int decimals) {
+  return QStringLiteral("%1 %").arg(fraction * 100.0, 0, 'f', decimals);
+}
+
+}  // namespace tessera::ui

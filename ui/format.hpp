@@ -1,0 +1,21 @@
+// Number formatting shared by the workbench's views: bytes in GiB, counts with SI suffixes, durations.
+#pragma once
+
+#include <cstdint>
+
+#include <QString>
+
+namespace tessera::ui {
+
+inline constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+/// "61.2 GiB".
+QString formatGiB(int64_t bytes, int decimals = 1);
+/// "70.55 B", "1.05 M", "12.3 k", "512".
+QString formatCount(double count);
+/// "9.87 s", "312 ms", "45 µs".
+QString formatSeconds(double seconds);
+/// "41.6 %".
+QString formatPercent(double fraction, int decimals = 1);
+
+}  // namespace tessera::ui

@@ -1,0 +1,200 @@
+// Building and styling the memory view's stacked bars.
+#include "memory_view.hpp"
+
+#include <algorithm>
+
+#include "format.hpp"
+#include "theme.hpp"
+
+namespace tessera::ui {
+
+namespace {
+
+constexpr StageMemoryModel::Column kParts[] = {StageMemoryModel::Weights, StageMemoryModel::Gradients,
+                                               StageMemoryModel::Optimizer, StageMemoryModel::Activations,
+                                               StageMemoryModel::Buffers};
+
+QColor partColor(int part) {
+  switch (part) {
+    case 0: return colors::weights();
+    case 1: return colors::gradients();
+    case 2: return colors::optimizer();
+    case 3: return colors::activations();
+    default: return colors::buffers();
+  }
+}
+
+}  // namespace
+
+MemoryView::MemoryView(StageMemoryModel* model, QWidget* parent) : QCustomPlot(parent), model_(model) {
+  setMouseTracking(true);
+  setNoAntialiasingOnDrag(true);
+  setMinimumSize(320, 240);  // the title's width must not set the window's minimum
+  plotLayout()->insertRow(0);
+  title_ = new QCPTextElement(this, QString(), QFont(font().family(), font().pointSize() + 1, QFont::Bold));
+  plotLayout()->addElement(0, 0, title_);
+  for (int i = 0; i < 5; ++i) {
+    bars_[i] = new QCPBars(xAxis, yAxis);
+    bars_[i]->setName(StageMemoryModel::columnName(kParts[i]));
+    bars_[i]->setWidthType(QCPBars::wtPlotCoords);
+    bars_[i]->setWidth(0.6);
+    if (i > 0) bars_[i]->moveAbove(bars_[i - 1]);
+  }
+  legend->setVisible(true);
+  legend->setFillOrder(QCPLegend::foColumnsFirst);
+  legend->setWrap(5);
+  axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignLeft);
+  yAxis->setLabel(tr("GiB per GPU"));
+  xAxis->grid()->setVisible(false);
+  applyPalette();
+  connect(model_, &QAbstractItemModel::modelReset, this, &MemoryView::rebuild);
+  rebuild();
+}
+
+void MemoryView::setStale(bool stale) {
+  if (stale_ == stale) return;
+  stale_ = stale;
+  rebuild();
+}
+
+void MemoryView::applyPalette() {
+  const QPalette& pal = palette();
+  const QColor text = pal.color(QPalette::WindowText), muted = pal.color(QPalette::PlaceholderText);
+  setBackground(pal.color(QPalette::Base));
+  for (QCPAxis* axis : {xAxis, yAxis}) {
+    axis->setBasePen(QPen(muted));
+    axis->setTickPen(QPen(muted));
+    axis->setSubTickPen(QPen(muted));
+    axis->setTickLabelColor(text);
+    axis->setLabelColor(text);
+    axis->grid()->setPen(QPen(pal.color(QPalette::Mid), 0, Qt::DotLine));
+  }
+  title_->setTextColor(text);
+  legend->setBrush(pal.color(QPalette::Base));
+  legend->setBorderPen(QPen(pal.color(QPalette::Mid)));
+  legend->setTextColor(text);
+}
+
+void MemoryView::changeEvent(QEvent* event) {
+  QCustomPlot::changeEvent(event);
+  if (event->type() == QEvent::PaletteChange) {
+    applyPalette();
+    rebuild();
+  }
+}
+
+void MemoryView::rebuild() {
+  clearItems();
+  const auto* memory = model_->memory();
+  const int stages = model_->rowCount();
+  QVector<double> keys(stages);
+  for (int s = 0; s < stages; ++s) keys[s] = s;
+  for (int i = 0; i < 5; ++i) {
+    QVector<double> values(stages);
+    for (int s = 0; s < stages; ++s) values[s] = model_->bytes(s, kParts[i]) / kGiB;
+    bars_[i]->setData(keys, values, true);
+    QColor fill = partColor(i);
+    if (stale_) fill.setAlphaF(0.3f);
+    bars_[i]->setBrush(fill);
+    bars_[i]->setPen(QPen(palette().color(QPalette::Base), 1));
+  }
+  if (!memory || stages == 0) {
+    title_->setText(tr("No plan yet"));
+    replotWhenShown();
+    return;
+  }
+
+  const double capacity = memory->capacity_bytes / kGiB;
+  const double peak = memory->peak_bytes / kGiB;
+  const QColor text = palette().color(QPalette::WindowText);
+  QSharedPointer<QCPAxisTickerText> ticker(new QCPAxisTickerText);
+  for (int s = 0; s < stages; ++s) ticker->addTick(s, tr("stage %1").arg(s));
+  xAxis->setTicker(ticker);
+  xAxis->setRange(-0.6, stages - 0.4);
+  yAxis->setRange(0, std::max(capacity, peak) * 1.22);
+
+  // Capacity line and its caption.
+  auto* line = new QCPItemStraightLine(this);
+  line->point1->setCoords(0, capacity);
+  line->point2->setCoords(1, capacity);
+  line->setPen(QPen(colors::warning(), 1.5, Qt::DashLine));
+  auto* cap = new QCPItemText(this);
+  cap->position->setType(QCPItemPosition::ptAxisRectRatio);
+  cap->position->setTypeY(QCPItemPosition::ptPlotCoords);
+  cap->position->setCoords(0.995, capacity);
+  cap->setPositionAlignment(Qt::AlignRight | Qt::AlignBottom);
+  cap->setColor(colors::warning());
+  const auto* gpu = spec::PresetCatalog::builtin().gpu(model_->plan()->spec.cluster.gpu);
+  cap->setText(tr("capacity %1 (%2)").arg(formatGiB(memory->capacity_bytes), gpu ? QString::fromStdString(gpu->name) : QString()));
+
+  // Totals above the bars; stages over capacity say by how much.
+  for (int s = 0; s < stages; ++s) {
+    const int64_t total = model_->bytes(s, StageMemoryModel::Total);
+    const bool over = total > memory->capacity_bytes;
+    auto* label = new QCPItemText(this);
+    label->position->setCoords(s, total / kGiB);
+    label->setPositionAlignment(Qt::AlignHCenter | Qt::AlignBottom);
+    label->setPadding(QMargins(0, 0, 0, 3));
+    label->setColor(over ? colors::warning() : text);
+    QFont f = font();
+    f.setBold(over);
+    label->setFont(f);
+    label->setText(over ? tr("%1\nOOM +%2").arg(formatGiB(total), formatGiB(total - memory->capacity_bytes))
+                        : formatGiB(total));
+    if (over) {
+      auto* frame = new QCPItemRect(this);
+      frame->topLeft->setCoords(s - 0.33, total / kGiB);
+      frame->bottomRight->setCoords(s + 0.33, 0);
+      frame->setPen(QPen(colors::warning(), 2.5));
+    }
+  }
+  const QString fits = memory->fits ? tr("fits, %1 free on the fullest stage").arg(formatGiB(memory->capacity_bytes - memory->peak_bytes))
+                                    : tr("OUT OF MEMORY by %1").arg(formatGiB(memory->peak_bytes - memory->capacity_bytes));
+  title_->setText(tr("Per-GPU memory by pipeline stage — %1 profile · peak %2 of %3 · %4%5")
+                      .arg(QString::fromLatin1(planner::memory_profile_name(memory->profile).data()))
+                      .arg(formatGiB(memory->peak_bytes), formatGiB(memory->capacity_bytes), fits,
+                           stale_ ? tr(" · last valid plan") : QString()));
+  title_->setTextColor(stale_ ? palette().color(QPalette::PlaceholderText) : (memory->fits ? text : colors::warning()));
+  replotWhenShown();
+}
+
+void MemoryView::replotWhenShown() {
+  // A hidden plot is drawn when it is shown: what-if edits made on another tab cost nothing here.
+  needs_replot_ = !isVisible();
+  if (!needs_replot_) replot();
+}
+
+void MemoryView::showEvent(QShowEvent* event) {
+  QCustomPlot::showEvent(event);
+  if (needs_replot_) {
+    needs_replot_ = false;
+    replot();
+  }
+}
+
+int MemoryView::stageAt(const QPoint& pos) const {
+  if (!axisRect()->rect().contains(pos)) return -1;
+  const double key = xAxis->pixelToCoord(pos.x());
+  const int stage = static_cast<int>(std::lround(key));
+  if (stage < 0 || stage >= model_->rowCount() || std::abs(key - stage) > 0.3) return -1;
+  return stage;
+}
+
+QString MemoryView::describeStage(int stage) const {
+  const auto* memory = model_->memory();
+  if (!memory || stage < 0 || stage >= model_->rowCount()) return {};
+  QString text = tr("stage %1: %2 of %3").arg(stage).arg(formatGiB(model_->bytes(stage, StageMemoryModel::Total), 2),
+                                                       formatGiB(memory->capacity_bytes, 2));
+  for (int i = 4; i >= 0; --i)
+    text += QStringLiteral("\n  %1  %2").arg(bars_[i]->name(), -12).arg(formatGiB(model_->bytes(stage, kParts[i]), 2));
+  return text;
+}
+
+void MemoryView::mouseMoveEvent(QMouseEvent* event) {
+  QCustomPlot::mouseMoveEvent(event);
+  const int stage = stageAt(event->pos());
+  if (stage < 0) return QToolTip::hideText();
+  QToolTip::showText(event->globalPosition().toPoint(), describeStage(stage), this);
+}
+
+}  // namespace tessera::ui

@@ -1,0 +1,205 @@
+// The open document: spec edits as undo commands, re-planning after each, spec files.
+#include "plan_session.hpp"
+
+#include <chrono>
+#include <fstream>
+#include <sstream>
+
+#include <QFileInfo>
+#include <QUndoCommand>
+
+#include "spec/interop.hpp"
+
+namespace tessera::ui {
+
+namespace {
+
+// One edit: the whole spec before and after (a spec is a few hundred bytes).
+class SpecEdit : public QUndoCommand {
+ public:
+  SpecEdit(PlanSession* session, spec::RunSpec before, spec::RunSpec after, const QString& text)
+      : QUndoCommand(text), session_(session), before_(std::move(before)), after_(std::move(after)) {}
+  void undo() override { session_->applySpec(before_); }
+  void redo() override { session_->applySpec(after_); }
+
+ private:
+  PlanSession* session_;
+  spec::RunSpec before_, after_;
+};
+
+QString messages(const std::vector<spec::FieldError>& errors) {
+  QStringList lines;
+  for (const auto& e : errors) lines << QString::fromStdString(e.message);
+  return lines.join('\n');
+}
+
+}  // namespace
+
+PlanSession::PlanSession(QObject* parent) : QObject(parent) {
+  options_.record_events = true;
+  connect(&undo_, &QUndoStack::cleanChanged, this, &PlanSession::fileChanged);
+  spec_ = defaultSpec();
+  replan();
+}
+
+spec::RunSpec PlanSession::defaultSpec() {
+  static const spec::RunSpec spec = spec::parse_spec(nlohmann::json{
+      {"name", "Llama-3-8B on one H100 node"},
+      {"model", {{"preset", "llama3-8b"}}},
+      {"parallel", {{"tp", 2}, {"sequence_parallel", true}, {"distributed_optimizer", true}}},
+      {"training", {{"micro_batch_size", 1}, {"global_batch_size", 64}, {"recompute", "selective"}}},
+      {"cluster", {{"gpu", "h100-sxm"}, {"nodes", 1}, {"gpus_per_node", 8}}}});
+  return spec;
+}
+
+QString PlanSession::errorFor(const QString& field) const {
+  const std::string key = field.toStdString();
+  for (const auto& e : errors_)
+    if (e.field == key) return QString::fromStdString(e.message);
+  return {};
+}
+
+bool PlanSession::setField(const QString& path, const nlohmann::json& value, QString* error) {
+  spec::RunSpec updated = spec_;
+  try {
+    spec::set_field(updated, path.toStdString(), value);
+  } catch (const spec::SpecError& e) {
+    if (error) *error = messages(e.errors());
+    return false;
+  }
+  if (updated == spec_) return true;
+  QString text = tr("Set %1 = %2").arg(path, value.is_string() ? QString::fromStdString(value.get<std::string>())
+                                                               : QString::fromStdString(value.dump()));
+  // A new layout that no longer matches an explicit dp derives dp again, in the same step (as the
+  // layout overrides of tessera-cli do): trying TP 4 instead of 8 should not also need dp edited.
+  static const QStringList layout = {"parallel.tp", "parallel.pp", "parallel.cp", "cluster.nodes", "cluster.gpus_per_node"};
+  auto& p = updated.parallel;
+  if (layout.contains(path) && p.dp > 0 && p.tp * p.pp * p.cp * p.dp != updated.world_size()) {
+    p.dp = 0;
+    text += tr(" (dp derived again)");
+  }
+  undo_.push(new SpecEdit(this, spec_, std::move(updated), text));
+  return true;
+}
+
+void PlanSession::replaceSpec(const spec::RunSpec& spec, const QString& description) {
+  if (spec == spec_) return;
+  undo_.push(new SpecEdit(this, spec_, spec, description));
+}
+
+bool PlanSession::importHuggingFace(const QString& path, QString* error) {
+  try {
+    std::ifstream in(path.toStdString());
+    if (!in) throw std::runtime_error("cannot read " + path.toStdString());
+    std::stringstream text;
+    text << in.rdbuf();
+    const auto imported = spec::spec_from_hf_config(nlohmann::json::parse(text.str()), QFileInfo(path).fileName().toStdString());
+    spec::RunSpec updated = spec_;
+    updated.model = spec::ModelSpec{};
+    for (const auto& [key, value] : imported["model"].items()) spec::set_field(updated, "model." + key, value);
+    // Fields the config leaves out take their spec defaults, as parse_spec would give them.
+    if (updated.model.moe_ffn_hidden_size == 0) updated.model.moe_ffn_hidden_size = updated.model.ffn_hidden_size;
+    updated.name = imported.value("name", updated.name);
+    replaceSpec(updated, tr("Import %1").arg(QFileInfo(path).fileName()));
+    return true;
+  } catch (const spec::SpecError& e) {
+    if (error) *error = messages(e.errors());
+  } catch (const std::exception& e) {
+    if (error) *error = QString::fromUtf8(e.what());
+  }
+  return false;
+}
+
+void PlanSession::applySpec(const spec::RunSpec& spec) {
+  spec_ = spec;
+  replan();
+}
+
+void PlanSession::setMemoryProfile(planner::MemoryProfile profile) {
+  if (profile == options_.memory_profile) return;
+  options_.memory_profile = profile;
+  replan();
+}
+
+void PlanSession::replan() {
+  const auto start = std::chrono::steady_clock::now();
+  errors_ = spec::validate(spec_);
+  if (errors_.empty()) {
+    try {
+      // The rank grid depends on the layout and the cluster only: an edit of the model or the
+      // training keeps the grid the planner built last time (at 4,096 GPUs, most of a re-plan).
+      GridPtr grid = grid_;
+      if (!grid || grid_parallel_ != spec_.parallel || grid_cluster_ != spec_.cluster)
+        grid = std::make_shared<const planner::RankGrid>(planner::make_rank_grid(spec_));
+      planner::Plan plan = planner::make_plan(spec_, options_);
+      plan.cross_node_groups = grid->cross_node_kinds();
+      plan_ = std::make_shared<const planner::Plan>(std::move(plan));
+      grid_ = std::move(grid);
+      grid_parallel_ = spec_.parallel;
+      grid_cluster_ = spec_.cluster;
+    } catch (const spec::SpecError& e) {
+      errors_ = e.errors();
+    } catch (const std::exception& e) {
+      errors_ = {{"", e.what()}};
+    }
+  }
+  last_plan_s_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  emit changed();
+}
+
+PlanResult PlanSession::planWithSchedule(spec::Schedule schedule) const {
+  spec::RunSpec other = spec_;
+  other.parallel.schedule = schedule;
+  if (schedule == spec::Schedule::interleaved) {
+    if (other.parallel.vpp < 2) other.parallel.vpp = 2;
+  } else {
+    other.parallel.vpp = 1;
+  }
+  if (const auto problems = spec::validate(other); !problems.empty())
+    return {nullptr, QString::fromStdString(problems.front().message)};
+  try {
+    return {std::make_shared<const planner::Plan>(planner::make_plan(other, options_)), {}};
+  } catch (const std::exception& e) {
+    return {nullptr, QString::fromUtf8(e.what())};
+  }
+}
+
+void PlanSession::resetDocument(const spec::RunSpec& spec, const QString& path) {
+  undo_.clear();
+  path_ = path;
+  applySpec(spec);
+  undo_.setClean();
+  emit fileChanged();
+}
+
+void PlanSession::newDocument() { resetDocument(defaultSpec(), {}); }
+
+bool PlanSession::open(const QString& path, QString* error) {
+  try {
+    resetDocument(spec::load_spec_file(path.toStdString()), QFileInfo(path).absoluteFilePath());
+    return true;
+  } catch (const spec::SpecError& e) {
+    if (error) *error = messages(e.errors());
+    return false;
+  }
+}
+
+bool PlanSession::save(const QString& path, QString* error) {
+  std::ofstream out(path.toStdString());
+  if (!out) {
+    if (error) *error = tr("cannot write %1").arg(path);
+    return false;
+  }
+  out << spec::to_json(spec_).dump(2) << '\n';
+  out.close();
+  if (!out) {
+    if (error) *error = tr("cannot write %1").arg(path);
+    return false;
+  }
+  path_ = QFileInfo(path).absoluteFilePath();
+  undo_.setClean();
+  emit fileChanged();
+  return true;
+}
+
+}  // namespace tessera::ui

@@ -1,0 +1,297 @@
+// Painting and interaction of the rank grid view.
+#include "rank_grid_view.hpp"
+
+#include <QKeyEvent>
+#include <QMouseEvent>
+#include <QPainter>
+#include <QToolTip>
+
+#include "theme.hpp"
+
+namespace tessera::ui {
+
+namespace {
+
+constexpr int kHeaderHeight = 54;
+// Kinds a click highlights, with their display names; "dp_cp" and "embedding" are derived groups.
+const std::pair<const char*, const char*> kHighlightKinds[] = {
+    {"tp", "TP"}, {"cp", "CP"}, {"ep", "EP"}, {"dp", "DP"}, {"pp", "PP"}};
+
+int64_t dimensionSize(const planner::RankGrid& grid, RankGridModel::Column column) {
+  switch (column) {
+    case RankGridModel::Node: return (grid.world + grid.gpus_per_node - 1) / grid.gpus_per_node;
+    case RankGridModel::TP: return grid.tp;
+    case RankGridModel::CP: return grid.cp;
+    case RankGridModel::EP: return grid.ep;
+    case RankGridModel::DP: return grid.dp;
+    case RankGridModel::PP: return grid.pp;
+    default: return 1;
+  }
+}
+
+// Network groups that should stay inside a node: TP, CP and EP collectives sit on the critical path.
+bool warnsWhenCrossing(const std::string& kind) { return kind == "tp" || kind == "cp" || kind == "ep"; }
+
+}  // namespace
+
+RankGridView::RankGridView(RankGridModel* model, QWidget* parent) : QWidget(parent), model_(model) {
+  setMouseTracking(true);
+  setFocusPolicy(Qt::StrongFocus);
+  setAttribute(Qt::WA_OpaquePaintEvent);
+  connect(model_, &QAbstractItemModel::modelReset, this, [this] {
+    const auto* grid = model_->grid();
+    if (!grid || selected_ >= grid->world) selected_ = -1;
+    if (!grid || hovered_ >= grid->world) hovered_ = -1;
+    laid_out_for_ = {};
+    updateMembership();
+    update();
+  });
+}
+
+void RankGridView::setColorBy(RankGridModel::Column column) {
+  color_by_ = column;
+  update();
+}
+
+void RankGridView::setStale(bool stale) {
+  if (stale_ == stale) return;
+  stale_ = stale;
+  update();
+}
+
+void RankGridView::selectRank(int64_t rank) {
+  const auto* grid = model_->grid();
+  if (!grid || rank >= grid->world) rank = -1;
+  if (rank == selected_) return;
+  selected_ = rank;
+  updateMembership();
+  update();
+  emit rankSelected(rank);
+}
+
+QString RankGridView::describeRank(int64_t rank) const {
+  const auto* grid = model_->grid();
+  if (!grid || rank < 0 || rank >= grid->world) return {};
+  const auto& r = grid->ranks[rank];
+  return tr("rank %1 · node %2, GPU %3 · tp %4 cp %5 ep %6 dp %7 pp %8")
+      .arg(r.rank).arg(r.node).arg(r.local).arg(r.tp).arg(r.cp).arg(r.ep).arg(r.dp).arg(r.pp);
+}
+
+QRect RankGridView::headerRect() const { return {0, 0, width(), kHeaderHeight}; }
+
+const RankGridLayout& RankGridView::gridLayout() const {
+  if (laid_out_for_ != size()) {
+    const auto* grid = model_->grid();
+    layout_.update(grid ? grid->world : 0, grid ? grid->gpus_per_node : 1,
+                   QRectF(12, kHeaderHeight + 6, width() - 24, height() - kHeaderHeight - 18));
+    laid_out_for_ = size();
+  }
+  return layout_;
+}
+
+void RankGridView::updateMembership() {
+  member_.clear();
+  const auto* grid = model_->grid();
+  if (!grid || selected_ < 0) return;
+  member_.assign(grid->world, 0);
+  for (const auto& [kind, name] : kHighlightKinds)
+    if (const auto* group = grid->group_of(kind, selected_))
+      for (int64_t r : group->ranks) member_[r] = 1;
+}
+
+void RankGridView::paintHeader(QPainter& p, const planner::RankGrid& grid) {
+  const QPalette& pal = palette();
+  const QRect header = headerRect().adjusted(12, 6, -12, 0);
+  QFont bold = font();
+  bold.setBold(true);
+  const int line = fontMetrics().height() + 4;
+
+  // Line 1: layout, and which groups leave a node.
+  p.setFont(bold);
+  p.setPen(pal.color(QPalette::WindowText));
+  const QString layout = tr("%1 GPUs on %2 nodes · TP %3 · CP %4 · EP %5 · DP %6 · PP %7")
+                             .arg(grid.world).arg(layout_.nodeCount()).arg(grid.tp).arg(grid.cp).arg(grid.ep)
+                             .arg(grid.dp).arg(grid.pp);
+  p.drawText(header.left(), header.top() + fontMetrics().ascent(), layout);
+  int x = header.left() + QFontMetrics(bold).horizontalAdvance(layout) + 18;
+  p.setFont(font());
+  const auto* plan = model_->plan();
+  QStringList crossing;
+  bool warn = false;
+  for (const auto& [kind, name] : kHighlightKinds) {
+    if (std::find(plan->cross_node_groups.begin(), plan->cross_node_groups.end(), kind) == plan->cross_node_groups.end())
+      continue;
+    crossing << QString::fromLatin1(name);
+    warn = warn || warnsWhenCrossing(kind);
+  }
+  const QString flag = crossing.isEmpty() ? tr("every group stays inside a node")
+                                          : (warn ? tr("⚠ crosses nodes: %1") : tr("crosses nodes: %1")).arg(crossing.join(", "));
+  p.setPen(warn ? colors::warning() : pal.color(QPalette::PlaceholderText));
+  p.drawText(x, header.top() + fontMetrics().ascent(), flag);
+
+  // Line 2: the hovered or selected rank and its groups, else the colour legend.
+  const int y2 = header.top() + line + fontMetrics().ascent();
+  p.setPen(pal.color(QPalette::WindowText));
+  const int64_t focus = hovered_ >= 0 ? hovered_ : selected_;
+  if (focus >= 0) {
+    QString text = describeRank(focus);
+    if (focus == selected_) {
+      QStringList groups;
+      for (const auto& [kind, name] : kHighlightKinds) {
+        const auto* g = grid.group_of(kind, focus);
+        if (!g || g->ranks.size() < 2) continue;
+        groups << tr("%1 ×%2%3").arg(QLatin1String(name)).arg(g->ranks.size()).arg(g->crosses_node ? tr(" (crosses nodes)") : QString());
+      }
+      if (!groups.isEmpty()) text += tr("  —  groups: ") + groups.join(", ");
+    }
+    p.drawText(header.left(), y2, text);
+    return;
+  }
+  const int64_t n = dimensionSize(grid, color_by_);
+  const QString caption = tr("colour: %1").arg(RankGridModel::columnName(color_by_));
+  p.drawText(header.left(), y2, caption);
+  x = header.left() + fontMetrics().horizontalAdvance(caption) + 10;
+  const int sw = fontMetrics().height() - 4;
+  const int64_t shown = std::min<int64_t>(n, 16);
+  for (int64_t i = 0; i < shown; ++i) {
+    const int64_t value = n <= 16 ? i : i * (n - 1) / (shown - 1);
+    p.fillRect(QRect(x, y2 - sw + 1, sw, sw), colors::category(value, n));
+    x += sw + 3;
+    const QString label = QString::number(value);
+    p.drawText(x, y2, label);
+    x += fontMetrics().horizontalAdvance(label) + 8;
+    if (n > 16 && i == shown - 2) {
+      p.drawText(x, y2, QStringLiteral("…"));
+      x += fontMetrics().horizontalAdvance(QStringLiteral("…")) + 8;
+    }
+  }
+  p.setPen(pal.color(QPalette::PlaceholderText));
+  p.drawText(x + 8, y2, tr("hover a GPU for its coordinates, click to highlight its groups"));
+}
+
+void RankGridView::paintEvent(QPaintEvent*) {
+  QPainter p(this);
+  const QPalette& pal = palette();
+  p.fillRect(rect(), pal.color(QPalette::Base));
+  const auto* grid = model_->grid();
+  if (!grid) {
+    p.setPen(pal.color(QPalette::PlaceholderText));
+    p.drawText(rect(), Qt::AlignCenter, tr("No plan yet"));
+    return;
+  }
+  gridLayout();
+  if (stale_) p.setOpacity(0.35);
+  paintHeader(p, *grid);
+
+  const bool frames = layout_.showFrames();
+  if (frames) {
+    QFont small = font();
+    small.setPointSizeF(font().pointSizeF() * 0.85);
+    p.setFont(small);
+    const QColor frame = pal.color(QPalette::Mid), inside = pal.color(QPalette::AlternateBase);
+    const bool rounded = layout_.showNodeLabels();  // plain frames when there are hundreds of them
+    p.setPen(QPen(frame, 1));
+    p.setBrush(inside);
+    for (int64_t n = 0; n < layout_.nodeCount(); ++n) {
+      const QRectF r = layout_.nodeRect(n);
+      if (rounded) {
+        p.drawRoundedRect(r.adjusted(0.5, 0.5, -0.5, -0.5), 4, 4);
+      } else {
+        p.fillRect(r.toRect(), frame);
+        p.fillRect(r.toRect().adjusted(1, 1, -1, -1), inside);
+      }
+      if (rounded) {
+        p.setPen(pal.color(QPalette::PlaceholderText));
+        p.drawText(r.adjusted(6, 2, -6, 0), Qt::AlignLeft | Qt::AlignTop, tr("node %1").arg(n));
+        p.setPen(QPen(frame, 1));
+      }
+    }
+  }
+
+  const int64_t n = dimensionSize(*grid, color_by_);
+  const bool selecting = selected_ >= 0 && !member_.empty();
+  const QColor base = pal.color(QPalette::Base);
+  QFont tileFont = font();
+  tileFont.setPixelSize(std::max(9, static_cast<int>(layout_.tileSize() / 3.2)));
+  // Rank numbers only where the widest one fits its tile.
+  const bool text = layout_.showTileText() &&
+                    QFontMetrics(tileFont).horizontalAdvance(QString::number(grid->world - 1)) + 4 <= layout_.tileSize();
+  p.setFont(tileFont);
+  p.setPen(Qt::NoPen);
+  // One colour per coordinate value, and its dimmed version for ranks outside the selection's groups.
+  std::vector<QColor> fill(n), dimmed(n);
+  for (int64_t v = 0; v < n; ++v) {
+    fill[v] = colors::category(v, n);
+    dimmed[v] = QColor::fromRgbF(fill[v].redF() * 0.25f + base.redF() * 0.75f, fill[v].greenF() * 0.25f + base.greenF() * 0.75f,
+                                 fill[v].blueF() * 0.25f + base.blueF() * 0.75f);
+  }
+  for (const auto& r : grid->ranks) {
+    const int64_t v = RankGridModel::coordinate(r, color_by_);
+    const QColor& c = selecting && !member_[r.rank] ? dimmed[v] : fill[v];
+    const QRect tile = layout_.tileRect(r.rank).toRect();
+    p.fillRect(tile, c);
+    if (text) {
+      p.setPen(c.lightness() > 150 ? QColor(0x1F, 0x23, 0x28) : Qt::white);
+      p.drawText(tile, Qt::AlignCenter, QString::number(r.rank));
+      p.setPen(Qt::NoPen);
+    }
+  }
+
+  // Outlines: the selected rank's group members, the selected rank, the hovered rank.
+  p.setBrush(Qt::NoBrush);
+  if (selecting) {
+    p.setPen(QPen(pal.color(QPalette::Highlight), layout_.tileSize() >= 8 ? 1.5 : 1));
+    for (int64_t r = 0; r < grid->world; ++r)
+      if (member_[r] && r != selected_) p.drawRect(layout_.tileRect(r).adjusted(0.5, 0.5, -0.5, -0.5));
+    p.setPen(QPen(pal.color(QPalette::WindowText), 2.5));
+    p.drawRect(layout_.tileRect(selected_).adjusted(-1, -1, 1, 1));
+  }
+  if (hovered_ >= 0) {
+    p.setPen(QPen(pal.color(QPalette::Highlight), 2));
+    p.drawRect(layout_.tileRect(hovered_).adjusted(-1, -1, 1, 1));
+  }
+  if (stale_) {
+    p.setOpacity(1.0);
+    p.setFont(font());
+    p.setPen(colors::warning());
+    p.drawText(rect().adjusted(0, 0, -12, -6), Qt::AlignRight | Qt::AlignBottom,
+               tr("Last valid plan: the spec has a problem (see the designer)"));
+  }
+}
+
+void RankGridView::mouseMoveEvent(QMouseEvent* event) {
+  const int64_t rank = rankAt(event->position());
+  if (rank == hovered_) return;
+  hovered_ = rank;
+  update();
+  emit rankHovered(rank);
+  if (rank >= 0) QToolTip::showText(event->globalPosition().toPoint(), describeRank(rank), this);
+  else QToolTip::hideText();
+}
+
+void RankGridView::mousePressEvent(QMouseEvent* event) {
+  if (event->button() == Qt::LeftButton) selectRank(rankAt(event->position()));
+}
+
+void RankGridView::leaveEvent(QEvent*) {
+  if (hovered_ < 0) return;
+  hovered_ = -1;
+  update();
+  emit rankHovered(-1);
+}
+
+void RankGridView::keyPressEvent(QKeyEvent* event) {
+  const auto* grid = model_->grid();
+  if (!grid) return QWidget::keyPressEvent(event);
+  const int64_t current = std::max<int64_t>(selected_, 0);
+  switch (event->key()) {
+    case Qt::Key_Escape: selectRank(-1); break;
+    case Qt::Key_Right: selectRank(std::min(current + 1, grid->world - 1)); break;
+    case Qt::Key_Left: selectRank(std::max<int64_t>(current - 1, 0)); break;
+    case Qt::Key_Down: selectRank(std::min(current + grid->gpus_per_node, grid->world - 1)); break;
+    case Qt::Key_Up: selectRank(std::max<int64_t>(current - grid->gpus_per_node, 0)); break;
+    default: QWidget::keyPressEvent(event);
+  }
+}
+
+}  // namespace tessera::ui

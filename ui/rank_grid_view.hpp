@@ -1,0 +1,62 @@
+// The rank grid view: nodes as frames, GPUs as tiles coloured by one parallel dimension. Hover
+// names a rank and its coordinates; a click highlights every group of that rank; groups that cross
+// a node boundary are flagged. Paints from RankGridModel; geometry lives in RankGridLayout.
+#pragma once
+
+#include <vector>
+
+#include <QWidget>
+
+#include "rank_grid_layout.hpp"
+#include "rank_grid_model.hpp"
+
+namespace tessera::ui {
+
+class RankGridView : public QWidget {
+  Q_OBJECT
+ public:
+  explicit RankGridView(RankGridModel* model, QWidget* parent = nullptr);
+
+  /// Colour tiles by this coordinate (RankGridModel::Node, TP, CP, EP, DP or PP).
+  void setColorBy(RankGridModel::Column column);
+  RankGridModel::Column colorBy() const { return color_by_; }
+  /// Grey the view: it shows the last valid plan while the spec has a problem.
+  void setStale(bool stale);
+  void selectRank(int64_t rank);
+  int64_t selectedRank() const { return selected_; }
+  int64_t hoveredRank() const { return hovered_; }
+  /// The rank under a widget position (-1 when none).
+  int64_t rankAt(const QPointF& pos) const { return gridLayout().rankAt(pos); }
+  /// The geometry for the current size (laid out again when the size or the model changed).
+  const RankGridLayout& gridLayout() const;
+  /// "rank 13 · node 1, GPU 5 · tp 5 cp 0 ep 0 dp 1 pp 1".
+  QString describeRank(int64_t rank) const;
+
+  QSize sizeHint() const override { return {900, 600}; }
+
+ signals:
+  void rankHovered(qint64 rank);
+  void rankSelected(qint64 rank);
+
+ protected:
+  void paintEvent(QPaintEvent* event) override;
+  void mouseMoveEvent(QMouseEvent* event) override;
+  void mousePressEvent(QMouseEvent* event) override;
+  void leaveEvent(QEvent* event) override;
+  void keyPressEvent(QKeyEvent* event) override;
+
+ private:
+  void updateMembership();
+  QRect headerRect() const;
+  void paintHeader(QPainter& painter, const planner::RankGrid& grid);
+
+  RankGridModel* model_;
+  mutable RankGridLayout layout_;
+  mutable QSize laid_out_for_;  ///< widget size of layout_; empty when it must be redone
+  RankGridModel::Column color_by_ = RankGridModel::TP;
+  int64_t hovered_ = -1, selected_ = -1;
+  std::vector<uint8_t> member_;  ///< per rank: shares a group with the selected rank
+  bool stale_ = false;
+};
+
+}  // namespace tessera::ui

@@ -1,0 +1,133 @@
+// The summary strip's cells, filled from the session's plan.
+#include "summary_strip.hpp"
+
+#include <QEvent>
+#include <QGridLayout>
+#include <QVBoxLayout>
+
+#include "format.hpp"
+#include "plan_session.hpp"
+#include "theme.hpp"
+
+namespace tessera::ui {
+
+SummaryStrip::SummaryStrip(PlanSession* session, QWidget* parent) : QWidget(parent), session_(session) {
+  auto* outer = new QVBoxLayout(this);
+  outer->setContentsMargins(12, 8, 12, 6);
+  outer->setSpacing(4);
+  auto* grid = new QGridLayout;
+  grid->setHorizontalSpacing(18);
+  grid->setVerticalSpacing(0);
+  const std::pair<Metric, QString> cells[] = {
+      {Parameters, tr("Parameters")}, {World, tr("GPUs")},        {Memory, tr("Peak memory / GPU")},
+      {Iteration, tr("Iteration")},   {Tflops, tr("TFLOP/s / GPU")}, {Mfu, tr("MFU")},
+      {Tokens, tr("Tokens / s")},     {Bubble, tr("Bubble")},     {CrossNode, tr("Cross-node groups")}};
+  QFont captionFont = font();
+  captionFont.setPointSizeF(font().pointSizeF() * 0.85);
+  QFont valueFont = font();
+  valueFont.setPointSizeF(font().pointSizeF() * 1.3);
+  valueFont.setBold(true);
+  int column = 0;
+  for (const auto& [metric, title] : cells) {
+    auto* caption = new QLabel(title, this);
+    caption->setMinimumWidth(1);
+    caption->setFont(captionFont);
+    caption->setForegroundRole(QPalette::PlaceholderText);
+    auto* value = new QLabel(this);
+    value->setFont(valueFont);
+    value->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    auto* detail = new QLabel(this);
+    detail->setMinimumWidth(1);  // details may be cut short on a narrow window; values never are
+    detail->setFont(captionFont);
+    detail->setForegroundRole(QPalette::PlaceholderText);
+    grid->addWidget(caption, 0, column);
+    grid->addWidget(value, 1, column);
+    grid->addWidget(detail, 2, column);
+    values_[metric] = value;
+    details_[metric] = detail;
+    ++column;
+  }
+  grid->setColumnStretch(column, 1);
+  outer->addLayout(grid);
+  // One line that never appears or disappears (the views below must not jump): the spec's problem,
+  // or the run and how long planning took.
+  status_ = new QLabel(this);
+  status_->setMinimumWidth(1);
+  status_->setTextFormat(Qt::RichText);
+  connect(status_, &QLabel::linkActivated, this, &SummaryStrip::fieldRequested);
+  outer->addWidget(status_);
+  connect(session_, &PlanSession::changed, this, &SummaryStrip::refresh);
+  refresh();
+}
+
+void SummaryStrip::changeEvent(QEvent* event) {
+  QWidget::changeEvent(event);
+  if (event->type() == QEvent::PaletteChange) refresh();  // the cells' colours derive from the palette
+}
+
+void SummaryStrip::set(Metric metric, const QString& value, const QString& detail, const QColor& detailColor) {
+  values_[metric]->setText(value);
+  details_[metric]->setText(detail);
+  QPalette pal = details_[metric]->palette();
+  pal.setColor(QPalette::PlaceholderText, detailColor.isValid() ? detailColor : palette().color(QPalette::PlaceholderText));
+  details_[metric]->setPalette(pal);
+}
+
+void SummaryStrip::refresh() {
+  const PlanPtr plan = session_->plan();
+  const bool stale = session_->stale();
+  for (auto& [metric, label] : values_) label->setEnabled(!stale);
+  QPalette pal = palette();
+  if (stale) {
+    const auto& first = session_->errors().front();
+    const int more = static_cast<int>(session_->errors().size()) - 1;
+    const QString message = QString::fromStdString(first.message);
+    const QString rest = tr("%1 — the views show the last valid plan.").arg(more > 0 ? tr(" (and %1 more)").arg(more) : QString());
+    status_text_ = tr("⚠ ") + message + rest;
+    // The message links to its field in the designer.
+    status_->setText(QStringLiteral("⚠ <a href=\"%1\" style=\"color:%2\">%3</a>%4")
+                         .arg(QString::fromStdString(first.field).toHtmlEscaped(), colors::warning().name(),
+                              message.toHtmlEscaped(), rest.toHtmlEscaped()));
+    pal.setColor(QPalette::WindowText, colors::warning());
+  } else {
+    status_text_ = tr("%1 · planned in %2").arg(QString::fromStdString(session_->spec().name.empty() ? "Untitled" : session_->spec().name),
+                                                formatSeconds(session_->lastPlanSeconds()));
+    status_->setText(status_text_.toHtmlEscaped());
+    pal.setColor(QPalette::WindowText, palette().color(QPalette::PlaceholderText));
+  }
+  status_->setPalette(pal);
+  status_->setToolTip(status_text_);
+  if (!plan) return;
+  const auto& s = plan->spec;
+  const auto& pr = plan->prediction;
+  const auto& mem = plan->memory;
+
+  set(Parameters, formatCount(static_cast<double>(plan->params.total)), QString::fromStdString(s.model.preset));
+  QString layout = tr("TP%1·PP%2·DP%3").arg(s.parallel.tp).arg(s.parallel.pp).arg(s.data_parallel());
+  if (s.parallel.cp > 1) layout += tr("·CP%1").arg(s.parallel.cp);
+  if (s.parallel.ep > 1) layout += tr("·EP%1").arg(s.parallel.ep);
+  set(World, QString::number(s.world_size()), layout);
+  set(Memory, tr("%1 / %2").arg(formatGiB(mem.peak_bytes), formatGiB(mem.capacity_bytes)),
+      mem.fits ? tr("fits · %1 free").arg(formatGiB(mem.capacity_bytes - mem.peak_bytes))
+               : tr("OOM by %1").arg(formatGiB(mem.peak_bytes - mem.capacity_bytes)),
+      mem.fits ? colors::ok() : colors::warning());
+  set(Iteration, formatSeconds(pr.iteration_time_s), tr("pipeline %1").arg(formatSeconds(pr.pipeline_s)));
+  values_[Iteration]->setToolTip(tr("pipeline %1 + exposed DP gradient reduction %2 + optimizer step %3")
+                                     .arg(formatSeconds(pr.pipeline_s), formatSeconds(pr.dp_exposed_s), formatSeconds(pr.optimizer_s)));
+  set(Tflops, QString::number(pr.model_tflops_per_gpu, 'f', 0), tr("hardware %1").arg(pr.hardware_tflops_per_gpu, 0, 'f', 0));
+  set(Mfu, formatPercent(pr.mfu), tr("HFU %1").arg(formatPercent(pr.hfu)));
+  set(Tokens, formatCount(pr.tokens_per_s), tr("%1 tokens / step").arg(formatCount(static_cast<double>(plan->flops.tokens_per_iteration))));
+  set(Bubble, formatPercent(pr.bubble_fraction),
+      tr("%1 · %2 microbatches").arg(QString::fromLatin1(spec::to_string(s.parallel.schedule).data())).arg(plan->schedule.microbatches));
+  QStringList crossing, warn;
+  for (const auto& kind : plan->cross_node_groups) {
+    if (kind == "dp_cp" || kind == "embedding" || kind == "expert_dp") continue;  // follow from dp, cp and pp
+    crossing << QString::fromStdString(kind).toUpper();
+    if (kind == "tp" || kind == "cp" || kind == "ep") warn << QString::fromStdString(kind).toUpper();
+  }
+  set(CrossNode, crossing.isEmpty() ? tr("none") : crossing.join(", "),
+      warn.isEmpty() ? tr("TP/CP/EP inside nodes") : tr("⚠ %1 over the network").arg(warn.join(", ")),
+      warn.isEmpty() ? QColor() : colors::warning());
+}
+
+}  // namespace tessera::ui

@@ -1,0 +1,94 @@
+// Palettes and data colours of the workbench.
+#include "theme.hpp"
+
+#include <QApplication>
+#include <QStyleFactory>
+
+namespace tessera::ui {
+
+namespace {
+
+QPalette lightPalette() {
+  QPalette p;
+  p.setColor(QPalette::Window, QColor(0xF4, 0xF5, 0xF7));
+  p.setColor(QPalette::WindowText, QColor(0x1F, 0x23, 0x28));
+  p.setColor(QPalette::Base, Qt::white);
+  p.setColor(QPalette::AlternateBase, QColor(0xF0, 0xF2, 0xF5));
+  p.setColor(QPalette::Text, QColor(0x1F, 0x23, 0x28));
+  p.setColor(QPalette::PlaceholderText, QColor(0x8A, 0x91, 0x99));
+  p.setColor(QPalette::Button, QColor(0xEC, 0xEE, 0xF1));
+  p.setColor(QPalette::ButtonText, QColor(0x1F, 0x23, 0x28));
+  p.setColor(QPalette::Highlight, QColor(0x2F, 0x6F, 0xDE));
+  p.setColor(QPalette::HighlightedText, Qt::white);
+  p.setColor(QPalette::ToolTipBase, QColor(0xFF, 0xFF, 0xF4));
+  p.setColor(QPalette::ToolTipText, QColor(0x1F, 0x23, 0x28));
+  p.setColor(QPalette::Mid, QColor(0xC8, 0xCC, 0xD2));
+  p.setColor(QPalette::Dark, QColor(0xA0, 0xA6, 0xAE));
+  p.setColor(QPalette::Light, Qt::white);
+  p.setColor(QPalette::Link, QColor(0x2F, 0x6F, 0xDE));
+  for (auto role : {QPalette::Text, QPalette::WindowText, QPalette::ButtonText})
+    p.setColor(QPalette::Disabled, role, QColor(0x9A, 0xA0, 0xA8));
+  return p;
+}
+
+QPalette darkPalette() {
+  QPalette p;
+  p.setColor(QPalette::Window, QColor(0x23, 0x26, 0x2B));
+  p.setColor(QPalette::WindowText, QColor(0xDD, 0xE1, 0xE6));
+  p.setColor(QPalette::Base, QColor(0x1A, 0x1C, 0x20));
+  p.setColor(QPalette::AlternateBase, QColor(0x26, 0x29, 0x2E));
+  p.setColor(QPalette::Text, QColor(0xDD, 0xE1, 0xE6));
+  p.setColor(QPalette::PlaceholderText, QColor(0x7A, 0x80, 0x88));
+  p.setColor(QPalette::Button, QColor(0x2D, 0x31, 0x37));
+  p.setColor(QPalette::ButtonText, QColor(0xDD, 0xE1, 0xE6));
+  p.setColor(QPalette::Highlight, QColor(0x3D, 0x7E, 0xEA));
+  p.setColor(QPalette::HighlightedText, Qt::white);
+  p.setColor(QPalette::ToolTipBase, QColor(0x30, 0x34, 0x3A));
+  p.setColor(QPalette::ToolTipText, QColor(0xDD, 0xE1, 0xE6));
+  p.setColor(QPalette::Mid, QColor(0x45, 0x4A, 0x52));
+  p.setColor(QPalette::Dark, QColor(0x16, 0x18, 0x1B));
+  p.setColor(QPalette::Light, QColor(0x3A, 0x3F, 0x46));
+  p.setColor(QPalette::Link, QColor(0x6E, 0xA4, 0xF5));
+  for (auto role : {QPalette::Text, QPalette::WindowText, QPalette::ButtonText})
+    p.setColor(QPalette::Disabled, role, QColor(0x6A, 0x70, 0x78));
+  return p;
+}
+
+}  // namespace
+
+bool isDarkPalette(const QPalette& palette) { return palette.color(QPalette::Window).lightness() < 128; }
+
+void applyTheme(ThemeChoice choice) {
+  bool dark = choice == ThemeChoice::dark;
+  if (choice == ThemeChoice::system) {
+    // The platform theme's palette, before ours replaces it.
+    QApplication::setPalette(QPalette());
+    dark = isDarkPalette(QApplication::palette());
+  }
+  QApplication::setStyle(QStyleFactory::create(QStringLiteral("Fusion")));
+  QApplication::setPalette(dark ? darkPalette() : lightPalette());
+}
+
+namespace colors {
+QColor forward() { return QColor(0x4E, 0x79, 0xA7); }
+QColor backward() { return QColor(0x59, 0xA1, 0x4F); }
+QColor backwardInput() { return QColor(0x3E, 0x9C, 0x8F); }
+QColor backwardWeight() { return QColor(0xE8, 0x9A, 0x3C); }
+QColor weights() { return QColor(0x4E, 0x79, 0xA7); }
+QColor gradients() { return QColor(0x76, 0xB7, 0xB2); }
+QColor optimizer() { return QColor(0xB0, 0x7A, 0xA1); }
+QColor activations() { return QColor(0xF2, 0x8E, 0x2B); }
+QColor buffers() { return QColor(0x9C, 0x9C, 0x9C); }
+QColor warning() { return QColor(0xE1, 0x57, 0x59); }
+QColor ok() { return QColor(0x59, 0xA1, 0x4F); }
+
+QColor category(int64_t index, int64_t count) {
+  static const QColor qualitative[] = {{0x4E, 0x79, 0xA7}, {0xF2, 0x8E, 0x2B}, {0x59, 0xA1, 0x4F}, {0xB0, 0x7A, 0xA1},
+                                       {0xED, 0xC9, 0x48}, {0x76, 0xB7, 0xB2}, {0xFF, 0x9D, 0xA7}, {0x9C, 0x75, 0x5F},
+                                       {0xE1, 0x57, 0x59}, {0xBA, 0xB0, 0xAC}};
+  if (count <= 10) return qualitative[index % 10];
+  return QColor::fromHsvF(static_cast<float>(0.83 * static_cast<double>(index) / static_cast<double>(count)), 0.55f, 0.85f);
+}
+}  // namespace colors
+
+}  // namespace tessera::ui

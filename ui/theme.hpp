@@ -1,0 +1,35 @@
+// Colours of the workbench: the light and dark application palettes (following the system unless
+// the user picks one) and the data colours the views share (op kinds, memory parts, categories).
+#pragma once
+
+#include <cstdint>
+
+#include <QColor>
+#include <QPalette>
+
+namespace tessera::ui {
+
+enum class ThemeChoice { system, light, dark };
+
+/// Applies Fusion with the light or dark palette; `system` picks by the platform palette's lightness.
+void applyTheme(ThemeChoice choice);
+/// Whether the application palette currently in force is dark.
+bool isDarkPalette(const QPalette& palette);
+
+namespace colors {
+QColor forward();
+QColor backward();
+QColor backwardInput();
+QColor backwardWeight();
+QColor weights();
+QColor gradients();
+QColor optimizer();
+QColor activations();
+QColor buffers();
+QColor warning();
+QColor ok();
+/// A distinct colour for value `index` of `count` (qualitative up to 10, then evenly spaced hues).
+QColor category(int64_t index, int64_t count);
+}  // namespace colors
+
+}  // namespace tessera::ui

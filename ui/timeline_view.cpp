@@ -1,0 +1,317 @@
+// Painting and interaction of the pipeline timeline.
+#include "timeline_view.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include <QKeyEvent>
+#include <QMouseEvent>
+#include <QPainter>
+#include <QToolTip>
+#include <QWheelEvent>
+
+#include "format.hpp"
+#include "theme.hpp"
+
+namespace tessera::ui {
+
+namespace {
+
+constexpr int kRulerHeight = 22;
+constexpr int kBandHeader = 26;
+constexpr int kBandGap = 10;
+constexpr int kMaxRowHeight = 60;
+
+QColor opColor(const planner::PipelineOp& op, int vpp) {
+  QColor c;
+  switch (op.kind) {
+    case planner::OpKind::forward: c = colors::forward(); break;
+    case planner::OpKind::backward: c = colors::backward(); break;
+    case planner::OpKind::backward_input: c = colors::backwardInput(); break;
+    case planner::OpKind::backward_weight: c = colors::backwardWeight(); break;
+  }
+  // Chunks of an interleaved schedule: the first darkest, later chunks lighter.
+  if (vpp > 1 && op.chunk > 0) c = c.lighter(100 + 45 * op.chunk / (vpp - 1));
+  return c;
+}
+
+QString scheduleName(spec::Schedule s) {
+  switch (s) {
+    case spec::Schedule::gpipe: return QStringLiteral("GPipe");
+    case spec::Schedule::one_f_one_b: return QStringLiteral("1F1B");
+    case spec::Schedule::interleaved: return QStringLiteral("Interleaved 1F1B");
+    case spec::Schedule::zb_h1: return QStringLiteral("ZB-H1");
+  }
+  return {};
+}
+
+}  // namespace
+
+TimelineView::TimelineView(TimelineModel* primary, TimelineModel* comparison, QWidget* parent)
+    : QWidget(parent), primary_(primary), comparison_(comparison) {
+  setMouseTracking(true);
+  setFocusPolicy(Qt::StrongFocus);
+  setAttribute(Qt::WA_OpaquePaintEvent);
+  for (TimelineModel* m : {primary_, comparison_})
+    connect(m, &QAbstractItemModel::modelReset, this, [this] {
+      // A what-if edit keeps the user's zoom; until they zoom, the whole iteration stays in view.
+      if (!zoomed_) fitToView();
+      update();
+    });
+}
+
+void TimelineView::setStale(bool stale) {
+  if (stale_ == stale) return;
+  stale_ = stale;
+  update();
+}
+
+int TimelineView::labelWidth() const { return fontMetrics().horizontalAdvance(QStringLiteral("stage 000")) + 16; }
+
+void TimelineView::fitToView() {
+  zoomed_ = false;
+  const double end = std::max(primary_->makespan(), comparison_->makespan());
+  const double left = labelWidth();
+  axis_.fit(0.0, end > 0 ? end : 1.0, left, std::max(1, width() - labelWidth() - 14));
+}
+
+void TimelineView::showRange(double begin_s, double end_s) {
+  axis_.fit(begin_s, end_s, labelWidth(), std::max(1, width() - labelWidth() - 14));
+  zoomed_ = true;
+  update();
+}
+
+void TimelineView::resizeEvent(QResizeEvent*) {
+  if (!zoomed_) fitToView();
+}
+
+std::vector<TimelineView::Band> TimelineView::bands() const {
+  std::vector<const TimelineModel*> models;
+  for (const TimelineModel* m : {primary_, comparison_})
+    if (m->plan()) models.push_back(m);
+  std::vector<Band> out;
+  if (models.empty()) return out;
+  int total_rows = 0;
+  for (const auto* m : models) total_rows += m->stageCount();
+  const int available = height() - kRulerHeight - static_cast<int>(models.size()) * (kBandHeader + kBandGap) - 4;
+  const int row = std::clamp(available / std::max(1, total_rows), 3, kMaxRowHeight);
+  int top = kRulerHeight;
+  for (const auto* m : models) {
+    out.push_back({m, top, kBandHeader, row, m->stageCount()});
+    top += kBandHeader + row * m->stageCount() + kBandGap;
+  }
+  return out;
+}
+
+QString TimelineView::title(const TimelineModel& model) const {
+  const auto& plan = *model.plan();
+  QString text = tr("%1 · %2 stages").arg(scheduleName(plan.schedule.schedule)).arg(plan.schedule.pp);
+  if (plan.schedule.vpp > 1) text += tr(" × %1 chunks").arg(plan.schedule.vpp);
+  text += tr(" · %1 microbatches · pipeline %2 · bubble %3 · peak memory %4")
+              .arg(plan.schedule.microbatches)
+              .arg(formatSeconds(model.makespan()), formatPercent(model.bubbleFraction()), formatGiB(plan.memory.peak_bytes));
+  if (!plan.memory.fits) text += tr(" (OOM)");
+  return text;
+}
+
+void TimelineView::paintRuler(QPainter& p, const QRect& plot) {
+  const QPalette& pal = palette();
+  const double step = axis_.tickStep(90);
+  const double first = std::ceil(axis_.toTime(plot.left()) / step) * step;
+  for (double t = first; axis_.toPixel(t) <= plot.right(); t += step) {
+    const double x = std::round(axis_.toPixel(t)) + 0.5;
+    p.setPen(pal.color(QPalette::Mid));
+    p.drawLine(QPointF(x, kRulerHeight - 5), QPointF(x, height()));
+    const QString label = formatSeconds(t);
+    if (x + 3 + fontMetrics().horizontalAdvance(label) > width()) break;
+    p.setPen(pal.color(QPalette::PlaceholderText));
+    p.drawText(QPointF(x + 3, kRulerHeight - 8), label);
+  }
+}
+
+void TimelineView::paintBand(QPainter& p, const Band& band, const QRect& plot) {
+  const QPalette& pal = palette();
+  const auto& model = *band.model;
+  QFont bold = font();
+  bold.setBold(true);
+  p.setFont(bold);
+  p.setPen(pal.color(QPalette::WindowText));
+  p.drawText(QRect(8, band.top, width() - 16, band.header), Qt::AlignLeft | Qt::AlignVCenter, title(model));
+  p.setFont(font());
+
+  const int vpp = model.plan()->schedule.vpp;
+  const double left_t = axis_.toTime(plot.left()), right_t = axis_.toTime(plot.right());
+  QFont label = font();
+  label.setPixelSize(std::clamp(band.row_height - 10, 8, 12));
+  const QFontMetrics fm(label);
+  const int digits = fm.horizontalAdvance(QStringLiteral("00"));
+  for (int s = 0; s < band.rows; ++s) {
+    const QRect row(plot.left(), band.rowsTop() + s * band.row_height, plot.width(), band.row_height);
+    p.fillRect(row.adjusted(0, 1, 0, -1), pal.color(QPalette::AlternateBase));
+    p.setPen(pal.color(QPalette::PlaceholderText));
+    if (band.row_height >= 10)
+      p.drawText(QRect(8, row.top(), plot.left() - 12, row.height()), Qt::AlignRight | Qt::AlignVCenter, tr("stage %1").arg(s));
+    p.setFont(label);
+
+    const auto [first, last] = model.stageRange(s);
+    const auto& events = model.events();
+    // Events of a stage are ordered and disjoint: the first visible one ends after the left edge.
+    auto it = std::lower_bound(events.begin() + first, events.begin() + last, left_t,
+                               [](const planner::TimelineEvent& e, double t) { return e.end_s < t; });
+    const int inset = band.row_height >= 12 ? 2 : 1;
+    double drawn_to = -1;  // blocks narrower than a pixel merge into the one already drawn there
+    for (; it != events.begin() + last && it->start_s <= right_t; ++it) {
+      const double x0 = axis_.toPixel(it->start_s), x1 = axis_.toPixel(it->end_s);
+      if (x1 < drawn_to + 1) continue;
+      const QRectF block(std::max(x0, double(plot.left())), row.top() + inset,
+                         std::max(1.0, std::min(x1, double(plot.right())) - std::max(x0, double(plot.left()))),
+                         row.height() - 2 * inset);
+      const QColor c = opColor(it->op, vpp);
+      p.fillRect(block, c);
+      drawn_to = block.right();
+      if (block.width() >= 4) {  // a hairline separates neighbouring blocks
+        p.setPen(pal.color(QPalette::AlternateBase));
+        p.drawLine(QPointF(block.right(), block.top()), QPointF(block.right(), block.bottom()));
+      }
+      if (block.width() >= digits + 4 && band.row_height >= 14) {
+        p.setPen(c.lightness() > 160 ? QColor(0x1F, 0x23, 0x28) : Qt::white);
+        p.drawText(block, Qt::AlignCenter, QString::number(it->op.microbatch + 1));
+      }
+    }
+    p.setFont(font());
+  }
+}
+
+void TimelineView::paintEvent(QPaintEvent*) {
+  QPainter p(this);
+  const QPalette& pal = palette();
+  p.fillRect(rect(), pal.color(QPalette::Base));
+  const auto all = bands();
+  if (all.empty()) {
+    p.setPen(pal.color(QPalette::PlaceholderText));
+    p.drawText(rect(), Qt::AlignCenter, tr("No plan yet"));
+    return;
+  }
+  if (stale_) p.setOpacity(0.35);
+  const QRect plot(labelWidth(), 0, width() - labelWidth() - 14, height());
+  paintRuler(p, plot);
+  p.save();
+  p.setClipRect(QRect(0, kRulerHeight, width(), height() - kRulerHeight));
+  for (const auto& band : all) {
+    if (&band != &all.front()) {
+      p.setPen(pal.color(QPalette::Mid));
+      p.drawLine(0, band.top - kBandGap / 2, width(), band.top - kBandGap / 2);
+    }
+    paintBand(p, band, plot);
+  }
+  p.restore();
+
+  // Legend, at the right of the first title line.
+  struct Entry {
+    QString name;
+    QColor color;
+  };
+  std::vector<Entry> legend = {{tr("F forward"), colors::forward()}, {tr("B backward"), colors::backward()}};
+  int vpp = 1;
+  for (const auto& band : all) {
+    vpp = std::max(vpp, band.model->plan()->schedule.vpp);
+    if (band.model->plan()->schedule.schedule == spec::Schedule::zb_h1)
+      legend = {{tr("F forward"), colors::forward()}, {tr("B input gradient"), colors::backwardInput()},
+                {tr("W weight gradient"), colors::backwardWeight()}, {tr("B backward"), colors::backward()}};
+  }
+  if (vpp > 1) legend.push_back({tr("lighter: later chunk"), colors::forward().lighter(145)});
+  legend.push_back({tr("numbers: microbatch"), QColor()});
+  int x = width() - 14;
+  const int y = all.front().top + (kBandHeader + fontMetrics().ascent()) / 2 - 1;
+  const int sw = fontMetrics().height() - 5;
+  for (auto e = legend.rbegin(); e != legend.rend(); ++e) {
+    x -= fontMetrics().horizontalAdvance(e->name);
+    p.setPen(e->color.isValid() ? pal.color(QPalette::WindowText) : pal.color(QPalette::PlaceholderText));
+    p.drawText(x, y, e->name);
+    if (e->color.isValid()) {
+      x -= sw + 5;
+      p.fillRect(QRect(x, y - sw + 1, sw, sw), e->color);
+    }
+    x -= 16;
+  }
+  p.setOpacity(1.0);
+  if (stale_) {
+    p.setPen(colors::warning());
+    p.drawText(rect().adjusted(12, 0, -12, -8), Qt::AlignRight | Qt::AlignBottom,
+               tr("Last valid plan: the spec has a problem (see the designer)"));
+  }
+}
+
+const planner::TimelineEvent* TimelineView::eventAt(const QPoint& pos) const {
+  for (const auto& band : bands()) {
+    if (pos.y() < band.rowsTop() || pos.y() >= band.rowsTop() + band.rows * band.row_height) continue;
+    const int stage = (pos.y() - band.rowsTop()) / band.row_height;
+    const double t = axis_.toTime(pos.x());
+    const auto [first, last] = band.model->stageRange(stage);
+    const auto& events = band.model->events();
+    auto it = std::lower_bound(events.begin() + first, events.begin() + last, t,
+                               [](const planner::TimelineEvent& e, double time) { return e.end_s < time; });
+    if (it != events.begin() + last && it->start_s <= t) return &*it;
+    return nullptr;
+  }
+  return nullptr;
+}
+
+void TimelineView::wheelEvent(QWheelEvent* event) {
+  const double steps = event->angleDelta().y() / 120.0;
+  axis_.zoomAt(event->position().x(), std::pow(1.25, steps));
+  zoomed_ = true;
+  update();
+}
+
+void TimelineView::mousePressEvent(QMouseEvent* event) {
+  if (event->button() != Qt::LeftButton) return;
+  dragging_ = true;
+  drag_from_ = event->position();
+  setCursor(Qt::ClosedHandCursor);
+}
+
+void TimelineView::mouseMoveEvent(QMouseEvent* event) {
+  if (dragging_) {
+    axis_.pan(event->position().x() - drag_from_.x());
+    drag_from_ = event->position();
+    zoomed_ = true;
+    update();
+    return;
+  }
+  const auto* e = eventAt(event->position().toPoint());
+  if (!e) return QToolTip::hideText();
+  QString text = tr("%1 · microbatch %2").arg(QLatin1String(planner::op_kind_name(e->op.kind).data())).arg(e->op.microbatch + 1);
+  if (primary_->plan() && primary_->plan()->schedule.vpp > 1) text += tr(" · chunk %1").arg(e->op.chunk);
+  text += tr(" · stage %1\n%2 → %3 (%4)")
+              .arg(e->stage)
+              .arg(formatSeconds(e->start_s), formatSeconds(e->end_s), formatSeconds(e->end_s - e->start_s));
+  QToolTip::showText(event->globalPosition().toPoint(), text, this);
+}
+
+void TimelineView::mouseReleaseEvent(QMouseEvent*) {
+  dragging_ = false;
+  unsetCursor();
+}
+
+void TimelineView::mouseDoubleClickEvent(QMouseEvent*) {
+  fitToView();
+  update();
+}
+
+void TimelineView::keyPressEvent(QKeyEvent* event) {
+  const double centre = labelWidth() + (width() - labelWidth()) / 2.0;
+  switch (event->key()) {
+    case Qt::Key_F: fitToView(); break;
+    case Qt::Key_Plus:
+    case Qt::Key_Equal: axis_.zoomAt(centre, 1.5); break;
+    case Qt::Key_Minus: axis_.zoomAt(centre, 1 / 1.5); break;
+    case Qt::Key_Left: axis_.pan(width() / 8.0); break;
+    case Qt::Key_Right: axis_.pan(-width() / 8.0); break;
+    default: return QWidget::keyPressEvent(event);
+  }
+  zoomed_ = event->key() != Qt::Key_F;
+  update();
+}
+
+}  // namespace tessera::ui

@@ -1,0 +1,62 @@
+// The pipeline timeline view: one row per stage, F / B / W blocks labelled with their microbatch,
+// chunks in distinct shades, idle time as gaps, the bubble in the header; wheel zoom, drag pan,
+// fit, hover tooltip; an optional second schedule drawn below on the same time axis. Paints from
+// TimelineModel; time <-> pixel mapping lives in TimeAxis.
+#pragma once
+
+#include <QWidget>
+
+#include "time_axis.hpp"
+#include "timeline_model.hpp"
+
+namespace tessera::ui {
+
+class TimelineView : public QWidget {
+  Q_OBJECT
+ public:
+  /// `comparison` may be empty (no plan): then only `primary` is drawn.
+  TimelineView(TimelineModel* primary, TimelineModel* comparison, QWidget* parent = nullptr);
+
+  void setStale(bool stale);
+  /// Shows the whole makespan of both timelines (and follows it across re-plans until the next zoom).
+  void fitToView();
+  /// Shows [begin_s, end_s] across the plot (until the next fit).
+  void showRange(double begin_s, double end_s);
+  const TimeAxis& axis() const { return axis_; }
+  /// The event under a widget position (primary, then comparison rows), or nullptr.
+  const planner::TimelineEvent* eventAt(const QPoint& pos) const;
+
+  QSize sizeHint() const override { return {1000, 500}; }
+
+ protected:
+  void paintEvent(QPaintEvent* event) override;
+  void resizeEvent(QResizeEvent* event) override;
+  void wheelEvent(QWheelEvent* event) override;
+  void mousePressEvent(QMouseEvent* event) override;
+  void mouseMoveEvent(QMouseEvent* event) override;
+  void mouseReleaseEvent(QMouseEvent* event) override;
+  void mouseDoubleClickEvent(QMouseEvent* event) override;
+  void keyPressEvent(QKeyEvent* event) override;
+
+ private:
+  struct Band {  ///< the rows of one timeline
+    const TimelineModel* model;
+    int top, header, row_height, rows;
+    int rowsTop() const { return top + header; }
+  };
+  std::vector<Band> bands() const;
+  void paintBand(QPainter& painter, const Band& band, const QRect& plot);
+  void paintRuler(QPainter& painter, const QRect& plot);
+  QString title(const TimelineModel& model) const;
+  int labelWidth() const;
+
+  TimelineModel* primary_;
+  TimelineModel* comparison_;
+  TimeAxis axis_;
+  bool stale_ = false;
+  bool dragging_ = false;
+  bool zoomed_ = false;  ///< the user zoomed or panned: keep their range across re-plans
+  QPointF drag_from_;
+};
+
+}  // namespace tessera::ui
