@@ -1,7 +1,7 @@
 // tessera-agent end to end on loopback: two agents (127.0.0.1 and 127.0.0.2, CURVE) act as two nodes of a
 // TP2×DP2 run of the fake_rank TEST DOUBLE; completion with every step exactly once, a rank killed with
 // SIGKILL, an agent killed with SIGKILL, a follower that crashes and resumes, an unknown client key, a
-// non-loopback bind without keys, and a few thousand malformed frames.
+// non-loopback bind without keys, and a few thousand malformed frames (and one above ZMQ_MAXMSGSIZE).
 #include "agent_test_support.hpp"
 
 #include <zmq.hpp>
@@ -262,6 +262,17 @@ class TestAgent : public QObject {
     while (replies < static_cast<int64_t>(messages.size()) && std::chrono::steady_clock::now() < deadline) drain(100ms);
     QCOMPARE(replies, static_cast<int64_t>(messages.size()));
     QCOMPARE(errors, replies);
+    // Above ZMQ_MAXMSGSIZE (64 MiB) libzmq drops the sender's connection before the agent sees a byte.
+    {
+      zmq::socket_t huge(context, zmq::socket_type::dealer);
+      huge.set(zmq::sockopt::linger, 0);
+      huge.connect(agent.endpoint());
+      const std::string frame((64 << 20) + 1024, 'x');
+      huge.send(zmq::buffer(frame), zmq::send_flags::none);
+      zmq::pollitem_t item{huge.handle(), 0, ZMQ_POLLIN, 0};
+      zmq::poll(&item, 1, std::chrono::milliseconds(1500));
+      QVERIFY(!(item.revents & ZMQ_POLLIN));  // no reply: the connection was dropped
+    }
     // Still up and serving, and it counted every one.
     test::TestKeys none(dir_.path() + "/fuzz-client");
     launch::AgentConnection connection(context, agent.endpoint(), none.credentials);
