@@ -569,6 +569,9 @@ struct Agent::Impl {
     add_record(run, dump(end));
     flush_batch(run);
     run.ended = true;
+    run.pull.close();  // a long-lived agent keeps no socket per finished run
+    std::error_code ec;
+    fs::remove(fs::path(run.dir) / "report.sock", ec);
   }
 
   // ---- sending ----
@@ -640,7 +643,7 @@ struct Agent::Impl {
       }
       std::vector<zmq::pollitem_t> items{{router.handle(), 0, ZMQ_POLLIN, 0}};
       for (auto& [id, run] : runs) {
-        items.push_back({run->pull.handle(), 0, ZMQ_POLLIN, 0});
+        if (!run->ended) items.push_back({run->pull.handle(), 0, ZMQ_POLLIN, 0});
         for (auto& rank : run->ranks)
           for (int s = 0; s < 2; ++s)
             if (rank.fds[s] >= 0) items.push_back({nullptr, rank.fds[s], ZMQ_POLLIN, 0});
@@ -655,7 +658,7 @@ struct Agent::Impl {
       }
       receive_requests();
       for (auto& [id, run] : runs) {
-        receive_records(*run);
+        if (!run->ended) receive_records(*run);
         for (auto& rank : run->ranks)
           for (int s = 0; s < 2; ++s)
             if (rank.fds[s] >= 0) read_pipe(*run, rank, s);
