@@ -35,6 +35,9 @@ int main(int argc, char** argv) {
   app.add_option("--exit-when-idle-s", options.exit_when_idle_s,
                  "exit after this many seconds without runs, unacknowledged data or clients (0 = never)")
       ->default_val(0.0)->check(CLI::Range(0.0, 1e6));
+  app.add_option("--outbox-memory-bytes", options.outbox_memory_bytes,
+                 "per run, unacknowledged data kept in memory; older frames are spilled to the run directory")
+      ->default_val(options.outbox_memory_bytes)->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
   std::string keygen_dir;
   auto* keygen = app.add_subcommand("keygen", "write a CURVE key pair to DIR/agent.key and DIR/agent.pub");
   keygen->add_option("DIR", keygen_dir, "directory for the keys")->required();

@@ -29,9 +29,10 @@ class AgentProcess {
  public:
   /// host: "127.0.0.1" or "127.0.0.2"; keys_dir/authorized: CURVE when given.
   AgentProcess(const QString& host, const QString& workdir, const QString& keys_dir = {},
-               const QString& authorized = {}, const QStringList& extra_env = {}, double grace_s = 1.0) {
+               const QString& authorized = {}, const QStringList& extra_env = {}, const QStringList& extra_args = {}) {
     QStringList args{"--bind", "tcp://" + host + ":0", "--runtime", TESSERA_FAKE_RANK, "--workdir", workdir,
-                     "--max-ranks", "8", "--grace-s", QString::number(grace_s)};
+                     "--max-ranks", "8", "--grace-s", "1"};
+    args << extra_args;
     if (!keys_dir.isEmpty()) args << "--keys" << keys_dir << "--authorized-keys" << authorized;
     QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
     for (const auto& e : extra_env) env.insert(e.section('=', 0, 0), e.section('=', 1));

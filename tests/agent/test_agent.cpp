@@ -14,10 +14,10 @@ using test::MemorySink;
 namespace {
 
 struct TwoNodes {
-  explicit TwoNodes(const QString& dir, const QStringList& env = {})
+  explicit TwoNodes(const QString& dir, const QStringList& env = {}, const QStringList& args = {})
       : keys(dir),
-        a("127.0.0.1", dir + "/work-a", keys.agent("a"), keys.authorized, env),
-        b("127.0.0.2", dir + "/work-b", keys.agent("b"), keys.authorized, env) {
+        a("127.0.0.1", dir + "/work-a", keys.agent("a"), keys.authorized, env, args),
+        b("127.0.0.2", dir + "/work-b", keys.agent("b"), keys.authorized, env, args) {
     keys.pin(a.endpoint(), "a");
     keys.pin(b.endpoint(), "b");
   }
@@ -152,7 +152,8 @@ class TestAgent : public QObject {
   }
 
   void crashedFollowerResumesWithoutGapsOrDuplicates() {
-    TwoNodes nodes(dir_.path() + "/follower", {"TESSERA_FAKE_STEP_MS=5"});
+    // 2 KiB of outbox memory: what the agents hold while no follower acknowledges goes to disk.
+    TwoNodes nodes(dir_.path() + "/follower", {"TESSERA_FAKE_STEP_MS=5"}, {"--outbox-memory-bytes", "2048"});
     const auto id = test::new_run_id();
     MemorySink sink;
     {
@@ -166,6 +167,8 @@ class TestAgent : public QObject {
       QVERIFY(!sink.steps.empty());
     }  // the follower is gone; the agents keep the run and their outboxes
     std::this_thread::sleep_for(300ms);
+    const QString run_dir = dir_.path() + "/follower/work-a/runs/" + QString::fromStdString(id);
+    QVERIFY(QFile::exists(run_dir + "/outbox.spill"));
     sink.restart();
     sink.crash_after_steps = 0;
     launch::RunSession second(id, nodes.endpoints(), nodes.keys.credentials);
