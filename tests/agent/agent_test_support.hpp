@@ -51,7 +51,6 @@ class AgentProcess {
   }
   ~AgentProcess() { stop(); }
   const std::string& endpoint() const { return endpoint_; }
-  qint64 pid() const { return process_.processId(); }
   void kill9() {
     ::kill(static_cast<pid_t>(process_.processId()), SIGKILL);
     process_.waitForFinished(5000);
@@ -113,7 +112,7 @@ class MemorySink : public launch::RunSink {
 
   std::map<std::pair<int64_t, int64_t>, int> steps;  ///< durable step records per (rank, step)
   std::vector<nlohmann::json> exits, ends;
-  int64_t logs = 0, metrics = 0, duplicate_frames = 0;
+  int64_t logs = 0, duplicate_frames = 0;
   int64_t crash_after_steps = 0;
   std::function<void()> on_crash;
   bool crashed = false;
@@ -125,7 +124,6 @@ class MemorySink : public launch::RunSink {
     else if (type == "log") ++logs;
     else if (type == "rank_exit") exits.push_back(r);
     else if (type == "run_end") ends.push_back(r);
-    else if (type == "metric") ++metrics;
   }
   std::map<int64_t, int64_t> durable_, pending_seq_;
   std::vector<nlohmann::json> pending_;

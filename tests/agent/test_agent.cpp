@@ -178,6 +178,7 @@ class TestAgent : public QObject {
     QVERIFY(sink.complete_exactly_once(4, 300));
     QCOMPARE(sink.duplicate_frames, int64_t{0});
     QCOMPARE(second.lost_frames(), int64_t{0});
+    QCOMPARE(second.duplicate_frames(), int64_t{0});  // the agents resumed exactly after the stored position
     QCOMPARE(sink.ends.size(), size_t{2});
   }
 
