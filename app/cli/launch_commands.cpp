@@ -65,6 +65,10 @@ int follow(store::Writer& writer, const store::RunHandle& run, launch::RunSessio
       writer.set_status(run, store::RunStatus::failed, session.reason());
       writer.flush();
       std::cerr << "run " << run.id << " failed: " << session.reason() << "\n";
+      if (!session.failure_log().empty()) {
+        std::cerr << "last lines of rank " << session.first_failed_rank().value_or(-1) << ":\n";
+        for (const auto& line : session.failure_log()) std::cerr << "  " << line << "\n";
+      }
       return 1;
   }
   return 1;

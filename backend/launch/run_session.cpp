@@ -135,6 +135,10 @@ void RunSession::note_record(size_t node, const nlohmann::json& record) {
     if (!first_failed_rank_ || time_s < first_failure_time_s_) {
       first_failed_rank_ = record.value("rank", int64_t{-1});
       first_failure_time_s_ = time_s;
+      failure_log_.clear();
+      if (const auto lines = record.find("last_lines"); lines != record.end() && lines->is_array())
+        for (const auto& line : *lines)
+          if (line.is_string()) failure_log_.push_back(line.get<std::string>());
       if (outcome_ == RunOutcome::running || (outcome_ == RunOutcome::failed && reason_.rfind("rank ", 0) == 0)) {
         outcome_ = RunOutcome::failed;
         reason_ = "rank " + std::to_string(*first_failed_rank_) + " " + record.value("description", std::string("failed"));

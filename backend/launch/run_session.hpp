@@ -78,6 +78,8 @@ class RunSession {
   /// "rank 3 exited with code 1" / "node 1 (tcp://...) lost" — why the run failed or stopped.
   const std::string& reason() const { return reason_; }
   std::optional<int64_t> first_failed_rank() const { return first_failed_rank_; }
+  /// The last output lines of the first failing rank, as its agent reported them.
+  const std::vector<std::string>& failure_log() const { return failure_log_; }
   /// Frames received again (sequence number already handed over) and dropped.
   int64_t duplicate_frames() const { return duplicates_; }
   /// Frames an agent no longer held when asked for them (never expected: counted, not hidden).
@@ -99,6 +101,7 @@ class RunSession {
   std::string stop_reason_;  ///< the reason an agent gave for stopping
   std::optional<int64_t> first_failed_rank_;
   double first_failure_time_s_ = 0;
+  std::vector<std::string> failure_log_;
   bool stop_sent_ = false;
   int64_t duplicates_ = 0;
   int64_t lost_frames_ = 0;

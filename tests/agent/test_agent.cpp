@@ -122,6 +122,8 @@ class TestAgent : public QObject {
       if (e["rank"] == 1)
         for (const auto& line : e["last_lines"]) has_cause = has_cause || line.get<std::string>().find("injected failure") != std::string::npos;
     QVERIFY(has_cause);
+    QVERIFY(!session.failure_log().empty());
+    QVERIFY(session.failure_log().back().find("injected failure at step 15") != std::string::npos);
     QVERIFY(none_alive(all_pids(session), 0ms));
   }
 

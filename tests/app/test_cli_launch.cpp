@@ -1,7 +1,8 @@
 // tessera-cli launch / runs follow / runs stop as processes, against two agents on 127.0.0.1 and
 // 127.0.0.2 running the fake_rank TEST DOUBLE, checked in the SQLite history: every step exactly once;
 // a follower killed with SIGKILL mid-run and resumed backfills without gaps or duplicates (logs too);
-// a stopped run; and the embedded local agent when no --agents are given.
+// a failing rank named with its last lines; a stopped run; and the embedded local agent when no
+// --agents are given.
 #include <signal.h>
 
 #include <QtCore/QElapsedTimer>
@@ -151,6 +152,20 @@ class TestCliLaunch : public QObject {
     QVERIFY2(resumed.exit_code == 0, qPrintable(resumed.err + resumed.out));
     QVERIFY(resumed.out.contains("done"));
     verify_exactly_once(id, 300);
+  }
+
+  void failingRankFailsTheRunNamingIt() {
+    const QStringList env{"TESSERA_FAKE_STEP_MS=10", "TESSERA_FAKE_FAIL_RANK=2", "TESSERA_FAKE_FAIL_STEP=20"};
+    Agent a("127.0.0.1", dir_.path() + "/xa", env), b("127.0.0.2", dir_.path() + "/xb", env);
+    const auto r = cli({"launch", spec("failing", 100000, 2), "--agents", a.endpoint() + "," + b.endpoint(), "--follow"});
+    QCOMPARE(r.exit_code, 1);
+    QVERIFY2(r.err.contains("failed: rank 2 exited with code 3"), qPrintable(r.err));
+    QVERIFY(r.err.contains("last lines of rank 2:"));
+    QVERIFY(r.err.contains("injected failure at step 20"));
+    store::History history((dir_.path() + "/history.sqlite").toStdString());
+    const auto run = history.run(run_id_of(r.out).toStdString());
+    QCOMPARE(run.status, store::RunStatus::failed);
+    QVERIFY(run.exit_reason.find("rank 2") != std::string::npos);
   }
 
   void stoppedRunEndsStopped() {
