@@ -20,6 +20,7 @@ TESSERA_DEB_PACKAGES=(
   "libsqlite3-dev:/usr/include/sqlite3.h"
   "nlohmann-json3-dev:/usr/include/nlohmann/json.hpp"
   "libcli11-dev:/usr/include/CLI/CLI.hpp"
+  "libgloo-dev:/usr/include/gloo/algorithm.h"
   "python3-venv:/usr/lib/python3/dist-packages/venv"
   "xvfb:/usr/bin/xvfb-run"
   "xauth:/usr/bin/xauth"

@@ -20,6 +20,8 @@ void add_plan_commands(CLI::App& app);
 /// runs list, show, compare, export, import, tag, note, delete (runs_commands.cpp).
 void add_runs_commands(CLI::App& app);
 
+/// data prepare (data_commands.cpp).
+void add_data_commands(CLI::App& app);
 /// agents status | trust | client-key, slurm (agent_commands.cpp).
 void add_agent_commands(CLI::App& app);
 /// launch, runs follow, runs stop (launch_commands.cpp; after add_runs_commands).

@@ -11,6 +11,7 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", std::string("tessera-cli 0.1.0"));
   tessera::cli::add_plan_commands(app);
   tessera::cli::add_runs_commands(app);
+  tessera::cli::add_data_commands(app);
   tessera::cli::add_agent_commands(app);
   tessera::cli::add_launch_commands(app);
   try {

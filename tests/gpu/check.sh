@@ -33,7 +33,7 @@ torch_prefix="$("$python" -c 'import torch; print(torch.utils.cmake_prefix_path)
 step "configure and build (kernels, sm_80 and sm_90)"
 start=$(date +%s)
 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTESSERA_WITH_CUDA=ON \
-  -DTESSERA_BUILD_CLI=OFF -DTESSERA_BUILD_GUI=OFF -DTESSERA_BUILD_TESTS=OFF \
+  -DTESSERA_BUILD_CLI=OFF -DTESSERA_BUILD_GUI=OFF -DTESSERA_BUILD_TESTS=OFF -DTESSERA_BUILD_RUNTIME=OFF \
   -DCMAKE_PREFIX_PATH="$prefix/usr;$torch_prefix" > "$out/configure.log" 2>&1 || { tail -30 "$out/configure.log"; exit 1; }
 cmake --build "$build" --parallel "$(nproc)" --target kernel_check > "$out/build.log" 2>&1 || { tail -40 "$out/build.log"; exit 1; }
 echo "built in $(( $(date +%s) - start )) s"

@@ -1,0 +1,42 @@
+// Token files (docs/data.md): a 32-byte little-endian header — magic "TESSTOK\0", version, bytes per
+// token (2 = uint16, 4 = uint32), vocabulary size, token count — then the tokens. And the byte-level
+// tokenizer of `tessera-cli data prepare` (token = byte value, vocabulary 256).
+#pragma once
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace tessera::data {
+
+constexpr char kTokenFileMagic[8] = {'T', 'E', 'S', 'S', 'T', 'O', 'K', '\0'};
+constexpr uint32_t kTokenFileVersion = 1;
+constexpr int64_t kTokenFileHeaderBytes = 32;
+
+/// A problem with a data file; the message names the file and what is wrong.
+class DataError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct TokenFile {
+  int64_t vocab_size = 0;
+  int bytes_per_token = 2;
+  std::vector<uint32_t> tokens;
+};
+
+/// Tokens as uint16 when the vocabulary fits (≤ 65,536), else uint32; written to a temporary file
+/// and renamed, so a reader never sees half a file. Throws DataError.
+void write_token_file(const std::string& path, const std::vector<uint32_t>& tokens, int64_t vocab_size);
+
+/// Reads and checks a whole token file: header, version, token width, that the size matches the
+/// count, that every token is below the vocabulary size. Throws DataError naming the file.
+TokenFile read_token_file(const std::string& path);
+
+/// Byte-level tokenizer: one token per byte of UTF-8 text.
+constexpr int64_t kByteVocabSize = 256;
+std::vector<uint32_t> byte_tokenize(std::string_view text);
+
+}  // namespace tessera::data

@@ -1,0 +1,46 @@
+// Communicator: the collectives and point-to-point operations of one process group, each bounded by
+// the group's timeout. The Gloo implementation (gloo_world.hpp) serves the CPU path; an NCCL one
+// plugs in behind the same interface.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <ATen/core/Tensor.h>
+
+namespace tessera::runtime {
+
+enum class ReduceOp { sum, max };
+
+class Communicator {
+ public:
+  virtual ~Communicator() = default;
+
+  /// This process's index in the group and the group's size.
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  /// Global ranks of the members, in group order; the group's name ("tp", "dp", ...).
+  virtual const std::vector<int64_t>& members() const = 0;
+  virtual const std::string& name() const = 0;
+
+  /// In place, on every member.
+  virtual void all_reduce(at::Tensor& tensor, ReduceOp op = ReduceOp::sum) = 0;
+  /// `input` holds size() equal blocks along dim 0; `output` receives the reduced block of this rank.
+  virtual void reduce_scatter(at::Tensor& output, const at::Tensor& input) = 0;
+  /// `output` receives size() blocks along dim 0, block i from member i.
+  virtual void all_gather(at::Tensor& output, const at::Tensor& input) = 0;
+  virtual void broadcast(at::Tensor& tensor, int root) = 0;
+  /// Point to point within the group (`peer` is a group rank). send() may return before the peer
+  /// received; wait_sends() waits for every outstanding send.
+  virtual void send(const at::Tensor& tensor, int peer, int tag) = 0;
+  virtual void recv(at::Tensor& tensor, int peer, int tag) = 0;
+  virtual void wait_sends() = 0;
+  virtual void barrier() = 0;
+
+  /// Seconds spent inside this group's operations so far (waiting included).
+  virtual double busy_s() const = 0;
+};
+
+}  // namespace tessera::runtime

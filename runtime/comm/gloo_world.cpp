@@ -1,0 +1,241 @@
+// Gloo communicators through c10d's ProcessGroupGloo, TCPStore rendezvous and the heartbeat.
+#include "runtime/comm/gloo_world.hpp"
+
+#include <map>
+#include <mutex>
+#include <sstream>
+
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+
+#include "runtime/comm/comm_error.hpp"
+
+namespace tessera::runtime {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr auto kHeartbeatPeriod = std::chrono::milliseconds(200);
+
+std::string heartbeat_key(int64_t rank) { return "tessera/heartbeat/" + std::to_string(rank); }
+
+std::string join(const std::vector<int64_t>& ranks) {
+  std::ostringstream out;
+  for (size_t i = 0; i < ranks.size(); ++i) out << (i ? "," : "") << ranks[i];
+  return out.str();
+}
+
+// The text of an exception without c10's backtrace.
+std::string message_of(const std::exception& e) {
+  if (const auto* c10_error = dynamic_cast<const c10::Error*>(&e)) return c10_error->what_without_backtrace();
+  return e.what();
+}
+
+// `counted`: this connection registers the rank with the rendezvous (rank 0's constructor returns
+// once all ranks have); the heartbeat's second connection is not counted.
+c10::intrusive_ptr<c10d::TCPStore> connect_store(const WorldOptions& o, bool server, bool counted) {
+  c10d::TCPStoreOptions so;
+  so.port = static_cast<uint16_t>(o.master_port);
+  so.isServer = server;
+  so.numWorkers = o.world_size;
+  so.waitWorkers = counted;
+  so.timeout = o.timeout;
+  try {
+    return c10::make_intrusive<c10d::TCPStore>(o.master_addr, so);
+  } catch (const std::exception& e) {
+    throw CommError("rank " + std::to_string(o.rank) + ": rendezvous at " + o.master_addr + ":" +
+                    std::to_string(o.master_port) + " failed: " + message_of(e));
+  }
+}
+
+class GlooCommunicator final : public Communicator {
+ public:
+  GlooCommunicator(GlooWorld& world, std::string name, std::vector<int64_t> members, int rank,
+                   c10::intrusive_ptr<c10d::ProcessGroupGloo> group, std::chrono::milliseconds timeout)
+      : world_(world), name_(std::move(name)), members_(std::move(members)), rank_(rank), group_(std::move(group)),
+        timeout_(timeout) {}
+
+  int rank() const override { return rank_; }
+  int size() const override { return static_cast<int>(members_.size()); }
+  const std::vector<int64_t>& members() const override { return members_; }
+  const std::string& name() const override { return name_; }
+  double busy_s() const override { return busy_s_; }
+
+  void all_reduce(at::Tensor& tensor, ReduceOp op) override {
+    std::vector<at::Tensor> tensors{tensor};
+    c10d::AllreduceOptions o;
+    o.reduceOp = op == ReduceOp::sum ? c10d::ReduceOp::SUM : c10d::ReduceOp::MAX;
+    o.timeout = timeout_;
+    run("all_reduce", [&] { return group_->allreduce(tensors, o); });
+  }
+  void reduce_scatter(at::Tensor& output, const at::Tensor& input) override {
+    at::Tensor in = input.contiguous();
+    c10d::ReduceScatterOptions o;
+    o.timeout = timeout_;
+    run("reduce_scatter", [&] { return group_->_reduce_scatter_base(output, in, o); });
+  }
+  void all_gather(at::Tensor& output, const at::Tensor& input) override {
+    at::Tensor in = input.contiguous();
+    c10d::AllgatherOptions o;
+    o.timeout = timeout_;
+    run("all_gather", [&] { return group_->_allgather_base(output, in, o); });
+  }
+  void broadcast(at::Tensor& tensor, int root) override {
+    std::vector<at::Tensor> tensors{tensor};
+    c10d::BroadcastOptions o;
+    o.rootRank = root;
+    o.timeout = timeout_;
+    run("broadcast", [&] { return group_->broadcast(tensors, o); });
+  }
+  void send(const at::Tensor& tensor, int peer, int tag) override {
+    std::vector<at::Tensor> tensors{tensor.contiguous()};
+    const auto start = Clock::now();
+    try {
+      pending_sends_.push_back(group_->send(tensors, peer, tag));
+    } catch (const std::exception& e) {
+      fail("send to group rank " + std::to_string(peer), message_of(e));
+    }
+    busy_s_ += std::chrono::duration<double>(Clock::now() - start).count();
+  }
+  void recv(at::Tensor& tensor, int peer, int tag) override {
+    std::vector<at::Tensor> tensors{tensor};
+    run("recv from group rank " + std::to_string(peer), [&] { return group_->recv(tensors, peer, tag); });
+  }
+  void wait_sends() override {
+    auto sends = std::move(pending_sends_);
+    pending_sends_.clear();
+    for (auto& work : sends) run("send", [&] { return work; });
+  }
+  void barrier() override {
+    c10d::BarrierOptions o;
+    o.timeout = timeout_;
+    run("barrier", [&] { return group_->barrier(o); });
+  }
+
+ private:
+  template <typename Start>
+  void run(const std::string& what, Start start_work) {
+    const auto start = Clock::now();
+    try {
+      auto work = start_work();
+      if (!work->wait(timeout_)) fail(what, "timed out");
+    } catch (const CommError&) {
+      throw;
+    } catch (const std::exception& e) {
+      fail(what, message_of(e));
+    }
+    busy_s_ += std::chrono::duration<double>(Clock::now() - start).count();
+  }
+  [[noreturn]] void fail(const std::string& what, const std::string& cause) {
+    throw CommError(world_.diagnose(what, name_, members_, cause));
+  }
+
+  GlooWorld& world_;
+  std::string name_;
+  std::vector<int64_t> members_;
+  int rank_;
+  c10::intrusive_ptr<c10d::ProcessGroupGloo> group_;
+  std::chrono::milliseconds timeout_;
+  std::vector<c10::intrusive_ptr<c10d::Work>> pending_sends_;
+  double busy_s_ = 0;
+};
+
+}  // namespace
+
+struct GlooWorld::Impl {
+  c10::intrusive_ptr<c10d::TCPStore> store;            // rendezvous (rank 0 serves it)
+  c10::intrusive_ptr<c10d::TCPStore> heartbeat_store;  // a second connection for the heartbeat thread
+  std::shared_ptr<::gloo::transport::Device> device;
+  std::atomic<bool> stop{false};
+  std::thread heartbeat;
+  std::mutex diagnose_mutex;
+};
+
+GlooWorld::GlooWorld(const WorldOptions& options) : options_(options), impl_(std::make_unique<Impl>()) {
+  impl_->store = connect_store(options_, options_.rank == 0, true);
+  impl_->heartbeat_store = connect_store(options_, false, false);
+  impl_->device = c10d::ProcessGroupGloo::createDeviceForHostname(options_.master_addr == "localhost" ? "127.0.0.1"
+                                                                                                     : options_.master_addr);
+  impl_->heartbeat = std::thread([this] {
+    const std::string key = heartbeat_key(options_.rank);
+    while (!impl_->stop.load()) {
+      try {
+        impl_->heartbeat_store->add(key, 1);
+      } catch (const std::exception&) {
+        return;  // the store is gone; operations will report it
+      }
+      std::this_thread::sleep_for(kHeartbeatPeriod);
+    }
+  });
+}
+
+GlooWorld::~GlooWorld() {
+  impl_->stop = true;
+  if (impl_->heartbeat.joinable()) impl_->heartbeat.join();
+}
+
+std::unique_ptr<Communicator> GlooWorld::make_group(const std::string& name, const std::vector<int64_t>& members) {
+  int group_rank = -1;
+  for (size_t i = 0; i < members.size(); ++i)
+    if (members[i] == options_.rank) group_rank = static_cast<int>(i);
+  if (group_rank < 0)
+    throw std::invalid_argument("rank " + std::to_string(options_.rank) + " is not a member of group " + name);
+  auto prefixed = c10::make_intrusive<c10d::PrefixStore>("tessera/group/" + name + "/", impl_->store);
+  auto gloo_options = c10d::ProcessGroupGloo::Options::create(options_.timeout);
+  gloo_options->devices.push_back(impl_->device);
+  gloo_options->threads = 1;
+  c10::intrusive_ptr<c10d::ProcessGroupGloo> group;
+  try {
+    group = c10::make_intrusive<c10d::ProcessGroupGloo>(prefixed, group_rank, static_cast<int>(members.size()),
+                                                        gloo_options);
+  } catch (const std::exception& e) {
+    throw CommError(diagnose("connecting", name, members, message_of(e)));
+  }
+  return std::make_unique<GlooCommunicator>(*this, name, members, group_rank, std::move(group), options_.timeout);
+}
+
+void GlooWorld::finish() {
+  const std::string key = "tessera/finished";
+  impl_->store->add(key, 1);
+  if (options_.rank != 0) return;
+  const auto deadline = Clock::now() + options_.timeout;
+  while (impl_->store->add(key, 0) < options_.world_size) {
+    if (Clock::now() > deadline) throw CommError(diagnose("finishing", "world", all_ranks(), "timed out"));
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+}
+
+std::vector<int64_t> GlooWorld::all_ranks() const {
+  std::vector<int64_t> out(options_.world_size);
+  for (int r = 0; r < options_.world_size; ++r) out[r] = r;
+  return out;
+}
+
+std::string GlooWorld::diagnose(const std::string& what, const std::string& group, const std::vector<int64_t>& members,
+                                const std::string& cause) {
+  std::lock_guard lock(impl_->diagnose_mutex);
+  std::ostringstream out;
+  out << "rank " << options_.rank << ": " << what << " in group " << group << " [ranks " << join(members)
+      << "] failed";
+  std::vector<int64_t> dead;
+  try {
+    std::map<int64_t, int64_t> before;
+    for (int64_t r : members)
+      if (r != options_.rank) before[r] = impl_->store->add(heartbeat_key(r), 0);
+    std::this_thread::sleep_for(kHeartbeatPeriod * 8);
+    for (auto [r, beats] : before)
+      if (impl_->store->add(heartbeat_key(r), 0) == beats) dead.push_back(r);
+  } catch (const std::exception&) {
+    out << ": rank 0 (the rendezvous host " << options_.master_addr << ":" << options_.master_port
+        << ") is unreachable, so it has died";
+    return out.str();
+  }
+  if (!dead.empty())
+    out << ": peer rank" << (dead.size() > 1 ? "s " : " ") << join(dead) << " died (no heartbeat)";
+  else
+    out << ": " << cause;
+  return out.str();
+}
+
+}  // namespace tessera::runtime

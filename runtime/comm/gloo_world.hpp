@@ -1,0 +1,64 @@
+// The world of one run on the CPU path: TCPStore rendezvous, a heartbeat per rank that tells a dead
+// peer from a slow one, and Gloo communicators for any subset of ranks.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "runtime/comm/communicator.hpp"
+
+namespace c10d {
+class Store;
+}
+namespace c10 {
+template <class T, class NullType>
+class intrusive_ptr;
+}
+
+namespace tessera::runtime {
+
+struct WorldOptions {
+  int rank = 0;
+  int world_size = 1;
+  std::string master_addr = "127.0.0.1";
+  int master_port = 29500;
+  std::chrono::milliseconds timeout{60'000};  ///< every collective, p2p and the rendezvous itself
+};
+
+class GlooWorld {
+ public:
+  /// Rendezvous of all ranks (rank 0 hosts the store); throws CommError naming the address on failure.
+  explicit GlooWorld(const WorldOptions& options);
+  ~GlooWorld();
+  GlooWorld(const GlooWorld&) = delete;
+  GlooWorld& operator=(const GlooWorld&) = delete;
+
+  int rank() const { return options_.rank; }
+  int world_size() const { return options_.world_size; }
+
+  /// A communicator over `members` (global ranks, ascending, containing this rank), named `name`.
+  /// Only the members call this; `name` must be the same on all of them and unique in the run.
+  std::unique_ptr<Communicator> make_group(const std::string& name, const std::vector<int64_t>& members);
+
+  /// Called by every rank at the end of a run: rank 0, which hosts the store, waits until all ranks
+  /// have called it (bounded by the timeout) so no rank loses the store while finishing.
+  void finish();
+
+  /// After a failed operation: which members of the group stopped beating (checked over ~1.5 s).
+  /// Returns the message for CommError: the operation, the group, the dead peers or "timed out".
+  std::string diagnose(const std::string& what, const std::string& group, const std::vector<int64_t>& members,
+                       const std::string& cause);
+
+ private:
+  std::vector<int64_t> all_ranks() const;
+  struct Impl;
+  WorldOptions options_;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace tessera::runtime

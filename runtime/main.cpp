@@ -1,0 +1,140 @@
+// tessera-train: trains a run spec as one rank (RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT from the
+// environment, as torchrun sets them) or, with --nproc N, launches N local ranks of itself.
+// Bad input exits 2 before any rank starts; a failed rank exits 1 naming the cause.
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <thread>
+
+#include <CLI/CLI.hpp>
+
+#include "runtime/comm/comm_error.hpp"
+#include "data/token_file.hpp"
+#include "runtime/launch/local_launcher.hpp"
+#include "runtime/train/batches.hpp"
+#include "runtime/train/trainer.hpp"
+#include "spec/run_spec.hpp"
+
+namespace {
+
+using tessera::spec::FieldError;
+using tessera::spec::SpecError;
+
+[[noreturn]] void exit_now(int code) {
+  std::fflush(stdout);
+  std::fflush(stderr);
+  std::_Exit(code);  // no destructors: a failed peer may have left communication threads blocked
+}
+
+// The output directory exists (or is created) and accepts files.
+void require_writable_dir(const std::string& dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  const std::string probe = dir + "/.tessera-write-test-" + std::to_string(getpid());
+  FILE* f = ec ? nullptr : std::fopen(probe.c_str(), "w");
+  if (!f) throw SpecError({{"--out", "--out " + dir + " is not a writable directory"}});
+  std::fclose(f);
+  std::filesystem::remove(probe);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"tessera-train: trains a Tessera run spec (TP, SP, PP, DP) with LibTorch"};
+  std::string spec_path, out_dir, data;
+  int64_t steps = 0;
+  int nproc = 0, threads = 0;
+  app.add_option("--spec", spec_path, "run spec (JSON)")->required();
+  app.add_option("--out", out_dir, "directory for spec.json and metrics.jsonl");
+  app.add_option("--data", data, "token file (docs/data.md) or `synthetic`; default: the shipped corpus");
+  app.add_option("--steps", steps, "train this many steps (overrides training.train_steps)")->check(CLI::PositiveNumber);
+  app.add_option("--nproc", nproc, "launch this many local ranks (must equal the spec's world size)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--threads", threads, "intra-op threads per rank (default: cores / local ranks)")
+      ->check(CLI::PositiveNumber);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+
+  tessera::spec::RunSpec spec;
+  tessera::runtime::RankEnvironment env;
+  try {
+    spec = tessera::spec::load_spec_file(spec_path);
+    if (steps > 0) spec.training.train_steps = steps;
+    auto errors = tessera::runtime::runtime_support_errors(spec);
+    if (data.empty()) data = tessera::runtime::default_data_path();
+    if (errors.empty() && data != "synthetic") {
+      try {  // read once here, so a bad file stops the run before any rank starts
+        tessera::runtime::FileTokens(data, spec.training.seed, spec.model.vocab_size, spec.model.seq_length,
+                                     spec.training.global_batch_size);
+      } catch (const tessera::data::DataError& e) {
+        errors.push_back({"--data", e.what()});
+      }
+    }
+    const int64_t world = spec.world_size();
+    if (nproc > 0 && nproc != world)
+      errors.push_back({"--nproc", "--nproc " + std::to_string(nproc) + " must equal the spec's world size " +
+                                       std::to_string(world) + " (cluster.nodes × cluster.gpus_per_node)"});
+    if (!errors.empty()) throw SpecError(errors);
+    if (!out_dir.empty()) require_writable_dir(out_dir);
+    if (nproc == 0) {
+      env = tessera::runtime::rank_environment_from_env();
+      if (env.world_size != world)
+        throw SpecError({{"WORLD_SIZE", "WORLD_SIZE=" + std::to_string(env.world_size) +
+                                            " must equal the spec's world size " + std::to_string(world) +
+                                            " (or use --nproc " + std::to_string(world) + ")"}});
+    }
+  } catch (const SpecError& e) {
+    for (const auto& error : e.errors()) std::cerr << "tessera-train: error: " << error.message << "\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "tessera-train: error: " << e.what() << "\n";
+    return 2;
+  }
+
+  if (nproc > 0) {
+    std::vector<std::string> args;
+    for (int i = 1; i < argc; ++i) {
+      const std::string a = argv[i];
+      if (a == "--nproc") {
+        ++i;
+        continue;
+      }
+      if (a.rfind("--nproc=", 0) == 0) continue;
+      args.push_back(a);
+    }
+    if (threads == 0) {
+      args.push_back("--threads");
+      args.push_back(std::to_string(std::max(1u, std::thread::hardware_concurrency() / static_cast<unsigned>(nproc))));
+    }
+    try {
+      const auto result = tessera::runtime::launch_local("/proc/self/exe", args, nproc);
+      if (result.exit_code != 0) std::cerr << "tessera-train: " << result.message << "; stopped the other ranks\n";
+      return result.exit_code;
+    } catch (const std::exception& e) {
+      std::cerr << "tessera-train: error: " << e.what() << "\n";
+      return 1;
+    }
+  }
+
+  tessera::runtime::TrainOptions options;
+  options.out_dir = out_dir;
+  options.data = data;
+  options.threads = threads > 0 ? threads
+                                : static_cast<int>(std::max(1u, std::thread::hardware_concurrency() /
+                                                                    static_cast<unsigned>(env.local_world_size)));
+  try {
+    tessera::runtime::train(spec, options, env);
+  } catch (const tessera::runtime::CommError& e) {
+    std::cerr << "tessera-train: " << e.what() << "\n";
+    exit_now(1);
+  } catch (const std::exception& e) {
+    std::cerr << "tessera-train: rank " << env.rank << ": " << e.what() << "\n";
+    exit_now(1);
+  }
+  exit_now(0);
+}

@@ -1,0 +1,64 @@
+// Layout-independent initialisation and the flat parameter/gradient buffers.
+#include "runtime/model/param_store.hpp"
+
+#include <ATen/CPUGeneratorImpl.h>
+#include <torch/torch.h>
+
+namespace tessera::runtime {
+
+namespace {
+
+// FNV-1a over the seed and the name: the generator seed of one full tensor.
+uint64_t tensor_seed(int64_t seed, const std::string& name) {
+  uint64_t h = 1469598103934665603ULL;
+  auto mix = [&](unsigned char byte) {
+    h ^= byte;
+    h *= 1099511628211ULL;
+  };
+  for (int i = 0; i < 8; ++i) mix(static_cast<unsigned char>(static_cast<uint64_t>(seed) >> (8 * i)));
+  for (char c : name) mix(static_cast<unsigned char>(c));
+  return h;
+}
+
+}  // namespace
+
+at::Tensor ParamStore::full_normal(const std::string& name, at::IntArrayRef shape, double std) const {
+  auto generator = at::make_generator<at::CPUGeneratorImpl>(tensor_seed(seed_, name));
+  return at::normal(0.0, std, shape, generator, at::TensorOptions().dtype(at::kFloat));
+}
+
+at::Tensor ParamStore::shard(const at::Tensor& full, Shard shard) const {
+  if (shard.dim < 0 || tp_size_ == 1) return full;
+  const int64_t block = full.size(shard.dim) / tp_size_;
+  return full.narrow(shard.dim, tp_rank_ * block, block).contiguous();
+}
+
+at::Tensor ParamStore::add(Param param) {
+  params_.push_back(std::move(param));
+  return params_.back().value;
+}
+
+void ParamStore::finalise(int64_t pad_multiple) {
+  int64_t total = 0;
+  offsets_.clear();
+  for (const auto& p : params_) {
+    offsets_.push_back(total);
+    total += p.value.numel();
+  }
+  const int64_t padded = (total + pad_multiple - 1) / pad_multiple * pad_multiple;
+  values_ = at::zeros({padded}, at::kFloat);
+  grads_ = at::zeros({padded}, at::kFloat);
+  at::NoGradGuard no_grad;
+  for (size_t i = 0; i < params_.size(); ++i) {
+    auto& p = params_[i];
+    const int64_t n = p.value.numel();
+    const auto sizes = p.value.sizes().vec();
+    values_.narrow(0, offsets_[i], n).copy_(p.value.reshape({n}));
+    // set_ re-points the tensor itself, so every copy the model holds now reads the flat buffer.
+    p.value.set_(values_.storage(), offsets_[i], sizes, at::detail::defaultStrides(sizes));
+    p.value.requires_grad_(true);
+    p.value.mutable_grad() = grads_.narrow(0, offsets_[i], n).view(sizes);
+  }
+}
+
+}  // namespace tessera::runtime

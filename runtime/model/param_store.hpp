@@ -1,0 +1,63 @@
+// The parameters of this rank: each initialised as a function of (seed, full tensor name) and then
+// sliced to this rank's shard, so every layout starts from the single-process weights; finalised
+// into one flat fp32 buffer (and a flat gradient buffer) that data parallelism and the optimizer
+// work on directly.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <ATen/core/Tensor.h>
+
+namespace tessera::runtime {
+
+struct Param {
+  std::string name;              ///< full-model name, e.g. "layers.3.attention.qkv.weight"
+  at::Tensor value;              ///< this rank's shard; shares ParamStore::values()'s storage once finalised
+  bool tp_replicated = false;    ///< identical on every tp rank (norms, row biases): counted once in the norm
+  bool sequence_parallel = false;///< gradient is partial per sequence shard under SP: all-reduced over tp
+  bool weight_decay = true;      ///< false for biases, norms and position embeddings
+  bool tied_copy = false;        ///< the last stage's copy of the tied word embedding (pp > 1)
+};
+
+/// How a full tensor is split across the tp group: not at all, or into equal blocks along a dim.
+struct Shard {
+  int64_t dim = -1;  ///< -1 = replicated
+  static Shard replicated() { return {}; }
+  static Shard along(int64_t d) { return {d}; }
+};
+
+class ParamStore {
+ public:
+  ParamStore(int64_t seed, int64_t tp_rank, int64_t tp_size) : seed_(seed), tp_rank_(tp_rank), tp_size_(tp_size) {}
+
+  /// The full tensor `name` drawn from N(0, std) with a generator seeded by (seed, name).
+  at::Tensor full_normal(const std::string& name, at::IntArrayRef shape, double std) const;
+  /// This rank's block of `full`.
+  at::Tensor shard(const at::Tensor& full, Shard shard) const;
+
+  /// Registers a parameter holding `value` (already this rank's shard) and returns it.
+  at::Tensor add(Param param);
+
+  /// Moves every parameter into one flat buffer (each tensor, and so every copy of it the model
+  /// holds, is re-pointed into it), attaches views of a flat zeroed gradient buffer as their .grad,
+  /// and marks them as requiring grad. The buffers are padded with zeros to a multiple of
+  /// `pad_multiple` elements (the distributed optimizer splits them into that many equal shards).
+  void finalise(int64_t pad_multiple = 1);
+
+  const std::vector<Param>& params() const { return params_; }
+  at::Tensor& values() { return values_; }
+  at::Tensor& grads() { return grads_; }
+  /// Offset of each parameter in the flat buffers (same order as params()).
+  const std::vector<int64_t>& offsets() const { return offsets_; }
+  int64_t numel() const { return values_.numel(); }
+
+ private:
+  int64_t seed_, tp_rank_, tp_size_;
+  std::vector<Param> params_;
+  std::vector<int64_t> offsets_;
+  at::Tensor values_, grads_;
+};
+
+}  // namespace tessera::runtime

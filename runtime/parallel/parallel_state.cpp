@@ -1,0 +1,45 @@
+// Process groups from the planner's rank grid (one source of truth for which ranks form a group).
+#include "runtime/parallel/parallel_state.hpp"
+
+#include "runtime/comm/gloo_world.hpp"
+#include "runtime/comm/solo_communicator.hpp"
+
+namespace tessera::runtime {
+
+std::vector<const Communicator*> ParallelState::all_groups() const {
+  std::vector<const Communicator*> out{tp_group.get(), pp_group.get(), dp_group.get()};
+  if (embedding_group) out.push_back(embedding_group.get());
+  return out;
+}
+
+ParallelState make_parallel_state(GlooWorld& world, const spec::RunSpec& spec) {
+  const auto grid = planner::make_rank_grid(spec);
+  const int64_t rank = world.rank();
+  ParallelState state;
+  state.coord = grid.ranks.at(rank);
+  state.tp = grid.tp;
+  state.pp = grid.pp;
+  state.dp = grid.dp;
+  state.vpp = spec.parallel.vpp;
+  state.sequence_parallel = spec.parallel.sequence_parallel && grid.tp > 1;
+
+  // Group names carry their index so that every group of a kind has its own store prefix.
+  auto group = [&](const std::string& kind) -> std::unique_ptr<Communicator> {
+    const auto& groups = grid.groups.at(kind);
+    for (size_t i = 0; i < groups.size(); ++i)
+      for (int64_t r : groups[i].ranks)
+        if (r == rank) {
+          if (groups[i].ranks.size() == 1) return std::make_unique<SoloCommunicator>(kind, rank);
+          return world.make_group(kind + std::to_string(i), groups[i].ranks);
+        }
+    return nullptr;
+  };
+  state.tp_group = group("tp");
+  state.dp_group = group("dp");
+  state.pp_group = group("pp");
+  if (grid.pp > 1 && spec.model.tie_embeddings && (state.first_stage() || state.last_stage()))
+    state.embedding_group = group("embedding");
+  return state;
+}
+
+}  // namespace tessera::runtime

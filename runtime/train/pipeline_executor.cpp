@@ -1,0 +1,96 @@
+// The schedule table, executed.
+#include "runtime/train/pipeline_executor.hpp"
+
+#include <chrono>
+#include <map>
+#include <stdexcept>
+
+#include <torch/torch.h>
+
+namespace tessera::runtime {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct InFlight {
+  at::Tensor input;   // received activation (requires grad) or undefined on the first virtual stage
+  at::Tensor output;  // chunk output, or the scaled loss on the last virtual stage
+};
+
+}  // namespace
+
+PipelineExecutor::PipelineExecutor(const Transformer& model, ParallelState& state, planner::ScheduleTable table,
+                                   std::vector<int64_t> activation_shape)
+    : model_(model), state_(state), table_(std::move(table)), activation_shape_(std::move(activation_shape)) {}
+
+int PipelineExecutor::tag(int32_t microbatch, int64_t to_virtual_stage, bool gradient) const {
+  const int64_t virtual_stages = state_.pp * state_.vpp;
+  return static_cast<int>((microbatch * virtual_stages + to_virtual_stage) * 2 + (gradient ? 1 : 0));
+}
+
+PipelineResult PipelineExecutor::run(const std::vector<Microbatch>& microbatches) {
+  PipelineResult result;
+  const int64_t last_virtual = state_.pp * state_.vpp - 1;
+  const int64_t pp = state_.pp;
+  Communicator& pp_group = *state_.pp_group;
+  const double scale = 1.0 / static_cast<double>(microbatches.size());
+  std::map<std::pair<int32_t, int32_t>, InFlight> in_flight;  // (microbatch, chunk)
+  const auto step_start = Clock::now();
+  auto seconds = [&](Clock::time_point t) { return std::chrono::duration<double>(t - step_start).count(); };
+
+  for (const auto& op : table_.stages.at(state_.coord.pp)) {
+    auto start = Clock::now();  // moved past the receive: the timeline shows compute, waiting is bubble
+    const int64_t vs = virtual_stage(op.chunk);
+    const auto key = std::make_pair(op.microbatch, op.chunk);
+    const Microbatch& mb = microbatches.at(op.microbatch);
+    if (op.kind == planner::OpKind::forward) {
+      InFlight f;
+      at::Tensor input = mb.tokens;
+      if (vs > 0) {
+        f.input = at::empty(activation_shape_, at::kFloat);
+        pp_group.recv(f.input, static_cast<int>((vs - 1) % pp), tag(op.microbatch, vs, false));
+        start = Clock::now();
+        f.input.requires_grad_(true);
+        input = f.input;
+      }
+      const at::Tensor output = model_.forward(op.chunk, input);
+      if (vs == last_virtual) {
+        const at::Tensor loss = model_.loss(op.chunk, output, mb.targets);
+        result.loss_sum += loss.item<double>();
+        f.output = loss * scale;
+      } else {
+        pp_group.send(output.detach(), static_cast<int>((vs + 1) % pp), tag(op.microbatch, vs + 1, false));
+        f.output = output;
+      }
+      in_flight[key] = std::move(f);
+    } else if (op.kind == planner::OpKind::backward) {
+      auto it = in_flight.find(key);
+      if (it == in_flight.end()) throw std::logic_error("schedule runs B before F");
+      InFlight f = std::move(it->second);
+      in_flight.erase(it);
+      if (vs == last_virtual) {
+        f.output.backward();
+      } else {
+        at::Tensor grad = at::empty(activation_shape_, at::kFloat);
+        pp_group.recv(grad, static_cast<int>((vs + 1) % pp), tag(op.microbatch, vs, true));
+        start = Clock::now();
+        torch::autograd::backward({f.output}, {grad});
+      }
+      if (vs > 0) pp_group.send(f.input.grad(), static_cast<int>((vs - 1) % pp), tag(op.microbatch, vs - 1, true));
+    } else {
+      throw std::invalid_argument("tessera-train executes F and B operations; zb-h1's split backward is not supported");
+    }
+    result.timeline.push_back({op, seconds(start), seconds(Clock::now())});
+  }
+  pp_group.wait_sends();
+  if (!result.timeline.empty()) {
+    double busy_s = 0;
+    for (const auto& m : result.timeline) busy_s += m.end_s - m.start_s;
+    const double span_s = result.timeline.back().end_s - result.timeline.front().start_s;
+    result.bubble = span_s > 0 ? std::max(0.0, 1.0 - busy_s / span_s) : 0.0;
+  }
+  return result;
+}
+
+}  // namespace tessera::runtime

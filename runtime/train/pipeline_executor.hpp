@@ -1,0 +1,50 @@
+// Executes one stage's row of the planner's schedule table (GPipe, 1F1B, interleaved): each F runs a
+// chunk on a microbatch whose input comes from the tokens or from the previous virtual stage, each B
+// back-propagates the gradient from the loss or from the next virtual stage; activations and
+// gradients travel by point-to-point sends over the pp group. Records the measured timeline.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "planner/schedule.hpp"
+#include "runtime/model/transformer.hpp"
+#include "runtime/parallel/parallel_state.hpp"
+#include "runtime/train/batches.hpp"
+
+namespace tessera::runtime {
+
+struct MeasuredOp {
+  planner::PipelineOp op;
+  double start_s = 0, end_s = 0;  ///< from the start of the step
+};
+
+struct PipelineResult {
+  double loss_sum = 0;  ///< sum of microbatch losses (last stage only; 0 elsewhere)
+  std::vector<MeasuredOp> timeline;  ///< compute of each op (from after its receive to its end)
+  double bubble = 0;                  ///< 1 - compute / (last op end - first op start)
+};
+
+class PipelineExecutor {
+ public:
+  /// `activation_shape` is what travels between stages: [s (÷ t under SP), b, h].
+  PipelineExecutor(const Transformer& model, ParallelState& state, planner::ScheduleTable table,
+                   std::vector<int64_t> activation_shape);
+
+  /// Runs every op of this stage for one step; gradients accumulate into the parameters' .grad,
+  /// each microbatch's loss scaled by 1/microbatches.
+  PipelineResult run(const std::vector<Microbatch>& microbatches);
+
+  const planner::ScheduleTable& table() const { return table_; }
+
+ private:
+  int64_t virtual_stage(int32_t chunk) const { return chunk * state_.pp + state_.coord.pp; }
+  int tag(int32_t microbatch, int64_t to_virtual_stage, bool gradient) const;
+
+  const Transformer& model_;
+  ParallelState& state_;
+  planner::ScheduleTable table_;
+  std::vector<int64_t> activation_shape_;
+};
+
+}  // namespace tessera::runtime

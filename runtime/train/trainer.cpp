@@ -1,0 +1,327 @@
+// The training loop of one rank.
+#include "runtime/train/trainer.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <stdexcept>
+
+#include <torch/torch.h>
+
+#include "planner/flops.hpp"
+#include "planner/schedule.hpp"
+#include "protocol/records.hpp"
+#include "runtime/comm/gloo_world.hpp"
+#include "runtime/metrics/counting_allocator.hpp"
+#include "runtime/metrics/gemm_peak.hpp"
+#include "runtime/model/transformer.hpp"
+#include "runtime/parallel/parallel_state.hpp"
+#include "runtime/train/batches.hpp"
+#include "runtime/train/optimizer.hpp"
+#include "runtime/train/pipeline_executor.hpp"
+
+namespace tessera::runtime {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr int64_t kBucketElements = int64_t{1} << 20;  // 4 MiB of fp32 gradients per all-reduce
+
+int env_int(const char* name, int fallback) {
+  const char* value = std::getenv(name);
+  if (!value) return fallback;
+  char* end = nullptr;
+  const long parsed = std::strtol(value, &end, 10);
+  if (*value == '\0' || *end != '\0' || parsed < 0)
+    throw std::invalid_argument(std::string("environment variable ") + name + "=\"" + value +
+                                "\" must be a non-negative integer");
+  return static_cast<int>(parsed);
+}
+
+// One line per record, appended with a single write() so ranks sharing the file do not interleave.
+class MetricsFile {
+ public:
+  explicit MetricsFile(const std::string& path) {
+    if (path.empty()) return;
+    fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (fd_ < 0) throw std::runtime_error("cannot write " + path + ": " + std::strerror(errno));
+  }
+  ~MetricsFile() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  void write(const nlohmann::ordered_json& record) {
+    if (fd_ < 0) return;
+    const std::string line = record.dump() + "\n";
+    if (::write(fd_, line.data(), line.size()) != static_cast<ssize_t>(line.size()))
+      throw std::runtime_error(std::string("writing metrics: ") + std::strerror(errno));
+  }
+
+ private:
+  int fd_ = -1;
+};
+
+// Sums the given gradients over `group` in one flat message.
+void all_reduce_grads(const std::vector<at::Tensor>& grads, Communicator& group) {
+  if (grads.empty() || group.size() == 1) return;
+  std::vector<at::Tensor> flat;
+  for (const auto& g : grads) flat.push_back(g.reshape({-1}));
+  at::Tensor joined = at::cat(flat);
+  group.all_reduce(joined);
+  int64_t offset = 0;
+  for (const auto& g : grads) {
+    g.copy_(joined.narrow(0, offset, g.numel()).view(g.sizes()));
+    offset += g.numel();
+  }
+}
+
+std::unique_ptr<TokenSource> make_token_source(const spec::RunSpec& spec, const std::string& data) {
+  if (data == "synthetic") return std::make_unique<SyntheticTokens>(spec.training.seed, spec.model.vocab_size, spec.model.seq_length);
+  return std::make_unique<FileTokens>(data, spec.training.seed, spec.model.vocab_size, spec.model.seq_length,
+                                      spec.training.global_batch_size);
+}
+
+class Trainer {
+ public:
+  Trainer(const spec::RunSpec& spec, const TrainOptions& options, const RankEnvironment& env)
+      : spec_(spec), options_(options), world_(WorldOptions{env.rank, env.world_size, env.master_addr, env.master_port}),
+        state_(make_parallel_state(world_, spec)),
+        store_(spec.training.seed, state_.coord.tp, state_.tp),
+        model_(spec.model, state_.pp, state_.vpp, state_.coord.pp, TensorParallel{state_.tp_group.get(), state_.sequence_parallel},
+               spec.training.recompute, store_),
+        executor_(model_, state_,
+                  planner::make_schedule(spec.parallel.schedule, static_cast<int>(state_.pp), static_cast<int>(state_.vpp),
+                                         static_cast<int>(spec.num_microbatches())),
+                  {spec.model.seq_length / (state_.sequence_parallel ? state_.tp : 1), spec.training.micro_batch_size,
+                   spec.model.hidden_size}),
+        data_(make_token_source(spec, options.data)),
+        layout_{spec.training.global_batch_size, spec.training.micro_batch_size, state_.dp, state_.coord.dp},
+        metrics_(options.out_dir.empty() ? "" : options.out_dir + "/metrics.jsonl") {
+    distributed_optimizer_ = spec.effective_zero_stage() >= 1 && state_.dp > 1;
+    store_.finalise(distributed_optimizer_ ? state_.dp : 1);
+    shard_numel_ = store_.numel() / (distributed_optimizer_ ? state_.dp : 1);
+    shard_offset_ = distributed_optimizer_ ? state_.coord.dp * shard_numel_ : 0;
+    at::Tensor decay = at::zeros({store_.numel()});
+    norm_mask_ = at::zeros({store_.numel()});
+    const auto& params = store_.params();
+    for (size_t i = 0; i < params.size(); ++i) {
+      const auto& p = params[i];
+      const int64_t offset = store_.offsets()[i], n = p.value.numel();
+      if (p.weight_decay) decay.narrow(0, offset, n).fill_(1);
+      // Each parameter counts once in the global norm: replicated ones on tp rank 0, tied copies not.
+      if (!p.tied_copy && (!p.tp_replicated || state_.coord.tp == 0)) norm_mask_.narrow(0, offset, n).fill_(1);
+      if (p.sequence_parallel) sequence_parallel_grads_.push_back(p.value.mutable_grad());
+      if (p.name == "embedding.word.weight" && state_.embedding_group) embedding_grads_.push_back(p.value.mutable_grad());
+    }
+    // Under the distributed optimizer (ZeRO-1) this rank keeps the state of its shard only.
+    optimizer_ = std::make_unique<AdamW>(spec.training, decay.narrow(0, shard_offset_, shard_numel_).clone());
+    norm_mask_ = norm_mask_.narrow(0, shard_offset_, shard_numel_).clone();
+  }
+
+  void run(double peak_tflops) {
+    const double model_flops = planner::iteration_flops(spec_, /*causal=*/false).model_per_iteration;
+    const auto& memory = CountingAllocator::install();
+    const auto start = Clock::now();
+    const int64_t tokens_per_step = spec_.training.global_batch_size * spec_.model.seq_length;
+    for (int64_t step = 1; step <= spec_.training.train_steps; ++step) {
+      const auto step_start = Clock::now();
+      const double comm_before = comm_seconds();
+      store_.grads().zero_();
+      const auto microbatches = make_microbatches(*data_, layout_, step - 1);
+      const PipelineResult pipeline = executor_.run(microbatches);
+      at::Tensor grads = reduce_gradients();
+      const double grad_norm = global_grad_norm(grads);
+      if (spec_.training.grad_clip > 0 && grad_norm > spec_.training.grad_clip)
+        grads.mul_(spec_.training.grad_clip / (grad_norm + 1e-6));
+      const double lr = learning_rate(spec_.training, step);
+      {
+        at::NoGradGuard no_grad;
+        at::Tensor values = store_.values().narrow(0, shard_offset_, shard_numel_);
+        optimizer_->step(values, grads, lr);
+        if (distributed_optimizer_) state_.dp_group->all_gather(store_.values(), values.clone());
+      }
+      const double loss = global_loss(pipeline.loss_sum / static_cast<double>(microbatches.size()));
+      const auto now = Clock::now();
+
+      protocol::StepRecord record;
+      record.step = step;
+      record.rank = world_.rank();
+      record.wall_time_s = std::chrono::duration<double>(now - start).count();
+      record.loss = loss;
+      record.grad_norm = grad_norm;
+      record.lr = lr;
+      record.step_time_s = std::chrono::duration<double>(now - step_start).count();
+      record.tokens_per_s = static_cast<double>(tokens_per_step) / record.step_time_s;
+      record.comm_s = comm_seconds() - comm_before;
+      record.peak_tflops = peak_tflops;
+      record.model_tflops = model_flops / static_cast<double>(world_.world_size()) / record.step_time_s / 1e12;
+      record.mfu = record.model_tflops / peak_tflops;
+      record.bubble = pipeline.bubble;
+      record.peak_memory_bytes = memory.peak_bytes();
+      record.live_memory_bytes = memory.live_bytes();
+      metrics_.write(protocol::to_json(record));
+      for (const auto& op : pipeline.timeline) {
+        metrics_.write(protocol::to_json(protocol::TimelineRecord{
+            step, world_.rank(), state_.coord.pp, std::string(planner::op_kind_name(op.op.kind)), op.op.microbatch,
+            op.op.chunk, op.start_s, op.end_s}));
+      }
+      if (world_.rank() == 0) {
+        std::printf(
+            "step %4lld/%lld | loss %.4f | grad norm %.3f | lr %.2e | %.0f tokens/s | MFU %.1f%% of %.0f GFLOP/s | "
+            "bubble %.0f%% | peak %.1f MiB | %.3f s (comm %.3f s)\n",
+            static_cast<long long>(step), static_cast<long long>(spec_.training.train_steps), loss, grad_norm, lr,
+            record.tokens_per_s, 100 * record.mfu, 1e3 * peak_tflops, 100 * record.bubble,
+            static_cast<double>(record.peak_memory_bytes) / (1 << 20), record.step_time_s, record.comm_s);
+        std::fflush(stdout);
+      }
+    }
+    world_.finish();
+  }
+
+ private:
+  double comm_seconds() const {
+    double total = 0;
+    for (const auto* g : state_.all_groups()) total += g->busy_s();
+    return total;
+  }
+
+  // SP norms' partial gradients over tp, the tied embedding over the embedding group, then the
+  // data-parallel average: all-reduced in buckets, or reduce-scattered to this rank's shard under the
+  // distributed optimizer. Returns the gradients this rank's optimizer updates from.
+  at::Tensor reduce_gradients() {
+    if (state_.sequence_parallel) all_reduce_grads(sequence_parallel_grads_, *state_.tp_group);
+    if (state_.embedding_group) all_reduce_grads(embedding_grads_, *state_.embedding_group);
+    at::Tensor& grads = store_.grads();
+    if (state_.dp == 1) return grads;
+    if (distributed_optimizer_) {
+      at::Tensor shard = at::empty({shard_numel_});
+      state_.dp_group->reduce_scatter(shard, grads);
+      return shard.div_(static_cast<double>(state_.dp));
+    }
+    for (int64_t offset = 0; offset < grads.numel(); offset += kBucketElements) {
+      at::Tensor bucket = grads.narrow(0, offset, std::min(kBucketElements, grads.numel() - offset));
+      state_.dp_group->all_reduce(bucket);
+    }
+    return grads.div_(static_cast<double>(state_.dp));
+  }
+
+  // Over every parameter once: tp and pp partition the model; dp partitions it too under ZeRO-1.
+  double global_grad_norm(const at::Tensor& grads) {
+    at::Tensor sum = (grads * grads * norm_mask_).sum().to(at::kDouble).reshape({1});
+    state_.tp_group->all_reduce(sum);
+    state_.pp_group->all_reduce(sum);
+    if (distributed_optimizer_) state_.dp_group->all_reduce(sum);
+    return std::sqrt(sum.item<double>());
+  }
+
+  // The mean over the global batch, known on every rank: the last stage's value summed over the
+  // pipeline (other stages add 0), averaged over data-parallel replicas.
+  double global_loss(double local_mean) {
+    at::Tensor value = at::full({1}, state_.last_stage() ? local_mean : 0.0, at::kDouble);
+    state_.pp_group->all_reduce(value);
+    state_.dp_group->all_reduce(value);
+    return value.item<double>() / static_cast<double>(state_.dp);
+  }
+
+  spec::RunSpec spec_;
+  TrainOptions options_;
+  GlooWorld world_;
+  ParallelState state_;
+  ParamStore store_;
+  Transformer model_;
+  PipelineExecutor executor_;
+  std::unique_ptr<TokenSource> data_;
+  BatchLayout layout_;
+  MetricsFile metrics_;
+  bool distributed_optimizer_ = false;
+  int64_t shard_numel_ = 0, shard_offset_ = 0;
+  at::Tensor norm_mask_;
+  std::vector<at::Tensor> sequence_parallel_grads_, embedding_grads_;
+  std::unique_ptr<AdamW> optimizer_;
+};
+
+}  // namespace
+
+std::string default_data_path() {
+  const auto exe = std::filesystem::read_symlink("/proc/self/exe");
+  return (exe.parent_path().parent_path() / "resources" / "corpus" / "kjv.tokens").string();
+}
+
+RankEnvironment rank_environment_from_env() {
+  RankEnvironment env;
+  const bool any = std::getenv("RANK") || std::getenv("WORLD_SIZE");
+  if (!any) return env;
+  for (const char* required : {"RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"})
+    if (!std::getenv(required))
+      throw std::invalid_argument(std::string("environment variable ") + required +
+                                  " is not set (RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT go together)");
+  env.rank = env_int("RANK", 0);
+  env.world_size = env_int("WORLD_SIZE", 1);
+  env.local_rank = env_int("LOCAL_RANK", env.rank);
+  env.local_world_size = env_int("LOCAL_WORLD_SIZE", env.world_size);
+  env.master_addr = std::getenv("MASTER_ADDR");
+  env.master_port = env_int("MASTER_PORT", 0);
+  if (env.world_size < 1 || env.rank >= env.world_size)
+    throw std::invalid_argument("RANK=" + std::to_string(env.rank) + " must be below WORLD_SIZE=" +
+                                std::to_string(env.world_size));
+  if (env.master_port < 1 || env.master_port > 65535)
+    throw std::invalid_argument("MASTER_PORT=" + std::to_string(env.master_port) + " must be a TCP port (1-65535)");
+  return env;
+}
+
+std::vector<spec::FieldError> runtime_support_errors(const spec::RunSpec& spec) {
+  std::vector<spec::FieldError> errors;
+  auto fail = [&](const std::string& field, const std::string& message) { errors.push_back({field, message}); };
+  const auto& m = spec.model;
+  const auto& p = spec.parallel;
+  const auto& t = spec.training;
+  if (m.arch != spec::Arch::gpt && m.arch != spec::Arch::llama)
+    fail("model.arch", "model.arch=" + std::string(spec::to_string(m.arch)) + ": tessera-train trains gpt and llama models");
+  if (m.is_moe()) fail("model.num_experts", "model.num_experts=" + std::to_string(m.num_experts) + ": tessera-train trains dense models (1)");
+  if (m.position_embedding == spec::PositionEmbedding::relative)
+    fail("model.position_embedding", "model.position_embedding=relative: tessera-train supports learned and rope");
+  if (m.vocab_size % p.tp != 0)
+    fail("model.vocab_size", "model.vocab_size=" + std::to_string(m.vocab_size) + " must be divisible by parallel.tp=" +
+                                 std::to_string(p.tp) + " for tessera-train's vocab-parallel layers");
+  if (p.cp != 1) fail("parallel.cp", "parallel.cp=" + std::to_string(p.cp) + ": tessera-train has no context parallelism (1)");
+  if (p.ep != 1) fail("parallel.ep", "parallel.ep=" + std::to_string(p.ep) + ": tessera-train has no expert parallelism (1)");
+  if (p.schedule == spec::Schedule::zb_h1)
+    fail("parallel.schedule", "parallel.schedule=zb-h1: tessera-train executes gpipe, 1f1b and interleaved");
+  if (spec.effective_zero_stage() > 1)
+    fail("parallel.zero_stage", "parallel.zero_stage=" + std::to_string(p.zero_stage) +
+                                    ": tessera-train shards the optimizer state (ZeRO-1, distributed_optimizer), not gradients or weights");
+  if (t.precision != spec::Precision::fp32)
+    fail("training.precision", "training.precision=" + std::string(spec::to_string(t.precision)) +
+                                   ": the CPU path of tessera-train trains in fp32");
+  if (errors.empty()) {
+    try {
+      planner::make_schedule(p.schedule, static_cast<int>(p.pp), static_cast<int>(p.vpp),
+                             static_cast<int>(spec.num_microbatches()));
+    } catch (const std::invalid_argument& e) {
+      fail("parallel.schedule", e.what());
+    }
+  }
+  return errors;
+}
+
+void train(const spec::RunSpec& spec, const TrainOptions& options, const RankEnvironment& env) {
+  at::set_num_threads(options.threads);
+  if (!options.out_dir.empty() && env.rank == 0) {
+    // Rank 0 starts the metrics file afresh before the rendezvous: no rank writes to it until then.
+    std::filesystem::remove(options.out_dir + "/metrics.jsonl");
+    std::ofstream out(options.out_dir + "/spec.json");
+    out << spec::to_json(spec).dump(2) << "\n";
+    if (!out) throw std::runtime_error("cannot write " + options.out_dir + "/spec.json");
+  }
+  const double peak_tflops = measure_gemm_peak_tflops();
+  CountingAllocator::install();  // before the first tensor of the run (after the GEMM's), so every byte is counted
+  Trainer trainer(spec, options, env);
+  trainer.run(peak_tflops);
+}
+
+}  // namespace tessera::runtime

@@ -1,0 +1,40 @@
+// One rank of a training run: rendezvous, groups from the rank grid, the model shard, the schedule
+// executor, gradient reduction, clipping, AdamW, metrics. Also the checks that refuse a spec the
+// runtime cannot train, made before any rank starts.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "spec/errors.hpp"
+#include "spec/run_spec.hpp"
+
+namespace tessera::runtime {
+
+/// What a rank learns from its environment (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT).
+struct RankEnvironment {
+  int rank = 0, world_size = 1, local_rank = 0, local_world_size = 1;
+  std::string master_addr = "127.0.0.1";
+  int master_port = 29500;
+};
+
+/// Reads the variables; all absent means a single process. Throws std::invalid_argument naming the
+/// variable that is malformed or missing.
+RankEnvironment rank_environment_from_env();
+
+struct TrainOptions {
+  std::string out_dir;            ///< "" = no files, stdout only
+  std::string data = "synthetic";  ///< "synthetic" or a token file
+  int threads = 1;                ///< intra-op threads of this rank
+};
+
+/// Every reason this runtime cannot train `spec` (beyond the spec's own validation), by field.
+std::vector<spec::FieldError> runtime_support_errors(const spec::RunSpec& spec);
+
+/// The shipped corpus's token file next to this executable (build/resources/corpus/kjv.tokens).
+std::string default_data_path();
+
+/// Trains the spec as rank `env.rank`; throws on any failure (CommError names dead peers).
+void train(const spec::RunSpec& spec, const TrainOptions& options, const RankEnvironment& env);
+
+}  // namespace tessera::runtime

@@ -1,0 +1,40 @@
+// `tessera-cli data prepare` as a process: text files become one byte-level token file in order;
+// a missing input is exit code 2 naming it.
+#include <QtCore/QProcess>
+#include <QtCore/QTemporaryDir>
+#include <QtTest/QtTest>
+
+#include <fstream>
+
+#include "data/token_file.hpp"
+
+class TestCliData : public QObject {
+  Q_OBJECT
+ private slots:
+  void prepareConcatenatesTextFilesIntoByteTokens() {
+    QTemporaryDir dir;
+    std::ofstream(dir.filePath("a.txt").toStdString()) << "In the";
+    std::ofstream(dir.filePath("b.txt").toStdString()) << " beginning";
+    QProcess p;
+    p.start(TESSERA_CLI, {"data", "prepare", dir.filePath("a.txt"), dir.filePath("b.txt"), "-o", dir.filePath("t.tokens")});
+    QVERIFY(p.waitForFinished(30000));
+    QCOMPARE(p.exitCode(), 0);
+    QVERIFY(p.readAllStandardOutput().contains("wrote 16 tokens"));
+    const auto f = tessera::data::read_token_file(dir.filePath("t.tokens").toStdString());
+    QCOMPARE(f.vocab_size, int64_t(256));
+    const std::string text = "In the beginning";
+    QCOMPARE(f.tokens, std::vector<uint32_t>(text.begin(), text.end()));
+  }
+
+  void missingInputExits2() {
+    QTemporaryDir dir;
+    QProcess p;
+    p.start(TESSERA_CLI, {"data", "prepare", dir.filePath("nope.txt"), "-o", dir.filePath("t.tokens")});
+    QVERIFY(p.waitForFinished(30000));
+    QCOMPARE(p.exitCode(), 2);
+    QVERIFY(p.readAllStandardError().contains("nope.txt"));
+  }
+};
+
+QTEST_APPLESS_MAIN(TestCliData)
+#include "test_cli_data.moc"

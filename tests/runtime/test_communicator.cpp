@@ -1,0 +1,125 @@
+// The Gloo communicator with threads as ranks: every collective and point-to-point operation gives
+// the expected values on every member, sub-groups are independent, and an operation a peer never
+// joins fails at the timeout with a message naming the operation and the group.
+// LibTorch before Qt: Qt's `slots` macro would break LibTorch's headers.
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+
+#include <QtTest/QtTest>
+
+#include <functional>
+#include <mutex>
+#include <thread>
+
+#include "runtime/comm/comm_error.hpp"
+#include "runtime/comm/gloo_world.hpp"
+#include "runtime/launch/local_launcher.hpp"
+
+using namespace tessera::runtime;
+
+namespace {
+
+// Runs body(rank, world) on `n` threads, one GlooWorld each; returns every failure message.
+std::vector<std::string> run_ranks(int n, std::chrono::milliseconds timeout,
+                                   const std::function<void(int, GlooWorld&)>& body, bool keep_worlds = true) {
+  const int port = free_local_port();
+  std::mutex mutex;
+  std::vector<std::string> failures;
+  std::vector<std::thread> threads;
+  for (int rank = 0; rank < n; ++rank) {
+    threads.emplace_back([&, rank] {
+      try {
+        auto* world = new GlooWorld(WorldOptions{rank, n, "127.0.0.1", port, timeout});
+        body(rank, *world);
+        world->finish();
+        if (keep_worlds) delete world;
+        // else: leaked on purpose; a timed-out Gloo operation may still hold the group's threads.
+      } catch (const std::exception& e) {
+        std::lock_guard lock(mutex);
+        failures.push_back("rank " + std::to_string(rank) + ": " + e.what());
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  return failures;
+}
+
+void expect_equal(const at::Tensor& got, const at::Tensor& want, const std::string& what) {
+  if (!at::equal(got, want))
+    throw std::runtime_error(what + ": got " + std::to_string(got.sum().item<double>()) + ", want sum " +
+                             std::to_string(want.sum().item<double>()));
+}
+
+}  // namespace
+
+class TestCommunicator : public QObject {
+  Q_OBJECT
+ private slots:
+  void initTestCase() { at::set_num_threads(1); }
+
+  void collectivesGiveTheExpectedValues() {
+    const auto failures = run_ranks(4, std::chrono::milliseconds(20000), [](int rank, GlooWorld& world) {
+      auto all = world.make_group("all", {0, 1, 2, 3});
+      if (all->rank() != rank || all->size() != 4) throw std::runtime_error("group rank/size");
+      at::Tensor x = at::full({3}, rank + 1.0);
+      all->all_reduce(x);
+      expect_equal(x, at::full({3}, 10.0), "all_reduce sum");
+      at::Tensor m = at::full({2}, static_cast<double>(rank));
+      all->all_reduce(m, ReduceOp::max);
+      expect_equal(m, at::full({2}, 3.0), "all_reduce max");
+      // reduce_scatter: member r contributes arange(8) + r; block i (2 elements) goes to member i.
+      at::Tensor in = at::arange(8, at::kFloat) + rank;
+      at::Tensor block = at::empty({2});
+      all->reduce_scatter(block, in);
+      expect_equal(block, (at::arange(8, at::kFloat) * 4 + 6).narrow(0, 2 * rank, 2), "reduce_scatter");
+      at::Tensor gathered = at::empty({4, 2});
+      all->all_gather(gathered, at::full({1, 2}, static_cast<double>(rank)));
+      expect_equal(gathered, at::arange(4, at::kFloat).unsqueeze(1).expand({4, 2}), "all_gather");
+      at::Tensor b = at::full({5}, rank == 2 ? 7.0 : 0.0);
+      all->broadcast(b, 2);
+      expect_equal(b, at::full({5}, 7.0), "broadcast");
+      // A ring of sends: each member sends its rank to the next and receives from the previous.
+      all->send(at::full({4}, static_cast<double>(rank)), (rank + 1) % 4, 5);
+      at::Tensor r = at::empty({4});
+      all->recv(r, (rank + 3) % 4, 5);
+      all->wait_sends();
+      expect_equal(r, at::full({4}, static_cast<double>((rank + 3) % 4)), "send/recv");
+      all->barrier();
+      // Two disjoint sub-groups reduce independently.
+      const std::vector<int64_t> members = rank % 2 == 0 ? std::vector<int64_t>{0, 2} : std::vector<int64_t>{1, 3};
+      auto pair = world.make_group(rank % 2 == 0 ? "even" : "odd", members);
+      at::Tensor y = at::full({1}, static_cast<double>(rank));
+      pair->all_reduce(y);
+      expect_equal(y, at::full({1}, rank % 2 == 0 ? 2.0 : 4.0), "sub-group all_reduce");
+      if (all->busy_s() <= 0) throw std::runtime_error("busy_s not counted");
+    });
+    QVERIFY2(failures.empty(), failures.empty() ? "" : failures.front().c_str());
+  }
+
+  void anOperationThePeerNeverJoinsTimesOut() {
+    std::string message;
+    const auto failures = run_ranks(
+        2, std::chrono::milliseconds(1500),
+        [&](int rank, GlooWorld& world) {
+          auto group = world.make_group("pair", {0, 1});
+          if (rank == 1) {
+            std::this_thread::sleep_for(std::chrono::seconds(4));  // alive (heartbeat) but never joins
+            return;
+          }
+          at::Tensor x = at::ones({4});
+          try {
+            group->all_reduce(x);
+          } catch (const CommError& e) {
+            message = e.what();
+          }
+        },
+        /*keep_worlds=*/false);
+    QVERIFY2(failures.empty(), failures.empty() ? "" : failures.front().c_str());
+    QVERIFY2(message.find("all_reduce in group pair [ranks 0,1] failed") != std::string::npos, message.c_str());
+    // The peer still beats, so it is not called dead: the cause is the timeout.
+    QVERIFY2(message.find("died") == std::string::npos, message.c_str());
+  }
+};
+
+QTEST_APPLESS_MAIN(TestCommunicator)
+#include "test_communicator.moc"

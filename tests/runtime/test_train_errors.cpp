@@ -1,0 +1,182 @@
+// tessera-train's refusals and failures: a spec the planner or the runtime rejects, bad arguments and
+// environment exit 2 before any rank starts, naming the field; a rank that dies makes the launcher
+// stop the others and name it, and without the launcher the surviving rank names the dead peer.
+#include <QtTest/QtTest>
+
+#include <signal.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "train_runner.hpp"
+
+using namespace tessera::test;
+
+namespace {
+
+std::string spec_file(const QTemporaryDir& dir, const std::string& name, nlohmann::json spec) {
+  return write_file(dir, name + ".json", spec.dump());
+}
+
+// The child of `parent` whose environment has RANK=<rank>, or 0.
+pid_t child_with_rank(qint64 parent, int rank) {
+  std::ifstream children("/proc/" + std::to_string(parent) + "/task/" + std::to_string(parent) + "/children");
+  pid_t pid = 0;
+  while (children >> pid) {
+    std::ifstream environ("/proc/" + std::to_string(pid) + "/environ");
+    std::string entry;
+    while (std::getline(environ, entry, '\0'))
+      if (entry == "RANK=" + std::to_string(rank)) return pid;
+  }
+  return 0;
+}
+
+bool wait_for(QProcess& p, const std::string& text, std::string& seen, int timeout_ms) {
+  QElapsedTimer timer;
+  timer.start();
+  while (timer.elapsed() < timeout_ms) {
+    p.waitForReadyRead(200);
+    seen += p.readAllStandardOutput().toStdString();
+    if (seen.find(text) != std::string::npos) return true;
+    if (p.state() == QProcess::NotRunning) return false;
+  }
+  return false;
+}
+
+}  // namespace
+
+class TestTrainErrors : public QObject {
+  Q_OBJECT
+ private slots:
+  void refusedSpecsNameTheField_data() {
+    QTest::addColumn<QString>("field");
+    QTest::addColumn<QString>("value");
+    QTest::addColumn<QString>("named");
+    QTest::newRow("planner: tp must divide heads") << "parallel.tp" << "3" << "parallel.tp";
+    QTest::newRow("runtime: bf16 on CPU") << "training.precision" << "\"bf16\"" << "training.precision";
+    QTest::newRow("runtime: zb-h1") << "parallel.schedule" << "\"zb-h1\"" << "parallel.schedule=zb-h1";
+    QTest::newRow("runtime: ZeRO-2") << "parallel.zero_stage" << "2" << "parallel.zero_stage=2";
+  }
+  void refusedSpecsNameTheField() {
+    QFETCH(QString, field);
+    QFETCH(QString, value);
+    QFETCH(QString, named);
+    QTemporaryDir dir;
+    Layout layout;
+    layout.dp = 2;
+    auto spec = tiny_spec("tiny-gpt", layout, 5);
+    const auto dot = field.indexOf('.');
+    spec[field.left(dot).toStdString()][field.mid(dot + 1).toStdString()] = nlohmann::json::parse(value.toStdString());
+    const std::string out = dir.filePath("out").toStdString();
+    const Run run = tessera_train({"--spec", QString::fromStdString(spec_file(dir, "bad", spec)), "--out",
+                                   QString::fromStdString(out), "--nproc", "2"});
+    QCOMPARE(run.exit_code, 2);
+    QVERIFY2(run.err.find(named.toStdString()) != std::string::npos, run.err.c_str());
+    QVERIFY(!std::filesystem::exists(out + "/metrics.jsonl"));  // no rank started
+  }
+
+  void badArgumentsAndEnvironmentExit2() {
+    QTemporaryDir dir;
+    Layout layout;
+    layout.dp = 2;
+    const QString spec = QString::fromStdString(spec_file(dir, "ok", tiny_spec("tiny-gpt", layout, 5)));
+    Run run = tessera_train({"--spec", dir.filePath("missing.json")});
+    QCOMPARE(run.exit_code, 2);
+    QVERIFY2(run.err.find("missing.json") != std::string::npos, run.err.c_str());
+    run = tessera_train({"--spec", spec, "--nproc", "3"});
+    QCOMPARE(run.exit_code, 2);
+    QVERIFY2(run.err.find("--nproc 3 must equal the spec's world size 2") != std::string::npos, run.err.c_str());
+    run = tessera_train({"--spec", spec, "--nproc", "2", "--out", "/proc/tessera-out"});
+    QCOMPARE(run.exit_code, 2);
+    QVERIFY2(run.err.find("--out /proc/tessera-out is not a writable directory") != std::string::npos, run.err.c_str());
+    QProcess p;
+    auto env = QProcessEnvironment::systemEnvironment();
+    env.insert("RANK", "0");
+    env.insert("WORLD_SIZE", "2");
+    p.setProcessEnvironment(env);  // MASTER_ADDR and MASTER_PORT missing
+    p.start(TESSERA_TRAIN, {"--spec", spec});
+    QVERIFY(p.waitForFinished(30000));
+    QCOMPARE(p.exitCode(), 2);
+    QVERIFY(p.readAllStandardError().contains("MASTER_ADDR"));
+  }
+
+  void badDataFilesAreRefusedBeforeAnyRankStarts() {
+    QTemporaryDir dir;
+    Layout layout;
+    layout.dp = 2;
+    const QString spec = QString::fromStdString(spec_file(dir, "ok", tiny_spec("tiny-gpt", layout, 5)));
+    const std::string corpus = TESSERA_BINARY_DIR "/resources/corpus/kjv.tokens";
+    const std::string small = dir.filePath("small.tokens").toStdString();
+    std::filesystem::copy_file(corpus, small);
+    std::filesystem::resize_file(small, 32 + 2 * 100);
+    {  // a valid file of 100 tokens: smaller than one batch (4 sequences of 65 tokens)
+      std::fstream header(small, std::ios::in | std::ios::out | std::ios::binary);
+      header.seekp(24);
+      const char count[8] = {100, 0, 0, 0, 0, 0, 0, 0};
+      header.write(count, 8);
+    }
+    const std::string truncated = dir.filePath("truncated.tokens").toStdString();
+    std::filesystem::copy_file(corpus, truncated);
+    std::filesystem::resize_file(truncated, 1000);
+    const std::string text = write_file(dir, "text.txt", "plain text, not tokens, but long enough for a header");
+    const std::vector<std::pair<std::string, std::string>> cases = {
+        {dir.filePath("missing.tokens").toStdString(), "cannot be opened"},
+        {text, "not a Tessera token file"},
+        {truncated, "truncated or corrupt"},
+        {small, "fewer than one global batch"}};
+    for (const auto& [path, problem] : cases) {
+      const Run run = tessera_train({"--spec", spec, "--nproc", "2", "--data", QString::fromStdString(path)});
+      QCOMPARE(run.exit_code, 2);
+      QVERIFY2(run.err.find(path) != std::string::npos && run.err.find(problem) != std::string::npos, run.err.c_str());
+    }
+  }
+
+  void launcherStopsTheRanksAndNamesTheOneThatDied() {
+    QTemporaryDir dir;
+    Layout layout;
+    layout.dp = 2;
+    QProcess launcher;
+    launcher.start(TESSERA_TRAIN, {"--spec", QString::fromStdString(spec_file(dir, "dp2", tiny_spec("tiny-gpt", layout, 100000))),
+                                   "--nproc", "2", "--threads", "1"});
+    std::string seen;
+    QVERIFY2(wait_for(launcher, "step    2/", seen, 60000), seen.c_str());
+    const pid_t rank1 = child_with_rank(launcher.processId(), 1);
+    QVERIFY(rank1 > 0);
+    ::kill(rank1, SIGKILL);
+    QVERIFY(launcher.waitForFinished(30000));
+    QCOMPARE(launcher.exitCode(), 1);
+    const std::string err = launcher.readAllStandardError().toStdString();
+    QVERIFY2(err.find("rank 1 was killed by signal 9") != std::string::npos, err.c_str());
+    QCOMPARE(child_with_rank(launcher.processId(), 0), 0);  // nothing left behind
+  }
+
+  void survivingRankNamesTheDeadPeer() {
+    QTemporaryDir dir;
+    Layout layout;
+    layout.dp = 2;
+    const QString spec = QString::fromStdString(spec_file(dir, "dp2", tiny_spec("tiny-gpt", layout, 100000)));
+    QProcess ranks[2];
+    for (int r = 0; r < 2; ++r) {
+      auto env = QProcessEnvironment::systemEnvironment();
+      env.insert("RANK", QString::number(r));
+      env.insert("WORLD_SIZE", "2");
+      env.insert("MASTER_ADDR", "127.0.0.1");
+      env.insert("MASTER_PORT", QString::number(29000 + (::getpid() % 2000)));
+      ranks[r].setProcessEnvironment(env);
+      ranks[r].start(TESSERA_TRAIN, {"--spec", spec, "--threads", "1"});
+    }
+    std::string seen;
+    QVERIFY2(wait_for(ranks[0], "step    2/", seen, 60000), seen.c_str());
+    ranks[1].kill();
+    ranks[1].waitForFinished();
+    QVERIFY(ranks[0].waitForFinished(60000));
+    QCOMPARE(ranks[0].exitCode(), 1);
+    const std::string err = ranks[0].readAllStandardError().toStdString();
+    QVERIFY2(err.find("peer rank 1 died") != std::string::npos, err.c_str());
+  }
+};
+
+QTEST_APPLESS_MAIN(TestTrainErrors)
+#include "test_train_errors.moc"

@@ -1,0 +1,69 @@
+// What tessera-train reports: DIR/spec.json (the full spec) and DIR/metrics.jsonl with one step
+// record per step and rank carrying every documented field with sane values, and one timeline record
+// per executed F and B.
+#include <QtTest/QtTest>
+
+#include <set>
+
+#include "train_runner.hpp"
+
+using namespace tessera::test;
+
+class TestTrainMetrics : public QObject {
+  Q_OBJECT
+ private slots:
+  void metricsOfAPipelineRun() {
+    QTemporaryDir dir;
+    Layout layout;
+    layout.pp = 2;
+    layout.global_batch = 8;  // 4 microbatches of 2
+    const std::string spec = write_file(dir, "pp2.json", tiny_spec("tiny-gpt", layout, 6).dump());
+    const std::string out = dir.filePath("out").toStdString();
+    const Run run = tessera_train({"--spec", QString::fromStdString(spec), "--out", QString::fromStdString(out),
+                                   "--nproc", "2", "--threads", "1", "--data", "synthetic"});
+    QVERIFY2(run.exit_code == 0, run.err.c_str());
+    QVERIFY(run.out.find("MFU") != std::string::npos && run.out.find("bubble") != std::string::npos);
+
+    std::ifstream spec_json(out + "/spec.json");
+    const auto written = nlohmann::json::parse(spec_json);
+    QCOMPARE(written["parallel"]["pp"].get<int>(), 2);
+    QCOMPARE(written["training"]["train_steps"].get<int>(), 6);
+
+    std::ifstream in(out + "/metrics.jsonl");
+    std::string line;
+    std::map<int, int> steps_of_rank;
+    std::map<std::pair<int, int>, std::vector<nlohmann::json>> ops;  // (rank, step)
+    while (std::getline(in, line)) {
+      const auto j = nlohmann::json::parse(line);
+      if (j["type"] == "step") {
+        ++steps_of_rank[j["rank"].get<int>()];
+        for (const char* key : {"wall_time_s", "loss", "grad_norm", "lr", "step_time_s", "tokens_per_s", "comm_s",
+                                "model_tflops", "peak_tflops", "mfu", "bubble", "peak_memory_bytes", "live_memory_bytes"})
+          QVERIFY2(j.contains(key), key);
+        QVERIFY(j["mfu"].get<double>() > 0 && j["mfu"].get<double>() <= 1.0);
+        QVERIFY(j["bubble"].get<double>() >= 0 && j["bubble"].get<double>() < 1.0);
+        QVERIFY(j["comm_s"].get<double>() > 0);  // pipeline sends and receives
+        // Live memory includes at least the weights, gradients and two Adam moments (fp32).
+        QVERIFY(j["live_memory_bytes"].get<int64_t>() > 4 * 4 * 100000);
+        QVERIFY(j["peak_memory_bytes"].get<int64_t>() >= j["live_memory_bytes"].get<int64_t>());
+      } else {
+        QCOMPARE(j["type"].get<std::string>(), std::string("timeline"));
+        QCOMPARE(j["stage"].get<int>(), j["rank"].get<int>());  // pp=2, tp=dp=1: rank = stage
+        QVERIFY(j["end_s"].get<double>() >= j["start_s"].get<double>());
+        ops[{j["rank"].get<int>(), j["step"].get<int>()}].push_back(j);
+      }
+    }
+    QCOMPARE(steps_of_rank, (std::map<int, int>{{0, 6}, {1, 6}}));
+    for (const auto& [key, list] : ops) {
+      QCOMPARE(list.size(), size_t(8));  // F and B of 4 microbatches
+      std::set<std::pair<std::string, int>> seen;
+      for (const auto& op : list) seen.insert({op["op"].get<std::string>(), op["microbatch"].get<int>()});
+      QCOMPARE(seen.size(), size_t(8));
+      for (size_t i = 1; i < list.size(); ++i) QVERIFY(list[i]["start_s"].get<double>() >= list[i - 1]["end_s"].get<double>());
+    }
+    QCOMPARE(ops.size(), size_t(12));
+  }
+};
+
+QTEST_APPLESS_MAIN(TestTrainMetrics)
+#include "test_train_metrics.moc"

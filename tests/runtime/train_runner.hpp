@@ -1,0 +1,80 @@
+// Helpers of the tessera-train tests: write a spec for a tiny layout, run tessera-train as a
+// process, read the step records of its metrics file.
+#pragma once
+
+#include <QtCore/QProcess>
+#include <QtCore/QTemporaryDir>
+
+#include <fstream>
+#include <map>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace tessera::test {
+
+struct Layout {
+  int64_t tp = 1, pp = 1, dp = 1, vpp = 1;
+  bool sequence_parallel = false;
+  std::string schedule = "1f1b";
+  bool distributed_optimizer = false;
+  std::string recompute = "none";
+  int64_t micro_batch = 2, global_batch = 4;
+  int64_t world() const { return tp * pp * dp; }
+};
+
+/// A tiny fp32 spec of `preset` in `layout` (cluster sized to the layout, the `cpu` GPU preset).
+inline nlohmann::json tiny_spec(const std::string& preset, const Layout& l, int64_t steps) {
+  return {{"name", preset + " test"},
+          {"model", {{"preset", preset}}},
+          {"parallel",
+           {{"tp", l.tp}, {"pp", l.pp}, {"dp", l.dp}, {"vpp", l.vpp}, {"sequence_parallel", l.sequence_parallel},
+            {"schedule", l.schedule}, {"distributed_optimizer", l.distributed_optimizer}}},
+          {"training",
+           {{"micro_batch_size", l.micro_batch}, {"global_batch_size", l.global_batch}, {"precision", "fp32"},
+            {"recompute", l.recompute}, {"flash_attention", false}, {"train_steps", steps}, {"lr", 0.003},
+            {"min_lr", 0.0003}, {"warmup_steps", 5}, {"seed", 1234}}},
+          {"cluster", {{"gpu", "cpu"}, {"nodes", 1}, {"gpus_per_node", l.world()}}}};
+}
+
+inline std::string write_file(const QTemporaryDir& dir, const std::string& name, const std::string& text) {
+  const std::string path = dir.filePath(QString::fromStdString(name)).toStdString();
+  std::ofstream(path) << text;
+  return path;
+}
+
+struct Run {
+  int exit_code = -1;  ///< -1: crashed or did not finish in time
+  std::string out, err;
+};
+
+inline Run tessera_train(const QStringList& args, int timeout_ms = 120000) {
+  QProcess process;
+  process.start(TESSERA_TRAIN, args);
+  if (!process.waitForFinished(timeout_ms)) {
+    process.kill();
+    process.waitForFinished();
+    return {-1, process.readAllStandardOutput().toStdString(), "timed out\n" + process.readAllStandardError().toStdString()};
+  }
+  return {process.exitStatus() == QProcess::NormalExit ? process.exitCode() : -1,
+          process.readAllStandardOutput().toStdString(), process.readAllStandardError().toStdString()};
+}
+
+struct StepMetrics {
+  double loss = 0, grad_norm = 0;
+};
+
+/// step -> (loss, grad norm) of `rank`'s step records in DIR/metrics.jsonl.
+inline std::map<int64_t, StepMetrics> read_steps(const std::string& out_dir, int64_t rank = 0) {
+  std::map<int64_t, StepMetrics> steps;
+  std::ifstream in(out_dir + "/metrics.jsonl");
+  std::string line;
+  while (std::getline(in, line)) {
+    const auto j = nlohmann::json::parse(line);
+    if (j.at("type") == "step" && j.at("rank") == rank)
+      steps[j.at("step").get<int64_t>()] = {j.at("loss").get<double>(), j.at("grad_norm").get<double>()};
+  }
+  return steps;
+}
+
+}  // namespace tessera::test
