@@ -3,6 +3,7 @@
 
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
@@ -21,5 +22,11 @@ void add_runs_commands(CLI::App& app);
 
 /// data prepare (data_commands.cpp).
 void add_data_commands(CLI::App& app);
+/// agents status | trust | client-key, slurm (agent_commands.cpp).
+void add_agent_commands(CLI::App& app);
+/// launch, runs follow, runs stop (launch_commands.cpp; after add_runs_commands).
+void add_launch_commands(CLI::App& app);
+/// "tcp://a:1,tcp://b:2" → endpoints; UsageError for anything else.
+std::vector<std::string> split_agents(const std::string& list);
 
 }  // namespace tessera::cli

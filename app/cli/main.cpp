@@ -12,6 +12,8 @@ int main(int argc, char** argv) {
   tessera::cli::add_plan_commands(app);
   tessera::cli::add_runs_commands(app);
   tessera::cli::add_data_commands(app);
+  tessera::cli::add_agent_commands(app);
+  tessera::cli::add_launch_commands(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

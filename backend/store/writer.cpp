@@ -291,6 +291,14 @@ RunHandle Writer::create_run(RunRecord run) {
   return done.get();
 }
 
+RunHandle Writer::open_run(const std::string& id) {
+  Connection connection = open_history(impl_->path);  // a reader's connection: keys are never reused
+  Statement select(connection, "SELECT key FROM runs WHERE id = ?");
+  select.bind_text(1, id);
+  if (!select.step("finding a run")) throw StoreError(ErrorKind::not_found, "no run " + id + " in history " + impl_->path);
+  return RunHandle{id, select.column_int(0)};
+}
+
 void Writer::append(const RunHandle& run, MetricPoint point) {
   check_point(point);
   impl_->push(MetricRecord{run.key, std::move(point)}, 1);

@@ -50,6 +50,9 @@ class Writer {
   /// becomes now, an empty tessera_version becomes this build's. Throws StoreError(duplicate) when
   /// the id or name is taken; that does not stop the writer.
   RunHandle create_run(RunRecord run);
+  /// The handle of a run already in the history (a follower resuming it). Throws
+  /// StoreError(not_found) for an unknown id.
+  RunHandle open_run(const std::string& id);
 
   /// Queue one record (blocks while the queue is full). Throw the writer's error once it has one.
   void append(const RunHandle& run, MetricPoint point);

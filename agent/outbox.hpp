@@ -1,0 +1,51 @@
+// The per-run outbox of an agent: every data frame it has sent or will send, kept until the workbench
+// acknowledges it. The newest frames stay in memory up to a byte bound; older ones are spilled to a file
+// in the run directory and read back when a reconnecting workbench asks to resend them.
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <deque>
+#include <map>
+#include <string>
+
+namespace tessera::agent {
+
+class Outbox {
+ public:
+  /// Spills to `spill_path` (created on first spill) once more than `memory_bytes` wait in memory.
+  Outbox(std::string spill_path, int64_t memory_bytes);
+  ~Outbox();
+  Outbox(const Outbox&) = delete;
+  Outbox& operator=(const Outbox&) = delete;
+
+  /// Adds the frame of sequence number last_seq() + 1.
+  void push(std::string frame);
+  /// Drops every frame up to `seq` (the workbench committed them). Older acks are ignored.
+  void acknowledge(int64_t seq);
+  /// The frame of `seq` (acked() < seq <= last_seq()), from memory or from the spill file.
+  std::string frame(int64_t seq) const;
+
+  int64_t last_seq() const { return last_seq_; }
+  int64_t acked() const { return acked_; }
+  int64_t pending() const { return last_seq_ - acked_; }
+  int64_t memory_bytes() const { return memory_used_; }
+  int64_t spilled_frames() const { return static_cast<int64_t>(spilled_.size()); }
+
+ private:
+  struct Spilled {
+    int64_t offset = 0, size = 0;
+  };
+  void spill_oldest();
+
+  std::string spill_path_;
+  int64_t memory_limit_;
+  int64_t memory_used_ = 0;
+  int64_t last_seq_ = 0, acked_ = 0;
+  std::map<int64_t, Spilled> spilled_;                  ///< the oldest unacked frames, on disk
+  std::deque<std::pair<int64_t, std::string>> memory_;  ///< the newest, in sequence order
+  std::FILE* spill_ = nullptr;
+  int64_t spill_end_ = 0;
+};
+
+}  // namespace tessera::agent

@@ -1,0 +1,123 @@
+// tessera-cli agents status | trust | client-key, and slurm: the node agents seen from the workbench.
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "cli/commands.hpp"
+#include "cli/text_table.hpp"
+#include "launch/agent_connection.hpp"
+#include "launch/local_agent.hpp"
+#include "launch/slurm.hpp"
+#include "protocol/keys.hpp"
+#include "spec/run_spec.hpp"
+
+namespace tessera::cli {
+
+std::vector<std::string> split_agents(const std::string& list) {
+  std::vector<std::string> endpoints;
+  std::stringstream items(list);
+  for (std::string item; std::getline(items, item, ',');) {
+    if (item.empty()) continue;
+    if (item.rfind("tcp://", 0) != 0) throw UsageError("--agents: \"" + item + "\" is not tcp://HOST:PORT");
+    endpoints.push_back(item);
+  }
+  if (endpoints.empty()) throw UsageError("--agents lists no agent");
+  return endpoints;
+}
+
+void add_agent_commands(CLI::App& app) {
+  auto* agents = app.add_subcommand("agents", "The node agents: status, pinned keys");
+  agents->require_subcommand(1);
+  {
+    auto* cmd = agents->add_subcommand("status", "Inventory of each agent: host, cores, memory, GPUs, runs");
+    static std::string list;
+    cmd->add_option("--agents", list, "tcp://HOST:PORT,... (default: the local agent)");
+    cmd->callback([] {
+      const auto credentials = launch::Credentials::from_config_dir();
+      std::vector<std::string> endpoints;
+      if (!list.empty()) {
+        endpoints = split_agents(list);
+      } else {
+        std::ifstream in(protocol::config_dir() + "/local-agent/endpoint");
+        std::string endpoint;
+        if (!(in >> endpoint)) {
+          std::cout << "no local agent has been started (tessera-cli launch starts one); give --agents\n";
+          return;
+        }
+        endpoints.push_back(endpoint);
+      }
+      TextTable table({"agent", "state", "host", "version", "cores", "memory GiB", "GPUs", "ranks", "runs", "CURVE"},
+                      {false, false, false, false, true, true, false, true, true, false});
+      int unreachable = 0;
+      zmq::context_t context;
+      for (const auto& endpoint : endpoints) {
+        try {
+          launch::AgentConnection connection(context, endpoint, credentials);
+          const auto inv = connection.request("hello", {{"client", "tessera-cli"}}, "inventory", std::chrono::milliseconds(3000));
+          std::string gpus;
+          for (const auto& g : inv["gpus"]) gpus += (gpus.empty() ? "" : ", ") + g.value("name", std::string("?"));
+          std::string runs;
+          for (const auto& r : inv["runs"])
+            runs += (runs.empty() ? "" : " ") + r.value("run", std::string()).substr(0, 8) + ":" + r.value("state", std::string());
+          table.add_row({endpoint, "up", inv.value("hostname", std::string()), inv.value("version", std::string()),
+                         std::to_string(inv.value("cpu_cores", 0)), format_gib(inv.value("memory_bytes", int64_t{0})),
+                         gpus.empty() ? "none" : gpus,
+                         std::to_string(inv.value("ranks_in_use", 0)) + "/" + std::to_string(inv.value("max_ranks", 0)),
+                         runs.empty() ? "-" : runs, inv.value("encrypted", false) ? "yes" : "no"});
+        } catch (const std::exception& e) {
+          ++unreachable;
+          table.add_row({endpoint, "unreachable", "", "", "", "", "", "", "", ""});
+          std::cerr << "warning: " << e.what() << "\n";
+        }
+      }
+      std::cout << table.str();
+      if (unreachable > 0) throw std::runtime_error(std::to_string(unreachable) + " agent(s) unreachable");
+    });
+  }
+  {
+    auto* cmd = agents->add_subcommand("trust", "Pin an agent's public key (its agent.pub) for its endpoint");
+    static std::string endpoint, key_file;
+    cmd->add_option("endpoint", endpoint, "tcp://HOST:PORT")->required();
+    cmd->add_option("key", key_file, "the agent's agent.pub")->required();
+    cmd->callback([] {
+      if (endpoint.rfind("tcp://", 0) != 0) throw UsageError(endpoint + " is not tcp://HOST:PORT");
+      std::string key;
+      try {
+        key = protocol::read_public_key(key_file);
+      } catch (const std::exception& e) {
+        throw UsageError(e.what());
+      }
+      const auto credentials = launch::Credentials::from_config_dir();
+      protocol::KnownAgents(credentials.known_agents_path).pin(endpoint, key);
+      std::cout << "pinned " << endpoint << " " << key << " in " << credentials.known_agents_path << "\n";
+    });
+  }
+  agents->add_subcommand("client-key", "Print this workbench's public key (for an agent's --authorized-keys)")
+      ->callback([] { std::cout << launch::Credentials::from_config_dir().client.public_key << "\n"; });
+
+  {
+    auto* cmd = app.add_subcommand("slurm", "A Slurm batch script: one agent per node with srun, then the launch");
+    static std::string spec_path, out_path, name;
+    static int port = 7070;
+    cmd->add_option("spec", spec_path, "Run spec (JSON)")->required();
+    cmd->add_option("-o,--output", out_path, "where to write the script")->required();
+    cmd->add_option("--port", port, "the agents' TCP port")->check(CLI::Range(1, 65535));
+    cmd->add_option("--name", name, "run name (default: the spec's)");
+    cmd->callback([] {
+      const auto spec = spec::load_spec_file(spec_path);
+      launch::SlurmOptions options;
+      options.cli = std::filesystem::canonical("/proc/self/exe").string();
+      options.agent = launch::find_program("tessera-agent", "TESSERA_AGENT", "agent");
+      options.runtime = launch::find_program("tessera-train", "TESSERA_TRAIN", "runtime");
+      options.port = port;
+      options.name = name;
+      std::ofstream out(out_path);
+      if (!(out << launch::slurm_script(spec, options)) || !out.flush()) throw UsageError("cannot write " + out_path);
+      std::filesystem::permissions(out_path, std::filesystem::perms::owner_exec, std::filesystem::perm_options::add);
+      std::cout << "wrote " << out_path << " (" << spec.cluster.nodes << " nodes); submit it with sbatch " << out_path << "\n";
+    });
+  }
+}
+
+}  // namespace tessera::cli

@@ -1,0 +1,262 @@
+// tessera-cli launch, runs follow, runs stop: start a run on the agents, stream it into the history,
+// resume following it, stop it. With no --agents, the embedded local agent (docs/protocol.md).
+#include <signal.h>
+
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <iomanip>
+#include <iostream>
+#include <sstream>
+
+#include "cli/commands.hpp"
+#include "launch/history_sink.hpp"
+#include "launch/local_agent.hpp"
+#include "launch/run_session.hpp"
+#include "store/errors.hpp"
+#include "store/history.hpp"
+#include "store/location.hpp"
+#include "store/writer.hpp"
+
+namespace tessera::cli {
+
+namespace {
+
+std::atomic<bool> g_interrupted{false};
+
+void on_interrupt(int) { g_interrupted = true; }
+
+// Follows `session` into the history until the run ends (or Ctrl-C detaches), records the final state,
+// and returns the exit code: 0 done or stopped or detached, 1 failed.
+int follow(store::Writer& writer, const store::RunHandle& run, launch::RunSession& session, launch::HistorySink& sink,
+           bool print_steps) {
+  int64_t last_printed = 0;
+  sink.on_step = [&](const nlohmann::json& step) {
+    const int64_t n = step.value("step", int64_t{0});
+    if (!print_steps || n <= last_printed || !step.contains("loss")) return;
+    last_printed = n;
+    std::cout << "step " << std::setw(5) << n << "  loss " << std::fixed << std::setprecision(4)
+              << step.value("loss", 0.0);
+    if (step.contains("tokens_per_s")) std::cout << "  tokens/s " << std::setprecision(0) << step.value("tokens_per_s", 0.0);
+    std::cout << std::defaultfloat << std::endl;
+  };
+  struct sigaction action {}, previous {};
+  action.sa_handler = on_interrupt;
+  sigaction(SIGINT, &action, &previous);
+  const auto outcome = session.follow(sink, g_interrupted);
+  sigaction(SIGINT, &previous, nullptr);
+  if (sink.skipped() > 0) std::cerr << "warning: " << sink.skipped() << " malformed records skipped\n";
+  switch (outcome) {
+    case launch::RunOutcome::running:
+      writer.flush();
+      std::cout << "detached; the run goes on. Follow it again with: tessera-cli runs follow " << run.id << "\n";
+      return 0;
+    case launch::RunOutcome::done:
+      writer.set_status(run, store::RunStatus::done);
+      writer.flush();
+      std::cout << "run " << run.id << " done (" << sink.points() << " metric points stored)\n";
+      return 0;
+    case launch::RunOutcome::stopped:
+      writer.set_status(run, store::RunStatus::stopped, session.reason());
+      writer.flush();
+      std::cout << "run " << run.id << " stopped\n";
+      return 0;
+    case launch::RunOutcome::failed:
+      writer.set_status(run, store::RunStatus::failed, session.reason());
+      writer.flush();
+      std::cerr << "run " << run.id << " failed: " << session.reason() << "\n";
+      if (!session.failure_log().empty()) {
+        std::cerr << "last lines of rank " << session.first_failed_rank().value_or(-1) << ":\n";
+        for (const auto& line : session.failure_log()) std::cerr << "  " << line << "\n";
+      }
+      return 1;
+  }
+  return 1;
+}
+
+// Commits at least every 25 ms: what a follower acknowledges to the agents is what is committed, so the
+// interval bounds the latency from a rank to the history (and the agents' outboxes).
+store::WriterOptions follower_writer_options() {
+  store::WriterOptions options;
+  options.flush_interval = std::chrono::milliseconds(25);
+  return options;
+}
+
+void pin_agent_key(const launch::Credentials& credentials, const std::vector<std::string>& endpoints,
+                   const std::string& key_file) {
+  std::string key;
+  try {
+    key = protocol::read_public_key(key_file);
+  } catch (const std::exception& e) {
+    throw UsageError(std::string("--agent-key: ") + e.what());
+  }
+  protocol::KnownAgents known(credentials.known_agents_path);
+  for (const auto& endpoint : endpoints) known.pin(endpoint, key);
+}
+
+}  // namespace
+
+void add_launch_commands(CLI::App& app) {
+  {
+    struct LaunchOptions {
+      std::string spec, agents, agent_key, name, db;
+      std::vector<std::string> tags;
+      bool follow = false;
+      double connect_timeout_s = 5;
+    };
+    auto o = std::make_shared<LaunchOptions>();
+    auto* cmd = app.add_subcommand("launch", "Start a run on the agents (or a local agent) and record it in the history");
+    cmd->add_option("spec", o->spec, "Run spec (JSON)")->required();
+    cmd->add_option("--agents", o->agents, "tcp://HOST:PORT,... one agent per node, in node order (default: a local agent)");
+    cmd->add_option("--agent-key", o->agent_key, "pin this agent.pub for every agent given (all share it, as in a Slurm job)");
+    cmd->add_option("--name", o->name, "run name (default: the spec's name and the id's first 8 digits)");
+    cmd->add_option("--tag", o->tags, "tag the run (repeatable)");
+    cmd->add_flag("--follow", o->follow, "stream the run into the history and print its progress until it ends");
+    cmd->add_option("--connect-timeout-s", o->connect_timeout_s, "wait this long for the agents to answer")
+        ->check(CLI::Range(0.1, 3600.0));
+    cmd->add_option("--db", o->db, "History file (default: $TESSERA_DB, else $XDG_DATA_HOME/tessera/history.sqlite)");
+    cmd->callback([o] {
+      const auto spec = spec::load_spec_file(o->spec);
+      const auto credentials = launch::Credentials::from_config_dir();
+      std::vector<std::string> endpoints;
+      if (o->agents.empty()) {
+        if (spec.cluster.nodes != 1)
+          throw UsageError("the spec has cluster.nodes=" + std::to_string(spec.cluster.nodes) +
+                           ": give --agents with one agent per node (the local agent is one node)");
+        endpoints.push_back(launch::ensure_local_agent(credentials));
+      } else {
+        endpoints = split_agents(o->agents);
+      }
+      if (!o->agent_key.empty()) pin_agent_key(credentials, endpoints, o->agent_key);
+      // The agents must answer before the run is recorded (a Slurm job's agents may still be starting).
+      {
+        zmq::context_t context;
+        for (const auto& endpoint : endpoints) {
+          const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(o->connect_timeout_s);
+          while (true) {
+            try {
+              launch::AgentConnection(context, endpoint, credentials)
+                  .request("hello", {{"client", "tessera-cli"}}, "inventory", std::chrono::milliseconds(1000));
+              break;
+            } catch (const launch::AgentError& e) {
+              if (std::chrono::steady_clock::now() >= deadline) throw;
+            }
+          }
+        }
+      }
+      const std::string path = store::resolve_history_path(o->db);
+      store::ensure_parent_directory(path);
+      store::Writer writer(path, follower_writer_options());
+      store::RunRecord record;
+      record.id = store::new_run_id();
+      const std::string base = spec.name.empty() ? std::filesystem::path(o->spec).stem().string() : spec.name;
+      record.name = o->name.empty() ? base + " " + record.id.substr(0, 8) : o->name;
+      std::ifstream in(o->spec);
+      record.spec = nlohmann::ordered_json::parse(in);
+      record.hosts = endpoints;
+      record.tags = o->tags;
+      record.status = store::RunStatus::starting;
+      store::RunHandle run;
+      try {
+        run = writer.create_run(record);
+      } catch (const store::StoreError& e) {
+        if (e.is_user_error()) throw UsageError(e.what());
+        throw;
+      }
+      launch::RunSession session(run.id, endpoints, credentials);
+      try {
+        session.launch(spec);
+      } catch (const std::exception& e) {
+        writer.set_status(run, store::RunStatus::failed, e.what());
+        writer.flush();
+        throw;
+      }
+      writer.set_status(run, store::RunStatus::running);
+      writer.flush();
+      std::cout << "run " << run.id << " (" << record.name << ") started: " << spec.world_size() << " ranks on "
+                << endpoints.size() << (endpoints.size() == 1 ? " node" : " nodes") << std::endl;
+      if (!o->follow) {
+        std::cout << "follow it with: tessera-cli runs follow " << run.id << "\n";
+        return;
+      }
+      launch::HistorySink sink(writer, run);
+      if (const int code = follow(writer, run, session, sink, true); code != 0) throw std::runtime_error("the run failed");
+    });
+  }
+
+  auto* runs = app.get_subcommand("runs");
+  {
+    struct RunOptions {
+      std::string db, id;
+      bool quiet = false;
+    };
+    auto o = std::make_shared<RunOptions>();
+    auto* cmd = runs->add_subcommand("follow", "Attach to a running run again and stream it into the history (backfills)");
+    cmd->add_option("id", o->id, "Run id, unique id prefix, or name")->required();
+    cmd->add_option("--db", o->db, "History file");
+    cmd->add_flag("--quiet", o->quiet, "do not print the steps");
+    cmd->callback([o] {
+      const std::string path = store::resolve_history_path(o->db);
+      store::RunRecord record;
+      std::vector<store::Artifact> artifacts;
+      try {
+        store::History history(path);
+        record = history.run(history.resolve(o->id));
+        artifacts = history.artifacts(record.id);
+      } catch (const store::StoreError& e) {
+        if (e.is_user_error()) throw UsageError(e.what());
+        throw;
+      }
+      if (record.hosts.empty()) throw UsageError("run " + record.id + " was not launched through agents");
+      store::Writer writer(path, follower_writer_options());  // marks the run lost if its last follower died
+      const auto run = writer.open_run(record.id);
+      launch::RunSession session(record.id, record.hosts, launch::Credentials::from_config_dir());
+      writer.set_status(run, store::RunStatus::running);
+      launch::HistorySink sink(writer, run, artifacts);
+      session.attach(sink);
+      std::cout << "following run " << record.id << " (" << record.name << ")" << std::endl;
+      if (follow(writer, run, session, sink, !o->quiet) != 0) throw std::runtime_error("the run failed");
+    });
+  }
+  {
+    struct StopOptions {
+      std::string db, id, reason;
+    };
+    auto o = std::make_shared<StopOptions>();
+    auto* cmd = runs->add_subcommand("stop", "Stop a run on every agent running it");
+    cmd->add_option("id", o->id, "Run id, unique id prefix, or name")->required();
+    cmd->add_option("--reason", o->reason, "recorded as the run's exit reason")->default_val("stopped by the user");
+    cmd->add_option("--db", o->db, "History file");
+    cmd->callback([o] {
+      store::RunRecord record;
+      try {
+        store::History history(store::resolve_history_path(o->db));
+        record = history.run(history.resolve(o->id));
+      } catch (const store::StoreError& e) {
+        if (e.is_user_error()) throw UsageError(e.what());
+        throw;
+      }
+      if (record.hosts.empty()) throw UsageError("run " + record.id + " was not launched through agents");
+      const auto credentials = launch::Credentials::from_config_dir();
+      zmq::context_t context;
+      int reached = 0;
+      for (const auto& endpoint : record.hosts) {
+        try {
+          launch::AgentConnection connection(context, endpoint, credentials);
+          const auto reply = connection.request("stop", {{"run", record.id}, {"reason", o->reason}}, "stopping",
+                                                std::chrono::milliseconds(3000));
+          std::cout << endpoint << ": " << reply.value("state", std::string("stopping")) << "\n";
+          ++reached;
+        } catch (const launch::AgentError& e) {
+          std::cerr << "warning: " << e.what() << "\n";
+        }
+      }
+      if (reached == 0) throw std::runtime_error("no agent of run " + record.id + " could be reached");
+      std::cout << "stop sent to " << reached << " of " << record.hosts.size()
+                << " agents; the follower records the final state (tessera-cli runs follow " << record.id.substr(0, 12)
+                << " if none is running)\n";
+    });
+  }
+}
+
+}  // namespace tessera::cli

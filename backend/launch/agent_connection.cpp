@@ -1,0 +1,98 @@
+// AgentConnection: socket set-up, checked receive, bounded request/reply.
+#include "launch/agent_connection.hpp"
+
+namespace tessera::launch {
+
+using Clock = std::chrono::steady_clock;
+
+std::optional<std::string> Credentials::server_key(const std::string& endpoint) const {
+  if (auto key = protocol::KnownAgents(known_agents_path).key_of(endpoint)) return key;
+  if (protocol::is_loopback_endpoint(endpoint)) return std::nullopt;
+  throw AgentError("no pinned key for agent " + endpoint + ": copy its agent.pub here and run `tessera-cli agents trust " +
+                   endpoint + " agent.pub` (keys are listed in " + known_agents_path + ")");
+}
+
+Credentials Credentials::from_config_dir() {
+  const std::string dir = protocol::config_dir();
+  return {protocol::ensure_keypair(dir, "client"), dir + "/known_agents"};
+}
+
+AgentConnection::AgentConnection(zmq::context_t& context, std::string endpoint, const Credentials& credentials)
+    : endpoint_(std::move(endpoint)), socket_(context, zmq::socket_type::dealer), last_heard_(Clock::now()) {
+  endpoint_host(endpoint_);
+  if (const auto key = credentials.server_key(endpoint_)) {
+    socket_.set(zmq::sockopt::curve_serverkey, *key);
+    socket_.set(zmq::sockopt::curve_publickey, credentials.client.public_key);
+    socket_.set(zmq::sockopt::curve_secretkey, credentials.client.secret_key);
+  }
+  socket_.set(zmq::sockopt::maxmsgsize, protocol::kMaxTransportFrameBytes);
+  socket_.set(zmq::sockopt::linger, 0);
+  socket_.set(zmq::sockopt::rcvhwm, 100000);
+  socket_.connect(endpoint_);
+}
+
+void AgentConnection::send(std::string_view type, nlohmann::json body) {
+  const std::string frame = protocol::make_frame(type, std::move(body));
+  if (!socket_.send(zmq::buffer(frame), zmq::send_flags::dontwait))
+    throw AgentError("agent " + endpoint_ + " is not taking messages (send queue full)");
+}
+
+std::optional<nlohmann::json> AgentConnection::receive(std::chrono::milliseconds timeout) {
+  const auto deadline = Clock::now() + timeout;
+  while (true) {
+    zmq::pollitem_t item{socket_.handle(), 0, ZMQ_POLLIN, 0};
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    zmq::poll(&item, 1, std::max(left, std::chrono::milliseconds(0)));
+    if (!(item.revents & ZMQ_POLLIN)) return std::nullopt;
+    zmq::message_t message;
+    if (!socket_.recv(message, zmq::recv_flags::dontwait)) continue;
+    last_heard_ = Clock::now();
+    bool more = message.more();
+    while (more) {  // a multi-frame message is not ours: drain and count it
+      zmq::message_t part;
+      (void)socket_.recv(part);
+      more = part.more();
+    }
+    if (message.more()) {
+      ++malformed_;
+      continue;
+    }
+    try {
+      return protocol::parse_frame(message.to_string_view(), protocol::Side::workbench);
+    } catch (const protocol::ProtocolError&) {
+      ++malformed_;
+    }
+    if (Clock::now() >= deadline) return std::nullopt;
+  }
+}
+
+nlohmann::json AgentConnection::request(std::string_view type, nlohmann::json body, std::string_view reply_type,
+                                        std::chrono::milliseconds timeout) {
+  send(type, std::move(body));
+  const auto deadline = Clock::now() + timeout;
+  while (Clock::now() < deadline) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    auto reply = receive(left);
+    if (!reply) break;
+    const auto& t = (*reply)["type"].get_ref<const std::string&>();
+    if (t == reply_type) return *reply;
+    if (t == "error")
+      throw AgentError("agent " + endpoint_ + " refused " + std::string(type) + ": " +
+                       (*reply).value("code", std::string("?")) + ": " + (*reply).value("message", std::string()));
+  }
+  throw AgentError("no reply from agent " + endpoint_ + " within " + std::to_string(timeout.count()) +
+                   " ms (not running, unreachable, or it refused this workbench's key)");
+}
+
+std::string endpoint_host(const std::string& endpoint) {
+  if (endpoint.rfind("tcp://", 0) != 0) throw std::invalid_argument("agent endpoint " + endpoint + " is not tcp://HOST:PORT");
+  const std::string rest = endpoint.substr(6);
+  const auto colon = rest.rfind(':');
+  if (colon == std::string::npos || colon == 0 || colon + 1 == rest.size())
+    throw std::invalid_argument("agent endpoint " + endpoint + " is not tcp://HOST:PORT");
+  std::string host = rest.substr(0, colon);
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  return host;
+}
+
+}  // namespace tessera::launch

@@ -1,0 +1,64 @@
+// The workbench's connection to one agent: a DEALER socket, CURVE with the agent's pinned public key
+// (plain only for a loopback agent without a pinned key), checked frames in and out, request/reply with
+// a bounded wait.
+#pragma once
+
+#include <chrono>
+#include <optional>
+#include <stdexcept>
+#include <string>
+
+#include <nlohmann/json.hpp>
+#include <zmq.hpp>
+
+#include "protocol/keys.hpp"
+#include "protocol/wire.hpp"
+
+namespace tessera::launch {
+
+/// An agent refused a request (its error message) or did not answer in time.
+class AgentError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// The workbench's own key pair and the agents' pinned keys, from the config directory.
+struct Credentials {
+  protocol::KeyPair client;
+  std::string known_agents_path;
+  /// The pinned key of `endpoint`; nullopt for a loopback endpoint without one (plain connection);
+  /// throws AgentError for any other endpoint without one, saying how to pin it.
+  std::optional<std::string> server_key(const std::string& endpoint) const;
+  /// client.key/.pub and known_agents in protocol::config_dir() (keys generated on first use).
+  static Credentials from_config_dir();
+};
+
+class AgentConnection {
+ public:
+  AgentConnection(zmq::context_t& context, std::string endpoint, const Credentials& credentials);
+  const std::string& endpoint() const { return endpoint_; }
+  zmq::socket_t& socket() { return socket_; }
+
+  void send(std::string_view type, nlohmann::json body = nlohmann::json::object());
+  /// The next checked message, waiting at most `timeout`; nullopt on timeout. A frame that fails the
+  /// checks is counted in malformed() and skipped.
+  std::optional<nlohmann::json> receive(std::chrono::milliseconds timeout);
+  /// Sends and waits for a reply of type `reply_type` (heartbeats and data frames in between are
+  /// skipped); an error reply or no reply within `timeout` throws AgentError.
+  nlohmann::json request(std::string_view type, nlohmann::json body, std::string_view reply_type,
+                         std::chrono::milliseconds timeout);
+
+  std::chrono::steady_clock::time_point last_heard() const { return last_heard_; }
+  int64_t malformed() const { return malformed_; }
+
+ private:
+  std::string endpoint_;
+  zmq::socket_t socket_;
+  std::chrono::steady_clock::time_point last_heard_;
+  int64_t malformed_ = 0;
+};
+
+/// HOST of tcp://HOST:PORT. Throws std::invalid_argument for anything else.
+std::string endpoint_host(const std::string& endpoint);
+
+}  // namespace tessera::launch

@@ -1,0 +1,54 @@
+// The run history as the sink of a followed run: step, metric, timeline and log records become store
+// rows; each node's stream position (its last data frame's sequence number) is appended after that
+// frame's records, so it commits with them — a restarted follower resumes exactly after what is stored.
+// Durable positions are read off the writer's commit count without waiting for it, so receiving and
+// committing overlap. Records that fail their checks are counted and skipped, never fatal.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <deque>
+#include <map>
+#include <vector>
+
+#include "launch/run_session.hpp"
+#include "store/writer.hpp"
+
+namespace tessera::launch {
+
+/// Artifacts of this kind hold a node's stream position: path "agent-stream/node-<k>", step = seq.
+inline constexpr const char* kStreamPositionKind = "stream_position";
+
+class HistorySink : public RunSink {
+ public:
+  /// `stored`: the run's artifacts already in the history (for the positions of a resumed follower).
+  /// Everything appended to `writer` while the sink lives must go through it (its commit count is
+  /// how the sink knows what is durable).
+  HistorySink(store::Writer& writer, store::RunHandle run, const std::vector<store::Artifact>& stored = {});
+
+  int64_t durable_seq(int64_t node) override;
+  void records(int64_t node, int64_t seq, const nlohmann::json& records) override;
+  void sync(bool wait) override;
+
+  /// Called with each step record (for live output).
+  std::function<void(const nlohmann::json& step)> on_step;
+
+  int64_t points() const { return points_; }
+  int64_t skipped() const { return skipped_; }
+
+ private:
+  void add(const nlohmann::json& record);
+
+  struct Mark {
+    int64_t node, seq, weight;  ///< the writer's record count once frame seq of node is committed
+  };
+  store::Writer& writer_;
+  store::RunHandle run_;
+  std::map<int64_t, int64_t> durable_;
+  std::deque<Mark> marks_;
+  std::vector<store::MetricPoint> frame_points_;  ///< the metric points of the frame being added
+  int64_t base_ = 0, weight_ = 0;  ///< the writer's committed records at the start, our appends since
+  int64_t points_ = 0, skipped_ = 0;
+};
+
+}  // namespace tessera::launch

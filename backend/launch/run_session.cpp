@@ -1,0 +1,279 @@
+// RunSession: launch across nodes, follow with dedupe/acks/heartbeats, failure propagation.
+#include "launch/run_session.hpp"
+
+#include "planner/grid.hpp"
+
+namespace tessera::launch {
+
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+namespace {
+
+constexpr auto kHelloTimeout = milliseconds(5000);
+constexpr auto kLaunchTimeout = milliseconds(15000);
+constexpr auto kAckInterval = milliseconds(10);
+constexpr int64_t kAckEveryFrames = 16;  // the agent sends at most 64 unacknowledged frames
+
+}  // namespace
+
+std::vector<std::vector<int64_t>> node_shares(const spec::RunSpec& spec) {
+  std::vector<std::vector<int64_t>> shares(static_cast<size_t>(spec.cluster.nodes));
+  for (int64_t rank = 0; rank < spec.world_size(); ++rank) {
+    const auto coord = planner::rank_coord(rank, spec.parallel.tp, spec.parallel.cp, spec.parallel.ep,
+                                           spec.data_parallel(), spec.parallel.pp, spec.cluster.gpus_per_node);
+    shares.at(static_cast<size_t>(coord.node)).push_back(rank);
+  }
+  return shares;
+}
+
+const char* to_string(RunOutcome outcome) {
+  switch (outcome) {
+    case RunOutcome::running: return "running";
+    case RunOutcome::done: return "done";
+    case RunOutcome::failed: return "failed";
+    case RunOutcome::stopped: return "stopped";
+  }
+  return "unknown";
+}
+
+RunSession::RunSession(std::string run_id, std::vector<std::string> endpoints, const Credentials& credentials)
+    : run_id_(std::move(run_id)) {
+  if (!protocol::is_run_id(run_id_)) throw std::invalid_argument("run id " + run_id_ + " is not 32 lowercase hex digits");
+  if (endpoints.empty()) throw std::invalid_argument("a run needs at least one agent");
+  for (auto& endpoint : endpoints) {
+    connections_.push_back(std::make_unique<AgentConnection>(context_, endpoint, credentials));
+    nodes_.push_back({endpoint, {}, {}, 0, 0, false, false, ""});
+  }
+}
+
+RunSession::~RunSession() = default;
+
+void RunSession::launch(const spec::RunSpec& spec) {
+  const auto shares = node_shares(spec);
+  if (shares.size() != nodes_.size())
+    throw AgentError("the spec has cluster.nodes=" + std::to_string(shares.size()) + " but " +
+                     std::to_string(nodes_.size()) + " agents were given (one per node)");
+  for (auto& connection : connections_) {
+    const auto inventory = connection->request("hello", {{"client", "tessera-launch"}}, "inventory", kHelloTimeout);
+    if (inventory.value("protocol", 0) != protocol::kProtocolVersion)
+      throw AgentError("agent " + connection->endpoint() + " speaks protocol " +
+                       std::to_string(inventory.value("protocol", 0)) + ", this workbench " +
+                       std::to_string(protocol::kProtocolVersion));
+  }
+  const std::string master_addr = endpoint_host(nodes_[0].endpoint);
+  int64_t master_port = 0;
+  const auto spec_json = spec::to_json(spec);
+  for (size_t node = 0; node < nodes_.size(); ++node) {
+    nodes_[node].ranks = shares[node];
+    try {
+      const auto reply = connections_[node]->request("launch",
+                                                     {{"run", run_id_},
+                                                      {"spec", spec_json},
+                                                      {"node_rank", node},
+                                                      {"ranks", shares[node]},
+                                                      {"master_addr", master_addr},
+                                                      {"master_port", master_port}},
+                                                     "launched", kLaunchTimeout);
+      if (node == 0) master_port = protocol::get_int(reply, "master_port", 1, 65535);
+      for (const auto& p : protocol::get_array(reply, "pids", 4096))
+        nodes_[node].pids.emplace_back(p.at("rank").get<int64_t>(), p.at("pid").get<int64_t>());
+    } catch (const std::exception& e) {
+      stop(std::string("launch failed on node ") + std::to_string(node) + ": " + e.what());
+      throw AgentError(std::string("node ") + std::to_string(node) + " (" + nodes_[node].endpoint + "): " + e.what());
+    }
+  }
+}
+
+void RunSession::attach(RunSink& sink) {
+  for (size_t node = 0; node < nodes_.size(); ++node) {
+    const int64_t durable = sink.durable_seq(static_cast<int64_t>(node));
+    const auto reply = connections_[node]->request("attach", {{"run", run_id_}, {"acked", durable}}, "attached", kHelloTimeout);
+    nodes_[node].acked_seq = nodes_[node].received_seq = durable;
+    resumed(node, reply);
+  }
+}
+
+void RunSession::resumed(size_t node, const nlohmann::json& attached) {
+  // The agent resends from its acknowledged sequence number + 1; anything between ours and its is gone.
+  const int64_t agent_acked = protocol::get_int(attached, "acked", 0, int64_t{1} << 53);
+  NodeState& state = nodes_[node];
+  if (agent_acked > state.received_seq) {
+    lost_frames_ += agent_acked - state.received_seq;
+    state.received_seq = state.acked_seq = agent_acked;
+  }
+}
+
+void RunSession::stop(const std::string& reason) {
+  stop_sent_ = true;
+  for (size_t node = 0; node < nodes_.size(); ++node) {
+    if (nodes_[node].lost || nodes_[node].ended) continue;
+    try {
+      connections_[node]->send("stop", {{"run", run_id_}, {"reason", reason.substr(0, 1000)}});
+    } catch (const AgentError&) {
+      // An unreachable node is found lost by its heartbeats.
+    }
+  }
+}
+
+void RunSession::fail(const std::string& reason) {
+  if (outcome_ == RunOutcome::running) {
+    outcome_ = RunOutcome::failed;
+    reason_ = reason;
+  }
+  if (!stop_sent_) stop(reason);
+}
+
+void RunSession::note_record(size_t node, const nlohmann::json& record) {
+  const auto type = record.find("type");
+  if (type == record.end() || !type->is_string()) return;
+  if (*type == "rank_exit") {
+    const bool failed = record.value("exit_code", 0) != 0 || record.value("signal", 0) != 0;
+    if (!failed || record.value("stopped_by_agent", false)) return;
+    const double time_s = record.value("time_s", 0.0);
+    // The earliest failure across nodes is the cause; later ones are its consequences.
+    if (!first_failed_rank_ || time_s < first_failure_time_s_) {
+      first_failed_rank_ = record.value("rank", int64_t{-1});
+      first_failure_time_s_ = time_s;
+      failure_log_.clear();
+      if (const auto lines = record.find("last_lines"); lines != record.end() && lines->is_array())
+        for (const auto& line : *lines)
+          if (line.is_string()) failure_log_.push_back(line.get<std::string>());
+      if (outcome_ == RunOutcome::running || (outcome_ == RunOutcome::failed && reason_.rfind("rank ", 0) == 0)) {
+        outcome_ = RunOutcome::failed;
+        reason_ = "rank " + std::to_string(*first_failed_rank_) + " " + record.value("description", std::string("failed"));
+      }
+    }
+    if (!stop_sent_) stop(reason_);
+  } else if (*type == "run_end") {
+    nodes_[node].ended = true;
+    nodes_[node].end_state = record.value("state", std::string());
+    if (nodes_[node].end_state == "stopped" && stop_reason_.empty()) stop_reason_ = record.value("reason", std::string());
+    if (nodes_[node].end_state == "failed" && !stop_sent_) {
+      if (outcome_ == RunOutcome::running) {
+        outcome_ = RunOutcome::failed;
+        reason_ = record.value("reason", std::string("node ") + std::to_string(node) + " failed");
+      }
+      stop(reason_);
+    }
+  }
+}
+
+void RunSession::handle(size_t node, const nlohmann::json& message, RunSink& sink) {
+  const auto& type = message["type"].get_ref<const std::string&>();
+  try {
+    if (type == "attached" && protocol::get_run_id(message) == run_id_) resumed(node, message);
+    if (type != "data") return;  // heartbeats only refresh last_heard; late replies are ignored
+    if (protocol::get_run_id(message) != run_id_) return;
+    const int64_t seq = protocol::get_int(message, "seq", 1, int64_t{1} << 53);
+    const auto& records = protocol::get_array(message, "records", 1 << 20);
+    NodeState& state = nodes_[node];
+    if (seq <= state.received_seq) {
+      ++duplicates_;
+      return;
+    }
+    if (seq > state.received_seq + 1) {
+      // A gap (frames dropped by a reconnect in transit): the agent resends from its acknowledged
+      // sequence number; what we hold already is dropped as duplicates.
+      try {
+        connections_[node]->send("attach", {{"run", run_id_}, {"acked", state.acked_seq}});
+      } catch (const AgentError&) {
+        // Asked again at the next out-of-order frame; a silent agent is found lost.
+      }
+      return;
+    }
+    sink.records(static_cast<int64_t>(node), seq, records);
+    for (const auto& record : records) note_record(node, record);
+    state.received_seq = seq;
+  } catch (const protocol::ProtocolError&) {
+    // A malformed frame from an agent is skipped; the sequence check asks for it again.
+  }
+}
+
+void RunSession::acknowledge(RunSink& sink, bool wait) {
+  bool any = false;
+  for (const auto& node : nodes_) any = any || (!node.lost && node.received_seq > node.acked_seq);
+  if (!any) return;
+  sink.sync(wait);
+  for (size_t node = 0; node < nodes_.size(); ++node) {
+    NodeState& state = nodes_[node];
+    // Only what the sink holds durably is acknowledged: the agent keeps the rest.
+    const int64_t durable = std::min(state.received_seq, sink.durable_seq(static_cast<int64_t>(node)));
+    if (state.lost || durable <= state.acked_seq) continue;
+    try {
+      connections_[node]->send("ack", {{"run", run_id_}, {"seq", durable}});
+      state.acked_seq = durable;
+    } catch (const AgentError&) {
+      // Acknowledged again with the next one.
+    }
+  }
+}
+
+RunOutcome RunSession::follow(RunSink& sink, const std::atomic<bool>& stop_flag, milliseconds drain) {
+  const auto interval = milliseconds(protocol::kHeartbeatInterval_ms);
+  auto last_ack = Clock::now(), last_heartbeat = Clock::now() - interval;
+  std::optional<Clock::time_point> failed_at;
+  while (!stop_flag) {
+    std::vector<zmq::pollitem_t> items;
+    std::vector<size_t> item_node;
+    for (size_t node = 0; node < nodes_.size(); ++node) {
+      if (nodes_[node].lost) continue;
+      items.push_back({connections_[node]->socket().handle(), 0, ZMQ_POLLIN, 0});
+      item_node.push_back(node);
+    }
+    zmq::poll(items.data(), items.size(), milliseconds(10));
+    // Draining is bounded in time, so that acknowledgements and heartbeats go out under any load.
+    const auto drain_until = Clock::now() + milliseconds(50);
+    for (size_t i = 0; i < items.size(); ++i) {
+      if (!(items[i].revents & ZMQ_POLLIN)) continue;
+      for (int n = 0; n < 1000 && Clock::now() < drain_until; ++n) {
+        auto message = connections_[item_node[i]]->receive(milliseconds(0));
+        if (!message) break;
+        handle(item_node[i], *message, sink);
+      }
+    }
+    const auto now = Clock::now();
+    int64_t unacked = 0;
+    for (const auto& node : nodes_) unacked = std::max(unacked, node.received_seq - node.acked_seq);
+    if (now - last_ack >= kAckInterval || unacked >= kAckEveryFrames) {
+      acknowledge(sink, false);
+      last_ack = now;
+    }
+    if (now - last_heartbeat >= interval) {
+      for (size_t node = 0; node < nodes_.size(); ++node) {
+        if (nodes_[node].lost) continue;
+        try {
+          connections_[node]->send("heartbeat");
+        } catch (const AgentError&) {
+          // Found lost below once it stays silent.
+        }
+      }
+      last_heartbeat = now;
+    }
+    for (size_t node = 0; node < nodes_.size(); ++node) {
+      NodeState& state = nodes_[node];
+      if (state.lost || state.ended) continue;
+      if (now - connections_[node]->last_heard() > interval * protocol::kHeartbeatLiveness) {
+        state.lost = true;
+        fail("node " + std::to_string(node) + " (" + state.endpoint + ") lost: no heartbeat for " +
+             std::to_string(protocol::kHeartbeatLiveness) + " s");
+      }
+    }
+    if (outcome_ == RunOutcome::failed && !failed_at) failed_at = now;
+    bool all_over = true;
+    for (const auto& node : nodes_) all_over = all_over && (node.ended || node.lost);
+    if (all_over || (failed_at && now - *failed_at > drain)) break;
+  }
+  acknowledge(sink, true);
+  bool all_ended = true;
+  for (const auto& node : nodes_) all_ended = all_ended && node.ended;
+  if (outcome_ == RunOutcome::running && all_ended) {
+    bool stopped = false;
+    for (const auto& node : nodes_) stopped = stopped || node.end_state == "stopped";
+    outcome_ = stopped ? RunOutcome::stopped : RunOutcome::done;
+    if (stopped) reason_ = stop_reason_.empty() ? "stopped" : stop_reason_;
+  }
+  return outcome_;
+}
+
+}  // namespace tessera::launch

@@ -1,0 +1,24 @@
+// A Slurm batch script for a run: one tessera-agent per node started with srun (CURVE keys generated in
+// the job directory, this workbench's key authorized), then `tessera-cli launch --follow` against them.
+#pragma once
+
+#include <string>
+
+#include "spec/run_spec.hpp"
+
+namespace tessera::launch {
+
+struct SlurmOptions {
+  std::string cli;      ///< absolute path of tessera-cli on the cluster
+  std::string agent;    ///< absolute path of tessera-agent
+  std::string runtime;  ///< absolute path of tessera-train
+  int port = 7070;      ///< the agents' TCP port (TESSERA_AGENT_PORT overrides it at run time)
+  std::string name;     ///< run name (default: the spec's)
+  std::string time_limit = "01:00:00";
+};
+
+/// The script. With TESSERA_NODE_ONLY=1 it runs only the per-node command (what srun starts on each
+/// node), which is how it is tested off a cluster.
+std::string slurm_script(const spec::RunSpec& spec, const SlurmOptions& options);
+
+}  // namespace tessera::launch

@@ -1,0 +1,72 @@
+// The agent wire protocol (docs/protocol.md): version, limits, error codes, and the checked reading of
+// one received frame. Every frame is one UTF-8 JSON object {"v":1,"type":...}; nothing acts on a frame
+// before parse_frame() and the per-type field checks have accepted it.
+#pragma once
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+namespace tessera::protocol {
+
+inline constexpr int kProtocolVersion = 1;
+/// Transport bound (ZMQ_MAXMSGSIZE on both ends): a larger frame drops the connection.
+inline constexpr int64_t kMaxTransportFrameBytes = 64LL << 20;
+/// Protocol bound: a larger frame below the transport bound gets a too_large error reply.
+inline constexpr int64_t kMaxFrameBytes = 16LL << 20;
+/// Control messages (everything but launch and data) are small.
+inline constexpr int64_t kMaxControlFrameBytes = 4096;
+/// One record a rank reports (a JSON line).
+inline constexpr int64_t kMaxRecordBytes = 64 * 1024;
+inline constexpr int kHeartbeatInterval_ms = 1000;
+/// A peer silent for liveness × interval is gone.
+inline constexpr int kHeartbeatLiveness = 3;
+/// Ranks report here (set by the agent in each rank's environment).
+inline constexpr const char* kReportEndpointEnv = "TESSERA_REPORT_ENDPOINT";
+
+enum class ErrorCode {
+  bad_frame,      ///< more than one frame, or not text
+  too_large,      ///< above the size limit of its type
+  bad_json,       ///< not a JSON object
+  bad_version,    ///< "v" missing or not kProtocolVersion
+  unknown_type,   ///< "type" missing or not a known message
+  bad_field,      ///< a field missing, mistyped or out of range
+  unknown_run,    ///< a run this agent does not hold
+  busy,           ///< the agent cannot take the run (ranks, duplicate id)
+  launch_failed,  ///< the runtime could not be started
+};
+std::string_view to_string(ErrorCode code);
+
+/// A message the receiver refuses; the reply is an error message with this code.
+class ProtocolError : public std::runtime_error {
+ public:
+  ProtocolError(ErrorCode code, const std::string& message) : std::runtime_error(message), code_(code) {}
+  ErrorCode code() const { return code_; }
+
+ private:
+  ErrorCode code_;
+};
+
+/// Reads one received frame: size, JSON object, version, known type (for the receiving side).
+/// Returns the object; throws ProtocolError.
+enum class Side { agent, workbench };
+nlohmann::json parse_frame(std::string_view bytes, Side receiver);
+
+/// The envelope {"v":1,"type":type} with the fields of `body` added.
+std::string make_frame(std::string_view type, nlohmann::json body = nlohmann::json::object());
+/// {"v":1,"type":"error","code":...,"message":...,"in_reply_to":...}
+std::string make_error(ErrorCode code, const std::string& message, std::string_view in_reply_to);
+
+/// Field checks; each throws ProtocolError(bad_field) naming the field and the rule.
+std::string get_string(const nlohmann::json& message, const char* field, size_t max_bytes);
+int64_t get_int(const nlohmann::json& message, const char* field, int64_t min, int64_t max);
+const nlohmann::json& get_array(const nlohmann::json& message, const char* field, size_t max_items);
+const nlohmann::json& get_object(const nlohmann::json& message, const char* field);
+/// A run id: 32 lowercase hex digits (also what the agent names the run directory after).
+std::string get_run_id(const nlohmann::json& message, const char* field = "run");
+bool is_run_id(std::string_view text);
+
+}  // namespace tessera::protocol

@@ -1,0 +1,292 @@
+// tessera-agent end to end on loopback: two agents (127.0.0.1 and 127.0.0.2, CURVE) act as two nodes of a
+// TP2×DP2 run of the fake_rank TEST DOUBLE; completion with every step exactly once, a rank killed with
+// SIGKILL, an agent killed with SIGKILL, a follower that crashes and resumes, an unknown client key, a
+// non-loopback bind without keys, and a few thousand malformed frames (and one above ZMQ_MAXMSGSIZE).
+#include "agent_test_support.hpp"
+
+#include <zmq.hpp>
+
+using namespace tessera;
+using namespace std::chrono_literals;
+using test::AgentProcess;
+using test::MemorySink;
+
+namespace {
+
+struct TwoNodes {
+  explicit TwoNodes(const QString& dir, const QStringList& env = {}, const QStringList& args = {})
+      : keys(dir),
+        a("127.0.0.1", dir + "/work-a", keys.agent("a"), keys.authorized, env, args),
+        b("127.0.0.2", dir + "/work-b", keys.agent("b"), keys.authorized, env, args) {
+    keys.pin(a.endpoint(), "a");
+    keys.pin(b.endpoint(), "b");
+  }
+  std::vector<std::string> endpoints() const { return {a.endpoint(), b.endpoint()}; }
+  test::TestKeys keys;
+  AgentProcess a, b;
+};
+
+std::vector<int64_t> all_pids(const launch::RunSession& session) {
+  std::vector<int64_t> pids;
+  for (const auto& node : session.nodes())
+    for (const auto& [rank, pid] : node.pids) pids.push_back(pid);
+  return pids;
+}
+
+std::string message(const std::string& type, nlohmann::json fields) {
+  fields["v"] = 1;
+  fields["type"] = type;
+  return fields.dump();
+}
+
+bool none_alive(const std::vector<int64_t>& pids, std::chrono::milliseconds wait) {
+  const auto deadline = std::chrono::steady_clock::now() + wait;
+  while (true) {
+    bool any = false;
+    for (auto pid : pids) any = any || test::process_alive(pid);
+    if (!any) return true;
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(20ms);
+  }
+}
+
+}  // namespace
+
+class TestAgent : public QObject {
+  Q_OBJECT
+  QTemporaryDir dir_;
+
+ private slots:
+  void twoNodesFinishWithEveryStepExactlyOnce() {
+    TwoNodes nodes(dir_.path() + "/complete", {"TESSERA_FAKE_STEP_MS=2"});
+    QVERIFY(!nodes.a.endpoint().empty() && !nodes.b.endpoint().empty());
+    const auto id = test::new_run_id();
+    launch::RunSession session(id, nodes.endpoints(), nodes.keys.credentials);
+    session.launch(test::tiny_spec(60));
+    QCOMPARE(session.nodes()[0].pids.size(), size_t{2});
+    QCOMPARE(session.nodes()[1].pids.size(), size_t{2});
+    MemorySink sink;
+    std::atomic<bool> stop{false};
+    QCOMPARE(test::follow_for(session, sink, stop, 30s), launch::RunOutcome::done);
+    QVERIFY(sink.complete_exactly_once(4, 60));
+    QCOMPARE(sink.duplicate_frames, int64_t{0});
+    QCOMPARE(sink.ends.size(), size_t{2});
+    QCOMPARE(sink.exits.size(), size_t{4});
+    for (const auto& e : sink.exits) QCOMPARE(e["exit_code"].get<int>(), 0);
+    QVERIFY(sink.logs >= 4 * 6);  // "starting", every 10 steps, "done"
+    // The run directory is the agent's: WORKDIR/runs/<run id>, with the spec it validated.
+    QVERIFY(QFile::exists(dir_.path() + "/complete/work-a/runs/" + QString::fromStdString(id) + "/spec.json"));
+    QVERIFY(none_alive(all_pids(session), 0ms));
+  }
+
+  void killedRankFailsTheRunNamingItWithinFiveSeconds() {
+    TwoNodes nodes(dir_.path() + "/rank", {"TESSERA_FAKE_STEP_MS=20"});
+    launch::RunSession session(test::new_run_id(), nodes.endpoints(), nodes.keys.credentials);
+    session.launch(test::tiny_spec(100000));
+    const int64_t victim = session.nodes()[1].pids[1].second;  // rank 3
+    QCOMPARE(session.nodes()[1].pids[1].first, int64_t{3});
+    MemorySink sink;
+    std::atomic<bool> stop{false};
+    std::chrono::steady_clock::time_point killed_at;
+    std::thread killer([&] {
+      std::this_thread::sleep_for(700ms);
+      killed_at = std::chrono::steady_clock::now();
+      ::kill(static_cast<pid_t>(victim), SIGKILL);
+    });
+    const auto outcome = test::follow_for(session, sink, stop, 20s);
+    const auto took = std::chrono::steady_clock::now() - killed_at;
+    killer.join();
+    QCOMPARE(outcome, launch::RunOutcome::failed);
+    QVERIFY2(took < 5s, std::to_string(std::chrono::duration<double>(took).count()).c_str());
+    QCOMPARE(session.first_failed_rank().value_or(-1), int64_t{3});
+    QVERIFY2(session.reason().find("rank 3 killed by signal 9") != std::string::npos, session.reason().c_str());
+    QVERIFY(none_alive(all_pids(session), 0ms));
+    // The failing rank's exit carries its last log lines.
+    bool reported = false;
+    for (const auto& e : sink.exits)
+      if (e["rank"] == 3) reported = e["signal"] == 9 && !e["last_lines"].empty() && !e["stopped_by_agent"].get<bool>();
+    QVERIFY(reported);
+  }
+
+  void failingRankStopsEveryNode() {
+    TwoNodes nodes(dir_.path() + "/exit", {"TESSERA_FAKE_STEP_MS=20", "TESSERA_FAKE_FAIL_RANK=1", "TESSERA_FAKE_FAIL_STEP=15"});
+    launch::RunSession session(test::new_run_id(), nodes.endpoints(), nodes.keys.credentials);
+    session.launch(test::tiny_spec(100000));
+    MemorySink sink;
+    std::atomic<bool> stop{false};
+    QCOMPARE(test::follow_for(session, sink, stop, 20s), launch::RunOutcome::failed);
+    QCOMPARE(session.first_failed_rank().value_or(-1), int64_t{1});
+    QVERIFY2(session.reason().find("rank 1 exited with code 3") != std::string::npos, session.reason().c_str());
+    bool has_cause = false;
+    for (const auto& e : sink.exits)
+      if (e["rank"] == 1)
+        for (const auto& line : e["last_lines"]) has_cause = has_cause || line.get<std::string>().find("injected failure") != std::string::npos;
+    QVERIFY(has_cause);
+    QVERIFY(!session.failure_log().empty());
+    QVERIFY(session.failure_log().back().find("injected failure at step 15") != std::string::npos);
+    QVERIFY(none_alive(all_pids(session), 0ms));
+  }
+
+  void killedAgentIsLostAndTheOtherNodeStops() {
+    TwoNodes nodes(dir_.path() + "/agent", {"TESSERA_FAKE_STEP_MS=20"});
+    launch::RunSession session(test::new_run_id(), nodes.endpoints(), nodes.keys.credentials);
+    session.launch(test::tiny_spec(100000));
+    MemorySink sink;
+    std::atomic<bool> stop{false};
+    std::chrono::steady_clock::time_point killed_at;
+    std::thread killer([&] {
+      std::this_thread::sleep_for(700ms);
+      killed_at = std::chrono::steady_clock::now();
+      nodes.b.kill9();
+    });
+    const auto outcome = test::follow_for(session, sink, stop, 20s);
+    const auto took = std::chrono::steady_clock::now() - killed_at;
+    killer.join();
+    QCOMPARE(outcome, launch::RunOutcome::failed);
+    QVERIFY2(took < 5s, std::to_string(std::chrono::duration<double>(took).count()).c_str());
+    QVERIFY(session.nodes()[1].lost);
+    QVERIFY2(session.reason().find("node 1") != std::string::npos && session.reason().find("lost") != std::string::npos,
+             session.reason().c_str());
+    QVERIFY(session.nodes()[0].ended);  // node 0 stopped its ranks on the workbench's request
+    QCOMPARE(session.nodes()[0].end_state, std::string("stopped"));
+    // Node 0's ranks were stopped; node 1's died with their agent (parent-death signal).
+    QVERIFY(none_alive(all_pids(session), 2000ms));
+  }
+
+  void crashedFollowerResumesWithoutGapsOrDuplicates() {
+    // 2 KiB of outbox memory: what the agents hold while no follower acknowledges goes to disk.
+    TwoNodes nodes(dir_.path() + "/follower", {"TESSERA_FAKE_STEP_MS=5"}, {"--outbox-memory-bytes", "2048"});
+    const auto id = test::new_run_id();
+    MemorySink sink;
+    {
+      launch::RunSession first(id, nodes.endpoints(), nodes.keys.credentials);
+      first.launch(test::tiny_spec(300));
+      std::atomic<bool> stop{false};
+      sink.crash_after_steps = 200;  // mid-run: some frames committed, some received but never committed
+      sink.on_crash = [&] { stop = true; };
+      QCOMPARE(test::follow_for(first, sink, stop, 20s), launch::RunOutcome::running);
+      QVERIFY(sink.crashed);
+      QVERIFY(!sink.steps.empty());
+    }  // the follower is gone; the agents keep the run and their outboxes
+    std::this_thread::sleep_for(300ms);
+    const QString run_dir = dir_.path() + "/follower/work-a/runs/" + QString::fromStdString(id);
+    QVERIFY(QFile::exists(run_dir + "/outbox.spill"));
+    sink.restart();
+    sink.crash_after_steps = 0;
+    launch::RunSession second(id, nodes.endpoints(), nodes.keys.credentials);
+    second.attach(sink);
+    std::atomic<bool> stop{false};
+    QCOMPARE(test::follow_for(second, sink, stop, 30s), launch::RunOutcome::done);
+    QVERIFY(sink.complete_exactly_once(4, 300));
+    QCOMPARE(sink.duplicate_frames, int64_t{0});
+    QCOMPARE(second.lost_frames(), int64_t{0});
+    QCOMPARE(second.duplicate_frames(), int64_t{0});  // the agents resumed exactly after the stored position
+    QCOMPARE(sink.ends.size(), size_t{2});
+  }
+
+  void unknownClientKeyIsRefused() {
+    test::TestKeys keys(dir_.path() + "/refused");
+    AgentProcess agent("127.0.0.1", dir_.path() + "/refused/work", keys.agent("a"), keys.authorized);
+    keys.pin(agent.endpoint(), "a");
+    launch::Credentials stranger = keys.credentials;
+    stranger.client = protocol::generate_keypair();  // not in authorized_keys
+    zmq::context_t context;
+    launch::AgentConnection refused(context, agent.endpoint(), stranger);
+    QVERIFY_THROWS_EXCEPTION(launch::AgentError, refused.request("hello", {}, "inventory", 1500ms));
+    launch::AgentConnection admitted(context, agent.endpoint(), keys.credentials);
+    const auto inventory = admitted.request("hello", {}, "inventory", 5000ms);
+    QVERIFY(inventory["refused_clients"].get<int64_t>() >= 1);
+    QCOMPARE(inventory["encrypted"].get<bool>(), true);
+    QVERIFY(inventory["cpu_cores"].get<int64_t>() >= 1);
+    QVERIFY(inventory["memory_bytes"].get<int64_t>() > 0);
+    QVERIFY(inventory["gpus"].is_array());
+    // A workbench without the agent's pinned key does not connect to a non-loopback agent at all.
+    QVERIFY_THROWS_EXCEPTION(launch::AgentError, launch::AgentConnection(context, "tcp://10.1.2.3:7070", keys.credentials));
+  }
+
+  void nonLoopbackBindWithoutKeysIsRefused() {
+    QProcess agent;
+    agent.start(TESSERA_AGENT, {"--bind", "tcp://0.0.0.0:0", "--runtime", TESSERA_FAKE_RANK, "--workdir", dir_.path() + "/open"});
+    QVERIFY(agent.waitForFinished(10000));
+    QCOMPARE(agent.exitCode(), 2);
+    QVERIFY(agent.readAllStandardError().contains("not a loopback address"));
+  }
+
+  void malformedFramesGetErrorRepliesAndTheAgentStaysUp() {
+    AgentProcess agent("127.0.0.1", dir_.path() + "/fuzz");
+    zmq::context_t context;
+    zmq::socket_t socket(context, zmq::socket_type::dealer);
+    socket.set(zmq::sockopt::linger, 0);
+    socket.connect(agent.endpoint());
+    QRandomGenerator random(20261129);
+    const std::string run = "0123456789abcdef0123456789abcdef";
+    std::vector<std::vector<std::string>> messages;
+    for (int i = 0; i < 3000; ++i) {
+      std::string text;
+      switch (i % 12) {
+        case 0: {  // random bytes
+          text.resize(random.bounded(1, 300));
+          for (auto& c : text) c = static_cast<char>(random.bounded(256));
+          break;
+        }
+        case 1: text = "[1,2,3]"; break;
+        case 2: text = R"({"type":"hello"})"; break;
+        case 3: text = R"({"v":99,"type":"hello"})"; break;
+        case 4: text = message("x" + std::to_string(random.generate()), {}); break;
+        case 5: text = message("launch", {{"run", run}, {"spec", "rm -rf /"}, {"ranks", {0}}}); break;
+        case 6: text = message("launch", {{"run", "../../etc"}, {"spec", nlohmann::json::object()}, {"ranks", {0}}}); break;
+        case 7: text = message("ack", {{"run", run}, {"seq", -5}}); break;
+        case 8: text = message("attach", {{"run", run}, {"acked", 0}}); break;  // unknown run
+        case 9: text = message("hello", {{"pad", std::string(2 << 20, 'x')}}); break;  // too large
+        case 10: text = message("stop", {{"run", random.generate64()}}); break;
+        case 11: {
+          messages.push_back({R"({"v":1,"type":"hello"})", "second frame"});  // two frames
+          continue;
+        }
+      }
+      messages.push_back({text});
+    }
+    int64_t replies = 0, errors = 0;
+    auto drain = [&](std::chrono::milliseconds wait) {
+      zmq::pollitem_t item{socket.handle(), 0, ZMQ_POLLIN, 0};
+      while (zmq::poll(&item, 1, wait) > 0) {
+        zmq::message_t reply;
+        while (socket.recv(reply, zmq::recv_flags::dontwait)) {
+          const auto j = nlohmann::json::parse(reply.to_string_view(), nullptr, false);
+          if (j.is_object() && j.value("type", "") == "heartbeat") continue;
+          ++replies;
+          if (j.is_object() && j.value("type", "") == "error" && j.contains("code")) ++errors;
+        }
+      }
+    };
+    for (const auto& parts : messages) {
+      for (size_t p = 0; p < parts.size(); ++p)
+        socket.send(zmq::buffer(parts[p]), p + 1 < parts.size() ? zmq::send_flags::sndmore : zmq::send_flags::none);
+      drain(0ms);
+    }
+    const auto deadline = std::chrono::steady_clock::now() + 10s;
+    while (replies < static_cast<int64_t>(messages.size()) && std::chrono::steady_clock::now() < deadline) drain(100ms);
+    QCOMPARE(replies, static_cast<int64_t>(messages.size()));
+    QCOMPARE(errors, replies);
+    // Above ZMQ_MAXMSGSIZE (64 MiB) libzmq drops the sender's connection before the agent sees a byte.
+    {
+      zmq::socket_t huge(context, zmq::socket_type::dealer);
+      huge.set(zmq::sockopt::linger, 0);
+      huge.connect(agent.endpoint());
+      const std::string frame((64 << 20) + 1024, 'x');
+      huge.send(zmq::buffer(frame), zmq::send_flags::none);
+      zmq::pollitem_t item{huge.handle(), 0, ZMQ_POLLIN, 0};
+      zmq::poll(&item, 1, std::chrono::milliseconds(1500));
+      QVERIFY(!(item.revents & ZMQ_POLLIN));  // no reply: the connection was dropped
+    }
+    // Still up and serving, and it counted every one.
+    test::TestKeys none(dir_.path() + "/fuzz-client");
+    launch::AgentConnection connection(context, agent.endpoint(), none.credentials);
+    const auto inventory = connection.request("hello", {}, "inventory", 5000ms);
+    QCOMPARE(inventory["errors_counted"].get<int64_t>(), static_cast<int64_t>(messages.size()));
+    QCOMPARE(inventory["encrypted"].get<bool>(), false);
+  }
+};
+
+QTEST_APPLESS_MAIN(TestAgent)
+#include "test_agent.moc"

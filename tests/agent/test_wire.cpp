@@ -1,0 +1,169 @@
+// Unit tests of the wire protocol's checks, the key files, the loopback rule, the agent's option checks,
+// its outbox (memory window, spill to disk, acknowledgement) and the split of ranks into node shares.
+#include <QtCore/QTemporaryDir>
+#include <QtTest/QtTest>
+
+#include <filesystem>
+#include <fstream>
+
+#include "agent/agent.hpp"
+#include "agent/outbox.hpp"
+#include "launch/run_session.hpp"
+#include "protocol/keys.hpp"
+#include "protocol/wire.hpp"
+
+using namespace tessera;
+using protocol::ErrorCode;
+
+namespace {
+
+ErrorCode code_of(std::string_view frame, protocol::Side side = protocol::Side::agent) {
+  try {
+    protocol::parse_frame(frame, side);
+  } catch (const protocol::ProtocolError& e) {
+    return e.code();
+  }
+  throw std::logic_error("accepted");
+}
+
+}  // namespace
+
+class TestWire : public QObject {
+  Q_OBJECT
+ private slots:
+  void framesAreCheckedBeforeUse() {
+    QCOMPARE(protocol::parse_frame(R"({"v":1,"type":"hello"})", protocol::Side::agent)["type"], "hello");
+    QCOMPARE(code_of(""), ErrorCode::bad_json);
+    QCOMPARE(code_of("[1,2]"), ErrorCode::bad_json);
+    QCOMPARE(code_of("{\"v\":1,"), ErrorCode::bad_json);
+    QCOMPARE(code_of(R"({"type":"hello"})"), ErrorCode::bad_version);
+    QCOMPARE(code_of(R"({"v":2,"type":"hello"})"), ErrorCode::bad_version);
+    QCOMPARE(code_of(R"({"v":"1","type":"hello"})"), ErrorCode::bad_version);
+    QCOMPARE(code_of(R"({"v":1,"type":"format_disk"})"), ErrorCode::unknown_type);
+    QCOMPARE(code_of(R"({"v":1,"type":7})"), ErrorCode::unknown_type);
+    // A workbench-bound type sent to an agent is unknown there.
+    QCOMPARE(code_of(R"({"v":1,"type":"data"})"), ErrorCode::unknown_type);
+    QCOMPARE(protocol::parse_frame(R"({"v":1,"type":"data"})", protocol::Side::workbench)["type"], "data");
+    // Size limits per type: a control message is small.
+    const std::string padded = nlohmann::json{{"v", 1}, {"type", "ack"}, {"pad", std::string(5000, 'x')}}.dump();
+    QCOMPARE(code_of(padded), ErrorCode::too_large);
+    QCOMPARE(code_of(std::string((2 << 20), '{')), ErrorCode::too_large);  // never parsed
+  }
+
+  void fieldsAreTypedAndBounded() {
+    const auto m = nlohmann::json::parse(
+        R"({"run":"0123456789abcdef0123456789abcdef","seq":5,"big":18446744073709551615,"neg":-1,"s":"abc","a":[1,2,3]})");
+    QCOMPARE(protocol::get_run_id(m), std::string("0123456789abcdef0123456789abcdef"));
+    QCOMPARE(protocol::get_int(m, "seq", 0, 10), int64_t{5});
+    QVERIFY_THROWS_EXCEPTION(protocol::ProtocolError, protocol::get_int(m, "big", 0, 10));
+    QVERIFY_THROWS_EXCEPTION(protocol::ProtocolError, protocol::get_int(m, "neg", 0, 10));
+    QVERIFY_THROWS_EXCEPTION(protocol::ProtocolError, protocol::get_int(m, "s", 0, 10));
+    QVERIFY_THROWS_EXCEPTION(protocol::ProtocolError, protocol::get_string(m, "s", 2));
+    QVERIFY_THROWS_EXCEPTION(protocol::ProtocolError, protocol::get_array(m, "a", 2));
+    QVERIFY_THROWS_EXCEPTION(protocol::ProtocolError, protocol::get_object(m, "a"));
+    QVERIFY(!protocol::is_run_id("../../etc/passwd0123456789abcdef"));
+    QVERIFY(!protocol::is_run_id("0123456789ABCDEF0123456789abcdef"));
+    const auto error = nlohmann::json::parse(protocol::make_error(ErrorCode::unknown_run, "no run x", "attach"));
+    QCOMPARE(error["code"], "unknown_run");
+    QCOMPARE(error["in_reply_to"], "attach");
+  }
+
+  void keyFilesRoundTripAndStaySecret() {
+    QTemporaryDir dir;
+    const std::string keys = dir.path().toStdString() + "/keys";
+    const auto pair = protocol::generate_keypair();
+    QVERIFY(protocol::is_z85_key(pair.public_key));
+    protocol::write_keypair(keys, "agent", pair);
+    QCOMPARE(protocol::read_keypair(keys, "agent").secret_key, pair.secret_key);
+    QCOMPARE(protocol::read_public_key(keys + "/agent.pub"), pair.public_key);
+    QCOMPARE(std::filesystem::status(keys + "/agent.key").permissions() & std::filesystem::perms::group_read,
+             std::filesystem::perms::none);
+    QVERIFY_THROWS_EXCEPTION(std::runtime_error, protocol::write_keypair(keys, "agent", pair));  // never overwritten
+    std::filesystem::permissions(keys + "/agent.key", std::filesystem::perms::others_read, std::filesystem::perm_options::add);
+    QVERIFY_THROWS_EXCEPTION(std::runtime_error, protocol::read_keypair(keys, "agent"));
+
+    const std::string authorized = dir.path().toStdString() + "/authorized";
+    std::ofstream(authorized) << "# comment\n\n" << pair.public_key << " alice@lab\n";
+    QCOMPARE(protocol::read_authorized_keys(authorized), std::set<std::string>{pair.public_key});
+    std::ofstream(authorized, std::ios::app) << "not-a-key\n";
+    QVERIFY_THROWS_EXCEPTION(std::runtime_error, protocol::read_authorized_keys(authorized));
+
+    protocol::KnownAgents known(dir.path().toStdString() + "/known_agents");
+    QVERIFY(!known.key_of("tcp://a:7070"));
+    known.pin("tcp://a:7070", pair.public_key);
+    known.pin("tcp://b:7070", protocol::generate_keypair().public_key);
+    QCOMPARE(*known.key_of("tcp://a:7070"), pair.public_key);
+    QVERIFY_THROWS_EXCEPTION(std::runtime_error, known.pin("tcp://c:1", "short"));
+  }
+
+  void loopbackMeansAnAddressNotAName() {
+    QVERIFY(protocol::is_loopback_endpoint("tcp://127.0.0.1:7070"));
+    QVERIFY(protocol::is_loopback_endpoint("tcp://127.0.0.2:*"));
+    QVERIFY(protocol::is_loopback_endpoint("tcp://localhost:1"));
+    QVERIFY(protocol::is_loopback_endpoint("tcp://[::1]:1"));
+    QVERIFY(!protocol::is_loopback_endpoint("tcp://127.evil.example.com:7070"));
+    QVERIFY(!protocol::is_loopback_endpoint("tcp://0.0.0.0:7070"));
+    QVERIFY(!protocol::is_loopback_endpoint("tcp://10.0.0.1:7070"));
+  }
+
+  void agentRefusesUnsafeOptions() {
+    agent::AgentOptions options;
+    options.runtime = "/bin/true";
+    options.workdir = "/tmp";
+    options.bind = "tcp://0.0.0.0:7070";
+    try {
+      agent::check_options(options);
+      QFAIL("a non-loopback bind without keys was accepted");
+    } catch (const std::invalid_argument& e) {
+      QVERIFY(std::string(e.what()).find("--keys") != std::string::npos);
+    }
+    options.bind = "tcp://127.0.0.1:7070";
+    agent::check_options(options);
+    options.keys = protocol::generate_keypair();
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, agent::check_options(options));  // keys but nobody authorized
+    options.authorized_keys = {protocol::generate_keypair().public_key};
+    agent::check_options(options);
+    options.runtime = "/nonexistent/tessera-train";
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, agent::check_options(options));
+  }
+
+  void outboxSpillsAndResendsUntilAcknowledged() {
+    QTemporaryDir dir;
+    const std::string spill = dir.path().toStdString() + "/outbox.spill";
+    agent::Outbox outbox(spill, 1000);  // about ten frames in memory
+    auto frame = [](int64_t seq) { return "frame " + std::to_string(seq) + std::string(90, '.'); };
+    for (int64_t seq = 1; seq <= 100; ++seq) outbox.push(frame(seq));
+    QCOMPARE(outbox.last_seq(), int64_t{100});
+    QVERIFY(outbox.memory_bytes() <= 1000);
+    QVERIFY(outbox.spilled_frames() >= 85);
+    QVERIFY(std::filesystem::exists(spill));
+    for (int64_t seq = 1; seq <= 100; ++seq) QCOMPARE(outbox.frame(seq), frame(seq));
+    outbox.acknowledge(40);
+    QCOMPARE(outbox.pending(), int64_t{60});
+    QVERIFY_THROWS_EXCEPTION(std::out_of_range, outbox.frame(40));
+    QCOMPARE(outbox.frame(41), frame(41));
+    outbox.acknowledge(10);  // an old acknowledgement changes nothing
+    QCOMPARE(outbox.acked(), int64_t{40});
+    outbox.acknowledge(100);
+    QCOMPARE(outbox.pending(), int64_t{0});
+    QVERIFY(!std::filesystem::exists(spill));  // fully acknowledged: the spill file is gone
+    outbox.push(frame(101));
+    QCOMPARE(outbox.frame(101), frame(101));
+  }
+
+  void ranksSplitIntoNodeSharesInGridOrder() {
+    auto spec = spec::parse_spec(nlohmann::json{
+        {"model", {{"preset", "tiny-gpt"}}},
+        {"parallel", {{"tp", 2}, {"dp", 2}}},
+        {"training", {{"micro_batch_size", 1}, {"precision", "fp32"}}},
+        {"cluster", {{"gpu", "cpu"}, {"nodes", 2}, {"gpus_per_node", 2}}}});
+    const auto shares = launch::node_shares(spec);
+    QCOMPARE(shares, (std::vector<std::vector<int64_t>>{{0, 1}, {2, 3}}));
+    QCOMPARE(launch::endpoint_host("tcp://127.0.0.2:7070"), std::string("127.0.0.2"));
+    QCOMPARE(launch::endpoint_host("tcp://[::1]:7070"), std::string("::1"));
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, launch::endpoint_host("ipc:///tmp/x"));
+  }
+};
+
+QTEST_APPLESS_MAIN(TestWire)
+#include "test_wire.moc"

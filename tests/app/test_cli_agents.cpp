@@ -1,0 +1,149 @@
+// tessera-cli agents status | trust | client-key and slurm, run as processes against real agents on
+// loopback (the runtime is the fake_rank TEST DOUBLE). The Slurm script's per-node command is run locally
+// with SLURM_* variables set, and answers over CURVE.
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <QtCore/QElapsedTimer>
+#include <QtCore/QProcess>
+#include <QtCore/QTemporaryDir>
+#include <QtTest/QtTest>
+
+namespace {
+
+struct Result {
+  int exit_code = -1;
+  QString out, err;
+};
+
+}  // namespace
+
+class TestCliAgents : public QObject {
+  Q_OBJECT
+  QTemporaryDir dir_;
+
+  QProcessEnvironment env() const {
+    auto e = QProcessEnvironment::systemEnvironment();
+    e.insert("TESSERA_CONFIG_DIR", dir_.path() + "/config");
+    e.insert("TESSERA_AGENT", TESSERA_AGENT);
+    e.insert("TESSERA_TRAIN", TESSERA_FAKE_RANK);
+    return e;
+  }
+
+  Result cli(const QStringList& args) const {
+    QProcess process;
+    process.setProcessEnvironment(env());
+    process.start(TESSERA_CLI, args);
+    if (!process.waitForFinished(30000)) {
+      process.kill();
+      process.waitForFinished();
+      return {};
+    }
+    return {process.exitStatus() == QProcess::NormalExit ? process.exitCode() : -1,
+            QString::fromUtf8(process.readAllStandardOutput()), QString::fromUtf8(process.readAllStandardError())};
+  }
+
+  static int free_port() {
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof addr;
+    ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+    ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+    ::close(fd);
+    return ntohs(addr.sin_port);
+  }
+
+ private slots:
+  void clientKeyIsGeneratedOnceAndTrustPinsAgentKeys() {
+    const auto first = cli({"agents", "client-key"});
+    QCOMPARE(first.exit_code, 0);
+    QCOMPARE(first.out.trimmed().size(), 40);
+    QCOMPARE(cli({"agents", "client-key"}).out, first.out);
+    QVERIFY(QFile::exists(dir_.path() + "/config/client.key"));
+
+    QFile bad(dir_.path() + "/bad.pub");
+    QVERIFY(bad.open(QIODevice::WriteOnly));
+    bad.write("not a key\n");
+    bad.close();
+    const auto refused = cli({"agents", "trust", "tcp://gpu1:7070", bad.fileName()});
+    QCOMPARE(refused.exit_code, 2);
+    QVERIFY(refused.err.contains("not a Z85 public key"));
+  }
+
+  void statusShowsTheInventoryAndFlagsUnreachableAgents() {
+    QProcess agent;
+    const int port = free_port();
+    agent.start(TESSERA_AGENT, {"--bind", QString("tcp://127.0.0.1:%1").arg(port), "--runtime", TESSERA_FAKE_RANK,
+                                "--workdir", dir_.path() + "/status-work", "--max-ranks", "3"});
+    QVERIFY(agent.waitForReadyRead(10000));
+    const auto up = cli({"agents", "status", "--agents", QString("tcp://127.0.0.1:%1").arg(port)});
+    QCOMPARE(up.exit_code, 0);
+    QVERIFY2(up.out.contains(" up ") && up.out.contains("0/3") && up.out.contains("tessera-agent 0.1.0"), qPrintable(up.out));
+    const auto down = cli({"agents", "status", "--agents",
+                           QString("tcp://127.0.0.1:%1,tcp://127.0.0.1:%2").arg(port).arg(free_port())});
+    QCOMPARE(down.exit_code, 1);
+    QVERIFY(down.out.contains("unreachable"));
+    QVERIFY(down.err.contains("1 agent(s) unreachable"));
+    QCOMPARE(cli({"agents", "status", "--agents", "gpu1:7070"}).exit_code, 2);
+    agent.terminate();
+    QVERIFY(agent.waitForFinished(10000));
+  }
+
+  void slurmScriptRunsItsPerNodeAgentLocally() {
+    const QString script = dir_.path() + "/job.sbatch";
+    const auto made = cli({"slurm", TESSERA_SOURCE_DIR "/resources/examples/tiny-3d.json", "-o", script, "--name", "tiny on slurm"});
+    QCOMPARE(made.exit_code, 0);
+    QFile file(script);
+    QVERIFY(file.open(QIODevice::ReadOnly));
+    const QString text = QString::fromUtf8(file.readAll());
+    QVERIFY(text.startsWith("#!/usr/bin/env bash\n"));
+    QVERIFY(text.contains("#SBATCH --nodes=1\n"));
+    QVERIFY(text.contains("#SBATCH --ntasks-per-node=1\n"));
+    QVERIFY(text.contains("#SBATCH --job-name=tiny-on-slurm\n"));
+    QVERIFY(text.contains("srun "));
+    QVERIFY(text.contains("launch \"$TESSERA_JOB_DIR/spec.json\" --agents \"$agents\""));
+    QProcess syntax;
+    syntax.start("bash", {"-n", script});
+    QVERIFY(syntax.waitForFinished(10000));
+    QCOMPARE(syntax.exitCode(), 0);
+
+    // The per-node command, as srun would start it on node 0 of job 4242.
+    const QString job = dir_.path() + "/job-4242";
+    QProcess keygen;
+    keygen.start(TESSERA_AGENT, {"keygen", job + "/keys"});
+    QVERIFY(keygen.waitForFinished(10000));
+    QFile authorized(job + "/authorized_keys");
+    QVERIFY(authorized.open(QIODevice::WriteOnly));
+    authorized.write(cli({"agents", "client-key"}).out.toUtf8());
+    authorized.close();
+    const int port = free_port();
+    QProcess node;
+    auto node_env = env();
+    node_env.insert("TESSERA_NODE_ONLY", "1");
+    node_env.insert("SLURM_JOB_ID", "4242");
+    node_env.insert("SLURM_NODEID", "0");
+    node_env.insert("SLURM_JOB_NUM_NODES", "1");
+    node_env.insert("TESSERA_JOB_DIR", job);
+    node_env.insert("TESSERA_AGENT_PORT", QString::number(port));
+    node.setProcessEnvironment(node_env);
+    node.start("bash", {script});
+    QVERIFY(node.waitForReadyRead(10000));
+    QVERIFY(QString::fromUtf8(node.readAllStandardOutput()).contains("(CURVE, 1 authorized keys)"));
+    const QString endpoint = QString("tcp://127.0.0.1:%1").arg(port);
+    // Not pinned yet: a CURVE agent that is loopback but unknown is reached in plain text and refuses.
+    QCOMPARE(cli({"agents", "status", "--agents", endpoint}).exit_code, 1);
+    QCOMPARE(cli({"agents", "trust", endpoint, job + "/keys/agent.pub"}).exit_code, 0);
+    const auto status = cli({"agents", "status", "--agents", endpoint});
+    QCOMPARE(status.exit_code, 0);
+    QVERIFY2(status.out.contains(" up ") && status.out.contains("yes"), qPrintable(status.out));
+    QVERIFY(QDir(job + "/node-0/runs").exists());
+    node.terminate();
+    QVERIFY(node.waitForFinished(10000));
+  }
+};
+
+QTEST_APPLESS_MAIN(TestCliAgents)
+#include "test_cli_agents.moc"
