@@ -1,6 +1,8 @@
 // Building the comparison's panels and curves.
 #include "compare_plot.hpp"
 
+#include <algorithm>
+#include <cmath>
 #include <stdexcept>
 #include <string>
 
@@ -123,13 +125,28 @@ void ComparePlot::rebuild() {
     smooth_[m].assign(runs, nullptr);
     QStringList problems;
     bool any = false;
+    // Memory below 1 GiB (small models, CPU runs) reads better in MiB.
+    double factor = 1.0;
+    QString unit_name = metrics[m].unit;
+    if (metrics[m].name == std::string(store::metric_name::peak_memory_bytes) && m < curves_.size()) {
+      double highest = 0;
+      for (const auto& curve : curves_[m])
+        for (double v : curve.max)
+          if (std::isfinite(v)) highest = std::max(highest, v);
+      if (highest > 0 && highest < 1.0) {
+        factor = 1024.0;
+        unit_name = QStringLiteral("MiB");
+      }
+    }
     for (int r = 0; r < runs && m < curves_.size() && r < static_cast<int>(curves_[m].size()); ++r) {
       const CompareCurve& curve = curves_[m][r];
       if (!curve.problem.isEmpty()) problems << QStringLiteral("%1: %2").arg(QString::fromStdString(comparison_->run(r).name), curve.problem);
       if (curve.x.empty()) continue;
       any = true;
       const QColor color = colors::category(r, runs);
-      QVector<double> x(curve.x.begin(), curve.x.end()), y(curve.last.begin(), curve.last.end());
+      std::vector<double> values = curve.last;
+      for (double& v : values) v *= factor;
+      QVector<double> x(curve.x.begin(), curve.x.end()), y(values.begin(), values.end());
       QCPGraph* raw = addGraph(rect->axis(QCPAxis::atBottom), rect->axis(QCPAxis::atLeft));
       raw->setName(QString::fromStdString(comparison_->run(r).name));
       raw->setData(x, y, /*alreadySorted=*/true);
@@ -139,7 +156,7 @@ void ComparePlot::rebuild() {
       raw_[m][r] = raw;
       QCPGraph* shown = raw;
       if (smoothing_ > 0) {
-        const auto smoothed = debiased_ema(curve.last, smoothing_);
+        const auto smoothed = debiased_ema(values, smoothing_);
         QCPGraph* smooth = addGraph(rect->axis(QCPAxis::atBottom), rect->axis(QCPAxis::atLeft));
         smooth->setName(raw->name());
         smooth->setData(x, QVector<double>(smoothed.begin(), smoothed.end()), true);
@@ -150,7 +167,7 @@ void ComparePlot::rebuild() {
       if (m == 0) shown->addToLegend(run_legend_);
     }
     rect->axis(QCPAxis::atBottom)->setLabel(axisLabel());
-    const QString unit = metrics[m].unit.isEmpty() ? QString() : QStringLiteral(" (%1)").arg(metrics[m].unit);
+    const QString unit = unit_name.isEmpty() ? QString() : QStringLiteral(" (%1)").arg(unit_name);
     QString title = metrics[m].title + unit;
     if (!any && runs > 0) title += problems.isEmpty() ? tr(" — not reported") : tr(" — %1").arg(problems.join(QStringLiteral("; ")));
     else if (!problems.isEmpty()) title += tr(" — %1").arg(problems.join(QStringLiteral("; ")));

@@ -11,6 +11,7 @@
 #include <QHeaderView>
 #include <QMessageBox>
 #include <QPushButton>
+#include <QScrollBar>
 #include <QSplitter>
 #include <QVBoxLayout>
 
@@ -56,16 +57,17 @@ CompareView::CompareView(store::History* history, QWidget* parent) : QWidget(par
   controls->addWidget(plots);
   layout->addLayout(controls);
 
-  auto* splitter = new QSplitter(Qt::Vertical, this);
-  plot_ = new ComparePlot(splitter);
-  splitter->addWidget(plot_);
-  auto* tables = new QSplitter(Qt::Horizontal, splitter);
-  summary_view_ = new QTableView(tables);
+  // Plots on top, the summary (one row per run) under them, the config diff at the bottom.
+  splitter_ = new QSplitter(Qt::Vertical, this);
+  plot_ = new ComparePlot(splitter_);
+  splitter_->addWidget(plot_);
+  summary_view_ = new QTableView(splitter_);
   summary_view_->setModel(&summary_model_);
   summary_view_->verticalHeader()->hide();
   summary_view_->setSelectionMode(QAbstractItemView::NoSelection);
   summary_view_->horizontalHeader()->setStretchLastSection(true);
-  auto* diff_box = new QWidget(tables);
+  splitter_->addWidget(summary_view_);
+  auto* diff_box = new QWidget(splitter_);
   auto* diff_layout = new QVBoxLayout(diff_box);
   diff_layout->setContentsMargins(0, 0, 0, 0);
   only_differences_ = new QCheckBox(tr("Only differences"), diff_box);
@@ -76,14 +78,11 @@ CompareView::CompareView(store::History* history, QWidget* parent) : QWidget(par
   diff_view_->verticalHeader()->hide();
   diff_view_->horizontalHeader()->setStretchLastSection(true);
   diff_layout->addWidget(diff_view_);
-  tables->addWidget(summary_view_);
-  tables->addWidget(diff_box);
-  tables->setStretchFactor(0, 3);
-  tables->setStretchFactor(1, 2);
-  splitter->addWidget(tables);
-  splitter->setStretchFactor(0, 3);
-  splitter->setStretchFactor(1, 1);
-  layout->addWidget(splitter, 1);
+  splitter_->addWidget(diff_box);
+  splitter_->setStretchFactor(0, 4);
+  splitter_->setStretchFactor(1, 1);
+  splitter_->setStretchFactor(2, 1);
+  layout->addWidget(splitter_, 1);
 
   smoothing_->setValue(static_cast<int>(std::lround(plot_->smoothing() * 100)));
   updateSmoothingLabel();
@@ -129,8 +128,7 @@ bool CompareView::setRuns(const QStringList& references, QString* error) {
   summary_model_.setComparison(comparison_.get());
   diff_model_.setComparison(comparison_.get());
   plot_->setComparison(comparison_.get());
-  summary_view_->resizeColumnsToContents();
-  diff_view_->resizeColumnsToContents();
+  fitTables();
   return true;
 }
 
@@ -202,9 +200,18 @@ void CompareView::exportPlotsInteractively() {
   if (!exportPlots(path, &error)) QMessageBox::critical(this, tr("Export plots"), error);
 }
 
-void CompareView::fitColumns() {
+void CompareView::fitTables() {
   summary_view_->resizeColumnsToContents();
   diff_view_->resizeColumnsToContents();
+  // The summary as tall as its rows; the diff its rows up to a quarter; the plots the rest.
+  auto tableHeight = [](QTableView* view, int rows) {
+    return view->horizontalHeader()->height() + rows * view->verticalHeader()->defaultSectionSize() + 2 * view->frameWidth() +
+           (view->horizontalScrollBar()->isVisible() ? view->horizontalScrollBar()->height() : 0) + 2;
+  };
+  const int total = splitter_->height();
+  const int summary = tableHeight(summary_view_, summary_model_.rowCount());
+  const int diff = std::min(total / 4, only_differences_->sizeHint().height() + tableHeight(diff_view_, diff_model_.rowCount()));
+  splitter_->setSizes({std::max(total - summary - diff, total / 2), summary, diff});
 }
 
 }  // namespace tessera::ui

@@ -10,6 +10,7 @@
 #include <QComboBox>
 #include <QLabel>
 #include <QSlider>
+#include <QSplitter>
 #include <QTableView>
 #include <QWidget>
 
@@ -42,8 +43,8 @@ class CompareView : public QWidget {
   bool exportSummaryCsv(const QString& path, QString* error) const;
   /// Every plot panel in one .png or .pdf file (by suffix); false with *error otherwise.
   bool exportPlots(const QString& path, QString* error);
-  /// Sizes the table columns to their contents (after a resize, before a screenshot).
-  void fitColumns();
+  /// Sizes the table columns to their contents and the summary to its rows (after a resize).
+  void fitTables();
 
   ComparePlot* plot() const { return plot_; }
   CompareSummaryModel* summaryModel() { return &summary_model_; }
@@ -64,6 +65,7 @@ class CompareView : public QWidget {
   QLabel* smoothing_label_ = nullptr;
   QCheckBox* only_differences_ = nullptr;
   QLabel* title_ = nullptr;
+  QSplitter* splitter_ = nullptr;
   ComparePlot* plot_ = nullptr;
   QTableView* summary_view_ = nullptr;
   QTableView* diff_view_ = nullptr;

@@ -54,7 +54,7 @@ QImage HistoryWindow::screenshot(const QSize& size) {
   resize(size);
   show();
   QCoreApplication::processEvents();
-  compare_view_->fitColumns();
+  compare_view_->fitTables();
   history_view_->table()->resizeColumnsToContents();
   QCoreApplication::processEvents();
   return grab().toImage();

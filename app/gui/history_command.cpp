@@ -1,5 +1,5 @@
-// The --compare mode of the tessera executable.
-#include "compare_command.hpp"
+// The --compare and --history modes of the tessera executable.
+#include "history_command.hpp"
 
 #include <cstdio>
 
@@ -22,11 +22,11 @@ int fail(const QString& message, int code = 2) {
 
 }  // namespace
 
-int runCompareCommand(const CompareCommand& command) {
+int runHistoryCommand(const HistoryCommand& command) {
   QStringList ids;
   for (const QString& part : command.runs.split(QLatin1Char(',')))
     if (!part.trimmed().isEmpty()) ids << part.trimmed();
-  if (ids.size() < 2)
+  if (!command.runs.isEmpty() && ids.size() < 2)
     return fail(QStringLiteral("--compare needs two or more run ids separated by commas (or, for the timeline, a schedule: "
                                "gpipe, 1f1b, interleaved, zb-h1), got \"%1\"")
                     .arg(command.runs));
@@ -45,7 +45,7 @@ int runCompareCommand(const CompareCommand& command) {
   QString error;
   auto window = ui::HistoryWindow::open(path, &error);
   if (!window) return fail(error);
-  if (!window->compare(ids, &error)) return fail(error);
+  if (!ids.isEmpty() && !window->compare(ids, &error)) return fail(error);
   if (!command.screenshot.isEmpty()) {
     const QImage image = window->screenshot(QSize(size.captured(1).toInt(), size.captured(2).toInt()));
     if (!image.save(command.screenshot)) return fail(QStringLiteral("cannot write %1").arg(command.screenshot), 1);
