@@ -7,11 +7,41 @@
 #include <QHeaderView>
 #include <QItemSelectionModel>
 #include <QMessageBox>
+#include <QPlainTextEdit>
+#include <QStyledItemDelegate>
 #include <QVBoxLayout>
 
 #include "theme.hpp"
 
 namespace tessera::ui {
+
+namespace {
+
+/// Notes keep their line breaks: edited in a multi-line box (Enter adds a line; leaving the box or
+/// Tab saves, Esc cancels).
+class NotesDelegate : public QStyledItemDelegate {
+ public:
+  using QStyledItemDelegate::QStyledItemDelegate;
+  QWidget* createEditor(QWidget* parent, const QStyleOptionViewItem&, const QModelIndex&) const override {
+    auto* editor = new QPlainTextEdit(parent);
+    editor->setTabChangesFocus(true);
+    return editor;
+  }
+  void setEditorData(QWidget* editor, const QModelIndex& index) const override {
+    static_cast<QPlainTextEdit*>(editor)->setPlainText(index.data(Qt::EditRole).toString());
+  }
+  void setModelData(QWidget* editor, QAbstractItemModel* model, const QModelIndex& index) const override {
+    model->setData(index, static_cast<QPlainTextEdit*>(editor)->toPlainText());
+  }
+  void updateEditorGeometry(QWidget* editor, const QStyleOptionViewItem& option, const QModelIndex&) const override {
+    QRect rect = option.rect;
+    rect.setHeight(std::max(rect.height() * 4, 96));
+    rect.setWidth(std::max(rect.width(), 320));
+    editor->setGeometry(rect);
+  }
+};
+
+}  // namespace
 
 HistoryView::HistoryView(store::History* history, QWidget* parent) : QWidget(parent), model_(history) {
   proxy_.setSourceModel(&model_);
@@ -56,6 +86,7 @@ HistoryView::HistoryView(store::History* history, QWidget* parent) : QWidget(par
   table_->verticalHeader()->hide();
   table_->horizontalHeader()->setStretchLastSection(true);
   table_->setAlternatingRowColors(true);
+  table_->setItemDelegateForColumn(RunListModel::Notes, new NotesDelegate(table_));
   layout->addWidget(table_, 1);
 
   error_ = new QLabel(this);

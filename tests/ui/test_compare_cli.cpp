@@ -53,6 +53,13 @@ class TestCompareCli : public QObject {
     QVERIFY2(colours.size() > 20, qPrintable(QString::number(colours.size())));
   }
 
+  void historyRendersTheRunList() {
+    const QString out = dir_.filePath("history.png");
+    const Run run = runTessera({"--history", "--db", db_, "--screenshot", out, "--size", "1400x700"});
+    QVERIFY2(run.code == 0, qPrintable(run.output));
+    QCOMPARE(QImage(out).size(), QSize(1400, 700));
+  }
+
   void rejectsBadRequests() {
     const QString out = dir_.filePath("bad.png");
     Run run = runTessera({"--compare", "tiny-a", "--db", db_, "--screenshot", out});

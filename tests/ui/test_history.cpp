@@ -3,6 +3,7 @@
 // the filter by text, status and tag gives the right rows; tag and note edits reach the store; a
 // refused edit keeps the typed value; delete asks first and removes the run from the store.
 #include <QAbstractItemModelTester>
+#include <QPlainTextEdit>
 #include <QtTest/QtTest>
 
 #include "history_fixture.hpp"
@@ -177,6 +178,22 @@ class TestHistory : public QObject {
     QCOMPARE(names(*view.model()), (QStringList{"tiny-b", "tiny-a"}));
     QCOMPARE(history.runs().size(), size_t{2});
     QVERIFY_THROWS_EXCEPTION(store::StoreError, history.run(c_.id));
+  }
+
+  void notesEditorKeepsLineBreaks() {
+    store::History history(path_.toStdString());
+    HistoryView view(&history);
+    view.setPollInterval(0);
+    view.resize(1200, 500);
+    view.show();
+    const QModelIndex notes = view.proxy()->mapFromSource(
+        view.model()->index(view.model()->rowOfRun(QString::fromStdString(a_.id)), RunListModel::Notes));
+    view.table()->edit(notes);
+    auto* editor = view.table()->findChild<QPlainTextEdit*>();
+    QVERIFY(editor);
+    editor->setPlainText(QStringLiteral("first line\nsecond line"));
+    view.table()->itemDelegateForColumn(RunListModel::Notes)->setModelData(editor, view.proxy(), notes);
+    QCOMPARE(history.run(a_.id).notes, std::string("first line\nsecond line"));
   }
 
   void compareAndOpenAreSignalled() {
