@@ -18,9 +18,11 @@
 #include <QVBoxLayout>
 
 #include "designer_panel.hpp"
+#include "history_window.hpp"
 #include "memory_view.hpp"
 #include "rank_grid_view.hpp"
 #include "summary_strip.hpp"
+#include "store/location.hpp"
 #include "timeline_view.hpp"
 
 namespace tessera::ui {
@@ -230,6 +232,9 @@ void MainWindow::buildMenus() {
     connect(a, &QAction::triggered, this, [this, c] { setTheme(c); });
   }
 
+  QMenu* runs = menuBar()->addMenu(tr("&Runs"));
+  runs->addAction(tr("Run &History…"), QKeySequence(tr("Ctrl+H")), this, &MainWindow::showHistory);
+
   QMenu* help = menuBar()->addMenu(tr("&Help"));
   help->addAction(tr("&About Tessera"), this, [this] {
     QMessageBox::about(this, tr("About Tessera"),
@@ -429,6 +434,25 @@ void MainWindow::closeEvent(QCloseEvent* event) {
     settings.setValue("grid/colorBy", color_by_->currentIndex());
   }
   event->accept();
+}
+
+void MainWindow::showHistory() {
+  if (!history_window_) {
+    QString error;
+    QString path;
+    try {
+      path = QString::fromStdString(store::resolve_history_path({}));
+    } catch (const std::exception& e) {
+      error = QString::fromUtf8(e.what());
+    }
+    std::unique_ptr<HistoryWindow> window;
+    if (!path.isEmpty()) window = HistoryWindow::open(path, &error, this);
+    if (!window) return (void)QMessageBox::warning(this, tr("Run history"), error);
+    history_window_ = window.release();
+    connect(history_window_, &HistoryWindow::openRunRequested, this, &MainWindow::openRunRequested);
+  }
+  history_window_->show();
+  history_window_->raise();
 }
 
 }  // namespace tessera::ui

@@ -9,6 +9,7 @@
 #include <QLabel>
 #include <QMainWindow>
 #include <QMenu>
+#include <QPointer>
 #include <QTabWidget>
 
 #include "plan_session.hpp"
@@ -21,6 +22,7 @@
 namespace tessera::ui {
 
 class DesignerPanel;
+class HistoryWindow;
 class MemoryView;
 class RankGridView;
 class SummaryStrip;
@@ -61,6 +63,10 @@ class MainWindow : public QMainWindow {
   void setTheme(ThemeChoice choice);
   ThemeChoice theme() const { return theme_; }
 
+ signals:
+  /// The run history asked to open a finished run (its dashboard, replayed from the store).
+  void openRunRequested(const QString& run_id);
+
  protected:
   void closeEvent(QCloseEvent* event) override;
   void changeEvent(QEvent* event) override;
@@ -68,6 +74,8 @@ class MainWindow : public QMainWindow {
  private:
   void buildViews();
   void buildMenus();
+  /// Opens (once) the run-history window on the default history file.
+  void showHistory();
   void onSessionChanged();
   void updateComparison();
   void updateTitle();
@@ -103,6 +111,7 @@ class MainWindow : public QMainWindow {
   QStringList recent_files_;
   QActionGroup* theme_actions_ = nullptr;
   ThemeChoice theme_ = ThemeChoice::system;
+  QPointer<HistoryWindow> history_window_;
 };
 
 }  // namespace tessera::ui

@@ -6,6 +6,7 @@
 #include <QCommandLineParser>
 #include <QRegularExpression>
 
+#include "history_command.hpp"
 #include "main_window.hpp"
 #include "rank_grid_view.hpp"
 
@@ -49,8 +50,14 @@ int main(int argc, char* argv[]) {
                                 QStringLiteral("WxH"), QStringLiteral("1600x1000"));
   QCommandLineOption paletteOption(QStringLiteral("palette"), QStringLiteral("Palette: system, light or dark."),
                                    QStringLiteral("PALETTE"));
-  QCommandLineOption compareOption(QStringLiteral("compare"), QStringLiteral("Timeline: also show this schedule (gpipe, 1f1b, interleaved, zb-h1)."),
-                                   QStringLiteral("SCHEDULE"));
+  QCommandLineOption compareOption(QStringLiteral("compare"),
+                                   QStringLiteral("Timeline: also show this schedule (gpipe, 1f1b, interleaved, zb-h1). "
+                                                  "Or ID,ID[,...]: compare these stored runs."),
+                                   QStringLiteral("SCHEDULE|RUNS"));
+  QCommandLineOption dbOption(QStringLiteral("db"), QStringLiteral("Run history for --compare RUNS (default: $TESSERA_DB, else "
+                                                                   "$XDG_DATA_HOME/tessera/history.sqlite)."),
+                              QStringLiteral("FILE"));
+  QCommandLineOption historyOption(QStringLiteral("history"), QStringLiteral("Open the run history (--db picks the file)."));
   QCommandLineOption rankOption(QStringLiteral("select-rank"), QStringLiteral("Rank grid: highlight the groups of this rank."),
                                 QStringLiteral("RANK"));
   QCommandLineOption rangeOption(QStringLiteral("time-range"), QStringLiteral("Timeline screenshot: show FROM:TO seconds."),
@@ -58,9 +65,16 @@ int main(int argc, char* argv[]) {
   QCommandLineOption setOption(QStringLiteral("set"),
                                QStringLiteral("Edit a field after opening, as in the designer (repeatable): parallel.tp=4."),
                                QStringLiteral("FIELD=VALUE"));
-  parser.addOptions({specOption, viewOption, shotOption, sizeOption, paletteOption, compareOption, rankOption, rangeOption, setOption});
+  parser.addOptions({specOption, viewOption, shotOption, sizeOption, paletteOption, compareOption, rankOption, rangeOption, setOption, dbOption, historyOption});
   parser.addPositionalArgument(QStringLiteral("file"), QStringLiteral("Run spec to open (same as --spec)."));
   parser.process(app);
+
+  // --history, or --compare with run ids (not a schedule name): the run history instead of a spec.
+  const bool compareRuns = parser.isSet(compareOption) &&
+                           !tessera::spec::enum_from_string<tessera::spec::Schedule>(parser.value(compareOption).toStdString());
+  if (compareRuns || parser.isSet(historyOption))
+    return tessera::app::runHistoryCommand({compareRuns ? parser.value(compareOption) : QString(), parser.value(dbOption),
+                                            parser.value(shotOption), parser.value(sizeOption), parser.value(paletteOption)});
 
   QString spec = parser.value(specOption);
   if (spec.isEmpty() && !parser.positionalArguments().isEmpty()) spec = parser.positionalArguments().front();

@@ -127,6 +127,8 @@ class History {
   /// The fields of the effective specs (see effective_spec) that differ between the runs, by
   /// dotted path in the order they first appear.
   std::vector<ConfigDiffRow> config_diff(const std::vector<std::string>& ids) const;
+  /// Every field of the effective specs, same order, differing or not (the "all fields" view).
+  std::vector<ConfigDiffRow> config_fields(const std::vector<std::string>& ids) const;
   std::vector<TimelineEvent> timeline(const std::string& id) const;
   std::vector<LogLine> logs(const std::string& id) const;
   std::vector<Artifact> artifacts(const std::string& id) const;

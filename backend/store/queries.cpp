@@ -209,7 +209,7 @@ RunSummary History::summary(const std::string& id) const {
   return summary;
 }
 
-std::vector<ConfigDiffRow> History::config_diff(const std::vector<std::string>& ids) const {
+std::vector<ConfigDiffRow> History::config_fields(const std::vector<std::string>& ids) const {
   std::vector<std::string> paths;
   std::vector<std::vector<std::pair<std::string, nlohmann::ordered_json>>> fields;
   for (const auto& id : ids) {
@@ -225,10 +225,17 @@ std::vector<ConfigDiffRow> History::config_diff(const std::vector<std::string>& 
       const auto it = std::find_if(run_fields.begin(), run_fields.end(), [&](const auto& f) { return f.first == path; });
       row.values.push_back(it == run_fields.end() ? std::nullopt : std::optional(it->second));
     }
-    if (std::any_of(row.values.begin(), row.values.end(), [&](const auto& v) { return v != row.values.front(); }))
-      out.push_back(std::move(row));
+    out.push_back(std::move(row));
   }
   return out;
+}
+
+std::vector<ConfigDiffRow> History::config_diff(const std::vector<std::string>& ids) const {
+  auto rows = config_fields(ids);
+  std::erase_if(rows, [](const ConfigDiffRow& row) {
+    return std::all_of(row.values.begin(), row.values.end(), [&](const auto& v) { return v == row.values.front(); });
+  });
+  return rows;
 }
 
 int64_t History::tokens_per_step(const std::string& id) const {

@@ -1,0 +1,58 @@
+// The --compare and --history modes of the tessera executable.
+#include "history_command.hpp"
+
+#include <cstdio>
+
+#include <QApplication>
+#include <QRegularExpression>
+#include <QStringList>
+
+#include "history_window.hpp"
+#include "theme.hpp"
+#include "store/location.hpp"
+
+namespace tessera::app {
+
+namespace {
+
+int fail(const QString& message, int code = 2) {
+  std::fprintf(stderr, "tessera: %s\n", qPrintable(message));
+  return code;
+}
+
+}  // namespace
+
+int runHistoryCommand(const HistoryCommand& command) {
+  QStringList ids;
+  for (const QString& part : command.runs.split(QLatin1Char(',')))
+    if (!part.trimmed().isEmpty()) ids << part.trimmed();
+  if (!command.runs.isEmpty() && ids.size() < 2)
+    return fail(QStringLiteral("--compare needs two or more run ids separated by commas (or, for the timeline, a schedule: "
+                               "gpipe, 1f1b, interleaved, zb-h1), got \"%1\"")
+                    .arg(command.runs));
+  const auto size = QRegularExpression(QStringLiteral("^(\\d+)x(\\d+)$")).match(command.size);
+  if (!size.hasMatch()) return fail(QStringLiteral("--size must be WIDTHxHEIGHT, got \"%1\"").arg(command.size));
+  if (command.palette == QLatin1String("dark")) ui::applyTheme(ui::ThemeChoice::dark);
+  else if (command.palette == QLatin1String("light")) ui::applyTheme(ui::ThemeChoice::light);
+  else if (command.palette.isEmpty() || command.palette == QLatin1String("system")) ui::applyTheme(ui::ThemeChoice::system);
+  else return fail(QStringLiteral("--palette must be system, light or dark, got \"%1\"").arg(command.palette));
+  QString path;
+  try {
+    path = QString::fromStdString(store::resolve_history_path(command.db.toStdString()));
+  } catch (const std::exception& e) {
+    return fail(QString::fromUtf8(e.what()));
+  }
+  QString error;
+  auto window = ui::HistoryWindow::open(path, &error);
+  if (!window) return fail(error);
+  if (!ids.isEmpty() && !window->compare(ids, &error)) return fail(error);
+  if (!command.screenshot.isEmpty()) {
+    const QImage image = window->screenshot(QSize(size.captured(1).toInt(), size.captured(2).toInt()));
+    if (!image.save(command.screenshot)) return fail(QStringLiteral("cannot write %1").arg(command.screenshot), 1);
+    return 0;
+  }
+  window->show();
+  return QApplication::exec();
+}
+
+}  // namespace tessera::app

@@ -1,0 +1,21 @@
+// tessera --compare ID,ID[,…] | --history [--db FILE] [--screenshot OUT.png]: the run-history window
+// comparing stored runs, or on its run list; headless to a PNG with --screenshot.
+#pragma once
+
+#include <QString>
+
+namespace tessera::app {
+
+struct HistoryCommand {
+  QString runs;        ///< "ID,ID[,…]": ids, id prefixes or names to compare; "" = the run list
+  QString db;          ///< history file ("" = $TESSERA_DB, else the XDG data directory)
+  QString screenshot;  ///< PNG to write; "" = open the window
+  QString size = QStringLiteral("1600x1000");  ///< WIDTHxHEIGHT of the screenshot
+  QString palette;                             ///< "system", "light", "dark" ("" = system)
+};
+
+/// The exit code: 0 on success, 2 with a message on stderr for what the user can fix (fewer than two
+/// runs, an unknown id, a missing history file), 1 for an unwritable output.
+int runHistoryCommand(const HistoryCommand& command);
+
+}  // namespace tessera::app

@@ -1,0 +1,213 @@
+// Comparing two stored runs written through the store's Writer: the config diff has exactly the
+// fields that differ with both values; summary values and deltas match ones computed here from the
+// points written; the baseline can change; the CSV export holds them; the plots draw one curve per
+// run from the store's downsample, smoothed with the debiased EMA, on each x axis; PNG/PDF export.
+#include <QAbstractItemModelTester>
+#include <QtTest/QtTest>
+
+#include "compare_view.hpp"
+#include "history_fixture.hpp"
+#include "run_comparison.hpp"
+#include "smoothing.hpp"
+#include "store/history.hpp"
+
+using namespace tessera;
+using namespace tessera::ui;
+
+namespace {
+
+/// Per-step means over ranks, then the mean over steps (docs/store.md's summary rule), by hand.
+double meanOfStepMeans(const std::vector<std::vector<double>>& values) {
+  double sum = 0;
+  for (const auto& step : values) sum += (step[0] + step[1]) / 2;
+  return sum / static_cast<double>(values.size());
+}
+double finalLoss(const test::WrittenRun& run) { return (run.loss.back()[0] + run.loss.back()[1]) / 2; }
+
+}  // namespace
+
+class TestCompare : public QObject {
+  Q_OBJECT
+  QTemporaryDir dir_;
+  std::string path_;
+  test::WrittenRun a_, b_;
+
+ private slots:
+  void initTestCase() {
+    path_ = dir_.filePath(QStringLiteral("history.sqlite")).toStdString();
+    store::Writer writer(path_);
+    a_ = test::writeRun(writer, "tiny-a", test::tinySpec("tiny-a", 2, 2, 0.003), {}, store::RunStatus::done, 5.0, 20000);
+    b_ = test::writeRun(writer, "tiny-b", test::tinySpec("tiny-b", 1, 4, 0.001), {}, store::RunStatus::done, 5.5, 15000);
+    writer.close();
+  }
+
+  void diffHasOnlyTheFieldsThatDifferWithBothValues() {
+    store::History history(path_);
+    RunComparison comparison(&history, {"tiny-a", b_.id.substr(0, 10)});  // a name and an id prefix
+    const auto rows = comparison.configRows(true);
+    QStringList paths;
+    for (const auto& row : rows) paths << QString::fromStdString(row.path);
+    QCOMPARE(paths, (QStringList{"name", "parallel.tp", "parallel.pp", "training.lr"}));
+    QCOMPARE(rows[0].values[0]->get<std::string>(), std::string("tiny-a"));
+    QCOMPARE(rows[0].values[1]->get<std::string>(), std::string("tiny-b"));
+    QCOMPARE(rows[1].values[0]->get<int>(), 2);
+    QCOMPARE(rows[1].values[1]->get<int>(), 1);
+    QCOMPARE(rows[2].values[0]->get<int>(), 2);
+    QCOMPARE(rows[2].values[1]->get<int>(), 4);
+    QCOMPARE(rows[3].values[0]->get<double>(), 0.003);
+    QCOMPARE(rows[3].values[1]->get<double>(), 0.001);
+
+    ConfigDiffModel model;
+    QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+    model.setComparison(&comparison);
+    QCOMPARE(model.rowCount(), 4);
+    QCOMPARE(model.headerData(1, Qt::Horizontal).toString(), QStringLiteral("tiny-a"));
+    QCOMPARE(model.index(3, 0).data().toString(), QStringLiteral("training.lr"));
+    QCOMPARE(model.index(3, 1).data().toString(), QStringLiteral("0.003"));
+    QCOMPARE(model.index(3, 2).data().toString(), QStringLiteral("0.001"));
+    model.setOnlyDifferences(false);
+    QVERIFY(model.rowCount() > 20);
+    int differing = 0;
+    for (int r = 0; r < model.rowCount(); ++r) {
+      const bool differs = model.index(r, 0).data(ConfigDiffModel::DiffersRole).toBool();
+      differing += differs;
+      if (model.index(r, 0).data().toString() == QLatin1String("model.num_layers")) {
+        QVERIFY(!differs);
+        QCOMPARE(model.index(r, 1).data().toString(), QStringLiteral("4"));
+        QCOMPARE(model.index(r, 2).data().toString(), QStringLiteral("4"));
+      }
+    }
+    QCOMPARE(differing, 4);
+  }
+
+  void summaryDeltasMatchThePointsWritten() {
+    store::History history(path_);
+    RunComparison comparison(&history, {a_.id, b_.id});
+    QCOMPARE(comparison.baseline(), 0);
+    const double loss_a = finalLoss(a_), loss_b = finalLoss(b_);
+    QCOMPARE(*comparison.value(0, SummaryField::final_loss), loss_a);
+    QCOMPARE(*comparison.value(1, SummaryField::final_loss), loss_b);
+    QCOMPARE(*comparison.delta(1, SummaryField::final_loss), loss_b - loss_a);
+    QCOMPARE(*comparison.delta(0, SummaryField::final_loss), 0.0);
+    QVERIFY(qFuzzyCompare(*comparison.relativeDelta(1, SummaryField::final_loss), (loss_b - loss_a) / loss_a));
+    const double mfu_a = meanOfStepMeans(a_.mfu), mfu_b = meanOfStepMeans(b_.mfu);
+    QVERIFY(qFuzzyCompare(*comparison.delta(1, SummaryField::mean_mfu), mfu_b - mfu_a));
+    const double tok_a = meanOfStepMeans(a_.tokens_per_s), tok_b = meanOfStepMeans(b_.tokens_per_s);
+    QVERIFY(qFuzzyCompare(*comparison.delta(1, SummaryField::mean_tokens_per_s), tok_b - tok_a));
+    // Step time: tokens per step (global batch 32 × sequence 64) over the mean tokens/s.
+    QVERIFY(qFuzzyCompare(*comparison.value(0, SummaryField::step_time_s), 2048.0 / tok_a));
+    QVERIFY(qFuzzyCompare(*comparison.delta(1, SummaryField::step_time_s), 2048.0 / tok_b - 2048.0 / tok_a));
+    QCOMPARE(*comparison.value(1, SummaryField::peak_memory_bytes), 2e8);
+    QCOMPARE(*comparison.value(1, SummaryField::last_step), 10.0);
+    QVERIFY(!comparison.value(0, SummaryField::mean_bubble));  // never reported: absent, not zero
+    QVERIFY(!comparison.delta(1, SummaryField::mean_bubble));
+
+    comparison.setBaseline(1);
+    QCOMPARE(*comparison.delta(0, SummaryField::final_loss), loss_a - loss_b);
+    QVERIFY_THROWS_EXCEPTION(std::out_of_range, comparison.setBaseline(2));
+
+    CompareSummaryModel model;
+    QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+    model.setComparison(&comparison);
+    QCOMPARE(model.rowCount(), 2);
+    QCOMPARE(model.index(1, 0).data().toString(), QStringLiteral("tiny-b  (baseline)"));
+    QCOMPARE(model.index(0, 2).data(CompareSummaryModel::DeltaRole).toDouble(), loss_a - loss_b);
+    const QString cell = model.index(0, 2).data().toString();
+    QVERIFY2(cell.startsWith(QString::number(loss_a, 'f', 4)) && cell.contains(QStringLiteral("−0.5000")), qPrintable(cell));
+  }
+
+  void csvExportHoldsValuesAndDeltas() {
+    store::History history(path_);
+    RunComparison comparison(&history, {"tiny-a", "tiny-b"});
+    const QStringList lines = comparison.summaryCsv().split(QLatin1Char('\n'), Qt::SkipEmptyParts);
+    QCOMPARE(lines.size(), 3);
+    QCOMPARE(lines[0], QStringLiteral("run_id,name,status,baseline,last_step,last_step_delta,final_loss,final_loss_delta,min_loss,"
+                                      "min_loss_delta,mean_mfu,mean_mfu_delta,mean_tokens_per_s,mean_tokens_per_s_delta,"
+                                      "step_time_s,step_time_s_delta,mean_bubble,mean_bubble_delta,peak_memory_bytes,"
+                                      "peak_memory_bytes_delta"));
+    const QStringList a = lines[1].split(QLatin1Char(',')), b = lines[2].split(QLatin1Char(','));
+    QCOMPARE(a.size(), 20);
+    QCOMPARE(a[0], QString::fromStdString(a_.id));
+    QCOMPARE(a[1], QStringLiteral("tiny-a"));
+    QCOMPARE(a[2], QStringLiteral("done"));
+    QCOMPARE(a[3], QStringLiteral("yes"));
+    QCOMPARE(b[3], QStringLiteral("no"));
+    QCOMPARE(a[4], QStringLiteral("10"));
+    QCOMPARE(a[6].toDouble(), finalLoss(a_));
+    QCOMPARE(a[7].toDouble(), 0.0);
+    QCOMPARE(b[6].toDouble(), finalLoss(b_));
+    QCOMPARE(b[7].toDouble(), finalLoss(b_) - finalLoss(a_));  // exact: shortest round-trip text
+    QVERIFY(qFuzzyCompare(b[13].toDouble(), meanOfStepMeans(b_.tokens_per_s) - meanOfStepMeans(a_.tokens_per_s)));
+    QCOMPARE(b[16], QString());  // bubble never reported: empty
+    QCOMPARE(b[17], QString());
+  }
+
+  void plotsDrawOneCurvePerRunFromTheDownsample() {
+    store::History history(path_);
+    CompareView view(&history);
+    QString error;
+    QVERIFY(!view.setRuns({"tiny-a"}, &error));
+    QVERIFY2(error.contains("at least two runs"), qPrintable(error));
+    QVERIFY(!view.setRuns({"tiny-a", "zzz"}, &error));
+    QVERIFY2(error.contains("no run with id or name 'zzz'"), qPrintable(error));
+    QVERIFY(!view.setRuns({"tiny-a", QString::fromStdString(a_.id)}, &error));
+    QVERIFY2(error.contains("named twice"), qPrintable(error));
+    QVERIFY2(view.setRuns({"tiny-a", "tiny-b"}, &error), qPrintable(error));
+    ComparePlot* plot = view.plot();
+    view.setSmoothing(0.5);
+    QCOMPARE(plot->smoothing(), 0.5);
+    for (int run = 0; run < 2; ++run) {
+      const auto& written = run == 0 ? a_ : b_;
+      QCPGraph* raw = plot->rawGraph(0, run);  // loss, rank 0
+      QVERIFY(raw);
+      QCOMPARE(raw->data()->size(), 10);
+      std::vector<double> rank0;
+      for (const auto& step : written.loss) rank0.push_back(step[0]);
+      QCOMPARE((raw->data()->begin() + 9)->value, rank0[9]);
+      const auto smoothed = debiased_ema(rank0, 0.5);
+      QCPGraph* smooth = plot->smoothedGraph(0, run);
+      QVERIFY(smooth);
+      for (int i = 0; i < 10; ++i) QCOMPARE((smooth->data()->begin() + i)->value, smoothed[i]);
+    }
+    // Peak memory: the rank with the highest peak (rank 1 wrote 2e8 bytes), in MiB below 1 GiB.
+    QCOMPARE(plot->rawGraph(7, 0)->data()->begin()->value, 2e8 / (1024.0 * 1024.0));
+    QVERIFY(!plot->rawGraph(6, 0));  // bubble: not reported
+    // The store's downsample: 4 buckets give at most 4 points, the last one the last step's.
+    plot->setBuckets(4);
+    QVERIFY(plot->rawGraph(0, 0)->data()->size() <= 4);
+    QCOMPARE((plot->rawGraph(0, 0)->data()->end() - 1)->key, 10.0);
+    plot->setBuckets(1000);
+    view.setXAxis(XAxis::tokens);
+    QCOMPARE((plot->rawGraph(0, 1)->data()->end() - 1)->key, 10.0 * 2048);
+    view.setXAxis(XAxis::wall_time_s);
+    QVERIFY(std::abs((plot->rawGraph(0, 1)->data()->end() - 1)->key - 9 * 2048.0 / 15000) < 1e-5);  // Unix seconds: ~1e-7 apart
+    view.setSmoothing(0);
+    QVERIFY(!plot->smoothedGraph(0, 0));
+  }
+
+  void exportsWriteFiles() {
+    store::History history(path_);
+    CompareView view(&history);
+    QString error;
+    QVERIFY(!view.exportSummaryCsv(dir_.filePath("none.csv"), &error));
+    QVERIFY(view.setRuns({"tiny-a", "tiny-b"}, &error));
+    const QString csv = dir_.filePath("summary.csv"), png = dir_.filePath("plots.png"), pdf = dir_.filePath("plots.pdf");
+    QVERIFY2(view.exportSummaryCsv(csv, &error), qPrintable(error));
+    QFile file(csv);
+    QVERIFY(file.open(QIODevice::ReadOnly));
+    QCOMPARE(QString::fromUtf8(file.readAll()), view.comparison()->summaryCsv());
+    QVERIFY2(view.exportPlots(png, &error), qPrintable(error));
+    const QImage image(png);
+    QVERIFY(!image.isNull());
+    QVERIFY(image.width() >= 1200);
+    QVERIFY2(view.exportPlots(pdf, &error), qPrintable(error));
+    QFile pdf_file(pdf);
+    QVERIFY(pdf_file.open(QIODevice::ReadOnly));
+    QVERIFY(pdf_file.read(5) == "%PDF-");
+    QVERIFY(!view.exportPlots(dir_.filePath("plots.gif"), &error));
+    QVERIFY(error.contains(".png or .pdf"));
+  }
+};
+
+QTEST_MAIN(TestCompare)
+#include "test_compare.moc"

@@ -1,0 +1,221 @@
+// The run list against a temporary history written through the store's Writer: the model passes
+// QAbstractItemModelTester through refresh, edits and deletes; its cells show what was stored;
+// the filter by text, status and tag gives the right rows; tag and note edits reach the store; a
+// refused edit keeps the typed value; delete asks first and removes the run from the store.
+#include <QAbstractItemModelTester>
+#include <QPlainTextEdit>
+#include <QtTest/QtTest>
+
+#include "history_fixture.hpp"
+#include "history_view.hpp"
+#include "run_filter_proxy.hpp"
+#include "run_list_model.hpp"
+#include "store/errors.hpp"
+#include "store/history.hpp"
+#include "theme.hpp"
+
+using namespace tessera;
+using namespace tessera::ui;
+
+namespace {
+
+QStringList names(const QAbstractItemModel& model) {
+  QStringList out;
+  for (int r = 0; r < model.rowCount(); ++r) out << model.index(r, RunListModel::Name).data().toString();
+  return out;
+}
+
+}  // namespace
+
+class TestHistory : public QObject {
+  Q_OBJECT
+  QTemporaryDir dir_;
+  QString path_;
+  test::WrittenRun a_, b_, c_;
+
+ private slots:
+  void init() {
+    path_ = dir_.filePath(QStringLiteral("h%1.sqlite").arg(QDateTime::currentMSecsSinceEpoch()));
+    store::Writer writer(path_.toStdString());
+    a_ = test::writeRun(writer, "tiny-a", test::tinySpec("tiny-a", 2, 2, 0.003), {"baseline"}, store::RunStatus::done, 5.0, 20000, 10,
+                        1'700'000'000'000);
+    b_ = test::writeRun(writer, "tiny-b", test::tinySpec("tiny-b", 1, 4, 0.001), {"sweep", "pp4"}, store::RunStatus::done, 5.5,
+                        15000, 10, 1'700'000'100'000);
+    c_ = test::writeRun(writer, "llama-crash", nlohmann::ordered_json::parse(R"({"model": {"preset": "llama3-8b"},
+        "parallel": {"tp": 8}, "cluster": {"gpu": "h100-sxm", "nodes": 2, "gpus_per_node": 8}})"),
+                        {"sweep"}, store::RunStatus::failed, 11.0, 50000, 3, 1'700'000'200'000);
+    writer.close();
+  }
+
+  void cellsShowWhatWasStored() {
+    store::History history(path_.toStdString());
+    RunListModel model(&history);
+    QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+    QCOMPARE(names(model), (QStringList{"llama-crash", "tiny-b", "tiny-a"}));  // newest first
+    const int a = model.rowOfRun(QString::fromStdString(a_.id));
+    QCOMPARE(model.index(a, RunListModel::Status).data().toString(), QStringLiteral("done"));
+    QCOMPARE(model.index(a, RunListModel::Layout).data().toString(), QStringLiteral("TP2·PP2·DP2"));
+    QCOMPARE(model.index(model.rowOfRun(QString::fromStdString(b_.id)), RunListModel::Layout).data().toString(),
+             QStringLiteral("TP1·PP4·DP2"));
+    // dp derived from the cluster: 16 GPUs / TP8 = DP2.
+    QCOMPARE(model.index(0, RunListModel::Layout).data().toString(), QStringLiteral("TP8·PP1·DP2"));
+    QCOMPARE(model.index(0, RunListModel::Model).data().toString(), QStringLiteral("llama3-8b"));
+    QCOMPARE(model.index(a, RunListModel::Model).data().toString(), QStringLiteral("tiny-gpt"));
+    // Final loss: the mean over the two ranks at the last step (5.0 - 2.5 and 5.0 - 2.5 + 0.2).
+    const double final_loss = (a_.loss.back()[0] + a_.loss.back()[1]) / 2;
+    QCOMPARE(model.index(a, RunListModel::FinalLoss).data().toString(), QString::number(final_loss, 'f', 4));
+    QCOMPARE(model.index(a, RunListModel::FinalLoss).data(RunListModel::SortRole).toDouble(), final_loss);
+    double mfu = 0;
+    for (const auto& step : a_.mfu) mfu += (step[0] + step[1]) / 2;
+    mfu /= static_cast<double>(a_.mfu.size());
+    QCOMPARE(model.index(a, RunListModel::MeanMfu).data().toString(), QStringLiteral("%1 %").arg(mfu * 100, 0, 'f', 1));
+    QCOMPARE(model.index(a, RunListModel::Tags).data().toString(), QStringLiteral("baseline"));
+    QCOMPARE(model.index(model.rowOfRun(QString::fromStdString(b_.id)), RunListModel::Tags).data().toString(),
+             QStringLiteral("pp4, sweep"));
+    QCOMPARE(model.index(0, RunListModel::Status).data(Qt::ForegroundRole).value<QColor>(), colors::warning());
+    QCOMPARE(model.index(0, RunListModel::Status).data(Qt::ToolTipRole).toString(), QStringLiteral("rank 1 exited with code 1"));
+    QCOMPARE(RunListModel::durationText(3'723'000), QStringLiteral("1h 02m 03s"));
+    QCOMPARE(RunListModel::durationText(125'000), QStringLiteral("2m 05s"));
+    QCOMPARE(model.allTags(), (QStringList{"baseline", "pp4", "sweep"}));
+  }
+
+  void filterByTextStatusAndTag() {
+    store::History history(path_.toStdString());
+    RunListModel model(&history);
+    RunFilterProxy proxy;
+    proxy.setSourceModel(&model);
+    QAbstractItemModelTester tester(&proxy, QAbstractItemModelTester::FailureReportingMode::QtTest);
+    proxy.setText(QStringLiteral("TINY"));
+    QCOMPARE(names(proxy), (QStringList{"tiny-b", "tiny-a"}));
+    proxy.setText(QStringLiteral("pp4"));  // layout of b and its tag
+    QCOMPARE(names(proxy), (QStringList{"tiny-b"}));
+    proxy.setText(QStringLiteral("tiny tp2"));  // every word must match
+    QCOMPARE(names(proxy), (QStringList{"tiny-a"}));
+    proxy.setText(QString::fromStdString(c_.id.substr(0, 8)));  // id prefix
+    QCOMPARE(names(proxy), (QStringList{"llama-crash"}));
+    proxy.setText({});
+    proxy.setStatus(QStringLiteral("failed"));
+    QCOMPARE(names(proxy), (QStringList{"llama-crash"}));
+    proxy.setStatus(QStringLiteral("done"));
+    QCOMPARE(names(proxy), (QStringList{"tiny-b", "tiny-a"}));
+    proxy.setTag(QStringLiteral("sweep"));
+    QCOMPARE(names(proxy), (QStringList{"tiny-b"}));
+    proxy.setStatus({});
+    QCOMPARE(names(proxy), (QStringList{"llama-crash", "tiny-b"}));
+    proxy.setTag(QStringLiteral("nope"));
+    QCOMPARE(proxy.rowCount(), 0);
+  }
+
+  void editingTagsAndNotesWritesTheStore() {
+    store::History history(path_.toStdString());
+    RunListModel model(&history);
+    QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+    const int b = model.rowOfRun(QString::fromStdString(b_.id));
+    QVERIFY(model.flags(model.index(b, RunListModel::Tags)) & Qt::ItemIsEditable);
+    QVERIFY(!(model.flags(model.index(b, RunListModel::Name)) & Qt::ItemIsEditable));
+    QVERIFY(model.setData(model.index(b, RunListModel::Tags), QStringLiteral(" sweep, best ,, lr-1e-3 ")));
+    store::History other(path_.toStdString());  // another connection sees the store, not the model
+    QCOMPARE(other.run(b_.id).tags, (std::vector<std::string>{"best", "lr-1e-3", "sweep"}));
+    QCOMPARE(model.index(b, RunListModel::Tags).data().toString(), QStringLiteral("best, lr-1e-3, sweep"));
+    QVERIFY(model.setData(model.index(b, RunListModel::Notes), QStringLiteral("pp4 is slower\nbubble 30 %")));
+    QCOMPARE(other.run(b_.id).notes, std::string("pp4 is slower\nbubble 30 %"));
+    QCOMPARE(model.index(b, RunListModel::Notes).data().toString(), QStringLiteral("pp4 is slower"));
+    QVERIFY(model.lastError().isEmpty());
+  }
+
+  void aRefusedEditKeepsTheTypedValue() {
+    store::History history(path_.toStdString());
+    RunListModel model(&history);
+    QSignalSpy errors(&model, &RunListModel::errorOccurred);
+    const int a = model.rowOfRun(QString::fromStdString(a_.id));
+    store::History(path_.toStdString()).delete_run(a_.id);  // gone behind the model's back
+    QVERIFY(!model.setData(model.index(a, RunListModel::Notes), QStringLiteral("my long analysis")));
+    QCOMPARE(errors.count(), 1);
+    QVERIFY2(model.lastError().contains("cannot save the notes of run tiny-a") && model.lastError().contains(QString::fromStdString(a_.id)),
+             qPrintable(model.lastError()));
+    QCOMPARE(model.index(a, RunListModel::Notes).data().toString(), QStringLiteral("my long analysis"));
+    QVERIFY(!model.index(a, RunListModel::Notes).data(RunListModel::UnsavedRole).toString().isEmpty());
+    QCOMPARE(model.index(a, RunListModel::Notes).data(Qt::ForegroundRole).value<QColor>(), colors::warning());
+  }
+
+  void refreshPicksUpNewAndDeletedRuns() {
+    store::History history(path_.toStdString());
+    RunListModel model(&history);
+    QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+    QSignalSpy inserted(&model, &QAbstractItemModel::rowsInserted);
+    QSignalSpy reset(&model, &QAbstractItemModel::modelReset);
+    {
+      store::Writer writer(path_.toStdString());
+      test::writeRun(writer, "tiny-c", test::tinySpec("tiny-c", 2, 2, 0.002), {}, store::RunStatus::done, 5.0, 20000, 4,
+                     1'700'000'300'000);
+      writer.close();
+    }
+    store::History(path_.toStdString()).delete_run(b_.id);
+    QVERIFY(model.refresh());
+    QCOMPARE(names(model), (QStringList{"tiny-c", "llama-crash", "tiny-a"}));
+    QCOMPARE(inserted.count(), 1);  // in place, not a reset: selections survive
+    QCOMPARE(reset.count(), 0);
+  }
+
+  void deleteAsksFirstThenRemovesFromTheStore() {
+    store::History history(path_.toStdString());
+    HistoryView view(&history);
+    view.setPollInterval(0);
+    QAbstractItemModelTester tester(view.model(), QAbstractItemModelTester::FailureReportingMode::QtTest);
+    QString asked;
+    bool answer = false;
+    view.setConfirmation([&](const QString& question) {
+      asked = question;
+      return answer;
+    });
+    view.selectRuns({QString::fromStdString(c_.id)});
+    QCOMPARE(view.selectedRunIds(), QStringList{QString::fromStdString(c_.id)});
+    QVERIFY(!view.deleteSelected());  // cancelled
+    QVERIFY2(asked.contains("llama-crash"), qPrintable(asked));
+    QCOMPARE(history.runs().size(), size_t{3});
+    answer = true;
+    QVERIFY(view.deleteSelected());
+    QCOMPARE(names(*view.model()), (QStringList{"tiny-b", "tiny-a"}));
+    QCOMPARE(history.runs().size(), size_t{2});
+    QVERIFY_THROWS_EXCEPTION(store::StoreError, history.run(c_.id));
+  }
+
+  void notesEditorKeepsLineBreaks() {
+    store::History history(path_.toStdString());
+    HistoryView view(&history);
+    view.setPollInterval(0);
+    view.resize(1200, 500);
+    view.show();
+    const QModelIndex notes = view.proxy()->mapFromSource(
+        view.model()->index(view.model()->rowOfRun(QString::fromStdString(a_.id)), RunListModel::Notes));
+    view.table()->edit(notes);
+    auto* editor = view.table()->findChild<QPlainTextEdit*>();
+    QVERIFY(editor);
+    editor->setPlainText(QStringLiteral("first line\nsecond line"));
+    view.table()->itemDelegateForColumn(RunListModel::Notes)->setModelData(editor, view.proxy(), notes);
+    QCOMPARE(history.run(a_.id).notes, std::string("first line\nsecond line"));
+  }
+
+  void compareAndOpenAreSignalled() {
+    store::History history(path_.toStdString());
+    HistoryView view(&history);
+    view.setPollInterval(0);
+    QSignalSpy compare(&view, &HistoryView::compareRequested);
+    QSignalSpy open(&view, &HistoryView::openRunRequested);
+    view.selectRuns({QString::fromStdString(a_.id), QString::fromStdString(b_.id)});
+    for (auto* button : view.findChildren<QPushButton*>()) {
+      if (button->text() == QLatin1String("Compare")) button->click();
+      if (button->text() == QLatin1String("Open")) QVERIFY(!button->isEnabled());
+    }
+    QCOMPARE(compare.count(), 1);
+    QCOMPARE(compare.front().front().toStringList(), (QStringList{QString::fromStdString(b_.id), QString::fromStdString(a_.id)}));
+    view.selectRuns({QString::fromStdString(a_.id)});
+    for (auto* button : view.findChildren<QPushButton*>())
+      if (button->text() == QLatin1String("Open")) button->click();
+    QCOMPARE(open.count(), 1);
+    QCOMPARE(open.front().front().toString(), QString::fromStdString(a_.id));
+  }
+};
+
+QTEST_MAIN(TestHistory)
+#include "test_history.moc"

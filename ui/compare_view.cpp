@@ -1,0 +1,217 @@
+// Laying out the comparison and wiring its controls and exports.
+#include "compare_view.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include <QCoreApplication>
+#include <QSaveFile>
+#include <QFileDialog>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QMessageBox>
+#include <QPushButton>
+#include <QScrollBar>
+#include <QSplitter>
+#include <QVBoxLayout>
+
+#include "store/errors.hpp"
+
+namespace tessera::ui {
+
+CompareView::CompareView(store::History* history, QWidget* parent) : QWidget(parent), history_(history) {
+  auto* layout = new QVBoxLayout(this);
+  layout->setContentsMargins(6, 6, 6, 6);
+  title_ = new QLabel(tr("Select two or more runs in the history and press Compare."), this);
+  QFont bold = title_->font();
+  bold.setBold(true);
+  title_->setFont(bold);
+  layout->addWidget(title_);
+
+  auto* controls = new QHBoxLayout;
+  controls->addWidget(new QLabel(tr("Baseline:"), this));
+  baseline_ = new QComboBox(this);
+  baseline_->setSizeAdjustPolicy(QComboBox::AdjustToContents);
+  controls->addWidget(baseline_);
+  controls->addSpacing(12);
+  controls->addWidget(new QLabel(tr("X axis:"), this));
+  x_axis_ = new QComboBox(this);
+  x_axis_->addItem(tr("step"), int(XAxis::step));
+  x_axis_->addItem(tr("tokens"), int(XAxis::tokens));
+  x_axis_->addItem(tr("wall time"), int(XAxis::wall_time_s));
+  controls->addWidget(x_axis_);
+  controls->addSpacing(12);
+  controls->addWidget(new QLabel(tr("Smoothing:"), this));
+  smoothing_ = new QSlider(Qt::Horizontal, this);
+  smoothing_->setRange(0, 99);
+  smoothing_->setFixedWidth(140);
+  controls->addWidget(smoothing_);
+  smoothing_label_ = new QLabel(this);
+  smoothing_label_->setMinimumWidth(32);
+  controls->addWidget(smoothing_label_);
+  controls->addStretch(1);
+  auto* csv = new QPushButton(tr("Export summary CSV…"), this);
+  auto* plots = new QPushButton(tr("Export plots…"), this);
+  plots->setToolTip(tr("All panels as one PNG or PDF"));
+  controls->addWidget(csv);
+  controls->addWidget(plots);
+  layout->addLayout(controls);
+
+  // Plots on top, the summary (one row per run) under them, the config diff at the bottom.
+  splitter_ = new QSplitter(Qt::Vertical, this);
+  plot_ = new ComparePlot(splitter_);
+  splitter_->addWidget(plot_);
+  summary_view_ = new QTableView(splitter_);
+  summary_view_->setModel(&summary_model_);
+  summary_view_->verticalHeader()->hide();
+  summary_view_->setSelectionMode(QAbstractItemView::NoSelection);
+  summary_view_->horizontalHeader()->setStretchLastSection(true);
+  splitter_->addWidget(summary_view_);
+  auto* diff_box = new QWidget(splitter_);
+  auto* diff_layout = new QVBoxLayout(diff_box);
+  diff_layout->setContentsMargins(0, 0, 0, 0);
+  only_differences_ = new QCheckBox(tr("Only differences"), diff_box);
+  only_differences_->setChecked(true);
+  diff_layout->addWidget(only_differences_);
+  diff_view_ = new QTableView(diff_box);
+  diff_view_->setModel(&diff_model_);
+  diff_view_->verticalHeader()->hide();
+  diff_view_->horizontalHeader()->setStretchLastSection(true);
+  diff_layout->addWidget(diff_view_);
+  splitter_->addWidget(diff_box);
+  splitter_->setStretchFactor(0, 4);
+  splitter_->setStretchFactor(1, 1);
+  splitter_->setStretchFactor(2, 1);
+  layout->addWidget(splitter_, 1);
+
+  smoothing_->setValue(static_cast<int>(std::lround(plot_->smoothing() * 100)));
+  updateSmoothingLabel();
+  connect(baseline_, &QComboBox::activated, this, [this](int index) { setBaseline(index); });
+  connect(x_axis_, &QComboBox::activated, this, [this](int index) { setXAxis(static_cast<XAxis>(x_axis_->itemData(index).toInt())); });
+  connect(smoothing_, &QSlider::valueChanged, this, [this](int value) {
+    plot_->setSmoothing(value / 100.0);
+    updateSmoothingLabel();
+  });
+  connect(only_differences_, &QCheckBox::toggled, this, [this](bool on) { diff_model_.setOnlyDifferences(on); });
+  connect(csv, &QPushButton::clicked, this, &CompareView::exportCsvInteractively);
+  connect(plots, &QPushButton::clicked, this, &CompareView::exportPlotsInteractively);
+}
+
+CompareView::~CompareView() {
+  // The models and the plot point into the comparison: detach them before it goes.
+  summary_model_.setComparison(nullptr);
+  diff_model_.setComparison(nullptr);
+  plot_->setComparison(nullptr);
+}
+
+bool CompareView::setRuns(const QStringList& references, QString* error) {
+  std::vector<std::string> refs;
+  for (const QString& r : references) refs.push_back(r.trimmed().toStdString());
+  std::unique_ptr<RunComparison> next;
+  try {
+    next = std::make_unique<RunComparison>(history_, refs);
+  } catch (const std::exception& e) {
+    if (error) *error = QString::fromUtf8(e.what());
+    return false;
+  }
+  summary_model_.setComparison(nullptr);
+  diff_model_.setComparison(nullptr);
+  plot_->setComparison(nullptr);
+  comparison_ = std::move(next);
+  baseline_->clear();
+  QStringList names;
+  for (int i = 0; i < comparison_->runCount(); ++i) {
+    names << QString::fromStdString(comparison_->run(i).name);
+    baseline_->addItem(names.back());
+  }
+  title_->setText(tr("Comparing %1 runs: %2").arg(comparison_->runCount()).arg(names.join(QStringLiteral(" · "))));
+  summary_model_.setComparison(comparison_.get());
+  diff_model_.setComparison(comparison_.get());
+  plot_->setComparison(comparison_.get());
+  fitTables();
+  return true;
+}
+
+void CompareView::setBaseline(int run) {
+  if (!comparison_ || run < 0 || run >= comparison_->runCount()) return;
+  comparison_->setBaseline(run);  // the view owns the comparison; the models only read it
+  baseline_->setCurrentIndex(run);
+  summary_model_.setComparison(comparison_.get());
+  diff_model_.setComparison(comparison_.get());
+  summary_view_->resizeColumnsToContents();
+}
+
+void CompareView::setXAxis(XAxis axis) {
+  x_axis_->setCurrentIndex(x_axis_->findData(int(axis)));
+  plot_->setXAxis(axis);
+}
+
+void CompareView::setSmoothing(double weight) {
+  smoothing_->setValue(static_cast<int>(std::lround(std::clamp(weight, 0.0, 0.99) * 100)));
+}
+
+void CompareView::setOnlyDifferences(bool only) { only_differences_->setChecked(only); }
+
+void CompareView::updateSmoothingLabel() { smoothing_label_->setText(QString::number(smoothing_->value() / 100.0, 'f', 2)); }
+
+bool CompareView::exportSummaryCsv(const QString& path, QString* error) const {
+  if (!comparison_) {
+    if (error) *error = tr("nothing to export: no runs are compared");
+    return false;
+  }
+  QSaveFile file(path);
+  if (!file.open(QIODevice::WriteOnly | QIODevice::Truncate)) {
+    if (error) *error = tr("cannot write %1: %2").arg(path, file.errorString());
+    return false;
+  }
+  const QByteArray text = comparison_->summaryCsv().toUtf8();
+  if (file.write(text) != text.size() || !file.commit()) {
+    if (error) *error = tr("cannot write %1: %2").arg(path, file.errorString());
+    return false;
+  }
+  return true;
+}
+
+bool CompareView::exportPlots(const QString& path, QString* error) {
+  const int w = std::max(plot_->width(), 1200), h = std::max(plot_->height(), 700);
+  bool ok = false;
+  if (path.endsWith(QLatin1String(".pdf"), Qt::CaseInsensitive)) ok = plot_->savePdf(path, w, h);
+  else if (path.endsWith(QLatin1String(".png"), Qt::CaseInsensitive)) ok = plot_->savePng(path, w, h);
+  else {
+    if (error) *error = tr("%1: the plots export as .png or .pdf").arg(path);
+    return false;
+  }
+  if (!ok && error) *error = tr("cannot write %1").arg(path);
+  return ok;
+}
+
+void CompareView::exportCsvInteractively() {
+  const QString path = QFileDialog::getSaveFileName(this, tr("Export summary"), QStringLiteral("compare.csv"), tr("CSV (*.csv)"));
+  if (path.isEmpty()) return;
+  QString error;
+  if (!exportSummaryCsv(path, &error)) QMessageBox::critical(this, tr("Export summary"), error);
+}
+
+void CompareView::exportPlotsInteractively() {
+  const QString path = QFileDialog::getSaveFileName(this, tr("Export plots"), QStringLiteral("compare.png"),
+                                                    tr("PNG image (*.png);;PDF document (*.pdf)"));
+  if (path.isEmpty()) return;
+  QString error;
+  if (!exportPlots(path, &error)) QMessageBox::critical(this, tr("Export plots"), error);
+}
+
+void CompareView::fitTables() {
+  summary_view_->resizeColumnsToContents();
+  diff_view_->resizeColumnsToContents();
+  // The summary as tall as its rows; the diff its rows up to a quarter; the plots the rest.
+  auto tableHeight = [](QTableView* view, int rows) {
+    return view->horizontalHeader()->height() + rows * view->verticalHeader()->defaultSectionSize() + 2 * view->frameWidth() +
+           (view->horizontalScrollBar()->isVisible() ? view->horizontalScrollBar()->height() : 0) + 2;
+  };
+  const int total = splitter_->height();
+  const int summary = tableHeight(summary_view_, summary_model_.rowCount());
+  const int diff = std::min(total / 4, only_differences_->sizeHint().height() + tableHeight(diff_view_, diff_model_.rowCount()));
+  splitter_->setSizes({std::max(total - summary - diff, total / 2), summary, diff});
+}
+
+}  // namespace tessera::ui

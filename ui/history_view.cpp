@@ -1,0 +1,211 @@
+// Laying out the run list, its filters and actions.
+#include "history_view.hpp"
+
+#include <algorithm>
+
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QItemSelectionModel>
+#include <QMessageBox>
+#include <QPlainTextEdit>
+#include <QStyledItemDelegate>
+#include <QVBoxLayout>
+
+#include "theme.hpp"
+
+namespace tessera::ui {
+
+namespace {
+
+/// Notes keep their line breaks: edited in a multi-line box (Enter adds a line; leaving the box or
+/// Tab saves, Esc cancels).
+class NotesDelegate : public QStyledItemDelegate {
+ public:
+  using QStyledItemDelegate::QStyledItemDelegate;
+  QWidget* createEditor(QWidget* parent, const QStyleOptionViewItem&, const QModelIndex&) const override {
+    auto* editor = new QPlainTextEdit(parent);
+    editor->setTabChangesFocus(true);
+    return editor;
+  }
+  void setEditorData(QWidget* editor, const QModelIndex& index) const override {
+    static_cast<QPlainTextEdit*>(editor)->setPlainText(index.data(Qt::EditRole).toString());
+  }
+  void setModelData(QWidget* editor, QAbstractItemModel* model, const QModelIndex& index) const override {
+    model->setData(index, static_cast<QPlainTextEdit*>(editor)->toPlainText());
+  }
+  void updateEditorGeometry(QWidget* editor, const QStyleOptionViewItem& option, const QModelIndex&) const override {
+    QRect rect = option.rect;
+    rect.setHeight(std::max(rect.height() * 4, 96));
+    rect.setWidth(std::max(rect.width(), 320));
+    editor->setGeometry(rect);
+  }
+};
+
+}  // namespace
+
+HistoryView::HistoryView(store::History* history, QWidget* parent) : QWidget(parent), model_(history) {
+  proxy_.setSourceModel(&model_);
+  auto* layout = new QVBoxLayout(this);
+  layout->setContentsMargins(6, 6, 6, 6);
+
+  auto* bar = new QHBoxLayout;
+  search_ = new QLineEdit(this);
+  search_->setPlaceholderText(tr("Filter by name, id, layout, model, tag or notes"));
+  search_->setClearButtonEnabled(true);
+  bar->addWidget(search_, 1);
+  bar->addWidget(new QLabel(tr("Status:"), this));
+  status_ = new QComboBox(this);
+  status_->addItem(tr("any"), QString());
+  for (const char* s : {"planned", "starting", "running", "done", "failed", "stopped", "lost"}) status_->addItem(QString::fromLatin1(s), QString::fromLatin1(s));
+  bar->addWidget(status_);
+  bar->addWidget(new QLabel(tr("Tag:"), this));
+  tag_ = new QComboBox(this);
+  tag_->setSizeAdjustPolicy(QComboBox::AdjustToContents);
+  bar->addWidget(tag_);
+  auto* refresh = new QPushButton(tr("Refresh"), this);
+  refresh->setShortcut(QKeySequence::Refresh);
+  bar->addWidget(refresh);
+  bar->addSpacing(12);
+  open_ = new QPushButton(tr("Open"), this);
+  open_->setToolTip(tr("Show the run's dashboard, replayed from the history"));
+  compare_ = new QPushButton(tr("Compare"), this);
+  compare_->setToolTip(tr("Compare the selected runs (two or more)"));
+  delete_ = new QPushButton(tr("Delete…"), this);
+  bar->addWidget(open_);
+  bar->addWidget(compare_);
+  bar->addWidget(delete_);
+  layout->addLayout(bar);
+
+  table_ = new QTableView(this);
+  table_->setModel(&proxy_);
+  table_->setSortingEnabled(true);
+  table_->sortByColumn(RunListModel::Started, Qt::DescendingOrder);
+  table_->setSelectionBehavior(QAbstractItemView::SelectRows);
+  table_->setSelectionMode(QAbstractItemView::ExtendedSelection);
+  table_->setEditTriggers(QAbstractItemView::DoubleClicked | QAbstractItemView::EditKeyPressed | QAbstractItemView::SelectedClicked);
+  table_->verticalHeader()->hide();
+  table_->horizontalHeader()->setStretchLastSection(true);
+  table_->setAlternatingRowColors(true);
+  table_->setItemDelegateForColumn(RunListModel::Notes, new NotesDelegate(table_));
+  layout->addWidget(table_, 1);
+
+  error_ = new QLabel(this);
+  error_->setWordWrap(true);
+  error_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  QPalette pal = error_->palette();
+  pal.setColor(QPalette::WindowText, colors::warning());
+  error_->setPalette(pal);
+  error_->hide();
+  layout->addWidget(error_);
+
+  connect(search_, &QLineEdit::textChanged, &proxy_, &RunFilterProxy::setText);
+  connect(status_, &QComboBox::currentIndexChanged, this, [this] { proxy_.setStatus(status_->currentData().toString()); });
+  connect(tag_, &QComboBox::currentIndexChanged, this, [this] { proxy_.setTag(tag_->currentData().toString()); });
+  connect(refresh, &QPushButton::clicked, this, &HistoryView::refresh);
+  connect(&model_, &RunListModel::errorOccurred, this, &HistoryView::showError);
+  connect(&model_, &QAbstractItemModel::dataChanged, this, [this] {
+    if (model_.lastError().isEmpty()) error_->hide();
+  });
+  connect(table_->selectionModel(), &QItemSelectionModel::selectionChanged, this, &HistoryView::updateButtons);
+  connect(open_, &QPushButton::clicked, this, [this] {
+    const QStringList ids = selectedRunIds();
+    if (ids.size() == 1) emit openRunRequested(ids.front());
+  });
+  connect(compare_, &QPushButton::clicked, this, [this] {
+    const QStringList ids = selectedRunIds();
+    if (ids.size() >= 2) emit compareRequested(ids);
+  });
+  connect(delete_, &QPushButton::clicked, this, &HistoryView::deleteSelected);
+  connect(table_, &QTableView::doubleClicked, this, [this](const QModelIndex& index) {
+    if (!(index.flags() & Qt::ItemIsEditable)) emit openRunRequested(index.data(RunListModel::RunIdRole).toString());
+  });
+  connect(&poll_, &QTimer::timeout, this, &HistoryView::refresh);
+  confirm_ = [this](const QString& question) {
+    QMessageBox box(QMessageBox::Warning, tr("Delete runs"), question, QMessageBox::Cancel, this);
+    QAbstractButton* remove = box.addButton(tr("Delete"), QMessageBox::DestructiveRole);
+    box.setDefaultButton(QMessageBox::Cancel);
+    box.exec();
+    return box.clickedButton() == remove;
+  };
+  setPollInterval(3000);
+  updateTagChoices();
+  updateButtons();
+  table_->resizeColumnsToContents();
+}
+
+void HistoryView::setPollInterval(int interval_ms) {
+  poll_.stop();
+  if (interval_ms > 0) poll_.start(interval_ms);
+}
+
+void HistoryView::refresh() {
+  // An open editor keeps its text: rows change in place and whole-row dataChanged does not reload it.
+  if (model_.refresh()) error_->hide();
+  updateTagChoices();
+  updateButtons();
+}
+
+void HistoryView::showError(const QString& message) {
+  error_->setText(message);
+  error_->show();
+}
+
+QStringList HistoryView::selectedRunIds() const {
+  QList<QModelIndex> rows = table_->selectionModel()->selectedRows();
+  std::sort(rows.begin(), rows.end(), [](const QModelIndex& a, const QModelIndex& b) { return a.row() < b.row(); });
+  QStringList ids;
+  for (const QModelIndex& index : rows) ids << index.data(RunListModel::RunIdRole).toString();
+  return ids;
+}
+
+void HistoryView::selectRuns(const QStringList& run_ids) {
+  QItemSelection selection;
+  for (const QString& id : run_ids) {
+    const int source_row = model_.rowOfRun(id);
+    if (source_row < 0) continue;
+    const QModelIndex index = proxy_.mapFromSource(model_.index(source_row, 0));
+    if (index.isValid()) selection.select(index, index.siblingAtColumn(RunListModel::ColumnCount - 1));
+  }
+  table_->selectionModel()->select(selection, QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
+}
+
+bool HistoryView::deleteSelected() {
+  const QStringList ids = selectedRunIds();
+  if (ids.isEmpty()) return false;
+  QStringList names;
+  for (const QString& id : ids) names << model_.index(model_.rowOfRun(id), RunListModel::Name).data().toString();
+  const QString question = ids.size() == 1
+                               ? tr("Delete run \"%1\" and everything recorded for it (metrics, timeline, logs)? This cannot be undone.").arg(names.front())
+                               : tr("Delete these %1 runs and everything recorded for them? This cannot be undone.\n\n%2").arg(ids.size()).arg(names.join(QLatin1Char('\n')));
+  if (!confirm_ || !confirm_(question)) return false;
+  bool all = true;
+  for (const QString& id : ids) all = model_.deleteRun(id) && all;
+  if (all) error_->hide();
+  updateTagChoices();
+  updateButtons();
+  return all;
+}
+
+void HistoryView::updateButtons() {
+  const int n = static_cast<int>(table_->selectionModel()->selectedRows().size());
+  open_->setEnabled(n == 1);
+  compare_->setEnabled(n >= 2);
+  delete_->setEnabled(n >= 1);
+}
+
+void HistoryView::updateTagChoices() {
+  const QString current = tag_->currentData().toString();
+  const QStringList tags = model_.allTags();
+  QStringList shown;
+  for (int i = 1; i < tag_->count(); ++i) shown << tag_->itemData(i).toString();
+  if (shown == tags && tag_->count() > 0) return;
+  QSignalBlocker block(tag_);
+  tag_->clear();
+  tag_->addItem(tr("any"), QString());
+  for (const QString& tag : tags) tag_->addItem(tag, tag);
+  const int index = tag_->findData(current);
+  tag_->setCurrentIndex(index >= 0 ? index : 0);
+  if (index < 0 && !current.isEmpty()) proxy_.setTag(QString());
+}
+
+}  // namespace tessera::ui
