@@ -418,6 +418,29 @@ RunCounts import_train_output(Connection& connection, const fs::path& directory,
       throw StoreError(ErrorKind::invalid, where + " is not valid JSON: " + e.what());
     }
     if (!object.is_object()) throw StoreError(ErrorKind::invalid, where + " must be a JSON object");
+    // tessera-train writes typed records (docs/runtime.md): "step" lines are metrics, "timeline" lines
+    // the measured pipeline operations; lines without a type are plain metric lines.
+    const std::string type = object.contains("type") && object["type"].is_string() ? object["type"].get<std::string>() : "step";
+    if (type == "timeline") {
+      TimelineEvent event;
+      event.step = get_integer(field(object, "step", where), where + ": step");
+      event.rank = get_integer(field(object, "rank", where), where + ": rank");
+      event.stage = object.contains("stage") ? get_integer(object["stage"], where + ": stage") : 0;
+      const auto& op = field(object, "op", where);
+      if (!op.is_string()) throw StoreError(ErrorKind::invalid, where + ": op must be a string");
+      event.op = op.get<std::string>();
+      event.microbatch = object.contains("microbatch") ? get_integer(object["microbatch"], where + ": microbatch") : 0;
+      event.chunk = object.contains("chunk") ? get_integer(object["chunk"], where + ": chunk") : 0;
+      for (auto [name, target] : {std::pair{"start_s", &event.start_s}, std::pair{"end_s", &event.end_s}}) {
+        const auto& value = field(object, name, where);
+        if (!value.is_number()) throw StoreError(ErrorKind::invalid, where + ": " + name + " must be a number");
+        *target = value.get<double>();
+      }
+      at(where, [&] { ingest.event(key, event); });
+      ++counts.events;
+      continue;
+    }
+    if (type != "step") continue;  // other record types (run_end, log) carry no metric points
     const int64_t step = get_integer(field(object, "step", where), where + ": step");
     const int64_t rank = get_integer(field(object, "rank", where), where + ": rank");
     const auto& wall = field(object, "wall_time_s", where);
@@ -442,9 +465,14 @@ RunCounts import_train_output(Connection& connection, const fs::path& directory,
   const auto* train_steps = spec.contains("training") && spec["training"].contains("train_steps") ? &spec["training"]["train_steps"] : nullptr;
   const int64_t planned_steps = train_steps && train_steps->is_number_integer() ? train_steps->get<int64_t>() : -1;
   if (first_wall_s) {
-    run.started_ms = std::llround(*first_wall_s * 1000);
+    // Unix seconds, or (as tessera-train writes them) seconds since the rank started training: then the
+    // run ended when metrics.jsonl was last written and started last_wall_s before that.
+    constexpr double kYear2000_s = 946684800.0;
+    const double origin_s =
+        *first_wall_s >= kYear2000_s ? 0.0 : static_cast<double>(file_mtime_ms(metrics_path)) / 1000.0 - *last_wall_s;
+    run.started_ms = std::llround((origin_s + *first_wall_s) * 1000);
     run.created_ms = *run.started_ms;
-    run.ended_ms = std::llround(*last_wall_s * 1000);
+    run.ended_ms = std::llround((origin_s + *last_wall_s) * 1000);
   }
   if (planned_steps > 0 && last_step >= planned_steps) {
     run.status = RunStatus::done;

@@ -55,6 +55,36 @@ class TestCliRuns : public QObject {
     return r.code == 0 ? nlohmann::json::parse(r.out.toStdString()) : nlohmann::json();
   }
 
+  /// A directory as tessera-train --out writes it: typed "step" and "timeline" records whose
+  /// wall_time_s counts from the start of training (docs/runtime.md), and a run_end record.
+  QString write_typed_train_output(const QString& name, int steps) {
+    const QString out = dir_.filePath(name);
+    QDir().mkpath(out);
+    nlohmann::json spec = {{"name", name.toStdString()},
+                           {"model", {{"preset", "tiny-gpt"}}},
+                           {"parallel", {{"pp", 2}}},
+                           {"training", {{"micro_batch_size", 2}, {"global_batch_size", 8}, {"train_steps", steps}}},
+                           {"cluster", {{"gpu", "cpu"}, {"nodes", 1}, {"gpus_per_node", 2}}}};
+    std::ofstream(out.toStdString() + "/spec.json") << spec.dump(2);
+    std::ofstream metrics(out.toStdString() + "/metrics.jsonl");
+    for (int step = 1; step <= steps; ++step) {
+      for (int rank = 0; rank < 2; ++rank) {
+        for (int mb = 0; mb < 4; ++mb)
+          for (const char* op : {"F", "B"})
+            metrics << nlohmann::json{{"type", "timeline"}, {"step", step}, {"rank", rank}, {"stage", rank}, {"op", op},
+                                      {"microbatch", mb}, {"chunk", 0}, {"start_s", 0.01 * mb}, {"end_s", 0.01 * mb + 0.005}}
+                           .dump()
+                    << "\n";
+        metrics << nlohmann::json{{"type", "step"}, {"step", step}, {"rank", rank}, {"wall_time_s", 0.25 * step},
+                                  {"loss", 5.0 - 0.1 * step}, {"mfu", 0.2}}
+                       .dump()
+                << "\n";
+      }
+    }
+    metrics << nlohmann::json{{"type", "run_end"}, {"rank", 0}, {"state", "done"}}.dump() << "\n";
+    return out;
+  }
+
   QString id_of(const QString& name) {
     for (const auto& run : list_json())
       if (run["name"] == name.toStdString()) return QString::fromStdString(run["id"].get<std::string>());
@@ -65,6 +95,25 @@ class TestCliRuns : public QObject {
   void initTestCase() {
     QVERIFY(dir_.isValid());
     db_ = dir_.filePath("history/history.sqlite");
+  }
+
+  void importTrainerOutputWithTimelineAndRelativeTimes() {
+    const auto r = cli({"runs", "import", write_typed_train_output("typed-run", 5)});
+    QVERIFY2(r.code == 0, qPrintable(r.err));
+    // 5 steps x 2 ranks x (loss, mfu) points; 5 steps x 2 ranks x 4 microbatches x (F, B) events.
+    QVERIFY2(r.out.contains("20 metric points") && r.out.contains("80 timeline events"), qPrintable(r.out));
+    for (const auto& run : list_json()) {
+      if (run["name"] != "typed-run") continue;
+      QCOMPARE(run["status"].get<std::string>(), std::string("done"));
+      // Relative wall times are anchored at the file's time, not at 1970.
+      const auto started = QString::fromStdString(run["started"].get<std::string>());
+      QVERIFY2(started.startsWith(QString::number(QDate::currentDate().year())) || started.startsWith(QString::number(QDate::currentDate().year() - 1)),
+               qPrintable(started));
+      QVERIFY(run["ended"].get<std::string>() >= run["started"].get<std::string>());
+      QCOMPARE(cli({"runs", "delete", QString::fromStdString(run["id"].get<std::string>())}).code, 0);
+      return;
+    }
+    QFAIL("typed-run not listed");
   }
 
   void importAndList() {
