@@ -84,6 +84,7 @@ struct Rank {
   int wait_status = 0;
   bool stopped_by_agent = false;
   Clock::time_point exited_at{};
+  double exited_wall_s = 0;  // when the agent reaped it: the time the workbench orders failures by
 };
 
 enum class RunState { running, stopping, done, failed, stopped };
@@ -514,6 +515,7 @@ struct Agent::Impl {
       rank.exited = true;
       rank.wait_status = status;
       rank.exited_at = Clock::now();
+      rank.exited_wall_s = wall_s();
       ::kill(-rank.pid, SIGKILL);  // whatever the rank left in its process group
       const bool failed = !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
       if (failed && !rank.stopped_by_agent && !run.failing && run.state == RunState::running) {
@@ -559,7 +561,7 @@ struct Agent::Impl {
                             {"signal", WIFSIGNALED(rank.wait_status) ? WTERMSIG(rank.wait_status) : 0},
                             {"description", describe_exit(rank.wait_status)},
                             {"stopped_by_agent", rank.stopped_by_agent},
-                            {"time_s", wall_s()},
+                            {"time_s", rank.exited_wall_s},
                             {"last_lines", lines}}));
     }
     run.state = run.failing ? RunState::failed : run.state == RunState::stopping ? RunState::stopped : RunState::done;
