@@ -208,7 +208,7 @@ void add_launch_commands(CLI::App& app) {
         throw;
       }
       if (record.hosts.empty()) throw UsageError("run " + record.id + " was not launched through agents");
-      store::Writer writer(path, follower_writer_options());  // marks the run lost if its last follower died
+      store::Writer writer(path, follower_writer_options());  // leaves a detached agent run running
       const auto run = writer.open_run(record.id);
       launch::RunSession session(record.id, record.hosts, launch::Credentials::from_config_dir());
       writer.set_status(run, store::RunStatus::running);

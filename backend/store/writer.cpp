@@ -118,9 +118,11 @@ struct Writer::Impl {
       const int64_t pages = std::max<int64_t>(1, options.max_db_bytes / page_size.column_int(0));
       connection.exec("PRAGMA max_page_count = " + std::to_string(pages), "setting the size limit");
     }
+    // A run held by agents (hosts given) goes on without a follower: it stays running (detached) until
+    // a follower attaches again and records how it ended.
     Statement mark_lost(connection,
                         "UPDATE runs SET status = 'lost', ended_ms = ?, exit_reason = 'the process writing it ended "
-                        "without closing it' WHERE status IN ('starting', 'running')");
+                        "without closing it' WHERE status = 'starting' OR (status = 'running' AND hosts_json = '[]')");
     mark_lost.bind_int(1, now_ms()).run("marking runs of a dead writer as lost");
     thread = std::thread([this] { run(); });
   }

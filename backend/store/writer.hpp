@@ -39,7 +39,8 @@ struct RunHandle {
 class Writer {
  public:
   /// Takes the writer lock, opens (creating, migrating) the history, marks runs left starting or
-  /// running by a writer that died as lost, starts the writer thread.
+  /// running by a writer that died as lost (except running runs held by agents: hosts not empty, they
+  /// are detached), starts the writer thread.
   explicit Writer(const std::string& path, WriterOptions options = {});
   /// Commits what is queued and stops; errors are swallowed here (call close() to see them).
   ~Writer();
