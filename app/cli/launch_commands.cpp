@@ -198,11 +198,11 @@ void add_launch_commands(CLI::App& app) {
     cmd->callback([o] {
       const std::string path = store::resolve_history_path(o->db);
       store::RunRecord record;
-      std::vector<store::Artifact> artifacts;
+      std::vector<store::StreamPosition> positions;
       try {
         store::History history(path);
         record = history.run(history.resolve(o->id));
-        artifacts = history.artifacts(record.id);
+        positions = history.stream_positions(record.id);
       } catch (const store::StoreError& e) {
         if (e.is_user_error()) throw UsageError(e.what());
         throw;
@@ -212,7 +212,7 @@ void add_launch_commands(CLI::App& app) {
       const auto run = writer.open_run(record.id);
       launch::RunSession session(record.id, record.hosts, launch::Credentials::from_config_dir());
       writer.set_status(run, store::RunStatus::running);
-      launch::HistorySink sink(writer, run, artifacts);
+      launch::HistorySink sink(writer, run, positions);
       session.attach(sink);
       std::cout << "following run " << record.id << " (" << record.name << ")" << std::endl;
       if (follow(writer, run, session, sink, !o->quiet) != 0) throw std::runtime_error("the run failed");

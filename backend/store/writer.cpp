@@ -45,6 +45,10 @@ struct ArtifactRecord {
   int64_t run;
   Artifact artifact;
 };
+struct PositionRecord {
+  int64_t run;
+  StreamPosition position;
+};
 struct StatusRecord {
   int64_t run;
   RunStatus status;
@@ -54,7 +58,8 @@ struct StatusRecord {
 struct CreateRecord {
   std::unique_ptr<CreateRequest> request;
 };
-using Record = std::variant<MetricRecord, GroupRecord, EventRecord, LogRecord, ArtifactRecord, StatusRecord, CreateRecord>;
+using Record = std::variant<MetricRecord, GroupRecord, EventRecord, LogRecord, ArtifactRecord, PositionRecord, StatusRecord,
+                            CreateRecord>;
 
 template <class... F>
 struct Overloaded : F... {
@@ -169,6 +174,7 @@ struct Writer::Impl {
                      [&](EventRecord& r) { ingest.event(r.run, r.event); },
                      [&](LogRecord& r) { ingest.log(r.run, r.line); },
                      [&](ArtifactRecord& r) { ingest.artifact(r.run, r.artifact); },
+                     [&](PositionRecord& r) { ingest.stream_position(r.run, r.position); },
                      [&](StatusRecord& r) {
                        update_status.bind_int(1, r.run)
                            .bind_text(2, to_string(r.status))
@@ -322,6 +328,7 @@ void Writer::append(const RunHandle& run, LogLine line) {
 }
 
 void Writer::append(const RunHandle& run, Artifact artifact) { impl_->push(ArtifactRecord{run.key, std::move(artifact)}, 1); }
+void Writer::append(const RunHandle& run, StreamPosition position) { impl_->push(PositionRecord{run.key, position}, 1); }
 
 void Writer::set_status(const RunHandle& run, RunStatus status, std::string exit_reason) {
   impl_->push(StatusRecord{run.key, status, std::move(exit_reason), now_ms()}, 1);

@@ -62,6 +62,8 @@ class Writer {
   void append(const RunHandle& run, TimelineEvent event);
   void append(const RunHandle& run, LogLine line);
   void append(const RunHandle& run, Artifact artifact);
+  /// Committed in queue order with what was appended before it (a follower's resume point).
+  void append(const RunHandle& run, StreamPosition position);
   /// Queued in order with the data: starting/running set started_ms (once), final states ended_ms.
   void set_status(const RunHandle& run, RunStatus status, std::string exit_reason = {});
 
