@@ -12,6 +12,7 @@
 #include <deque>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <map>
 #include <thread>
 
@@ -84,6 +85,7 @@ struct Rank {
   int wait_status = 0;
   bool stopped_by_agent = false;
   Clock::time_point exited_at{};
+  double exited_wall_s = 0;  // when the agent reaped it: the time the workbench orders failures by
 };
 
 enum class RunState { running, stopping, done, failed, stopped };
@@ -99,9 +101,9 @@ const char* state_name(RunState state) {
 }
 
 struct Run {
-  Run(std::string id_, std::string dir_, zmq::context_t& context, int64_t outbox_bytes)
+  Run(std::string id_, std::string dir_, zmq::context_t& context, int64_t memory_bytes, int64_t disk_bytes)
       : id(std::move(id_)), dir(std::move(dir_)), pull(context, zmq::socket_type::pull),
-        outbox(dir + "/outbox.spill", outbox_bytes) {}
+        outbox(dir + "/outbox.spill", memory_bytes, disk_bytes) {}
   std::string id, dir, report_endpoint;
   std::vector<Rank> ranks;
   zmq::socket_t pull;
@@ -120,6 +122,10 @@ struct Run {
   int64_t next_send = 1;
   int64_t records_dropped = 0;
   Clock::time_point last_record_at{};
+  bool paused = false;     // the outbox is full: its ranks are not read until acknowledgements make room
+  int64_t pauses = 0;
+  double paused_s = 0;     // in all
+  Clock::time_point paused_at{};
   bool active() const { return state == RunState::running || state == RunState::stopping; }
 };
 
@@ -304,7 +310,10 @@ struct Agent::Impl {
                       {"state", state_name(run->state)},
                       {"ranks", run->ranks.size()},
                       {"last_seq", run->outbox.last_seq()},
-                      {"acked", run->outbox.acked()}});
+                      {"acked", run->outbox.acked()},
+                      {"outbox_full", run->paused},
+                      {"outbox_pauses", run->pauses},
+                      {"outbox_spill_bytes", run->outbox.spill_file_bytes()}});
     nlohmann::json body = to_json(node);
     body["version"] = kAgentVersion;
     body["protocol"] = protocol::kProtocolVersion;
@@ -362,9 +371,9 @@ struct Agent::Impl {
     }
     if (master_port == 0) master_port = free_tcp_port();
 
-    auto run = std::make_unique<Run>(id, dir.string(), context, options.outbox_memory_bytes);
+    auto run = std::make_unique<Run>(id, dir.string(), context, options.outbox_memory_bytes, options.outbox_disk_bytes);
     run->pull.set(zmq::sockopt::maxmsgsize, protocol::kMaxRecordBytes);
-    run->pull.set(zmq::sockopt::rcvhwm, 100000);
+    run->pull.set(zmq::sockopt::rcvhwm, 10000);  // per rank; with the rank's own 10,000 its bound when paused
     run->pull.set(zmq::sockopt::linger, 0);
     const std::string ipc = "ipc://" + (dir / "report.sock").string();
     run->report_endpoint = ipc.size() < 100 ? ipc : "tcp://127.0.0.1:*";  // ipc paths are limited to 107 bytes
@@ -514,6 +523,7 @@ struct Agent::Impl {
       rank.exited = true;
       rank.wait_status = status;
       rank.exited_at = Clock::now();
+      rank.exited_wall_s = wall_s();
       ::kill(-rank.pid, SIGKILL);  // whatever the rank left in its process group
       const bool failed = !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
       if (failed && !rank.stopped_by_agent && !run.failing && run.state == RunState::running) {
@@ -532,7 +542,7 @@ struct Agent::Impl {
       }
     }
     if (run.state == RunState::stopping && now >= run.kill_at) run.killed = true;
-    if (!all_exited || run.ended) return;
+    if (!all_exited || run.ended || run.paused) return;
     // Every rank has exited: wait for their pipes (bounded), take the last records, then end the run.
     for (auto& rank : run.ranks) {
       const bool pipes_open = rank.fds[0] >= 0 || rank.fds[1] >= 0;
@@ -543,6 +553,8 @@ struct Agent::Impl {
     for (auto& rank : run.ranks)
       for (int s = 0; s < 2; ++s)
         if (rank.fds[s] >= 0) {
+          read_pipe(run, rank, s);  // what is left in the pipe (a paused run did not read it)
+          if (rank.fds[s] < 0) continue;
           ::close(rank.fds[s]);
           rank.fds[s] = -1;
         }
@@ -559,13 +571,17 @@ struct Agent::Impl {
                             {"signal", WIFSIGNALED(rank.wait_status) ? WTERMSIG(rank.wait_status) : 0},
                             {"description", describe_exit(rank.wait_status)},
                             {"stopped_by_agent", rank.stopped_by_agent},
-                            {"time_s", wall_s()},
+                            {"time_s", rank.exited_wall_s},
                             {"last_lines", lines}}));
     }
     run.state = run.failing ? RunState::failed : run.state == RunState::stopping ? RunState::stopped : RunState::done;
     nlohmann::json end{{"type", "run_end"}, {"state", state_name(run.state)}, {"reason", run.reason}, {"time_s", wall_s()}};
     if (run.first_failed_rank) end["first_failed_rank"] = *run.first_failed_rank;
     if (run.records_dropped > 0) end["records_dropped"] = run.records_dropped;
+    if (run.pauses > 0) {
+      end["outbox_pauses"] = run.pauses;
+      end["outbox_paused_s"] = run.paused_s;
+    }
     add_record(run, dump(end));
     flush_batch(run);
     run.ended = true;
@@ -616,6 +632,26 @@ struct Agent::Impl {
     }
   }
 
+  // Pauses a run whose outbox is full (said once on stderr, counted in the inventory) and resumes it
+  // once acknowledgements made room.
+  void update_pause(Run& run) {
+    const bool full = run.outbox.full();
+    if (full == run.paused) return;
+    run.paused = full;
+    if (full) {
+      run.paused_at = Clock::now();
+      ++run.pauses;
+      std::cerr << "tessera-agent: run " << run.id << ": outbox full (" << run.outbox.memory_bytes()
+                << " bytes in memory, " << run.outbox.spill_file_bytes() << " spilled, cap "
+                << options.outbox_disk_bytes << "): its ranks are paused until the workbench acknowledges" << std::endl;
+    } else {
+      const double paused_s = std::chrono::duration<double>(Clock::now() - run.paused_at).count();
+      run.paused_s += paused_s;
+      std::cerr << "tessera-agent: run " << run.id << ": outbox has room again after " << paused_s
+                << " s: its ranks resume" << std::endl;
+    }
+  }
+
   bool idle() const {
     for (const auto& [id, run] : runs)
       if (run->active() || !run->ended || run->outbox.pending() > 0) return false;
@@ -643,6 +679,8 @@ struct Agent::Impl {
       }
       std::vector<zmq::pollitem_t> items{{router.handle(), 0, ZMQ_POLLIN, 0}};
       for (auto& [id, run] : runs) {
+        update_pause(*run);
+        if (run->paused) continue;  // back-pressure: its ranks block on their full queues and pipes
         if (!run->ended) items.push_back({run->pull.handle(), 0, ZMQ_POLLIN, 0});
         for (auto& rank : run->ranks)
           for (int s = 0; s < 2; ++s)
@@ -658,10 +696,12 @@ struct Agent::Impl {
       }
       receive_requests();
       for (auto& [id, run] : runs) {
-        if (!run->ended) receive_records(*run);
-        for (auto& rank : run->ranks)
-          for (int s = 0; s < 2; ++s)
-            if (rank.fds[s] >= 0) read_pipe(*run, rank, s);
+        if (!run->paused) {
+          if (!run->ended) receive_records(*run);
+          for (auto& rank : run->ranks)
+            for (int s = 0; s < 2; ++s)
+              if (rank.fds[s] >= 0) read_pipe(*run, rank, s);
+        }
         reap(*run);
         if (Clock::now() - run->batch_started >= kBatchAge) flush_batch(*run);
         send_data(*run);

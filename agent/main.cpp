@@ -38,6 +38,10 @@ int main(int argc, char** argv) {
   app.add_option("--outbox-memory-bytes", options.outbox_memory_bytes,
                  "per run, unacknowledged data kept in memory; older frames are spilled to the run directory")
       ->default_val(options.outbox_memory_bytes)->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
+  app.add_option("--outbox-disk-bytes", options.outbox_disk_bytes,
+                 "per run, the most unacknowledged data spilled to disk; beyond it the run's ranks are paused "
+                 "(not read) until the workbench acknowledges")
+      ->default_val(options.outbox_disk_bytes)->check(CLI::Range(int64_t{0}, int64_t{1} << 50));
   std::string keygen_dir;
   auto* keygen = app.add_subcommand("keygen", "write a CURVE key pair to DIR/agent.key and DIR/agent.pub");
   keygen->add_option("DIR", keygen_dir, "directory for the keys")->required();

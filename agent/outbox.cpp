@@ -5,8 +5,8 @@
 
 namespace tessera::agent {
 
-Outbox::Outbox(std::string spill_path, int64_t memory_bytes)
-    : spill_path_(std::move(spill_path)), memory_limit_(memory_bytes) {}
+Outbox::Outbox(std::string spill_path, int64_t memory_bytes, int64_t disk_bytes)
+    : spill_path_(std::move(spill_path)), memory_limit_(memory_bytes), disk_limit_(disk_bytes) {}
 
 Outbox::~Outbox() {
   if (spill_) std::fclose(spill_);
@@ -15,7 +15,13 @@ Outbox::~Outbox() {
 void Outbox::push(std::string frame) {
   memory_used_ += static_cast<int64_t>(frame.size());
   memory_.emplace_back(++last_seq_, std::move(frame));
-  while (memory_used_ > memory_limit_ && memory_.size() > 1) spill_oldest();
+  spill_what_fits();
+}
+
+void Outbox::spill_what_fits() {
+  while (memory_used_ > memory_limit_ && memory_.size() > 1 &&
+         spill_end_ + static_cast<int64_t>(memory_.front().second.size()) <= disk_limit_)
+    spill_oldest();
 }
 
 void Outbox::spill_oldest() {
@@ -45,8 +51,10 @@ void Outbox::acknowledge(int64_t seq) {
   if (spilled_.empty() && spill_) {  // everything on disk is acknowledged: start the file again
     std::fclose(spill_);
     spill_ = nullptr;
+    spill_end_ = 0;
     std::remove(spill_path_.c_str());
   }
+  spill_what_fits();
 }
 
 std::string Outbox::frame(int64_t seq) const {

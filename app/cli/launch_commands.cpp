@@ -198,21 +198,21 @@ void add_launch_commands(CLI::App& app) {
     cmd->callback([o] {
       const std::string path = store::resolve_history_path(o->db);
       store::RunRecord record;
-      std::vector<store::Artifact> artifacts;
+      std::vector<store::StreamPosition> positions;
       try {
         store::History history(path);
         record = history.run(history.resolve(o->id));
-        artifacts = history.artifacts(record.id);
+        positions = history.stream_positions(record.id);
       } catch (const store::StoreError& e) {
         if (e.is_user_error()) throw UsageError(e.what());
         throw;
       }
       if (record.hosts.empty()) throw UsageError("run " + record.id + " was not launched through agents");
-      store::Writer writer(path, follower_writer_options());  // marks the run lost if its last follower died
+      store::Writer writer(path, follower_writer_options());  // leaves a detached agent run running
       const auto run = writer.open_run(record.id);
       launch::RunSession session(record.id, record.hosts, launch::Credentials::from_config_dir());
       writer.set_status(run, store::RunStatus::running);
-      launch::HistorySink sink(writer, run, artifacts);
+      launch::HistorySink sink(writer, run, positions);
       session.attach(sink);
       std::cout << "following run " << record.id << " (" << record.name << ")" << std::endl;
       if (follow(writer, run, session, sink, !o->quiet) != 0) throw std::runtime_error("the run failed");

@@ -1,4 +1,4 @@
-// HistorySink: record → store rows, stream positions as artifacts.
+// HistorySink: record → store rows, then the frame's stream position.
 #include "launch/history_sink.hpp"
 
 #include <cmath>
@@ -8,8 +8,6 @@
 namespace tessera::launch {
 
 namespace {
-
-const std::string kPositionPrefix = "agent-stream/node-";
 
 bool is_int(const nlohmann::json& r, const char* key) {
   const auto it = r.find(key);
@@ -23,12 +21,9 @@ double number_or(const nlohmann::json& r, const char* key, double fallback) {
 
 }  // namespace
 
-HistorySink::HistorySink(store::Writer& writer, store::RunHandle run, const std::vector<store::Artifact>& stored)
+HistorySink::HistorySink(store::Writer& writer, store::RunHandle run, const std::vector<store::StreamPosition>& stored)
     : writer_(writer), run_(std::move(run)) {
-  for (const auto& artifact : stored) {
-    if (artifact.kind != kStreamPositionKind || artifact.path.rfind(kPositionPrefix, 0) != 0) continue;
-    durable_[std::stoll(artifact.path.substr(kPositionPrefix.size()))] = artifact.step;
-  }
+  for (const auto& position : stored) durable_[position.node] = position.seq;
   writer_.flush();
   base_ = writer_.committed().records;
 }
@@ -66,7 +61,7 @@ void HistorySink::records(int64_t node, int64_t seq, const nlohmann::json& recor
     }
   }
   frame_points_.clear();
-  writer_.append(run_, store::Artifact{kStreamPositionKind, kPositionPrefix + std::to_string(node), seq, 0, 0});
+  writer_.append(run_, store::StreamPosition{node, seq});
   ++weight_;
   marks_.push_back({node, seq, weight_});
 }

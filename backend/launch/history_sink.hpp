@@ -1,6 +1,7 @@
 // The run history as the sink of a followed run: step, metric, timeline and log records become store
-// rows; each node's stream position (its last data frame's sequence number) is appended after that
-// frame's records, so it commits with them — a restarted follower resumes exactly after what is stored.
+// rows; each node's stream position (its last data frame's sequence number, table stream_positions) is
+// appended after that frame's records, so it commits with them — a restarted follower resumes exactly
+// after what is stored.
 // Durable positions are read off the writer's commit count without waiting for it, so receiving and
 // committing overlap. Records that fail their checks are counted and skipped, never fatal.
 #pragma once
@@ -16,15 +17,12 @@
 
 namespace tessera::launch {
 
-/// Artifacts of this kind hold a node's stream position: path "agent-stream/node-<k>", step = seq.
-inline constexpr const char* kStreamPositionKind = "stream_position";
-
 class HistorySink : public RunSink {
  public:
-  /// `stored`: the run's artifacts already in the history (for the positions of a resumed follower).
+  /// `stored`: the run's stream positions already in the history (a resumed follower).
   /// Everything appended to `writer` while the sink lives must go through it (its commit count is
   /// how the sink knows what is durable).
-  HistorySink(store::Writer& writer, store::RunHandle run, const std::vector<store::Artifact>& stored = {});
+  HistorySink(store::Writer& writer, store::RunHandle run, const std::vector<store::StreamPosition>& stored = {});
 
   int64_t durable_seq(int64_t node) override;
   void records(int64_t node, int64_t seq, const nlohmann::json& records) override;

@@ -209,7 +209,7 @@ std::pair<RunRecord, RunCounts> History::delete_run(const std::string& id) {
     Statement remove(connection_, std::string("DELETE FROM ") + table + " WHERE series IN (SELECT id FROM series WHERE run = ?)");
     remove.bind_int(1, key).run(std::string("deleting a run's ") + table);
   }
-  for (const char* table : {"series", "timeline", "logs", "artifacts", "run_tags"}) {
+  for (const char* table : {"series", "timeline", "logs", "artifacts", "stream_positions", "run_tags"}) {
     Statement remove(connection_, std::string("DELETE FROM ") + table + " WHERE run = ?");
     remove.bind_int(1, key).run(std::string("deleting a run's ") + table);
   }
@@ -236,6 +236,14 @@ std::vector<LogLine> History::logs(const std::string& id) const {
   rows.bind_int(1, key_of(id));
   std::vector<LogLine> out;
   while (rows.step("reading logs")) out.push_back({rows.column_int(0), rows.column_text(1), rows.column_real(2), rows.column_text(3)});
+  return out;
+}
+
+std::vector<StreamPosition> History::stream_positions(const std::string& id) const {
+  Statement rows(connection_, "SELECT node, seq FROM stream_positions WHERE run = ? ORDER BY node");
+  rows.bind_int(1, key_of(id));
+  std::vector<StreamPosition> out;
+  while (rows.step("reading stream positions")) out.push_back({rows.column_int(0), rows.column_int(1)});
   return out;
 }
 

@@ -132,6 +132,8 @@ class History {
   std::vector<TimelineEvent> timeline(const std::string& id) const;
   std::vector<LogLine> logs(const std::string& id) const;
   std::vector<Artifact> artifacts(const std::string& id) const;
+  /// The stored stream position of each node of a run launched through agents, by node.
+  std::vector<StreamPosition> stream_positions(const std::string& id) const;
   /// training.global_batch_size × model.seq_length of the run's spec (the tokens x-axis).
   int64_t tokens_per_step(const std::string& id) const;
 

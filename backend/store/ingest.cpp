@@ -114,7 +114,10 @@ Ingest::Ingest(Connection& connection, OnDuplicate on_duplicate)
       insert_log_(connection, "INSERT INTO logs(run, rank, stream, time_s, line) VALUES(?, ?, ?, ?, ?)"),
       insert_artifact_(connection,
                        std::string(on_duplicate == OnDuplicate::replace ? "INSERT OR REPLACE" : "INSERT") +
-                           " INTO artifacts(run, kind, path, step, size_bytes, created_ms) VALUES(?, ?, ?, ?, ?, ?)") {}
+                           " INTO artifacts(run, kind, path, step, size_bytes, created_ms) VALUES(?, ?, ?, ?, ?, ?)"),
+      upsert_position_(connection,
+                       "INSERT INTO stream_positions(run, node, seq) VALUES(?, ?, ?) "
+                       "ON CONFLICT(run, node) DO UPDATE SET seq = max(seq, excluded.seq)") {}
 
 int64_t Ingest::metric_id(const std::string& name) {
   if (auto it = metric_ids_.find(name); it != metric_ids_.end()) return it->second;
@@ -192,6 +195,14 @@ void Ingest::artifact(int64_t run, const Artifact& a) {
       .bind_int(5, a.size_bytes)
       .bind_int(6, a.created_ms);
   insert_artifact_.run("writing artifact " + a.path);
+}
+
+void Ingest::stream_position(int64_t run, const StreamPosition& position) {
+  if (position.node < 0 || position.seq < 0)
+    throw StoreError(ErrorKind::invalid, "stream position of node " + std::to_string(position.node) + " at " +
+                                             std::to_string(position.seq) + ": node and sequence must not be negative");
+  upsert_position_.bind_int(1, run).bind_int(2, position.node).bind_int(3, position.seq);
+  upsert_position_.run("writing a stream position");
 }
 
 void Ingest::write_block(const Key& key, const Block& b, Statement& statement) {

@@ -33,6 +33,8 @@ class Ingest {
   void event(int64_t run, const TimelineEvent& event);
   void log(int64_t run, const LogLine& line);
   void artifact(int64_t run, const Artifact& artifact);
+  /// Sets the node's stream position (never moves it back).
+  void stream_position(int64_t run, const StreamPosition& position);
   /// Writes the rollup of the points added since the last call; call before COMMIT.
   void finish();
   /// Forgets cached metric ids and the pending rollup (after a rollback).
@@ -60,7 +62,8 @@ class Ingest {
   Connection& connection_;
   OnDuplicate on_duplicate_;
   Statement insert_point_, update_point_, upsert_block_, replace_block_, block_points_;
-  Statement insert_name_, select_name_, insert_series_, select_series_, insert_event_, insert_log_, insert_artifact_;
+  Statement insert_name_, select_name_, insert_series_, select_series_, insert_event_, insert_log_, insert_artifact_,
+      upsert_position_;
   std::unordered_map<std::string, int64_t> metric_ids_;
   std::unordered_map<Key, int64_t, KeyHash> series_ids_;
   std::unordered_map<Key, Block, KeyHash> pending_;  ///< by (series, block, 0)

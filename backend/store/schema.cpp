@@ -1,4 +1,4 @@
-// Schema version 1 of the history and the migration runner.
+// The history's schema (versions 1 and 2) and the migration runner.
 #include "store/schema.hpp"
 
 #include <filesystem>
@@ -117,11 +117,27 @@ int64_t query_int(Connection& connection, const std::string& sql, std::string_vi
   return statement.step(what) ? statement.column_int(0) : 0;
 }
 
+// Version 2: the stream positions of runs followed from agents get their own table; version 1 kept
+// them as artifacts of kind 'stream_position' at path 'agent-stream/node-<k>' with step = the sequence.
+const char* const kSchemaV2 = R"sql(
+CREATE TABLE stream_positions(
+  run INTEGER NOT NULL,
+  node INTEGER NOT NULL CHECK(node >= 0),
+  seq INTEGER NOT NULL CHECK(seq >= 0),
+  PRIMARY KEY(run, node)
+) WITHOUT ROWID, STRICT;
+INSERT INTO stream_positions(run, node, seq)
+  SELECT run, CAST(substr(path, 19) AS INTEGER), max(step) FROM artifacts
+  WHERE kind = 'stream_position' AND path GLOB 'agent-stream/node-[0-9]*' GROUP BY run, path;
+DELETE FROM artifacts WHERE kind = 'stream_position';
+)sql";
+
 }  // namespace
 
 const std::vector<Migration>& schema_migrations() {
   static const std::vector<Migration> migrations = {
       {1, "runs, tags, series and metrics with a 32-step rollup, timeline, logs, artifacts", kSchemaV1},
+      {2, "stream positions of agent runs in their own table (were artifacts of kind stream_position)", kSchemaV2},
   };
   return migrations;
 }

@@ -73,6 +73,14 @@ struct LogLine {
   bool operator==(const LogLine&) const = default;
 };
 
+/// How far the history holds the data stream of one node (agent) of a run launched through agents:
+/// the sequence number of the last data frame stored (docs/protocol.md). A follower resumes after it.
+struct StreamPosition {
+  int64_t node = 0;
+  int64_t seq = 0;
+  bool operator==(const StreamPosition&) const = default;
+};
+
 /// A file a run produced (a checkpoint).
 struct Artifact {
   std::string kind;  ///< "checkpoint", ...

@@ -45,6 +45,10 @@ struct ArtifactRecord {
   int64_t run;
   Artifact artifact;
 };
+struct PositionRecord {
+  int64_t run;
+  StreamPosition position;
+};
 struct StatusRecord {
   int64_t run;
   RunStatus status;
@@ -54,7 +58,8 @@ struct StatusRecord {
 struct CreateRecord {
   std::unique_ptr<CreateRequest> request;
 };
-using Record = std::variant<MetricRecord, GroupRecord, EventRecord, LogRecord, ArtifactRecord, StatusRecord, CreateRecord>;
+using Record = std::variant<MetricRecord, GroupRecord, EventRecord, LogRecord, ArtifactRecord, PositionRecord, StatusRecord,
+                            CreateRecord>;
 
 template <class... F>
 struct Overloaded : F... {
@@ -118,9 +123,11 @@ struct Writer::Impl {
       const int64_t pages = std::max<int64_t>(1, options.max_db_bytes / page_size.column_int(0));
       connection.exec("PRAGMA max_page_count = " + std::to_string(pages), "setting the size limit");
     }
+    // A run held by agents (hosts given) goes on without a follower: it stays running (detached) until
+    // a follower attaches again and records how it ended.
     Statement mark_lost(connection,
                         "UPDATE runs SET status = 'lost', ended_ms = ?, exit_reason = 'the process writing it ended "
-                        "without closing it' WHERE status IN ('starting', 'running')");
+                        "without closing it' WHERE status = 'starting' OR (status = 'running' AND hosts_json = '[]')");
     mark_lost.bind_int(1, now_ms()).run("marking runs of a dead writer as lost");
     thread = std::thread([this] { run(); });
   }
@@ -167,6 +174,7 @@ struct Writer::Impl {
                      [&](EventRecord& r) { ingest.event(r.run, r.event); },
                      [&](LogRecord& r) { ingest.log(r.run, r.line); },
                      [&](ArtifactRecord& r) { ingest.artifact(r.run, r.artifact); },
+                     [&](PositionRecord& r) { ingest.stream_position(r.run, r.position); },
                      [&](StatusRecord& r) {
                        update_status.bind_int(1, r.run)
                            .bind_text(2, to_string(r.status))
@@ -320,6 +328,7 @@ void Writer::append(const RunHandle& run, LogLine line) {
 }
 
 void Writer::append(const RunHandle& run, Artifact artifact) { impl_->push(ArtifactRecord{run.key, std::move(artifact)}, 1); }
+void Writer::append(const RunHandle& run, StreamPosition position) { impl_->push(PositionRecord{run.key, position}, 1); }
 
 void Writer::set_status(const RunHandle& run, RunStatus status, std::string exit_reason) {
   impl_->push(StatusRecord{run.key, status, std::move(exit_reason), now_ms()}, 1);

@@ -39,7 +39,8 @@ struct RunHandle {
 class Writer {
  public:
   /// Takes the writer lock, opens (creating, migrating) the history, marks runs left starting or
-  /// running by a writer that died as lost, starts the writer thread.
+  /// running by a writer that died as lost (except running runs held by agents: hosts not empty, they
+  /// are detached), starts the writer thread.
   explicit Writer(const std::string& path, WriterOptions options = {});
   /// Commits what is queued and stops; errors are swallowed here (call close() to see them).
   ~Writer();
@@ -61,6 +62,8 @@ class Writer {
   void append(const RunHandle& run, TimelineEvent event);
   void append(const RunHandle& run, LogLine line);
   void append(const RunHandle& run, Artifact artifact);
+  /// Committed in queue order with what was appended before it (a follower's resume point).
+  void append(const RunHandle& run, StreamPosition position);
   /// Queued in order with the data: starting/running set started_ms (once), final states ended_ms.
   void set_status(const RunHandle& run, RunStatus status, std::string exit_reason = {});
 

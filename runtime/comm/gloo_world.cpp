@@ -1,6 +1,7 @@
 // Gloo communicators through c10d's ProcessGroupGloo, TCPStore rendezvous and the heartbeat.
 #include "runtime/comm/gloo_world.hpp"
 
+#include <cstring>
 #include <map>
 #include <mutex>
 #include <sstream>
@@ -214,6 +215,20 @@ void GlooWorld::store_barrier(const std::string& name) {
     if (Clock::now() > deadline) throw CommError(diagnose("barrier " + name, "world", all_ranks(), "timed out"));
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
+}
+
+std::vector<int64_t> GlooWorld::store_gather(const std::string& name, int64_t value) {
+  const std::string key = "tessera/gather/" + name + "/";
+  impl_->store->set(key + std::to_string(options_.rank), std::vector<uint8_t>(reinterpret_cast<const uint8_t*>(&value),
+                                                                              reinterpret_cast<const uint8_t*>(&value + 1)));
+  store_barrier("gather/" + name);
+  std::vector<int64_t> values(options_.world_size);
+  for (int r = 0; r < options_.world_size; ++r) {
+    const auto bytes = impl_->store->get(key + std::to_string(r));
+    if (bytes.size() != sizeof(int64_t)) throw CommError("gather " + name + ": rank " + std::to_string(r) + " sent a malformed value");
+    std::memcpy(&values[r], bytes.data(), sizeof(int64_t));
+  }
+  return values;
 }
 
 std::vector<int64_t> GlooWorld::all_ranks() const {

@@ -52,6 +52,9 @@ class GlooWorld {
   /// Returns once every rank of the world has called it with the same `name` (bounded by the
   /// timeout); through the store, so it needs no group.
   void store_barrier(const std::string& name);
+  /// Every rank's `value` (indexed by rank), once every rank has called it with the same `name`
+  /// (a barrier too); through the store.
+  std::vector<int64_t> store_gather(const std::string& name, int64_t value);
 
   /// After a failed operation: which members of the group stopped beating (checked over ~1.5 s).
   /// Returns the message for CommError: the operation, the group, the dead peers or "timed out".

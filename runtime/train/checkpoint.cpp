@@ -44,7 +44,7 @@ std::string checkpoint_dir(const std::string& out_dir, int64_t step) {
   return out_dir + "/checkpoints/" + name;
 }
 
-void save_rank_state(const std::string& out_dir, int64_t step, int rank, const RankState& state) {
+int64_t save_rank_state(const std::string& out_dir, int64_t step, int rank, const RankState& state) {
   const std::string dir = checkpoint_dir(out_dir, step);
   fs::create_directories(dir);
   const std::string path = rank_file(dir, rank), temp = path + ".tmp";
@@ -52,14 +52,14 @@ void save_rank_state(const std::string& out_dir, int64_t step, int rank, const R
                                       at::full({1}, state.optimizer_steps, at::kLong)},
               temp);
   fs::rename(temp, path);
+  return static_cast<int64_t>(fs::file_size(path));
 }
 
-void write_manifest(const std::string& out_dir, int64_t step, const spec::RunSpec& spec) {
+void write_manifest(const std::string& out_dir, int64_t step, const spec::RunSpec& spec,
+                    const std::vector<int64_t>& rank_file_bytes) {
   const std::string dir = checkpoint_dir(out_dir, step);
-  nlohmann::json files = nlohmann::json::array();
-  for (int r = 0; r < spec.world_size(); ++r) files.push_back(static_cast<int64_t>(fs::file_size(rank_file(dir, r))));
   const nlohmann::json manifest = {{"format", "tessera-checkpoint"}, {"version", 1}, {"step", step},
-                                   {"layout", layout_of(spec)}, {"rank_file_bytes", files}};
+                                   {"layout", layout_of(spec)}, {"rank_file_bytes", rank_file_bytes}};
   const std::string temp = dir + "/manifest.json.tmp";
   std::ofstream(temp) << manifest.dump(2) << "\n";
   fs::rename(temp, dir + "/manifest.json");

@@ -28,10 +28,13 @@ struct RankState {
 
 std::string checkpoint_dir(const std::string& out_dir, int64_t step);
 
-/// Writes this rank's file of checkpoint `step` (temporary name, then rename).
-void save_rank_state(const std::string& out_dir, int64_t step, int rank, const RankState& state);
-/// Rank 0, after all ranks saved: the manifest (layout, step, size of every rank's file), written last.
-void write_manifest(const std::string& out_dir, int64_t step, const spec::RunSpec& spec);
+/// Writes this rank's file of checkpoint `step` (temporary name, then rename); returns its size.
+int64_t save_rank_state(const std::string& out_dir, int64_t step, int rank, const RankState& state);
+/// Rank 0, after all ranks saved: the manifest (layout, step, size of every rank's file, as each rank
+/// reported it: on several nodes without a shared filesystem the files are in each node's directory),
+/// written last.
+void write_manifest(const std::string& out_dir, int64_t step, const spec::RunSpec& spec,
+                    const std::vector<int64_t>& rank_file_bytes);
 
 /// The step of the newest complete checkpoint under DIR/checkpoints, checked against `spec` (same
 /// layout, every rank file present with the size the manifest records). Throws CheckpointError with

@@ -199,9 +199,10 @@ class Trainer {
       }
       const bool last = step == spec_.training.train_steps;
       if (!options_.out_dir.empty() && (last || (options_.save_every > 0 && step % options_.save_every == 0))) {
-        save_rank_state(options_.out_dir, step, world_.rank(), rank_state());
-        world_.store_barrier("checkpoint-" + std::to_string(step));
-        if (world_.rank() == 0) write_manifest(options_.out_dir, step, spec_);
+        const int64_t bytes = save_rank_state(options_.out_dir, step, world_.rank(), rank_state());
+        // Sizes go through the store: on several nodes rank 0 does not see the other nodes' files.
+        const auto sizes = world_.store_gather("checkpoint-" + std::to_string(step), bytes);
+        if (world_.rank() == 0) write_manifest(options_.out_dir, step, spec_, sizes);
       }
     }
     world_.finish();

@@ -184,6 +184,47 @@ class TestAgent : public QObject {
     QCOMPARE(sink.ends.size(), size_t{2});
   }
 
+  // No follower acknowledges: the agent fills its outbox to the caps (16 KiB in memory, 128 KiB on
+  // disk), then stops reading the ranks, which block (alive, not dropped); a follower then gets
+  // everything exactly once, and the run's end reports the pause.
+  void fullOutboxPausesTheRanksAndLosesNothing() {
+    constexpr int64_t kDiskCap = 128 << 10;
+    AgentProcess agent("127.0.0.1", dir_.path() + "/full", {}, {}, {"TESSERA_FAKE_STEP_MS=0", "TESSERA_FAKE_METRICS_PER_STEP=10"},
+                       {"--outbox-memory-bytes", "16384", "--outbox-disk-bytes", QString::number(kDiskCap)});
+    test::TestKeys keys(dir_.path() + "/full-client");
+    const auto id = test::new_run_id();
+    launch::RunSession session(id, {agent.endpoint()}, keys.credentials);
+    constexpr int64_t kSteps = 3000;  // 33,000 records per rank: more than the 20,000 queued in between
+    session.launch(test::tiny_spec(kSteps, 1));
+    zmq::context_t context;
+    launch::AgentConnection probe(context, agent.endpoint(), keys.credentials);
+    nlohmann::json held;
+    const auto deadline = std::chrono::steady_clock::now() + 20s;
+    while (std::chrono::steady_clock::now() < deadline) {
+      held = probe.request("hello", {}, "inventory", 5000ms)["runs"][0];
+      if (held["outbox_full"].get<bool>()) break;
+      std::this_thread::sleep_for(50ms);
+    }
+    QVERIFY2(held["outbox_full"].get<bool>(), held.dump().c_str());
+    std::this_thread::sleep_for(1000ms);  // paused: nothing more is taken, the ranks wait
+    held = probe.request("hello", {}, "inventory", 5000ms)["runs"][0];
+    QVERIFY(held["outbox_full"].get<bool>());
+    QVERIFY(held["outbox_spill_bytes"].get<int64_t>() <= kDiskCap);
+    QVERIFY(QFileInfo(dir_.path() + "/full/runs/" + QString::fromStdString(id) + "/outbox.spill").size() <= kDiskCap);
+    QCOMPARE(held["state"], "running");
+    for (const auto& [rank, pid] : session.nodes()[0].pids) QVERIFY(test::process_alive(pid));
+
+    MemorySink sink;
+    std::atomic<bool> stop{false};
+    QCOMPARE(test::follow_for(session, sink, stop, 60s), launch::RunOutcome::done);
+    QVERIFY(sink.complete_exactly_once(4, kSteps));
+    QCOMPARE(sink.duplicate_frames, int64_t{0});
+    QCOMPARE(session.lost_frames(), int64_t{0});
+    QCOMPARE(sink.ends.size(), size_t{1});
+    QVERIFY(sink.ends[0]["outbox_pauses"].get<int64_t>() >= 1);
+    QVERIFY(sink.ends[0]["outbox_paused_s"].get<double>() >= 1.0);
+  }
+
   void unknownClientKeyIsRefused() {
     test::TestKeys keys(dir_.path() + "/refused");
     AgentProcess agent("127.0.0.1", dir_.path() + "/refused/work", keys.agent("a"), keys.authorized);

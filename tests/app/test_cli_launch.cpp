@@ -185,6 +185,33 @@ class TestCliLaunch : public QObject {
     QCOMPARE(run.exit_reason, std::string("stopped by the user"));
   }
 
+  // Launched without --follow, the run is detached: it stays running while other commands open the
+  // history (each opening marks runs of a dead writer lost), and `runs follow` backfills it whole.
+  void detachedRunStaysRunningAndFollowBackfillsIt() {
+    Agent a("127.0.0.1", dir_.path() + "/da", {"TESSERA_FAKE_STEP_MS=10"}), b("127.0.0.2", dir_.path() + "/db", {"TESSERA_FAKE_STEP_MS=10"});
+    const QString agents = a.endpoint() + "," + b.endpoint();
+    const auto first = cli({"launch", spec("detached", 150, 2), "--agents", agents});
+    QVERIFY2(first.exit_code == 0, qPrintable(first.err));
+    const QString id = run_id_of(first.out);
+    const auto second = cli({"launch", spec("detached-2", 20, 2), "--agents", agents});  // a second writer
+    QVERIFY2(second.exit_code == 0, qPrintable(second.err));
+    {
+      store::History history((dir_.path() + "/history.sqlite").toStdString());
+      QCOMPARE(history.run(id.toStdString()).status, store::RunStatus::running);
+      QCOMPARE(history.run(run_id_of(second.out).toStdString()).status, store::RunStatus::running);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));  // frames wait in the agents' outboxes
+    for (const QString& run : {id, run_id_of(second.out)}) {
+      const auto followed = cli({"runs", "follow", run, "--quiet"});
+      QVERIFY2(followed.exit_code == 0, qPrintable(followed.err + followed.out));
+      QVERIFY(followed.out.contains(" done "));
+    }
+    verify_exactly_once(id, 150);
+    verify_exactly_once(run_id_of(second.out), 20);
+    store::History history((dir_.path() + "/history.sqlite").toStdString());
+    QCOMPARE(history.run(id.toStdString()).status, store::RunStatus::done);
+  }
+
   void localAgentRunsWithoutAgentsGiven() {
     const auto r = cli({"launch", spec("local", 20, 1), "--follow"});
     QVERIFY2(r.exit_code == 0, qPrintable(r.err + r.out));

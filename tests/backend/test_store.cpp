@@ -162,6 +162,47 @@ class TestStore : public QObject {
     QCOMPARE(error_of([&] { Writer writer(path); }).kind(), ErrorKind::newer_schema);
   }
 
+  // A version-1 file kept stream positions as artifacts; version 2 moves them to their own table.
+  void streamPositionArtifactsMigrateToTheirTable() {
+    const auto path = db("positions-v1.sqlite");
+    const std::vector<Migration> v1(schema_migrations().begin(), schema_migrations().begin() + 1);
+    QCOMPARE(v1.back().version, 1);
+    {
+      Connection connection = open_history(path, v1);
+      connection.exec("INSERT INTO runs(id, name, status, created_ms, spec_json, plan_json, hosts_json, tessera_version) "
+                      "VALUES('0123456789abcdef0123456789abcdef', 'followed', 'running', 1, '{}', '{}', '[\"tcp://a:1\"]', 'x');"
+                      "INSERT INTO artifacts VALUES(1, 'stream_position', 'agent-stream/node-0', 41, 0, 0);"
+                      "INSERT INTO artifacts VALUES(1, 'stream_position', 'agent-stream/node-12', 7, 0, 0);"
+                      "INSERT INTO artifacts VALUES(1, 'checkpoint', 'ckpt/step_5', 5, 100, 0);",
+                      "writing a version-1 history");
+    }
+    History history(path);
+    QCOMPARE(sql_int(path, "SELECT max(version) FROM schema_version"), int64_t{2});
+    const auto positions = history.stream_positions("0123456789abcdef0123456789abcdef");
+    QCOMPARE(positions.size(), size_t{2});
+    QCOMPARE(positions[0], (StreamPosition{0, 41}));
+    QCOMPARE(positions[1], (StreamPosition{12, 7}));
+    const auto artifacts = history.artifacts("0123456789abcdef0123456789abcdef");
+    QCOMPARE(artifacts.size(), size_t{1});
+    QCOMPARE(artifacts[0].kind, std::string("checkpoint"));
+    // The writer keeps the highest position of a node and deletes them with the run.
+    {
+      Writer writer(path);
+      const auto run = writer.open_run("0123456789abcdef0123456789abcdef");
+      writer.append(run, StreamPosition{0, 45});
+      writer.append(run, StreamPosition{12, 3});
+      writer.append(run, StreamPosition{3, 1});
+      writer.flush();
+    }
+    const auto after = history.stream_positions("0123456789abcdef0123456789abcdef");
+    QCOMPARE(after.size(), size_t{3});
+    QCOMPARE(after[0], (StreamPosition{0, 45}));
+    QCOMPARE(after[1], (StreamPosition{3, 1}));
+    QCOMPARE(after[2], (StreamPosition{12, 7}));
+    history.delete_run("0123456789abcdef0123456789abcdef");
+    QCOMPARE(sql_int(path, "SELECT count(*) FROM stream_positions"), int64_t{0});
+  }
+
   void foreignSqliteFileRefused() {
     const auto path = db("foreign.sqlite");
     {
