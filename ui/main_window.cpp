@@ -15,11 +15,14 @@
 #include <QRadioButton>
 #include <QSettings>
 #include <QStatusBar>
+#include <QTimer>
 #include <QVBoxLayout>
 
 #include "designer_panel.hpp"
 #include "memory_view.hpp"
 #include "rank_grid_view.hpp"
+#include "run_windows.hpp"
+#include "store/location.hpp"
 #include "summary_strip.hpp"
 #include "timeline_view.hpp"
 
@@ -64,6 +67,7 @@ MainWindow::MainWindow(bool persistent, QWidget* parent)
   setObjectName(QStringLiteral("MainWindow"));
   resize(1600, 1000);
   buildViews();
+  runs_ = new RunWindows(QString::fromStdString(store::resolve_history_path("")), this);
   buildMenus();
   connect(&session_, &PlanSession::changed, this, &MainWindow::onSessionChanged);
   connect(&session_, &PlanSession::fileChanged, this, &MainWindow::updateTitle);
@@ -78,6 +82,8 @@ MainWindow::MainWindow(bool persistent, QWidget* parent)
     restoreState(settings.value("window/state").toByteArray());
     tabs_->setCurrentIndex(settings.value("window/tab", 0).toInt());
     color_by_->setCurrentIndex(settings.value("grid/colorBy", 0).toInt());
+    // Runs followed when the workbench was last closed go on on their agents: follow them again.
+    QTimer::singleShot(0, runs_, [this] { runs_->reattach(); });
   }
   setTheme(theme_);
   rebuildRecentMenu();
@@ -202,6 +208,15 @@ void MainWindow::buildMenus() {
   edit->addAction(tr("Edit &Fields"), QKeySequence(tr("Ctrl+L")), this, [this] {
     dock_->show();
     designer_->fieldView()->setFocus();
+  });
+
+  QMenu* run = menuBar()->addMenu(tr("&Run"));
+  run->addAction(tr("&Launch…"), QKeySequence(tr("Ctrl+R")), this, [this] {
+    if (session_.stale()) {
+      QMessageBox::warning(this, tr("Launch"), tr("The spec has a problem; fix it in the designer first."));
+      return;
+    }
+    runs_->launch(this, session_.spec());
   });
 
   QMenu* view = menuBar()->addMenu(tr("&View"));

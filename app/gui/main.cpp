@@ -1,19 +1,48 @@
 // tessera: the workbench. With --screenshot it renders one view of a spec offscreen to a PNG and exits
-// (for the user guide and tests): tessera --spec FILE --view grid --screenshot OUT.png [--size 1600x1000].
+// (for the user guide and tests): tessera --spec FILE --view grid --screenshot OUT.png [--size 1600x1000];
+// tessera --run ID --view dashboard|timeline [--db FILE] [--screenshot OUT.png] shows a recorded run.
 #include <cstdio>
 
 #include <QApplication>
 #include <QCommandLineParser>
+#include <QFileInfo>
 #include <QRegularExpression>
 
+#include "dashboard_widget.hpp"
 #include "main_window.hpp"
 #include "rank_grid_view.hpp"
+#include "store/location.hpp"
 
 namespace {
 
 int fail(const QString& message) {
   std::fprintf(stderr, "tessera: %s\n", qPrintable(message));
   return 2;
+}
+
+// tessera --run ID: the dashboard of a recorded run (live while it runs), or its screenshot.
+int showRun(QApplication& app, const QString& run, const QString& db, const QString& view, const QString& shot, const QSize& size) {
+  if (view != QLatin1String("dashboard") && view != QLatin1String("timeline"))
+    return fail(QStringLiteral("--view with --run must be dashboard or timeline, got \"%1\"").arg(view));
+  const QString path = QString::fromStdString(tessera::store::resolve_history_path(db.toStdString()));
+  if (!QFileInfo::exists(path)) return fail(QStringLiteral("--db: no history file %1").arg(path));
+  tessera::ui::DashboardWidget dashboard;
+  QString error;
+  if (!dashboard.openRun(path, run, &error)) return fail(QStringLiteral("--run: %1").arg(error));
+  dashboard.setWindowTitle(QStringLiteral("Tessera — %1").arg(QString::fromStdString(dashboard.feed()->run().name)));
+  if (view == QLatin1String("timeline")) dashboard.setFocus(tessera::ui::DashboardWidget::Focus::timeline);
+  dashboard.resize(size);
+  if (!shot.isEmpty()) {
+    dashboard.show();
+    QCoreApplication::processEvents();
+    dashboard.showTimelineStep(std::nullopt);
+    dashboard.flushReplots();
+    QCoreApplication::processEvents();
+    if (!dashboard.grab().toImage().save(shot)) return fail(QStringLiteral("cannot write %1").arg(shot));
+    return 0;
+  }
+  dashboard.show();
+  return app.exec();
 }
 
 }  // namespace
@@ -41,7 +70,7 @@ int main(int argc, char* argv[]) {
   parser.addHelpOption();
   parser.addVersionOption();
   QCommandLineOption specOption(QStringLiteral("spec"), QStringLiteral("Run spec to open."), QStringLiteral("FILE"));
-  QCommandLineOption viewOption(QStringLiteral("view"), QStringLiteral("View to show: designer, grid, memory or timeline."),
+  QCommandLineOption viewOption(QStringLiteral("view"), QStringLiteral("View to show: designer, grid, memory or timeline; with --run: dashboard or timeline."),
                                 QStringLiteral("VIEW"), QStringLiteral("designer"));
   QCommandLineOption shotOption(QStringLiteral("screenshot"), QStringLiteral("Render the view offscreen to a PNG and exit."),
                                 QStringLiteral("OUT.png"));
@@ -58,9 +87,29 @@ int main(int argc, char* argv[]) {
   QCommandLineOption setOption(QStringLiteral("set"),
                                QStringLiteral("Edit a field after opening, as in the designer (repeatable): parallel.tp=4."),
                                QStringLiteral("FIELD=VALUE"));
+  QCommandLineOption runOption(QStringLiteral("run"), QStringLiteral("Show the dashboard of this recorded run (id, id prefix or name)."),
+                               QStringLiteral("ID"));
+  QCommandLineOption dbOption(QStringLiteral("db"), QStringLiteral("History file (default: $TESSERA_DB, else $XDG_DATA_HOME/tessera/history.sqlite)."),
+                              QStringLiteral("FILE"));
   parser.addOptions({specOption, viewOption, shotOption, sizeOption, paletteOption, compareOption, rankOption, rangeOption, setOption});
+  parser.addOptions({runOption, dbOption});
   parser.addPositionalArgument(QStringLiteral("file"), QStringLiteral("Run spec to open (same as --spec)."));
   parser.process(app);
+
+  if (parser.isSet(runOption)) {
+    const auto match = QRegularExpression(QStringLiteral("^(\\d+)x(\\d+)$")).match(parser.value(sizeOption));
+    if (!match.hasMatch()) return fail(QStringLiteral("--size must be WIDTHxHEIGHT, got \"%1\"").arg(parser.value(sizeOption)));
+    if (parser.isSet(paletteOption)) {
+      const QString name = parser.value(paletteOption);
+      if (name == QLatin1String("dark")) tessera::ui::applyTheme(tessera::ui::ThemeChoice::dark);
+      else if (name == QLatin1String("light")) tessera::ui::applyTheme(tessera::ui::ThemeChoice::light);
+    } else {
+      tessera::ui::applyTheme(tessera::ui::ThemeChoice::light);
+    }
+    const QString view = parser.isSet(viewOption) ? parser.value(viewOption) : QStringLiteral("dashboard");
+    return showRun(app, parser.value(runOption), parser.value(dbOption), view, parser.value(shotOption),
+                   QSize(match.captured(1).toInt(), match.captured(2).toInt()));
+  }
 
   QString spec = parser.value(specOption);
   if (spec.isEmpty() && !parser.positionalArguments().isEmpty()) spec = parser.positionalArguments().front();
