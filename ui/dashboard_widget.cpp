@@ -332,6 +332,7 @@ DashboardWidget::Curve& DashboardWidget::curveFor(const SeriesKey& key, bool smo
   curve.ema = DebiasedEma(smoothing_);
   curve.graph = plot->addGraph();
   curve.graph->setAdaptiveSampling(true);
+  curve.stream = std::make_shared<StreamingGraph>(curve.graph);
   const bool per_stage = key.first == store::metric_name::bubble;
   const bool per_rank = key.first == store::metric_name::peak_memory_bytes;
   QColor color = colors::category(0, 1);
@@ -353,6 +354,8 @@ DashboardWidget::Curve& DashboardWidget::curveFor(const SeriesKey& key, bool smo
   curve.graph->setPen(QPen(color, smoothed ? 2.0 : 1.4));
   if (per_stage || per_rank) {
     plot->legend->setVisible(true);
+    // Memory curves sit near the top (the prediction lines lower): the legend goes below them.
+    if (per_rank) plot->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignVCenter | Qt::AlignRight);
     curve.graph->addToLegend();
   } else {
     curve.graph->removeFromLegend();
@@ -373,13 +376,13 @@ void DashboardWidget::feedCurve(Curve& curve, size_t from) {
     const double value = yOf(curve.key.first, data->values[i]);
     y.push_back(curve.smoothed ? curve.ema.add(value) : value);
   }
-  appendPoints(curve.graph, x, y);
+  curve.stream->append(x, y);
 }
 
 void DashboardWidget::rebuildCurves() {
   if (!feed_) return;
   for (auto& curve : curves_) {
-    curve.graph->data()->clear();
+    curve.stream->clear();
     curve.ema = DebiasedEma(smoothing_);
     feedCurve(curve, 0);
   }
@@ -623,7 +626,7 @@ void DashboardWidget::setSmoothing(double weight) {
   bool any = false;
   for (auto& curve : curves_)
     if (curve.smoothed) {
-      curve.graph->data()->clear();
+      curve.stream->clear();
       curve.ema = DebiasedEma(smoothing_);
       feedCurve(curve, 0);
       any = true;

@@ -92,6 +92,7 @@ class DashboardWidget : public QWidget {
  private:
   struct Curve {
     QCPGraph* graph = nullptr;
+    std::shared_ptr<StreamingGraph> stream;  ///< feeds `graph` a bounded decimation
     SeriesKey key;
     bool smoothed = false;
     DebiasedEma ema{0.0};

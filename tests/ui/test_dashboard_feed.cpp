@@ -12,6 +12,7 @@
 #include "launch_dialog.hpp"
 #include "run_feed.hpp"
 #include "store/writer.hpp"
+#include "streaming_graph.hpp"
 
 using namespace tessera;
 using namespace tessera::ui;
@@ -145,6 +146,36 @@ class TestDashboardFeed : public QObject {
     dashboard.setSmoothing(0.9);
     QVERIFY(dashboard.smoothedLoss()->data()->at(14)->value > loss->data()->at(14)->value);
     QCOMPARE(dashboard.smoothedLoss()->data()->at(0)->value, loss->data()->at(0)->value);  // debiased
+  }
+
+  void decimationIsBoundedKeepsSpikesAndIgnoresFrames() {
+    MinMaxDecimator whole(256);
+    std::vector<double> xs, ys;
+    for (int i = 0; i < 100000; ++i) {
+      xs.push_back(i);
+      ys.push_back(i == 77777 ? 1000.0 : i == 4242 ? -50.0 : std::sin(i * 0.01));
+    }
+    for (size_t i = 0; i < xs.size(); ++i) whole.add(xs[i], ys[i]);
+    QVERIFY(whole.xs().size() <= 2 * 256);
+    QCOMPARE(whole.points(), int64_t{100000});
+    QVERIFY(std::is_sorted(whole.xs().begin(), whole.xs().end()));
+    QCOMPARE(*std::max_element(whole.ys().begin(), whole.ys().end()), 1000.0);
+    QCOMPARE(*std::min_element(whole.ys().begin(), whole.ys().end()), -50.0);
+    QVERIFY(std::find(whole.xs().begin(), whole.xs().end(), 77777.0) != whole.xs().end());
+
+    // The graph: appended frame by frame, it ends with the decimation plus the open bucket's raw points.
+    QCustomPlot plot;
+    StreamingGraph stream(plot.addGraph(), 256);
+    for (size_t at = 0; at < xs.size(); at += 3333) {
+      const size_t end = std::min(xs.size(), at + 3333);
+      stream.append({xs.begin() + at, xs.begin() + end}, {ys.begin() + at, ys.begin() + end});
+    }
+    std::vector<double> expected = whole.xs();
+    for (const auto& [x, y] : whole.open()) expected.push_back(x);
+    std::vector<double> shown;
+    for (auto it = stream.graph()->data()->constBegin(); it != stream.graph()->data()->constEnd(); ++it) shown.push_back(it->key);
+    QCOMPARE(shown, expected);  // the same as decimating all points at once
+    QCOMPARE(shown.back(), 99999.0);
   }
 
   void missingRunIsAClearError() {
