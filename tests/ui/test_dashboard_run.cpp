@@ -1,17 +1,22 @@
 // The GUI's run path against a real local agent running real tessera-train ranks (tiny-gpt, PP=2, two
-// ranks, a few steps, in a temporary config dir and history): launching from RunController, the
+// ranks, a few steps, in a temporary config dir and history): the launch dialog's agent checks (bad
+// address, missing or malformed key, a pinned key remembered; the local agent's inventory and the fit
+// check); launching from RunController, the
 // dashboard's curves growing while the run goes and the run ending `done`; replaying the stored run
 // drawing the same series; a rank killed with SIGKILL failing the run with that rank named; and a
 // controller closed mid-run (the workbench closed) leaving the run going, a new one reattaching and
 // backfilling every step exactly once.
 #include <signal.h>
 
+#include <QtCore/QSettings>
 #include <QtCore/QTemporaryDir>
 #include <QtTest/QtTest>
 
 #include <fstream>
 
 #include "dashboard_widget.hpp"
+#include "launch_dialog.hpp"
+#include "protocol/keys.hpp"
 #include "run_controller.hpp"
 #include "store/history.hpp"
 
@@ -65,6 +70,8 @@ class TestDashboardRun : public QObject {
  private slots:
   void initTestCase() {
     QVERIFY(dir_.isValid());
+    qputenv("XDG_CONFIG_HOME", (dir_.path() + "/xdg").toUtf8());  // QSettings of the launch dialog
+    QCoreApplication::setOrganizationName("TesseraTest");
     qputenv("TESSERA_CONFIG_DIR", (dir_.path() + "/config").toUtf8());
     qputenv("TESSERA_AGENT", TESSERA_AGENT);
     qputenv("TESSERA_TRAIN", TESSERA_TRAIN);
@@ -76,6 +83,33 @@ class TestDashboardRun : public QObject {
     std::ifstream pid_file((dir_.path() + "/config/local-agent/agent.pid").toStdString());
     int64_t pid = 0;
     if (pid_file >> pid && pid > 0) ::kill(static_cast<pid_t>(pid), SIGTERM);
+  }
+
+  void launchDialogChecksAgentsAndFit() {
+    const auto spec_json = tinySpec("dialog", 4);
+    const auto spec = spec::parse_spec(nlohmann::json::parse(spec_json.dump()));
+    LaunchDialog dialog(spec, spec_json, db());
+    QString error;
+    QVERIFY(!dialog.addAgent("gpu-1:7070", "", &error));
+    QVERIFY2(error.contains("is not tcp://HOST:PORT"), qPrintable(error));
+    QVERIFY(!dialog.addAgent("tcp://10.0.0.5:7070", "", &error));
+    QVERIFY2(error.contains("give its public key"), qPrintable(error));
+    QVERIFY(!dialog.addAgent("tcp://10.0.0.5:7070", "not-a-key", &error));
+    const std::string key = protocol::generate_keypair().public_key;
+    QVERIFY2(dialog.addAgent("tcp://10.0.0.5:7070", QString::fromStdString(key), &error), qPrintable(error));
+    QCOMPARE(protocol::KnownAgents(launch::Credentials::from_config_dir().known_agents_path).key_of("tcp://10.0.0.5:7070"),
+             std::optional<std::string>(key));
+    QCOMPARE(QSettings().value(LaunchDialog::kAgentsKey).toStringList(), QStringList{"tcp://10.0.0.5:7070"});
+    // Only the local agent for this one-node spec.
+    QSignalSpy checked(&dialog, &LaunchDialog::inventoriesChecked);
+    dialog.agentTable()->item(1, 0)->setCheckState(Qt::Unchecked);
+    dialog.checkAgents();
+    QVERIFY(checked.wait(30000));
+    QVERIFY2(dialog.fitText().contains("The layout fits: 2 ranks on 1 node"), qPrintable(dialog.fitText()));
+    QVERIFY(!dialog.agentTable()->item(0, 2)->text().isEmpty());  // the local agent's host name
+    const auto request = dialog.request();
+    QVERIFY(request.agents.empty());  // the local agent
+    QCOMPARE(request.db_path, db().toStdString());
   }
 
   void launchShowsGrowingCurvesUntilDone() {
