@@ -264,6 +264,8 @@ void LaunchDialog::showInventories(const std::vector<nlohmann::json>& inventorie
   if (errors.isEmpty())
     for (const auto& p : fitProblems(spec_, inventories)) problems << QString::fromStdString(p);
   fits_ = problems.isEmpty();
+  resolved_.clear();
+  for (const auto& inv : inventories) resolved_.push_back(inv.value("endpoint", std::string()));
   fit_->setText(fits_ ? tr("✓ The layout fits: %1 ranks on %2 node(s).").arg(spec_.world_size()).arg(inventories.size())
                       : problems.join(QLatin1Char('\n')));
   fit_->setStyleSheet(QStringLiteral("color: %1").arg(fits_ ? colors::ok().name() : colors::warning().name()));
@@ -275,9 +277,15 @@ LaunchRequest LaunchDialog::request() const {
   LaunchRequest r;
   r.spec = spec_;
   r.spec_json = spec_json_;
-  for (const auto& e : chosenEndpoints())
-    if (!e.empty()) r.agents.push_back(e);
-  if (chosenEndpoints().size() == 1 && chosenEndpoints().front().empty()) r.agents.clear();
+  const auto chosen = chosenEndpoints();
+  if (chosen.size() == 1 && chosen.front().empty()) {
+    r.agents.clear();  // the local agent alone: the controller starts it if it exited meanwhile
+  } else if (resolved_.size() == chosen.size()) {
+    r.agents = resolved_;  // the local agent among others: at the endpoint the check found
+  } else {
+    for (const auto& e : chosen)
+      if (!e.empty()) r.agents.push_back(e);
+  }
   r.name = name_->text().trimmed().toStdString();
   for (const QString& tag : tags_->text().split(QLatin1Char(','), Qt::SkipEmptyParts))
     if (!tag.trimmed().isEmpty()) r.tags.push_back(tag.trimmed().toStdString());

@@ -68,6 +68,7 @@ class LaunchDialog : public QDialog {
   QPushButton* launch_ = nullptr;
   std::thread checker_;
   bool fits_ = false;
+  std::vector<std::string> resolved_;  ///< the checked agents' endpoints (the local agent's included)
 };
 
 }  // namespace tessera::ui
