@@ -5,10 +5,13 @@
 
 #include <QApplication>
 #include <QCommandLineParser>
+#include <QEventLoop>
 #include <QFileInfo>
+#include <QTimer>
 #include <QRegularExpression>
 
 #include "dashboard_widget.hpp"
+#include "launch_dialog.hpp"
 #include "main_window.hpp"
 #include "rank_grid_view.hpp"
 #include "store/location.hpp"
@@ -113,6 +116,24 @@ int main(int argc, char* argv[]) {
 
   QString spec = parser.value(specOption);
   if (spec.isEmpty() && !parser.positionalArguments().isEmpty()) spec = parser.positionalArguments().front();
+  if (parser.value(viewOption) == QLatin1String("launch")) {
+    // The launch dialog for the spec, after checking the local agent (for the user guide).
+    if (!parser.isSet(shotOption)) return fail(QStringLiteral("--view launch needs --screenshot"));
+    tessera::ui::MainWindow window(/*persistent=*/false);
+    QString error;
+    if (!spec.isEmpty() && !window.openFile(spec, &error)) return fail(QStringLiteral("%1:\n%2").arg(spec, error));
+    tessera::ui::applyTheme(tessera::ui::ThemeChoice::light);
+    tessera::ui::LaunchDialog dialog(window.session()->spec(), tessera::spec::to_json(window.session()->spec()),
+                                     QString::fromStdString(tessera::store::resolve_history_path(parser.value(dbOption).toStdString())));
+    QEventLoop loop;
+    QObject::connect(&dialog, &tessera::ui::LaunchDialog::inventoriesChecked, &loop, &QEventLoop::quit);
+    dialog.show();
+    dialog.checkAgents();
+    QTimer::singleShot(30000, &loop, &QEventLoop::quit);
+    loop.exec();
+    if (!dialog.grab().toImage().save(parser.value(shotOption))) return fail(QStringLiteral("cannot write %1").arg(parser.value(shotOption)));
+    return 0;
+  }
   const auto view = tessera::ui::MainWindow::viewFromName(parser.value(viewOption));
   if (!view) return fail(QStringLiteral("--view must be designer, grid, memory or timeline, got \"%1\"").arg(parser.value(viewOption)));
 
