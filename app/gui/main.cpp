@@ -73,7 +73,7 @@ int main(int argc, char* argv[]) {
   parser.addHelpOption();
   parser.addVersionOption();
   QCommandLineOption specOption(QStringLiteral("spec"), QStringLiteral("Run spec to open."), QStringLiteral("FILE"));
-  QCommandLineOption viewOption(QStringLiteral("view"), QStringLiteral("View to show: designer, grid, memory or timeline; with --run: dashboard or timeline."),
+  QCommandLineOption viewOption(QStringLiteral("view"), QStringLiteral("View to show: designer, grid, memory, timeline or launch (the launch dialog, with --screenshot); with --run: dashboard or timeline."),
                                 QStringLiteral("VIEW"), QStringLiteral("designer"));
   QCommandLineOption shotOption(QStringLiteral("screenshot"), QStringLiteral("Render the view offscreen to a PNG and exit."),
                                 QStringLiteral("OUT.png"));
