@@ -15,14 +15,16 @@
 #include <QRadioButton>
 #include <QSettings>
 #include <QStatusBar>
+#include <QTimer>
 #include <QVBoxLayout>
 
 #include "designer_panel.hpp"
 #include "history_window.hpp"
 #include "memory_view.hpp"
 #include "rank_grid_view.hpp"
-#include "summary_strip.hpp"
+#include "run_windows.hpp"
 #include "store/location.hpp"
+#include "summary_strip.hpp"
 #include "timeline_view.hpp"
 
 namespace tessera::ui {
@@ -66,6 +68,7 @@ MainWindow::MainWindow(bool persistent, QWidget* parent)
   setObjectName(QStringLiteral("MainWindow"));
   resize(1600, 1000);
   buildViews();
+  runs_ = new RunWindows(QString::fromStdString(store::resolve_history_path("")), this);
   buildMenus();
   connect(&session_, &PlanSession::changed, this, &MainWindow::onSessionChanged);
   connect(&session_, &PlanSession::fileChanged, this, &MainWindow::updateTitle);
@@ -80,6 +83,8 @@ MainWindow::MainWindow(bool persistent, QWidget* parent)
     restoreState(settings.value("window/state").toByteArray());
     tabs_->setCurrentIndex(settings.value("window/tab", 0).toInt());
     color_by_->setCurrentIndex(settings.value("grid/colorBy", 0).toInt());
+    // Runs followed when the workbench was last closed go on on their agents: follow them again.
+    QTimer::singleShot(0, runs_, [this] { runs_->reattach(); });
   }
   setTheme(theme_);
   rebuildRecentMenu();
@@ -204,6 +209,15 @@ void MainWindow::buildMenus() {
   edit->addAction(tr("Edit &Fields"), QKeySequence(tr("Ctrl+L")), this, [this] {
     dock_->show();
     designer_->fieldView()->setFocus();
+  });
+
+  QMenu* run = menuBar()->addMenu(tr("&Run"));
+  run->addAction(tr("&Launch…"), QKeySequence(tr("Ctrl+R")), this, [this] {
+    if (session_.stale()) {
+      QMessageBox::warning(this, tr("Launch"), tr("The spec has a problem; fix it in the designer first."));
+      return;
+    }
+    runs_->launch(this, session_.spec());
   });
 
   QMenu* view = menuBar()->addMenu(tr("&View"));
@@ -450,6 +464,10 @@ void MainWindow::showHistory() {
     if (!window) return (void)QMessageBox::warning(this, tr("Run history"), error);
     history_window_ = window.release();
     connect(history_window_, &HistoryWindow::openRunRequested, this, &MainWindow::openRunRequested);
+    connect(history_window_, &HistoryWindow::openRunRequested, this, [this](const QString& run_id) {
+      QString error;
+      if (!runs_->open(run_id, &error)) QMessageBox::warning(this, tr("Open run"), error);
+    });
   }
   history_window_->show();
   history_window_->raise();

@@ -24,6 +24,7 @@ namespace tessera::ui {
 class DesignerPanel;
 class HistoryWindow;
 class MemoryView;
+class RunWindows;
 class RankGridView;
 class SummaryStrip;
 class TimelineView;
@@ -45,6 +46,8 @@ class MainWindow : public QMainWindow {
   MemoryView* memoryView() const { return memory_view_; }
   TimelineView* timelineView() const { return timeline_view_; }
   SpecFieldModel* specModel() { return &spec_model_; }
+  /// Launching runs and their dashboards (into the history at $TESSERA_DB or the default path).
+  RunWindows* runs() const { return runs_; }
 
   /// The view in front (View::grid, memory or timeline).
   View currentView() const;
@@ -112,6 +115,7 @@ class MainWindow : public QMainWindow {
   QActionGroup* theme_actions_ = nullptr;
   ThemeChoice theme_ = ThemeChoice::system;
   QPointer<HistoryWindow> history_window_;
+  RunWindows* runs_ = nullptr;
 };
 
 }  // namespace tessera::ui

@@ -10,26 +10,57 @@ namespace tessera::ui {
 void TimelineModel::setPlan(PlanPtr plan) {
   beginResetModel();
   plan_ = std::move(plan);
-  events_.clear();
-  stage_ranges_.clear();
-  if (plan_) {
-    events_ = plan_->prediction.simulation.events;
-    std::stable_sort(events_.begin(), events_.end(), [](const auto& a, const auto& b) {
-      return a.stage != b.stage ? a.stage < b.stage : a.start_s < b.start_s;
-    });
-    stage_ranges_.assign(plan_->schedule.pp, {0, 0});
-    size_t i = 0;
-    for (int s = 0; s < plan_->schedule.pp; ++s) {
-      const size_t first = i;
-      while (i < events_.size() && events_[i].stage == s) ++i;
-      stage_ranges_[s] = {first, i};
-    }
-  }
+  measured_ = false;
+  caption_.clear();
+  events_ = plan_ ? plan_->prediction.simulation.events : std::vector<planner::TimelineEvent>{};
+  makespan_s_ = plan_ ? plan_->prediction.simulation.makespan_s : 0.0;
+  bubble_ = plan_ ? plan_->prediction.simulation.bubble_fraction : 0.0;
+  indexStages();
   endResetModel();
 }
 
-double TimelineModel::makespan() const { return plan_ ? plan_->prediction.simulation.makespan_s : 0.0; }
-double TimelineModel::bubbleFraction() const { return plan_ ? plan_->prediction.simulation.bubble_fraction : 0.0; }
+void TimelineModel::setMeasured(PlanPtr plan, std::vector<planner::TimelineEvent> events, const QString& caption) {
+  beginResetModel();
+  plan_ = std::move(plan);
+  measured_ = true;
+  caption_ = caption;
+  events_ = std::move(events);
+  // The same definition as the simulator: idle share of the makespan on the busiest stage.
+  double begin = events_.empty() ? 0.0 : events_.front().start_s, end = begin;
+  std::vector<double> busy_s(plan_ ? static_cast<size_t>(plan_->schedule.pp) : 0, 0.0);
+  for (const auto& e : events_) {
+    begin = std::min(begin, e.start_s);
+    end = std::max(end, e.end_s);
+    if (e.stage >= 0 && static_cast<size_t>(e.stage) < busy_s.size()) busy_s[e.stage] += e.end_s - e.start_s;
+  }
+  makespan_s_ = end;
+  const double busiest = busy_s.empty() ? 0.0 : *std::max_element(busy_s.begin(), busy_s.end());
+  bubble_ = end - begin > 0 ? std::clamp(1.0 - busiest / (end - begin), 0.0, 1.0) : 0.0;
+  indexStages();
+  endResetModel();
+}
+
+void TimelineModel::indexStages() {
+  stage_ranges_.clear();
+  if (!plan_) {
+    events_.clear();
+    return;
+  }
+  std::stable_sort(events_.begin(), events_.end(), [](const auto& a, const auto& b) {
+    return a.stage != b.stage ? a.stage < b.stage : a.start_s < b.start_s;
+  });
+  stage_ranges_.assign(plan_->schedule.pp, {0, 0});
+  size_t i = 0;
+  while (i < events_.size() && events_[i].stage < 0) ++i;
+  for (int s = 0; s < plan_->schedule.pp; ++s) {
+    const size_t first = i;
+    while (i < events_.size() && events_[i].stage == s) ++i;
+    stage_ranges_[s] = {first, i};
+  }
+}
+
+double TimelineModel::makespan() const { return makespan_s_; }
+double TimelineModel::bubbleFraction() const { return bubble_; }
 
 int TimelineModel::rowCount(const QModelIndex& parent) const {
   return parent.isValid() ? 0 : static_cast<int>(events_.size());

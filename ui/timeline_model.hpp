@@ -1,5 +1,6 @@
-// Table model of a simulated pipeline timeline: one row per op (stage, kind, microbatch, chunk,
-// start, end), ordered by stage then start, with each stage's row range for fast painting.
+// Table model of a pipeline timeline: one row per op (stage, kind, microbatch, chunk, start, end),
+// ordered by stage then start, with each stage's row range for fast painting. The events are the
+// plan's simulation, or a measured step of a run drawn against the plan's schedule.
 #pragma once
 
 #include <utility>
@@ -19,7 +20,13 @@ class TimelineModel : public QAbstractTableModel {
 
   explicit TimelineModel(QObject* parent = nullptr) : QAbstractTableModel(parent) {}
   void setPlan(PlanPtr plan);
+  /// Measured events of one step of a run, drawn with `plan`'s schedule (shape and colours); the
+  /// caption ("measured · step 12") leads the view's title, makespan and bubble come from the events.
+  void setMeasured(PlanPtr plan, std::vector<planner::TimelineEvent> events, const QString& caption);
   const planner::Plan* plan() const { return plan_.get(); }
+  /// "" for a plan's simulation.
+  const QString& caption() const { return caption_; }
+  bool measured() const { return measured_; }
 
   const std::vector<planner::TimelineEvent>& events() const { return events_; }
   int stageCount() const { return static_cast<int>(stage_ranges_.size()); }
@@ -34,7 +41,12 @@ class TimelineModel : public QAbstractTableModel {
   QVariant headerData(int section, Qt::Orientation orientation, int role = Qt::DisplayRole) const override;
 
  private:
+  void indexStages();
+
   PlanPtr plan_;
+  bool measured_ = false;
+  QString caption_;
+  double makespan_s_ = 0, bubble_ = 0;
   std::vector<planner::TimelineEvent> events_;
   std::vector<std::pair<size_t, size_t>> stage_ranges_;
 };

@@ -105,11 +105,12 @@ std::vector<TimelineView::Band> TimelineView::bands() const {
 
 QString TimelineView::title(const TimelineModel& model) const {
   const auto& plan = *model.plan();
-  QString text = tr("%1 · %2 stages").arg(scheduleName(plan.schedule.schedule)).arg(plan.schedule.pp);
+  QString text = model.caption().isEmpty() ? QString() : model.caption() + QStringLiteral(" · ");
+  text += tr("%1 · %2 stages").arg(scheduleName(plan.schedule.schedule)).arg(plan.schedule.pp);
   if (plan.schedule.vpp > 1) text += tr(" × %1 chunks").arg(plan.schedule.vpp);
-  text += tr(" · %1 microbatches · pipeline %2 · bubble %3 · peak memory %4")
-              .arg(plan.schedule.microbatches)
-              .arg(formatSeconds(model.makespan()), formatPercent(model.bubbleFraction()), formatGiB(plan.memory.peak_bytes));
+  text += tr(" · %1 microbatches · pipeline %2 · bubble %3").arg(plan.schedule.microbatches).arg(formatSeconds(model.makespan()), formatPercent(model.bubbleFraction()));
+  if (model.measured()) return text;  // measured memory is on the dashboard's memory plot
+  text += tr(" · peak memory %1").arg(formatGiB(plan.memory.peak_bytes));
   if (!plan.memory.fits) text += tr(" (OOM)");
   return text;
 }

@@ -1,20 +1,52 @@
 // tessera: the workbench. With --screenshot it renders one view of a spec offscreen to a PNG and exits
-// (for the user guide and tests): tessera --spec FILE --view grid --screenshot OUT.png [--size 1600x1000].
+// (for the user guide and tests): tessera --spec FILE --view grid --screenshot OUT.png [--size 1600x1000];
+// tessera --run ID --view dashboard|timeline [--db FILE] [--screenshot OUT.png] shows a recorded run.
 #include <cstdio>
 
 #include <QApplication>
 #include <QCommandLineParser>
+#include <QEventLoop>
+#include <QFileInfo>
+#include <QTimer>
 #include <QRegularExpression>
 
+#include "dashboard_widget.hpp"
 #include "history_command.hpp"
+#include "launch_dialog.hpp"
 #include "main_window.hpp"
 #include "rank_grid_view.hpp"
+#include "store/location.hpp"
 
 namespace {
 
 int fail(const QString& message) {
   std::fprintf(stderr, "tessera: %s\n", qPrintable(message));
   return 2;
+}
+
+// tessera --run ID: the dashboard of a recorded run (live while it runs), or its screenshot.
+int showRun(QApplication& app, const QString& run, const QString& db, const QString& view, const QString& shot, const QSize& size) {
+  if (view != QLatin1String("dashboard") && view != QLatin1String("timeline"))
+    return fail(QStringLiteral("--view with --run must be dashboard or timeline, got \"%1\"").arg(view));
+  const QString path = QString::fromStdString(tessera::store::resolve_history_path(db.toStdString()));
+  if (!QFileInfo::exists(path)) return fail(QStringLiteral("--db: no history file %1").arg(path));
+  tessera::ui::DashboardWidget dashboard;
+  QString error;
+  if (!dashboard.openRun(path, run, &error)) return fail(QStringLiteral("--run: %1").arg(error));
+  dashboard.setWindowTitle(QStringLiteral("Tessera — %1").arg(QString::fromStdString(dashboard.feed()->run().name)));
+  if (view == QLatin1String("timeline")) dashboard.setFocus(tessera::ui::DashboardWidget::Focus::timeline);
+  dashboard.resize(size);
+  if (!shot.isEmpty()) {
+    dashboard.show();
+    QCoreApplication::processEvents();
+    dashboard.showTimelineStep(std::nullopt);
+    dashboard.flushReplots();
+    QCoreApplication::processEvents();
+    if (!dashboard.grab().toImage().save(shot)) return fail(QStringLiteral("cannot write %1").arg(shot));
+    return 0;
+  }
+  dashboard.show();
+  return app.exec();
 }
 
 }  // namespace
@@ -42,7 +74,7 @@ int main(int argc, char* argv[]) {
   parser.addHelpOption();
   parser.addVersionOption();
   QCommandLineOption specOption(QStringLiteral("spec"), QStringLiteral("Run spec to open."), QStringLiteral("FILE"));
-  QCommandLineOption viewOption(QStringLiteral("view"), QStringLiteral("View to show: designer, grid, memory or timeline."),
+  QCommandLineOption viewOption(QStringLiteral("view"), QStringLiteral("View to show: designer, grid, memory, timeline or launch (the launch dialog, with --screenshot); with --run: dashboard or timeline."),
                                 QStringLiteral("VIEW"), QStringLiteral("designer"));
   QCommandLineOption shotOption(QStringLiteral("screenshot"), QStringLiteral("Render the view offscreen to a PNG and exit."),
                                 QStringLiteral("OUT.png"));
@@ -54,7 +86,7 @@ int main(int argc, char* argv[]) {
                                    QStringLiteral("Timeline: also show this schedule (gpipe, 1f1b, interleaved, zb-h1). "
                                                   "Or ID,ID[,...]: compare these stored runs."),
                                    QStringLiteral("SCHEDULE|RUNS"));
-  QCommandLineOption dbOption(QStringLiteral("db"), QStringLiteral("Run history for --compare RUNS (default: $TESSERA_DB, else "
+  QCommandLineOption dbOption(QStringLiteral("db"), QStringLiteral("Run history for --run, --compare RUNS and --history (default: $TESSERA_DB, else "
                                                                    "$XDG_DATA_HOME/tessera/history.sqlite)."),
                               QStringLiteral("FILE"));
   QCommandLineOption historyOption(QStringLiteral("history"), QStringLiteral("Open the run history (--db picks the file)."));
@@ -65,7 +97,10 @@ int main(int argc, char* argv[]) {
   QCommandLineOption setOption(QStringLiteral("set"),
                                QStringLiteral("Edit a field after opening, as in the designer (repeatable): parallel.tp=4."),
                                QStringLiteral("FIELD=VALUE"));
-  parser.addOptions({specOption, viewOption, shotOption, sizeOption, paletteOption, compareOption, rankOption, rangeOption, setOption, dbOption, historyOption});
+  QCommandLineOption runOption(QStringLiteral("run"), QStringLiteral("Show the dashboard of this recorded run (id, id prefix or name)."),
+                               QStringLiteral("ID"));
+  parser.addOptions({specOption, viewOption, shotOption, sizeOption, paletteOption, compareOption, rankOption, rangeOption, setOption,
+                     dbOption, historyOption, runOption});
   parser.addPositionalArgument(QStringLiteral("file"), QStringLiteral("Run spec to open (same as --spec)."));
   parser.process(app);
 
@@ -76,8 +111,41 @@ int main(int argc, char* argv[]) {
     return tessera::app::runHistoryCommand({compareRuns ? parser.value(compareOption) : QString(), parser.value(dbOption),
                                             parser.value(shotOption), parser.value(sizeOption), parser.value(paletteOption)});
 
+  if (parser.isSet(runOption)) {
+    const auto match = QRegularExpression(QStringLiteral("^(\\d+)x(\\d+)$")).match(parser.value(sizeOption));
+    if (!match.hasMatch()) return fail(QStringLiteral("--size must be WIDTHxHEIGHT, got \"%1\"").arg(parser.value(sizeOption)));
+    if (parser.isSet(paletteOption)) {
+      const QString name = parser.value(paletteOption);
+      if (name == QLatin1String("dark")) tessera::ui::applyTheme(tessera::ui::ThemeChoice::dark);
+      else if (name == QLatin1String("light")) tessera::ui::applyTheme(tessera::ui::ThemeChoice::light);
+    } else {
+      tessera::ui::applyTheme(tessera::ui::ThemeChoice::light);
+    }
+    const QString view = parser.isSet(viewOption) ? parser.value(viewOption) : QStringLiteral("dashboard");
+    return showRun(app, parser.value(runOption), parser.value(dbOption), view, parser.value(shotOption),
+                   QSize(match.captured(1).toInt(), match.captured(2).toInt()));
+  }
+
   QString spec = parser.value(specOption);
   if (spec.isEmpty() && !parser.positionalArguments().isEmpty()) spec = parser.positionalArguments().front();
+  if (parser.value(viewOption) == QLatin1String("launch")) {
+    // The launch dialog for the spec, after checking the local agent (for the user guide).
+    if (!parser.isSet(shotOption)) return fail(QStringLiteral("--view launch needs --screenshot"));
+    tessera::ui::MainWindow window(/*persistent=*/false);
+    QString error;
+    if (!spec.isEmpty() && !window.openFile(spec, &error)) return fail(QStringLiteral("%1:\n%2").arg(spec, error));
+    tessera::ui::applyTheme(tessera::ui::ThemeChoice::light);
+    tessera::ui::LaunchDialog dialog(window.session()->spec(), tessera::spec::to_json(window.session()->spec()),
+                                     QString::fromStdString(tessera::store::resolve_history_path(parser.value(dbOption).toStdString())));
+    QEventLoop loop;
+    QObject::connect(&dialog, &tessera::ui::LaunchDialog::inventoriesChecked, &loop, &QEventLoop::quit);
+    dialog.show();
+    dialog.checkAgents();
+    QTimer::singleShot(30000, &loop, &QEventLoop::quit);
+    loop.exec();
+    if (!dialog.grab().toImage().save(parser.value(shotOption))) return fail(QStringLiteral("cannot write %1").arg(parser.value(shotOption)));
+    return 0;
+  }
   const auto view = tessera::ui::MainWindow::viewFromName(parser.value(viewOption));
   if (!view) return fail(QStringLiteral("--view must be designer, grid, memory or timeline, got \"%1\"").arg(parser.value(viewOption)));
 

@@ -231,6 +231,32 @@ std::vector<TimelineEvent> History::timeline(const std::string& id) const {
   return out;
 }
 
+std::vector<TimelineEvent> History::timeline_of_step(const std::string& id, int64_t step) const {
+  Statement rows(connection_,
+                 "SELECT step, rank, stage, op, microbatch, chunk, start_s, end_s FROM timeline WHERE run = ? AND step = ? "
+                 "ORDER BY rank, start_s, op, microbatch, chunk");
+  rows.bind_int(1, key_of(id)).bind_int(2, step);
+  std::vector<TimelineEvent> out;
+  while (rows.step("reading the timeline of a step"))
+    out.push_back({rows.column_int(0), rows.column_int(1), rows.column_int(2), rows.column_text(3), rows.column_int(4),
+                   rows.column_int(5), rows.column_real(6), rows.column_real(7)});
+  return out;
+}
+
+std::optional<int64_t> History::last_timeline_step(const std::string& id) const {
+  Statement row(connection_, "SELECT max(step) FROM timeline WHERE run = ?");
+  row.bind_int(1, key_of(id)).step("reading the last timeline step");
+  return row.column_optional_int(0);
+}
+
+std::vector<LogLine> History::logs_after(const std::string& id, int64_t skip) const {
+  Statement rows(connection_, "SELECT rank, stream, time_s, line FROM logs WHERE run = ? ORDER BY rowid LIMIT -1 OFFSET ?");
+  rows.bind_int(1, key_of(id)).bind_int(2, std::max<int64_t>(0, skip));
+  std::vector<LogLine> out;
+  while (rows.step("reading logs")) out.push_back({rows.column_int(0), rows.column_text(1), rows.column_real(2), rows.column_text(3)});
+  return out;
+}
+
 std::vector<LogLine> History::logs(const std::string& id) const {
   Statement rows(connection_, "SELECT rank, stream, time_s, line FROM logs WHERE run = ? ORDER BY rowid");
   rows.bind_int(1, key_of(id));

@@ -118,6 +118,9 @@ class History {
   std::vector<SeriesInfo> series(const std::string& id) const;
   /// Every point of one series, by step.
   std::vector<SeriesPoint> points(const std::string& id, const std::string& metric, int64_t rank) const;
+  /// The points of one series with a step above `after_step`, by step (a live view's increment).
+  std::vector<SeriesPoint> points_after(const std::string& id, const std::string& metric, int64_t rank,
+                                        int64_t after_step) const;
   /// The series in `buckets` equal-width buckets of x over its range (empty buckets left out),
   /// each with min, max and last, so spikes survive. Reads the 32-step rollup and only the raw
   /// points of blocks that straddle a bucket edge. Empty when the series has no points.
@@ -130,7 +133,13 @@ class History {
   /// Every field of the effective specs, same order, differing or not (the "all fields" view).
   std::vector<ConfigDiffRow> config_fields(const std::vector<std::string>& ids) const;
   std::vector<TimelineEvent> timeline(const std::string& id) const;
+  /// The timeline events of one step, ordered as timeline().
+  std::vector<TimelineEvent> timeline_of_step(const std::string& id, int64_t step) const;
+  /// The highest step with timeline events; nullopt when there are none.
+  std::optional<int64_t> last_timeline_step(const std::string& id) const;
   std::vector<LogLine> logs(const std::string& id) const;
+  /// The log lines after the first `skip` of the run, in the order logs() gives (a live view's increment).
+  std::vector<LogLine> logs_after(const std::string& id, int64_t skip) const;
   std::vector<Artifact> artifacts(const std::string& id) const;
   /// The stored stream position of each node of a run launched through agents, by node.
   std::vector<StreamPosition> stream_positions(const std::string& id) const;

@@ -104,6 +104,17 @@ std::vector<SeriesPoint> History::points(const std::string& id, const std::strin
   return out;
 }
 
+std::vector<SeriesPoint> History::points_after(const std::string& id, const std::string& metric, int64_t rank,
+                                              int64_t after_step) const {
+  std::vector<SeriesPoint> out;
+  const auto series = series_id(connection_, key_of(id), metric, rank);
+  if (!series) return out;
+  Statement rows(connection_, "SELECT step, wall_time_s, value FROM metrics WHERE series = ? AND step > ? ORDER BY step");
+  rows.bind_int(1, *series).bind_int(2, after_step);
+  while (rows.step("reading a series")) out.push_back({rows.column_int(0), rows.column_real(1), rows.column_real(2)});
+  return out;
+}
+
 std::vector<Bucket> History::downsample(const std::string& id, const std::string& metric, int64_t rank, int64_t buckets,
                                         XAxis axis) const {
   if (buckets < 1) throw StoreError(ErrorKind::invalid, "downsampling needs at least one bucket");

@@ -1,0 +1,234 @@
+// The dashboard's data path without agents, on a history written here with store::Writer: RunFeed reads
+// only what is new at each poll, narrows the curves to one rank per metric (per stage for the bubble,
+// every rank for memory) and derives each rank's state; the dashboard widget appends instead of
+// resetting and switches the x axis; the launch fit check names the node and the rule; and
+// `tessera --run ID --view dashboard|timeline --screenshot` renders a stored run and refuses bad input.
+#include <QtCore/QProcess>
+#include <QtCore/QTemporaryDir>
+#include <QtGui/QImage>
+#include <QtTest/QtTest>
+
+#include "dashboard_widget.hpp"
+#include "launch_dialog.hpp"
+#include "run_feed.hpp"
+#include "store/writer.hpp"
+#include "streaming_graph.hpp"
+
+using namespace tessera;
+using namespace tessera::ui;
+
+namespace {
+
+nlohmann::ordered_json spec3d() {
+  return {{"name", "feed"},
+          {"model", {{"preset", "tiny-gpt"}}},
+          {"parallel", {{"tp", 2}, {"pp", 2}, {"dp", 2}, {"schedule", "1f1b"}}},
+          {"training", {{"micro_batch_size", 4}, {"global_batch_size", 32}, {"precision", "fp32"}, {"train_steps", 50},
+                        {"flash_attention", false}}},
+          {"cluster", {{"gpu", "cpu"}, {"nodes", 1}, {"gpus_per_node", 8}}}};
+}
+
+// Steps [first, last] of every rank: loss 5 - step/10, bubble 0.3 + stage/10, memory (1 + rank) MiB;
+// the timeline of each step on ranks 0 (stage 0) and 4 (stage 1).
+void writeSteps(store::Writer& writer, const store::RunHandle& run, int64_t first, int64_t last) {
+  for (int64_t step = first; step <= last; ++step) {
+    for (int64_t rank = 0; rank < 8; ++rank) {
+      const int64_t stage = rank / 4;
+      writer.append(run, std::vector<store::MetricPoint>{
+                             {"loss", rank, step, 1000.0 + step, 5.0 - step / 10.0},
+                             {"bubble", rank, step, 1000.0 + step, 0.3 + stage / 10.0},
+                             {"peak_memory_bytes", rank, step, 1000.0 + step, (1.0 + rank) * 1024 * 1024},
+                             {"comm_s", rank, step, 1000.0 + step, 0.01}});
+    }
+    for (int64_t rank : {0, 4}) {
+      const int64_t stage = rank / 4;
+      double t = stage * 0.01;
+      for (int64_t m = 0; m < 2; ++m) {
+        writer.append(run, store::TimelineEvent{step, rank, stage, "F", m, 0, t, t + 0.01});
+        t += 0.02;
+      }
+      for (int64_t m = 0; m < 2; ++m) {
+        writer.append(run, store::TimelineEvent{step, rank, stage, "B", m, 0, t, t + 0.02});
+        t += 0.03;
+      }
+    }
+  }
+  writer.flush();
+}
+
+}  // namespace
+
+class TestDashboardFeed : public QObject {
+  Q_OBJECT
+  QTemporaryDir dir_;
+  QString db_;
+  std::unique_ptr<store::Writer> writer_;
+  store::RunHandle run_;
+
+ private slots:
+  void initTestCase() {
+    db_ = dir_.path() + "/history.sqlite";
+    writer_ = std::make_unique<store::Writer>(db_.toStdString());
+    store::RunRecord record;
+    record.name = "feed run";
+    record.spec = spec3d();
+    record.status = store::RunStatus::running;
+    record.hosts = {"tcp://127.0.0.1:7070"};
+    run_ = writer_->create_run(record);
+    writer_->append(run_, store::LogLine{0, "stdout", 1000, "rank 0 starting"});
+    writeSteps(*writer_, run_, 1, 10);
+  }
+
+  void feedReadsOnlyWhatIsNew() {
+    RunFeed feed(db_.toStdString(), "feed run");
+    auto first = feed.poll();
+    // loss: rank 0 only; bubble: ranks 0 and 4 (one per stage); memory: all 8; comm_s: not plotted.
+    QCOMPARE(feed.series().size(), size_t{1 + 2 + 8});
+    QVERIFY(feed.find("loss", 0) && !feed.find("loss", 1));
+    QVERIFY(feed.find("bubble", 0) && feed.find("bubble", 4) && !feed.find("bubble", 1));
+    QVERIFY(!feed.find("comm_s", 0));
+    QCOMPARE(feed.find("loss", 0)->size(), size_t{10});
+    QCOMPARE(first.grown.size(), size_t{11});
+    QCOMPARE(feed.lastStep(), int64_t{10});
+    QCOMPARE(feed.lastTimelineStep(), std::optional<int64_t>(10));
+    QCOMPARE(feed.rankState(3), RankState::running);
+    QCOMPARE(feed.tokensPerStep(), int64_t{32 * 64});
+    QCOMPARE(feed.stageOf(5), int64_t{1});
+
+    const auto nothing = feed.poll();
+    QVERIFY(!nothing.any());
+
+    writeSteps(*writer_, run_, 11, 15);
+    writer_->append(run_, store::LogLine{3, "stderr", 1020, "tessera-agent: rank 3 killed by signal 9 (Killed)"});
+    writer_->set_status(run_, store::RunStatus::failed, "rank 3 killed by signal 9 (Killed)");
+    writer_->flush();
+    const auto next = feed.poll();
+    QVERIFY(next.run_changed && next.timeline_changed);
+    QCOMPARE(next.grown.size(), size_t{11});
+    for (const auto& [key, before] : next.grown) QCOMPARE(before, size_t{10});  // appended after the 10 read
+    QCOMPARE(feed.find("loss", 0)->steps.back(), int64_t{15});
+    QCOMPARE(feed.find("loss", 0)->size(), size_t{15});
+    QCOMPARE(next.logs_before, size_t{1});
+    QCOMPARE(feed.logs().size(), size_t{2});
+    QCOMPARE(feed.rankState(3), RankState::failed);
+    QCOMPARE(feed.rankState(2), RankState::stopped);
+    QCOMPARE(feed.rankExit(3), std::string("killed by signal 9 (Killed)"));
+  }
+
+  void dashboardAppendsAndSwitchesAxis() {
+    DashboardWidget dashboard;
+    QVERIFY(dashboard.openRun(db_, "feed run"));
+    auto* loss = dashboard.graph("loss", 0);
+    QVERIFY(loss);
+    QCOMPARE(loss->dataCount(), 15);
+    QCOMPARE(dashboard.graph("bubble", 4)->data()->at(0)->value, 40.0);  // percent
+    QCOMPARE(dashboard.graph("peak_memory_bytes", 7)->data()->at(0)->value, 8.0);  // MiB
+    QVERIFY(dashboard.failureText().contains("node 0"));
+    QVERIFY(dashboard.failureText().contains("rank 3"));
+    QCOMPARE(dashboard.rankStateText(3), QString("failed"));
+    // Measured timeline: stage 1 starts later; bubble of the busiest stage over the step's span.
+    QCOMPARE(dashboard.shownTimelineStep(), std::optional<int64_t>(15));
+    QCOMPARE(dashboard.measuredTimeline().events().size(), size_t{8});
+    QVERIFY(std::abs(dashboard.measuredTimeline().makespan() - 0.10) < 1e-9);
+    QVERIFY(std::abs(dashboard.measuredTimeline().bubbleFraction() - (1 - 0.06 / 0.10)) < 1e-9);
+    dashboard.showTimelineStep(3);
+    QCOMPARE(dashboard.shownTimelineStep(), std::optional<int64_t>(3));
+
+    dashboard.setXAxis(XAxis::tokens);
+    QCOMPARE(loss->data()->at(0)->key, 1.0 * 32 * 64);
+    dashboard.setXAxis(XAxis::wall_time_s);
+    QCOMPARE(loss->data()->at(14)->key, 14.0);
+    dashboard.setXAxis(XAxis::step);
+    QCOMPARE(loss->data()->at(14)->key, 15.0);
+    // Smoothing: weight 0 is the raw curve; a larger weight lags behind a falling loss.
+    dashboard.setSmoothing(0.0);
+    QCOMPARE(dashboard.smoothedLoss()->data()->at(14)->value, loss->data()->at(14)->value);
+    dashboard.setSmoothing(0.9);
+    QVERIFY(dashboard.smoothedLoss()->data()->at(14)->value > loss->data()->at(14)->value);
+    QCOMPARE(dashboard.smoothedLoss()->data()->at(0)->value, loss->data()->at(0)->value);  // debiased
+  }
+
+  void decimationIsBoundedKeepsSpikesAndIgnoresFrames() {
+    MinMaxDecimator whole(256);
+    std::vector<double> xs, ys;
+    for (int i = 0; i < 100000; ++i) {
+      xs.push_back(i);
+      ys.push_back(i == 77777 ? 1000.0 : i == 4242 ? -50.0 : std::sin(i * 0.01));
+    }
+    for (size_t i = 0; i < xs.size(); ++i) whole.add(xs[i], ys[i]);
+    QVERIFY(whole.xs().size() <= 2 * 256);
+    QCOMPARE(whole.points(), int64_t{100000});
+    QVERIFY(std::is_sorted(whole.xs().begin(), whole.xs().end()));
+    QCOMPARE(*std::max_element(whole.ys().begin(), whole.ys().end()), 1000.0);
+    QCOMPARE(*std::min_element(whole.ys().begin(), whole.ys().end()), -50.0);
+    QVERIFY(std::find(whole.xs().begin(), whole.xs().end(), 77777.0) != whole.xs().end());
+
+    // The graph: appended frame by frame, it ends with the decimation plus the open bucket's raw points.
+    QCustomPlot plot;
+    StreamingGraph stream(plot.addGraph(), 256);
+    for (size_t at = 0; at < xs.size(); at += 3333) {
+      const size_t end = std::min(xs.size(), at + 3333);
+      stream.append({xs.begin() + at, xs.begin() + end}, {ys.begin() + at, ys.begin() + end});
+    }
+    std::vector<double> expected = whole.xs();
+    for (const auto& [x, y] : whole.open()) expected.push_back(x);
+    std::vector<double> shown;
+    for (auto it = stream.graph()->data()->constBegin(); it != stream.graph()->data()->constEnd(); ++it) shown.push_back(it->key);
+    QCOMPARE(shown, expected);  // the same as decimating all points at once
+    QCOMPARE(shown.back(), 99999.0);
+  }
+
+  void missingRunIsAClearError() {
+    DashboardWidget dashboard;
+    QString error;
+    QVERIFY(!dashboard.openRun(db_, "no-such-run", &error));
+    QVERIFY2(error.contains("no run with id or name 'no-such-run'"), qPrintable(error));
+  }
+
+  void fitCheckNamesNodeAndRule() {
+    auto spec = spec::parse_spec(nlohmann::json::parse(spec3d().dump()));
+    const nlohmann::json roomy = {{"hostname", "a"}, {"max_ranks", 16}, {"ranks_in_use", 0}, {"gpus", nlohmann::json::array()}};
+    QVERIFY(fitProblems(spec, {roomy}).empty());
+    const nlohmann::json busy = {{"hostname", "a"}, {"max_ranks", 16}, {"ranks_in_use", 12}, {"gpus", nlohmann::json::array()}};
+    const auto problems = fitProblems(spec, {busy});
+    QCOMPARE(problems.size(), size_t{1});
+    QCOMPARE(problems[0], std::string("node 0 (a) runs 8 ranks but its agent has 4 free (max_ranks 16)"));
+    QVERIFY(fitProblems(spec, {roomy, roomy})[0].find("cluster.nodes=1 needs 1 agent") == 0);
+    spec.cluster.gpu = "h100-sxm";
+    QVERIFY(fitProblems(spec, {roomy})[0].find("runs 8 ranks on GPU h100-sxm but has 0 GPUs") != std::string::npos);
+    QVERIFY(endpointProblem("tcp://gpu-1:7070").empty());
+    QVERIFY(!endpointProblem("gpu-1:7070").empty());
+    QVERIFY(endpointProblem("tcp://gpu-1:99999").find("port 1-65535") != std::string::npos);
+  }
+
+  void screenshotsOfAStoredRun() {
+    writer_->flush();
+    for (const QString view : {"dashboard", "timeline"}) {
+      const QString out = dir_.path() + "/" + view + ".png";
+      QProcess gui;
+      gui.start(TESSERA_GUI, {"--run", "feed run", "--db", db_, "--view", view, "--screenshot", out, "--size", "1200x800"});
+      QVERIFY(gui.waitForFinished(60000));
+      QVERIFY2(gui.exitCode() == 0, gui.readAllStandardError().constData());
+      QImage image(out);
+      QCOMPARE(image.size(), QSize(1200, 800));
+      // Not blank: many distinct colours (curves, timeline blocks, rank cells).
+      QSet<QRgb> colours;
+      for (int y = 0; y < image.height(); y += 4)
+        for (int x = 0; x < image.width(); x += 4) colours.insert(image.pixel(x, y));
+      QVERIFY2(colours.size() > 50, qPrintable(QString::number(colours.size())));
+    }
+    QProcess bad;
+    bad.start(TESSERA_GUI, {"--run", "nope", "--db", db_, "--screenshot", dir_.path() + "/x.png"});
+    QVERIFY(bad.waitForFinished(30000));
+    QCOMPARE(bad.exitCode(), 2);
+    QVERIFY(bad.readAllStandardError().contains("--run: no run with id or name 'nope'"));
+    QProcess wrong_view;
+    wrong_view.start(TESSERA_GUI, {"--run", "feed run", "--db", db_, "--view", "memory", "--screenshot", dir_.path() + "/x.png"});
+    QVERIFY(wrong_view.waitForFinished(30000));
+    QCOMPARE(wrong_view.exitCode(), 2);
+    QVERIFY(wrong_view.readAllStandardError().contains("--view with --run must be dashboard or timeline"));
+  }
+};
+
+QTEST_MAIN(TestDashboardFeed)
+#include "test_dashboard_feed.moc"

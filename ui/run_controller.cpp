@@ -1,0 +1,287 @@
+// RunController: launch / attach / follow on a worker thread, results posted to the GUI thread.
+#include "run_controller.hpp"
+
+#include <algorithm>
+#include <map>
+
+#include <QMetaObject>
+#include <QPointer>
+
+#include "launch/history_sink.hpp"
+#include "launch/local_agent.hpp"
+#include "planner/plan.hpp"
+#include "store/history.hpp"
+#include "store/location.hpp"
+#include "store/writer.hpp"
+
+namespace tessera::ui {
+
+namespace {
+
+// The follower's writer commits at least every 25 ms: what it acknowledges to the agents is what is
+// committed, so this bounds the latency from a rank to the history (as tessera-cli launch --follow).
+store::WriterOptions followerOptions() {
+  store::WriterOptions options;
+  options.flush_interval = std::chrono::milliseconds(25);
+  return options;
+}
+
+}  // namespace
+
+std::shared_ptr<store::Writer> sharedWriter(const std::string& db_path) {
+  static std::mutex mutex;
+  static std::map<std::string, std::weak_ptr<store::Writer>> writers;
+  std::lock_guard lock(mutex);
+  auto& slot = writers[db_path];
+  if (auto writer = slot.lock()) return writer;
+  store::ensure_parent_directory(db_path);
+  auto writer = std::make_shared<store::Writer>(db_path, followerOptions());
+  slot = writer;
+  return writer;
+}
+
+RunController::RunController(QObject* parent) : QObject(parent) {}
+
+RunController::~RunController() {
+  detach();
+  if (worker_.joinable()) worker_.join();
+}
+
+void RunController::post(std::function<void()> fn) {
+  QMetaObject::invokeMethod(this, std::move(fn), Qt::QueuedConnection);
+}
+
+void RunController::start(std::function<void()> body) {
+  if (worker_.joinable()) {
+    if (!wait(2000)) throw std::logic_error("this controller already follows a run");
+    worker_.join();
+  }
+  finished_ = false;
+  interrupt_ = stop_requested_ = detach_requested_ = false;
+  {
+    std::lock_guard lock(mutex_);
+    run_id_.clear();
+    pids_.clear();
+    node_ranks_.clear();
+    outcome_ = launch::RunOutcome::running;
+    reason_.clear();
+    failed_rank_.reset();
+    failure_log_.clear();
+  }
+  worker_ = std::thread([this, body = std::move(body)] {
+    body();
+    finished_ = true;
+  });
+}
+
+void RunController::launch(LaunchRequest request) {
+  start([this, request = std::move(request)] { runLaunch(request); });
+}
+
+void RunController::attach(const QString& run_id, const QString& db_path) {
+  start([this, id = run_id.toStdString(), path = db_path.toStdString()] { runAttach(id, path); });
+}
+
+void RunController::stop() {
+  stop_requested_ = true;
+  interrupt_ = true;
+}
+
+void RunController::detach() {
+  detach_requested_ = true;
+  interrupt_ = true;
+}
+
+bool RunController::wait(int timeout_ms) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  while (!finished_ && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  return finished_;
+}
+
+void RunController::runLaunch(const LaunchRequest& request) {
+  std::shared_ptr<store::Writer> writer;
+  store::RunHandle run;
+  auto say = [this](const std::string& text) { post([this, t = QString::fromStdString(text)] { emit progress(t); }); };
+  try {
+    const auto credentials = launch::Credentials::from_config_dir();
+    std::vector<std::string> endpoints = request.agents;
+    if (endpoints.empty()) {
+      if (request.spec.cluster.nodes != 1)
+        throw std::invalid_argument("cluster.nodes=" + std::to_string(request.spec.cluster.nodes) +
+                                    " needs one agent per node; the local agent is one node");
+      say("starting the local agent");
+      endpoints.push_back(launch::ensure_local_agent(credentials));
+    }
+    say("recording the run");
+    writer = sharedWriter(request.db_path);
+    store::RunRecord record;
+    record.id = store::new_run_id();
+    const std::string base = request.spec.name.empty() ? std::string("run") : request.spec.name;
+    record.name = request.name.empty() ? base + " " + record.id.substr(0, 8) : request.name;
+    record.spec = request.spec_json;
+    try {
+      record.plan = planner::plan_to_json(planner::make_plan(request.spec));
+    } catch (const std::exception&) {
+      // A spec the planner cannot time (an unknown GPU) still runs; its prediction stays empty.
+    }
+    record.hosts = endpoints;
+    record.tags = request.tags;
+    record.notes = request.notes;
+    record.status = store::RunStatus::starting;
+    run = writer->create_run(record);
+    {
+      std::lock_guard lock(mutex_);
+      run_id_ = run.id;
+      node_ranks_ = launch::node_shares(request.spec);
+    }
+    post([this, id = QString::fromStdString(run.id)] { emit recorded(id); });
+    launch::RunSession session(run.id, endpoints, credentials);
+    say("starting " + std::to_string(request.spec.world_size()) + " ranks on " + std::to_string(endpoints.size()) +
+        (endpoints.size() == 1 ? " node" : " nodes"));
+    try {
+      session.launch(request.spec);
+    } catch (const std::exception& e) {
+      writer->set_status(run, store::RunStatus::failed, e.what());
+      writer->flush();
+      throw;
+    }
+    writer->set_status(run, store::RunStatus::running);
+    {
+      std::lock_guard lock(mutex_);
+      for (const auto& node : session.nodes()) pids_.insert(pids_.end(), node.pids.begin(), node.pids.end());
+    }
+    for (size_t node = 0; node < session.nodes().size(); ++node)
+      say("node " + std::to_string(node) + " (" + session.nodes()[node].endpoint + "): " +
+          std::to_string(session.nodes()[node].pids.size()) + " ranks started");
+    post([this, id = QString::fromStdString(run.id)] { emit launched(id); });
+    launch::HistorySink sink(*writer, run);
+    follow(*writer, run.id, session, sink);
+  } catch (const std::exception& e) {
+    {
+      std::lock_guard lock(mutex_);
+      outcome_ = launch::RunOutcome::failed;
+      reason_ = e.what();
+    }
+    post([this, m = QString::fromStdString(e.what())] {
+      emit launchFailed(m);
+      emit finished(static_cast<int>(launch::RunOutcome::failed));
+    });
+  }
+}
+
+void RunController::runAttach(const std::string& run_id, const std::string& db_path) {
+  try {
+    store::RunRecord record;
+    std::vector<store::StreamPosition> positions;
+    {
+      store::History history(db_path);
+      record = history.run(history.resolve(run_id));
+      positions = history.stream_positions(record.id);
+    }
+    if (record.hosts.empty()) throw std::invalid_argument("run " + record.id + " was not launched through agents");
+    auto writer = sharedWriter(db_path);
+    const auto run = writer->open_run(record.id);
+    {
+      std::lock_guard lock(mutex_);
+      run_id_ = record.id;
+      try {
+        node_ranks_ = launch::node_shares(spec::parse_spec(nlohmann::json::parse(record.spec.dump())));
+      } catch (const std::exception&) {
+        node_ranks_.clear();
+      }
+    }
+    post([this] { emit progress(tr("reattaching to the agents")); });
+    launch::RunSession session(record.id, record.hosts, launch::Credentials::from_config_dir());
+    writer->set_status(run, store::RunStatus::running);
+    launch::HistorySink sink(*writer, run, positions);
+    session.attach(sink);
+    post([this, id = QString::fromStdString(record.id)] {
+      emit progress(tr("following again; what was missed is backfilled"));
+      emit launched(id);
+    });
+    follow(*writer, record.id, session, sink);
+  } catch (const std::exception& e) {
+    {
+      std::lock_guard lock(mutex_);
+      outcome_ = launch::RunOutcome::failed;
+      reason_ = e.what();
+    }
+    post([this, m = QString::fromStdString(e.what())] {
+      emit launchFailed(m);
+      emit finished(static_cast<int>(launch::RunOutcome::failed));
+    });
+  }
+}
+
+void RunController::follow(store::Writer& writer, const std::string& run_id, launch::RunSession& session,
+                           launch::HistorySink& sink) {
+  store::RunHandle run = writer.open_run(run_id);
+  bool stop_sent = false;
+  auto outcome = launch::RunOutcome::running;
+  while (true) {
+    outcome = session.follow(sink, interrupt_);
+    if (outcome != launch::RunOutcome::running || detach_requested_) break;
+    interrupt_ = false;
+    if (stop_requested_ && !stop_sent) {
+      session.stop("stopped by the user");
+      stop_sent = true;
+    }
+  }
+  switch (outcome) {
+    case launch::RunOutcome::running: break;  // detached: the run goes on, its status stays running
+    case launch::RunOutcome::done: writer.set_status(run, store::RunStatus::done); break;
+    case launch::RunOutcome::stopped: writer.set_status(run, store::RunStatus::stopped, session.reason()); break;
+    case launch::RunOutcome::failed: writer.set_status(run, store::RunStatus::failed, session.reason()); break;
+  }
+  writer.flush();
+  {
+    std::lock_guard lock(mutex_);
+    outcome_ = outcome;
+    reason_ = session.reason();
+    failed_rank_ = session.first_failed_rank();
+    failure_log_ = session.failure_log();
+  }
+  post([this, outcome] { emit finished(static_cast<int>(outcome)); });
+}
+
+QString RunController::runId() const {
+  std::lock_guard lock(mutex_);
+  return QString::fromStdString(run_id_);
+}
+
+std::vector<std::pair<int64_t, int64_t>> RunController::pids() const {
+  std::lock_guard lock(mutex_);
+  return pids_;
+}
+
+launch::RunOutcome RunController::outcome() const {
+  std::lock_guard lock(mutex_);
+  return outcome_;
+}
+
+QString RunController::reason() const {
+  std::lock_guard lock(mutex_);
+  return QString::fromStdString(reason_);
+}
+
+std::optional<int64_t> RunController::failedRank() const {
+  std::lock_guard lock(mutex_);
+  return failed_rank_;
+}
+
+std::optional<int64_t> RunController::nodeOf(int64_t rank) const {
+  std::lock_guard lock(mutex_);
+  for (size_t node = 0; node < node_ranks_.size(); ++node)
+    if (std::find(node_ranks_[node].begin(), node_ranks_[node].end(), rank) != node_ranks_[node].end())
+      return static_cast<int64_t>(node);
+  return std::nullopt;
+}
+
+QStringList RunController::failureLog() const {
+  std::lock_guard lock(mutex_);
+  QStringList out;
+  for (const auto& line : failure_log_) out << QString::fromStdString(line);
+  return out;
+}
+
+}  // namespace tessera::ui

@@ -1,0 +1,85 @@
+// RunWindows: the launch flow and one dashboard window per run.
+#include "run_windows.hpp"
+
+#include <QMessageBox>
+
+#include "dashboard_widget.hpp"
+#include "launch_dialog.hpp"
+#include "run_controller.hpp"
+#include "store/history.hpp"
+
+namespace tessera::ui {
+
+namespace {
+
+// A top-level window around a dashboard; owns the run's controller, which detaches when the window
+// closes (the run goes on).
+DashboardWidget* dashboardWindow(RunController* controller) {
+  auto* dashboard = new DashboardWidget;
+  dashboard->setAttribute(Qt::WA_DeleteOnClose);
+  dashboard->setWindowTitle(QObject::tr("Run dashboard"));
+  dashboard->resize(1500, 950);
+  if (controller) {
+    controller->setParent(dashboard);
+    dashboard->setController(controller);
+  }
+  return dashboard;
+}
+
+}  // namespace
+
+RunWindows::RunWindows(QString db_path, QObject* parent) : QObject(parent), db_path_(std::move(db_path)) {}
+
+void RunWindows::launch(QWidget* parent, const spec::RunSpec& spec) {
+  LaunchDialog dialog(spec, spec::to_json(spec), db_path_, parent);
+  if (dialog.exec() != QDialog::Accepted) return;
+  auto* controller = new RunController;
+  auto* dashboard = dashboardWindow(controller);
+  connect(controller, &RunController::recorded, dashboard, [this, dashboard](const QString& id) {
+    QString error;
+    if (!dashboard->openRun(db_path_, id, &error)) QMessageBox::warning(dashboard, tr("Dashboard"), error);
+    dashboard->setWindowTitle(tr("Run %1").arg(id.left(8)));
+  });
+  connect(controller, &RunController::launchFailed, dashboard, [dashboard](const QString& message) {
+    QMessageBox::warning(dashboard, tr("Launch failed"), message);
+  });
+  dashboard->show();
+  controller->launch(dialog.request());
+}
+
+DashboardWidget* RunWindows::open(const QString& run_id, QString* error) {
+  auto* dashboard = dashboardWindow(nullptr);
+  if (!dashboard->openRun(db_path_, run_id, error)) {
+    delete dashboard;
+    return nullptr;
+  }
+  dashboard->setWindowTitle(tr("Run %1").arg(dashboard->runId().left(8)));
+  dashboard->show();
+  return dashboard;
+}
+
+int RunWindows::reattach() {
+  std::vector<store::RunRecord> running;
+  try {
+    store::History history(db_path_.toStdString());
+    store::RunFilter filter;
+    filter.status = store::RunStatus::running;
+    running = history.runs(filter);
+  } catch (const std::exception&) {
+    return 0;  // no history yet
+  }
+  int count = 0;
+  for (const auto& run : running) {
+    if (run.hosts.empty()) continue;
+    auto* controller = new RunController;
+    auto* dashboard = dashboardWindow(controller);
+    controller->attach(QString::fromStdString(run.id), db_path_);
+    dashboard->openRun(db_path_, QString::fromStdString(run.id));
+    dashboard->setWindowTitle(tr("Run %1").arg(QString::fromStdString(run.id).left(8)));
+    dashboard->show();
+    ++count;
+  }
+  return count;
+}
+
+}  // namespace tessera::ui

@@ -1,0 +1,37 @@
+// The workbench's runs: Launch (dialog → RunController → a dashboard window per run), the dashboard
+// of a stored run, and, when the workbench starts, reattaching to the runs it was following when it
+// was closed (closing it detaches; the runs go on on their agents).
+#pragma once
+
+#include <QObject>
+#include <QString>
+#include <QWidget>
+
+#include "spec/run_spec.hpp"
+
+namespace tessera::ui {
+
+class DashboardWidget;
+class RunController;
+
+class RunWindows : public QObject {
+  Q_OBJECT
+ public:
+  /// `db_path`: the history the runs are recorded in.
+  explicit RunWindows(QString db_path, QObject* parent = nullptr);
+  const QString& dbPath() const { return db_path_; }
+
+  /// Shows the Launch dialog for `spec`; on Launch, starts the run and opens its dashboard.
+  void launch(QWidget* parent, const spec::RunSpec& spec);
+  /// Opens the dashboard of a run of the history (replayed, or live while it runs). Nullptr with the
+  /// reason in *error.
+  DashboardWidget* open(const QString& run_id, QString* error = nullptr);
+  /// Follows again every run of the history still marked running on its agents, each in its own
+  /// dashboard. Returns how many.
+  int reattach();
+
+ private:
+  QString db_path_;
+};
+
+}  // namespace tessera::ui
