@@ -11,6 +11,8 @@ inline constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
 /// "61.2 GiB".
 QString formatGiB(int64_t bytes, int decimals = 1);
+/// GiB from 1 GiB up, MiB below (tiny CPU models would read "0.0 GiB").
+QString formatBytes(int64_t bytes);
 /// "70.55 B", "1.05 M", "12.3 k", "512".
 QString formatCount(double count);
 /// "9.87 s", "312 ms", "45 µs".

@@ -110,7 +110,7 @@ QString TimelineView::title(const TimelineModel& model) const {
   if (plan.schedule.vpp > 1) text += tr(" × %1 chunks").arg(plan.schedule.vpp);
   text += tr(" · %1 microbatches · pipeline %2 · bubble %3").arg(plan.schedule.microbatches).arg(formatSeconds(model.makespan()), formatPercent(model.bubbleFraction()));
   if (model.measured()) return text;  // measured memory is on the dashboard's memory plot
-  text += tr(" · peak memory %1").arg(formatGiB(plan.memory.peak_bytes));
+  text += tr(" · peak memory %1").arg(formatBytes(plan.memory.peak_bytes));
   if (!plan.memory.fits) text += tr(" (OOM)");
   return text;
 }

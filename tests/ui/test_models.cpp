@@ -3,6 +3,7 @@
 #include <QAbstractItemModelTester>
 #include <QtTest/QtTest>
 
+#include "format.hpp"
 #include "plan_session.hpp"
 #include "rank_grid_model.hpp"
 #include "spec_field_model.hpp"
@@ -19,6 +20,11 @@ QString example(const char* name) { return QStringLiteral(TESSERA_SOURCE_DIR "/r
 class TestModels : public QObject {
   Q_OBJECT
  private slots:
+  void bytesPickTheirUnit() {
+    QCOMPARE(tessera::ui::formatBytes(int64_t{5} * 1024 * 1024 + 512 * 1024), QStringLiteral("5.5 MiB"));
+    QCOMPARE(tessera::ui::formatBytes(int64_t{3} * 1024 * 1024 * 1024), QStringLiteral("3.0 GiB"));
+    QCOMPARE(tessera::ui::formatBytes(0), QStringLiteral("0.0 MiB"));
+  }
   void specModelPassesTesterAcrossEdits() {
     PlanSession session;
     SpecFieldModel model(&session);
