@@ -9,6 +9,7 @@
 #include <thread>
 
 #include <CLI/CLI.hpp>
+#include <torch/cuda.h>
 
 #include "runtime/comm/comm_error.hpp"
 #include "data/token_file.hpp"
@@ -60,6 +61,9 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
   app.add_option("--threads", threads, "intra-op threads per rank (default: cores / local ranks)")
       ->check(CLI::PositiveNumber);
+  std::string device = "cpu";
+  app.add_option("--device", device, "cpu (Gloo) or cuda (NCCL, bf16; see docs/performance.md)")
+      ->check(CLI::IsMember({"cpu", "cuda"}));
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -80,6 +84,14 @@ int main(int argc, char** argv) {
       } catch (const tessera::data::DataError& e) {
         errors.push_back({"--data", e.what()});
       }
+    }
+    if (device == "cuda") {
+      const auto gpus = torch::cuda::device_count();
+      errors.push_back({"--device", gpus == 0 ? std::string("--device cuda: no CUDA GPU is visible to this process "
+                                                            "(torch::cuda::device_count() = 0); use --device cpu")
+                                              : "--device cuda: " + std::to_string(gpus) +
+                                                    " GPU(s) found, but the CUDA training path of tessera-train is "
+                                                    "not implemented yet (docs/performance.md); use --device cpu"});
     }
     const int64_t world = spec.world_size();
     if (nproc > 0 && nproc != world)

@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -13,6 +14,15 @@
 namespace tessera::runtime {
 
 enum class ReduceOp { sum, max };
+
+/// An operation started by one of the *_async calls. wait() returns once it completed (its result is
+/// then in the tensors it was given, which the caller keeps alive until then) or throws CommError
+/// when it failed or did not complete within the group's timeout. Waiting twice is a no-op.
+class PendingWork {
+ public:
+  virtual ~PendingWork() = default;
+  virtual void wait() = 0;
+};
 
 class Communicator {
  public:
@@ -39,7 +49,16 @@ class Communicator {
   virtual void wait_sends() = 0;
   virtual void barrier() = 0;
 
-  /// Seconds spent inside this group's operations so far (waiting included).
+  /// The same collectives, started and returned at once so communication overlaps computation. The
+  /// tensors must stay alive and untouched until wait(). Operations of one group must be started in
+  /// the same order on every member.
+  virtual std::unique_ptr<PendingWork> all_reduce_async(at::Tensor& tensor, ReduceOp op = ReduceOp::sum) = 0;
+  virtual std::unique_ptr<PendingWork> reduce_scatter_async(at::Tensor& output, const at::Tensor& input) = 0;
+  /// Sums `tensor` of every member into member `root`'s `tensor` (the others' are left unspecified).
+  virtual std::unique_ptr<PendingWork> reduce_async(at::Tensor& tensor, int root) = 0;
+
+  /// Seconds spent inside this group's operations so far (waiting included): for asynchronous ones,
+  /// the time to start them and the time in wait(), i.e. the communication the caller was exposed to.
   virtual double busy_s() const = 0;
 };
 

@@ -114,7 +114,62 @@ class GlooCommunicator final : public Communicator {
     run("barrier", [&] { return group_->barrier(o); });
   }
 
+  std::unique_ptr<PendingWork> all_reduce_async(at::Tensor& tensor, ReduceOp op) override {
+    std::vector<at::Tensor> tensors{tensor};
+    c10d::AllreduceOptions o;
+    o.reduceOp = op == ReduceOp::sum ? c10d::ReduceOp::SUM : c10d::ReduceOp::MAX;
+    o.timeout = timeout_;
+    return start("all_reduce", tensors, [&] { return group_->allreduce(tensors, o); });
+  }
+  std::unique_ptr<PendingWork> reduce_scatter_async(at::Tensor& output, const at::Tensor& input) override {
+    std::vector<at::Tensor> tensors{output, input.contiguous()};
+    c10d::ReduceScatterOptions o;
+    o.timeout = timeout_;
+    return start("reduce_scatter", tensors, [&] { return group_->_reduce_scatter_base(tensors[0], tensors[1], o); });
+  }
+  std::unique_ptr<PendingWork> reduce_async(at::Tensor& tensor, int root) override {
+    std::vector<at::Tensor> tensors{tensor};
+    c10d::ReduceOptions o;
+    o.rootRank = root;
+    o.reduceOp = c10d::ReduceOp::SUM;
+    o.timeout = timeout_;
+    return start("reduce to group rank " + std::to_string(root), tensors, [&] { return group_->reduce(tensors, o); });
+  }
+
  private:
+  // A started Gloo operation; keeps its tensors alive until it is waited for.
+  class GlooWork final : public PendingWork {
+   public:
+    GlooWork(GlooCommunicator& owner, std::string what, std::vector<at::Tensor> tensors,
+             c10::intrusive_ptr<c10d::Work> work)
+        : owner_(owner), what_(std::move(what)), tensors_(std::move(tensors)), work_(std::move(work)) {}
+    void wait() override {
+      if (!work_) return;
+      auto work = std::move(work_);
+      owner_.run(what_, [&] { return work; });
+      tensors_.clear();
+    }
+
+   private:
+    GlooCommunicator& owner_;
+    std::string what_;
+    std::vector<at::Tensor> tensors_;
+    c10::intrusive_ptr<c10d::Work> work_;
+  };
+
+  template <typename Start>
+  std::unique_ptr<PendingWork> start(const std::string& what, std::vector<at::Tensor> tensors, Start start_work) {
+    const auto began = Clock::now();
+    c10::intrusive_ptr<c10d::Work> work;
+    try {
+      work = start_work();
+    } catch (const std::exception& e) {
+      fail(what, message_of(e));
+    }
+    busy_s_ += std::chrono::duration<double>(Clock::now() - began).count();
+    return std::make_unique<GlooWork>(*this, what, std::move(tensors), std::move(work));
+  }
+
   template <typename Start>
   void run(const std::string& what, Start start_work) {
     const auto start = Clock::now();
@@ -229,6 +284,19 @@ std::vector<int64_t> GlooWorld::store_gather(const std::string& name, int64_t va
     std::memcpy(&values[r], bytes.data(), sizeof(int64_t));
   }
   return values;
+}
+
+void GlooWorld::store_set(const std::string& key, const std::string& value) {
+  impl_->store->set(key, std::vector<uint8_t>(value.begin(), value.end()));
+}
+
+std::string GlooWorld::store_get(const std::string& key) {
+  try {
+    const std::vector<uint8_t> value = impl_->store->get(key);
+    return std::string(value.begin(), value.end());
+  } catch (const std::exception& e) {
+    throw CommError(diagnose("reading " + key + " from the rendezvous store", "world", all_ranks(), message_of(e)));
+  }
 }
 
 std::vector<int64_t> GlooWorld::all_ranks() const {

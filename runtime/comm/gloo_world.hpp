@@ -40,6 +40,7 @@ class GlooWorld {
 
   int rank() const { return options_.rank; }
   int world_size() const { return options_.world_size; }
+  std::chrono::milliseconds timeout() const { return options_.timeout; }
 
   /// A communicator over `members` (global ranks, ascending, containing this rank), named `name`.
   /// Only the members call this; `name` must be the same on all of them and unique in the run.
@@ -55,6 +56,11 @@ class GlooWorld {
   /// Every rank's `value` (indexed by rank), once every rank has called it with the same `name`
   /// (a barrier too); through the store.
   std::vector<int64_t> store_gather(const std::string& name, int64_t value);
+
+  /// The rendezvous store as a small key/value board for what other transports exchange (NCCL's
+  /// unique id): set() publishes, get() waits for the key up to the timeout (CommError after it).
+  void store_set(const std::string& key, const std::string& value);
+  std::string store_get(const std::string& key);
 
   /// After a failed operation: which members of the group stopped beating (checked over ~1.5 s).
   /// Returns the message for CommError: the operation, the group, the dead peers or "timed out".

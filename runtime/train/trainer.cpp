@@ -18,7 +18,9 @@
 #include "planner/flops.hpp"
 #include "planner/schedule.hpp"
 #include "protocol/records.hpp"
+#ifdef TESSERA_WITH_REPORTER
 #include "protocol/reporter.hpp"
+#endif
 #include "runtime/comm/gloo_world.hpp"
 #include "runtime/metrics/counting_allocator.hpp"
 #include "runtime/metrics/gemm_peak.hpp"
@@ -26,6 +28,7 @@
 #include "runtime/parallel/parallel_state.hpp"
 #include "runtime/train/batches.hpp"
 #include "runtime/train/checkpoint.hpp"
+#include "runtime/train/gradient_reducer.hpp"
 #include "runtime/train/optimizer.hpp"
 #include "runtime/train/pipeline_executor.hpp"
 
@@ -34,7 +37,7 @@ namespace tessera::runtime {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-constexpr int64_t kBucketElements = int64_t{1} << 20;  // 4 MiB of fp32 gradients per all-reduce
+constexpr int64_t kBucketElements = int64_t{1} << 20;  // 4 MiB of fp32 gradients per data-parallel reduction
 
 int env_int(const char* name, int fallback) {
   const char* value = std::getenv(name);
@@ -51,7 +54,10 @@ int env_int(const char* name, int fallback) {
 // under an agent (TESSERA_REPORT_ENDPOINT set) each record also goes to it (docs/protocol.md).
 class MetricsFile {
  public:
-  explicit MetricsFile(const std::string& path) : reporter_(protocol::Reporter::from_environment()) {
+  explicit MetricsFile(const std::string& path) {
+#ifdef TESSERA_WITH_REPORTER
+    reporter_ = protocol::Reporter::from_environment();
+#endif
     if (path.empty()) return;
     fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     if (fd_ < 0) throw std::runtime_error("cannot write " + path + ": " + std::strerror(errno));
@@ -60,9 +66,14 @@ class MetricsFile {
     if (fd_ >= 0) ::close(fd_);
   }
   void write(const nlohmann::ordered_json& record) {
+#ifdef TESSERA_WITH_REPORTER
     if (fd_ < 0 && !reporter_) return;
     std::string line = record.dump();
     if (reporter_) reporter_->send(line);
+#else
+    if (fd_ < 0) return;
+    std::string line = record.dump();
+#endif
     if (fd_ < 0) return;
     line += "\n";
     if (::write(fd_, line.data(), line.size()) != static_cast<ssize_t>(line.size()))
@@ -70,23 +81,11 @@ class MetricsFile {
   }
 
  private:
+#ifdef TESSERA_WITH_REPORTER
   std::unique_ptr<protocol::Reporter> reporter_;  ///< delivers what it holds when the trainer ends
+#endif
   int fd_ = -1;
 };
-
-// Sums the given gradients over `group` in one flat message.
-void all_reduce_grads(const std::vector<at::Tensor>& grads, Communicator& group) {
-  if (grads.empty() || group.size() == 1) return;
-  std::vector<at::Tensor> flat;
-  for (const auto& g : grads) flat.push_back(g.reshape({-1}));
-  at::Tensor joined = at::cat(flat);
-  group.all_reduce(joined);
-  int64_t offset = 0;
-  for (const auto& g : grads) {
-    g.copy_(joined.narrow(0, offset, g.numel()).view(g.sizes()));
-    offset += g.numel();
-  }
-}
 
 std::unique_ptr<TokenSource> make_token_source(const spec::RunSpec& spec, const std::string& data) {
   if (data == "synthetic") return std::make_unique<SyntheticTokens>(spec.training.seed, spec.model.vocab_size, spec.model.seq_length);
@@ -123,13 +122,12 @@ class Trainer {
       if (p.weight_decay) decay.narrow(0, offset, n).fill_(1);
       // Each parameter counts once in the global norm: replicated ones on tp rank 0, tied copies not.
       if (!p.tied_copy && (!p.tp_replicated || state_.coord.tp == 0)) norm_mask_.narrow(0, offset, n).fill_(1);
-      if (p.sequence_parallel) sequence_parallel_grads_.push_back(p.value.mutable_grad());
-      if (p.name == "embedding.word.weight" && state_.embedding_group) embedding_grads_.push_back(p.value.mutable_grad());
     }
     // Under the distributed optimizer (ZeRO-1) this rank keeps the state of its shard only.
     optimizer_ = std::make_unique<AdamW>(spec.training, decay.narrow(0, shard_offset_, shard_numel_).clone());
     norm_mask_ = norm_mask_.narrow(0, shard_offset_, shard_numel_).clone();
     norm_mask_counts_all_ = norm_mask_.all().item<bool>();
+    reducer_ = std::make_unique<GradientReducer>(store_, state_, distributed_optimizer_, kBucketElements);
   }
 
   void run(double peak_tflops) {
@@ -151,8 +149,9 @@ class Trainer {
       const double comm_before = comm_seconds();
       store_.grads().zero_();
       const auto microbatches = make_microbatches(*data_, layout_, step - 1);
+      reducer_->begin_step(static_cast<int64_t>(microbatches.size()));
       const PipelineResult pipeline = executor_.run(microbatches);
-      at::Tensor grads = reduce_gradients();
+      at::Tensor grads = reducer_->finish();
       const double grad_norm = global_grad_norm(grads);
       if (spec_.training.grad_clip > 0 && grad_norm > spec_.training.grad_clip)
         grads.mul_(spec_.training.grad_clip / (grad_norm + 1e-6));
@@ -219,26 +218,6 @@ class Trainer {
     return total;
   }
 
-  // SP norms' partial gradients over tp, the tied embedding over the embedding group, then the
-  // data-parallel average: all-reduced in buckets, or reduce-scattered to this rank's shard under the
-  // distributed optimizer. Returns the gradients this rank's optimizer updates from.
-  at::Tensor reduce_gradients() {
-    if (state_.sequence_parallel) all_reduce_grads(sequence_parallel_grads_, *state_.tp_group);
-    if (state_.embedding_group) all_reduce_grads(embedding_grads_, *state_.embedding_group);
-    at::Tensor& grads = store_.grads();
-    if (state_.dp == 1) return grads;
-    if (distributed_optimizer_) {
-      at::Tensor shard = at::empty({shard_numel_});
-      state_.dp_group->reduce_scatter(shard, grads);
-      return shard.div_(static_cast<double>(state_.dp));
-    }
-    for (int64_t offset = 0; offset < grads.numel(); offset += kBucketElements) {
-      at::Tensor bucket = grads.narrow(0, offset, std::min(kBucketElements, grads.numel() - offset));
-      state_.dp_group->all_reduce(bucket);
-    }
-    return grads.div_(static_cast<double>(state_.dp));
-  }
-
   // Over every parameter once: tp and pp partition the model; dp partitions it too under ZeRO-1.
   double global_grad_norm(const at::Tensor& grads) {
     // One fused pass when every local element counts (no tp replicas, no tied copy).
@@ -273,7 +252,7 @@ class Trainer {
   int64_t shard_numel_ = 0, shard_offset_ = 0;
   at::Tensor norm_mask_;
   bool norm_mask_counts_all_ = false;
-  std::vector<at::Tensor> sequence_parallel_grads_, embedding_grads_;
+  std::unique_ptr<GradientReducer> reducer_;
   std::unique_ptr<AdamW> optimizer_;
 };
 

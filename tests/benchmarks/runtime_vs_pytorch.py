@@ -118,21 +118,30 @@ def main():
     p.add_argument("--steps", type=int, default=12)
     p.add_argument("--warmup", type=int, default=2)
     p.add_argument("--threads", type=int, default=os.cpu_count())
+    p.add_argument("--repeats", type=int, default=1,
+                   help="alternate ours and the reference this many times; ratios are medians of the pairs "
+                        "(on a shared machine the load drifts between two consecutive runs)")
     args = p.parse_args()
 
-    ours = tessera_tokens_per_s(args, 1, args.threads)
-    reference = pytorch_tokens_per_s(args, args.threads)
     print(f"GPT {args.layers} layers, hidden {args.hidden}, seq {args.seq}, batch {args.batch}, "
           f"{args.threads} threads, fp32, torch {torch.__version__}")
-    print(f"tessera-train (1 rank):  {ours:10.0f} tokens/s")
-    print(f"PyTorch eager:           {reference:10.0f} tokens/s")
-    print(f"ratio tessera/PyTorch:   {ours / reference:10.3f}")
-    dp1 = tessera_tokens_per_s(args, 1, 1)
-    dp2 = tessera_tokens_per_s(args, 2, 1)
-    print(f"tessera-train DP=1, 1 thread:          {dp1:10.0f} tokens/s")
-    print(f"tessera-train DP=2, 1 thread per rank: {dp2:10.0f} tokens/s")
-    print(f"DP scaling DP=2/DP=1:                  {dp2 / dp1:10.3f}")
-    if not (ours > 0 and reference > 0 and dp1 > 0 and dp2 > 0):
+    ratios, scalings = [], []
+    for repeat in range(args.repeats):
+        ours = tessera_tokens_per_s(args, 1, args.threads)
+        reference = pytorch_tokens_per_s(args, args.threads)
+        ratios.append(ours / reference)
+        print(f"[{repeat + 1}] tessera-train (1 rank):  {ours:10.0f} tokens/s")
+        print(f"[{repeat + 1}] PyTorch eager:           {reference:10.0f} tokens/s")
+        print(f"[{repeat + 1}] ratio tessera/PyTorch:   {ours / reference:10.3f}")
+    for repeat in range(args.repeats):
+        dp1 = tessera_tokens_per_s(args, 1, 1)
+        dp2 = tessera_tokens_per_s(args, 2, 1)
+        scalings.append(dp2 / dp1)
+        print(f"[{repeat + 1}] tessera-train DP=1, 1 thread:          {dp1:10.0f} tokens/s")
+        print(f"[{repeat + 1}] tessera-train DP=2, 1 thread per rank: {dp2:10.0f} tokens/s")
+    print(f"ratio tessera/PyTorch (median of {args.repeats}): {statistics.median(ratios):.3f}")
+    print(f"DP scaling DP=2/DP=1 (median of {args.repeats}):  {statistics.median(scalings):.3f}")
+    if not all(r > 0 for r in ratios + scalings):
         sys.exit(1)
 
 

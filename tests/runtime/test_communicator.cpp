@@ -96,6 +96,55 @@ class TestCommunicator : public QObject {
     QVERIFY2(failures.empty(), failures.empty() ? "" : failures.front().c_str());
   }
 
+  void asynchronousCollectivesCompleteAtWait() {
+    const auto failures = run_ranks(4, std::chrono::milliseconds(20000), [](int rank, GlooWorld& world) {
+      auto all = world.make_group("all", {0, 1, 2, 3});
+      // Several operations in flight at once, waited for in reverse order.
+      at::Tensor x = at::full({1000}, rank + 1.0);
+      at::Tensor m = at::full({3}, static_cast<double>(rank));
+      at::Tensor in = at::arange(8, at::kFloat) + rank;
+      at::Tensor block = at::empty({2});
+      at::Tensor r = at::arange(12, at::kFloat) * (rank + 1);
+      auto sum = all->all_reduce_async(x);
+      auto max = all->all_reduce_async(m, ReduceOp::max);
+      auto scatter = all->reduce_scatter_async(block, in);
+      auto reduce = all->reduce_async(r, 2);
+      reduce->wait();
+      scatter->wait();
+      max->wait();
+      sum->wait();
+      sum->wait();  // a second wait is a no-op
+      expect_equal(x, at::full({1000}, 10.0), "all_reduce_async sum");
+      expect_equal(m, at::full({3}, 3.0), "all_reduce_async max");
+      expect_equal(block, (at::arange(8, at::kFloat) * 4 + 6).narrow(0, 2 * rank, 2), "reduce_scatter_async");
+      if (rank == 2) expect_equal(r, at::arange(12, at::kFloat) * 10, "reduce_async at the root");
+    });
+    QVERIFY2(failures.empty(), failures.empty() ? "" : failures.front().c_str());
+  }
+
+  void anAsynchronousOperationThePeerNeverJoinsFailsAtWait() {
+    std::string message;
+    const auto failures = run_ranks(
+        2, std::chrono::milliseconds(1500),
+        [&](int rank, GlooWorld& world) {
+          auto group = world.make_group("pair", {0, 1});
+          if (rank == 1) {
+            std::this_thread::sleep_for(std::chrono::seconds(4));
+            return;
+          }
+          at::Tensor x = at::ones({4});
+          auto work = group->all_reduce_async(x);  // returns at once
+          try {
+            work->wait();
+          } catch (const CommError& e) {
+            message = e.what();
+          }
+        },
+        /*keep_worlds=*/false);
+    QVERIFY2(failures.empty(), failures.empty() ? "" : failures.front().c_str());
+    QVERIFY2(message.find("all_reduce in group pair [ranks 0,1] failed") != std::string::npos, message.c_str());
+  }
+
   void anOperationThePeerNeverJoinsTimesOut() {
     std::string message;
     const auto failures = run_ranks(

@@ -102,6 +102,27 @@ class TestTrainErrors : public QObject {
     QVERIFY(p.readAllStandardError().contains("MASTER_ADDR"));
   }
 
+  void deviceCudaWithoutAGpuIsRefused() {
+    QTemporaryDir dir;
+    Layout layout;
+    layout.dp = 2;
+    const QString spec = QString::fromStdString(spec_file(dir, "ok", tiny_spec("tiny-gpt", layout, 5)));
+    QProcess p;
+    auto env = QProcessEnvironment::systemEnvironment();
+    env.insert("CUDA_VISIBLE_DEVICES", "");  // no GPU, on any machine
+    p.setProcessEnvironment(env);
+    p.start(TESSERA_TRAIN, {"--spec", spec, "--nproc", "2", "--device", "cuda", "--out", dir.filePath("out")});
+    QVERIFY(p.waitForFinished(30000));
+    QCOMPARE(p.exitCode(), 2);
+    const QByteArray err = p.readAllStandardError();
+    QVERIFY2(err.contains("--device cuda: no CUDA GPU is visible to this process"), err.constData());
+    QVERIFY(!QFile::exists(dir.filePath("out/metrics.jsonl")));  // no rank started
+    p.start(TESSERA_TRAIN, {"--spec", spec, "--device", "tpu"});
+    QVERIFY(p.waitForFinished(30000));
+    QVERIFY(p.exitCode() != 0);
+    QVERIFY(p.readAllStandardError().contains("--device"));
+  }
+
   void badDataFilesAreRefusedBeforeAnyRankStarts() {
     QTemporaryDir dir;
     Layout layout;
