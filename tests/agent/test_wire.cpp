@@ -130,7 +130,7 @@ class TestWire : public QObject {
   void outboxSpillsAndResendsUntilAcknowledged() {
     QTemporaryDir dir;
     const std::string spill = dir.path().toStdString() + "/outbox.spill";
-    agent::Outbox outbox(spill, 1000);  // about ten frames in memory
+    agent::Outbox outbox(spill, 1000, int64_t{1} << 20);  // about ten frames in memory, 1 MiB on disk
     auto frame = [](int64_t seq) { return "frame " + std::to_string(seq) + std::string(90, '.'); };
     for (int64_t seq = 1; seq <= 100; ++seq) outbox.push(frame(seq));
     QCOMPARE(outbox.last_seq(), int64_t{100});
