@@ -335,7 +335,7 @@ std::vector<StageMemory> tessera_stages(const spec::RunSpec& spec, const ModelPa
       // tessera-train runs this model: its own stored tensors and buffers (docs/formulas.md §2).
       const RuntimePeak peak = runtime_activation_peak(spec, schedule, stage);
       const double optimizer_shard = zero >= 1 ? (dense + expert) / shard_dense : dense + expert;
-      const double masks = 8 * optimizer_shard;  // fp32 weight-decay and grad-norm masks
+      const double masks = 2 * optimizer_shard;  // bool weight-decay and grad-norm masks
       const double batches = static_cast<double>(schedule.microbatches) * 8 *
                              static_cast<double>((m.seq_length + 1) * spec.training.micro_batch_size);
       st.activations_bytes = static_cast<int64_t>(std::llround(peak.activations));

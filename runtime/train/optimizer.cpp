@@ -18,7 +18,7 @@ double learning_rate(const spec::TrainingSpec& t, int64_t step) {
 
 AdamW::AdamW(const spec::TrainingSpec& training, at::Tensor decay_mask)
     : weight_decay_(training.weight_decay), decay_mask_(std::move(decay_mask)),
-      exp_avg_(at::zeros_like(decay_mask_)), exp_avg_sq_(at::zeros_like(decay_mask_)) {}
+      exp_avg_(at::zeros(decay_mask_.sizes(), at::kFloat)), exp_avg_sq_(at::zeros(decay_mask_.sizes(), at::kFloat)) {}
 
 void AdamW::step(at::Tensor& values, const at::Tensor& grads, double lr) {
   ++steps_;

@@ -16,7 +16,7 @@ double learning_rate(const spec::TrainingSpec& training, int64_t step);
 
 class AdamW {
  public:
-  /// `decay_mask` holds 1 where weight decay applies and 0 elsewhere, shaped like the buffer.
+  /// `decay_mask` (bool) holds true where weight decay applies, shaped like the buffer.
   AdamW(const spec::TrainingSpec& training, at::Tensor decay_mask);
   /// One update of `values` from `grads` (same shape as the mask) at learning rate `lr`.
   void step(at::Tensor& values, const at::Tensor& grads, double lr);

@@ -113,8 +113,9 @@ class Trainer {
     store_.finalise(distributed_optimizer_ ? state_.dp : 1);
     shard_numel_ = store_.numel() / (distributed_optimizer_ ? state_.dp : 1);
     shard_offset_ = distributed_optimizer_ ? state_.coord.dp * shard_numel_ : 0;
-    at::Tensor decay = at::zeros({store_.numel()});
-    norm_mask_ = at::zeros({store_.numel()});
+    // Masks as bool (1 byte per parameter, not 4): multiplying by them gives the same bits as fp32 ones.
+    at::Tensor decay = at::zeros({store_.numel()}, at::kBool);
+    norm_mask_ = at::zeros({store_.numel()}, at::kBool);
     const auto& params = store_.params();
     for (size_t i = 0; i < params.size(); ++i) {
       const auto& p = params[i];
