@@ -109,6 +109,9 @@ int main(int argc, char** argv) {
     }
     if (nproc == 0) {
       env = tessera::runtime::rank_environment_from_env();
+      // A single process started by hand: its rendezvous store takes a free port, so that two such
+      // runs on one machine do not collide on a fixed one.
+      if (!std::getenv("RANK") && !std::getenv("WORLD_SIZE")) env.master_port = tessera::runtime::free_local_port();
       if (env.world_size != world)
         throw SpecError({{"WORLD_SIZE", "WORLD_SIZE=" + std::to_string(env.world_size) +
                                             " must equal the spec's world size " + std::to_string(world) +

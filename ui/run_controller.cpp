@@ -157,16 +157,20 @@ void RunController::runLaunch(const LaunchRequest& request) {
     launch::HistorySink sink(*writer, run);
     follow(*writer, run.id, session, sink);
   } catch (const std::exception& e) {
-    {
-      std::lock_guard lock(mutex_);
-      outcome_ = launch::RunOutcome::failed;
-      reason_ = e.what();
-    }
-    post([this, m = QString::fromStdString(e.what())] {
-      emit launchFailed(m);
-      emit finished(static_cast<int>(launch::RunOutcome::failed));
-    });
+    fail(e.what());
   }
+}
+
+void RunController::fail(const std::string& reason) {
+  {
+    std::lock_guard lock(mutex_);
+    outcome_ = launch::RunOutcome::failed;
+    reason_ = reason;
+  }
+  post([this, m = QString::fromStdString(reason)] {
+    emit launchFailed(m);
+    emit finished(static_cast<int>(launch::RunOutcome::failed));
+  });
 }
 
 void RunController::runAttach(const std::string& run_id, const std::string& db_path) {
@@ -201,15 +205,7 @@ void RunController::runAttach(const std::string& run_id, const std::string& db_p
     });
     follow(*writer, record.id, session, sink);
   } catch (const std::exception& e) {
-    {
-      std::lock_guard lock(mutex_);
-      outcome_ = launch::RunOutcome::failed;
-      reason_ = e.what();
-    }
-    post([this, m = QString::fromStdString(e.what())] {
-      emit launchFailed(m);
-      emit finished(static_cast<int>(launch::RunOutcome::failed));
-    });
+    fail(e.what());
   }
 }
 

@@ -94,6 +94,8 @@ class RunController : public QObject {
   void runAttach(const std::string& run_id, const std::string& db_path);
   void follow(store::Writer& writer, const std::string& run_id, launch::RunSession& session, launch::HistorySink& sink);
   void post(std::function<void()> fn);
+  /// The launch or the attach failed before or while following: record why and tell the GUI.
+  void fail(const std::string& reason);
 
   std::thread worker_;
   std::atomic<bool> interrupt_{false};

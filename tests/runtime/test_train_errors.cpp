@@ -3,6 +3,11 @@
 // stop the others and name it, and without the launcher the surviving rank names the dead peer.
 #include <QtTest/QtTest>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <signal.h>
 
 #include <filesystem>
@@ -100,6 +105,33 @@ class TestTrainErrors : public QObject {
     QVERIFY(p.waitForFinished(30000));
     QCOMPARE(p.exitCode(), 2);
     QVERIFY(p.readAllStandardError().contains("MASTER_ADDR"));
+  }
+
+  void singleProcessRunDoesNotNeedAFixedPort() {
+    // Hold torchrun's default port 29500 (if nobody else does already): a run started by hand without
+    // RANK/WORLD_SIZE must still rendezvous, on a free port of its own.
+    const int fd = socket(AF_INET, SOCK_STREAM, 0);
+    QVERIFY(fd >= 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(29500);
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    const int one = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    const bool held = bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 && listen(fd, 1) == 0;
+    QTemporaryDir dir;
+    const QString spec = QString::fromStdString(spec_file(dir, "single", tiny_spec("tiny-gpt", Layout{}, 5)));
+    QProcess p;
+    auto env = QProcessEnvironment::systemEnvironment();
+    for (const char* name : {"RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "LOCAL_RANK"}) env.remove(name);
+    p.setProcessEnvironment(env);
+    p.start(TESSERA_TRAIN, {"--spec", spec, "--threads", "1", "--out", dir.filePath("out")});
+    const bool finished = p.waitForFinished(60000);
+    close(fd);
+    QVERIFY(finished);
+    QVERIFY2(p.exitCode() == 0, p.readAllStandardError().constData());
+    QCOMPARE(read_steps(dir.filePath("out").toStdString()).size(), size_t{5});
+    if (!held) qInfo("port 29500 was already taken by another process: the run still had to avoid it");
   }
 
   void deviceCudaWithoutAGpuIsRefused() {
