@@ -209,7 +209,7 @@ double runtime_layer_bytes(const RuntimeShape& r, Recompute recompute) {
   const double e = r.e, T = r.tokens, t = r.t;
   if (recompute == Recompute::full) return e * r.rows * r.h;  // the layer input, kept by the checkpoint
   double bytes = 2 * runtime_norm_bytes(r);
-  bytes += 2 * e * T * r.h;                           // QKV and fc1 inputs (gathered whole under SP)
+  bytes += 2 * e * r.rows * r.h;                      // QKV and fc1 inputs (the shard under SP)
   bytes += e * T * r.f / t * (r.swiglu ? 4 : 2);      // gelu: fc1 out, gelu out; swiglu: gate|up, silu, product
   bytes += e * T * r.q / t;                           // attention output, also the projection input (a view)
   if (recompute == Recompute::selective) {
@@ -225,9 +225,11 @@ double runtime_layer_bytes(const RuntimeShape& r, Recompute recompute) {
   return bytes;
 }
 
-// Gradients alive while one layer's backward runs: the MLP hidden gradient and two residual-width ones.
+// Gradients alive while one layer's backward runs: the MLP hidden gradient and two residual-width
+// ones; under SP also the column-parallel linear's input, gathered again for its weight gradient.
 double runtime_layer_backward_bytes(const RuntimeShape& r) {
-  return r.e * r.tokens * (r.swiglu ? 2 * r.f : r.f) / r.t + 2 * r.e * r.tokens * r.h;
+  const double regathered = r.rows < r.tokens ? r.e * r.tokens * r.h : 0;
+  return r.e * r.tokens * (r.swiglu ? 2 * r.f : r.f) / r.t + 2 * r.e * r.tokens * r.h + regathered;
 }
 
 struct RuntimePeak {
@@ -235,8 +237,8 @@ struct RuntimePeak {
 };
 
 // Walks this stage's row of the schedule table as the runtime executes it and returns the largest
-// live bytes: stored activations of the chunk-microbatches in flight, plus the p2p tensors whose
-// asynchronous sends are awaited only at the end of the step, plus the op's transient buffers.
+// live bytes: stored activations of the chunk-microbatches in flight, plus the input gradient still
+// held by its send, plus the op's transient buffers.
 RuntimePeak runtime_activation_peak(const spec::RunSpec& spec, const ScheduleTable& schedule, int64_t stage) {
   const auto& m = spec.model;
   const auto& p = spec.parallel;
@@ -246,32 +248,35 @@ RuntimePeak runtime_activation_peak(const spec::RunSpec& spec, const ScheduleTab
   const double vocab_rank = static_cast<double>(padded_vocab(m.vocab_size, p.tp)) / r.t;
   const double logits = 4 * r.tokens * vocab_rank;  // fp32
   // Last virtual stage, per microbatch: the final norm's input and saved tensors, the output layer's
-  // input, the cross-entropy's softmax (fp32) and its target indices and mask.
-  const double loss_part = runtime_norm_bytes(r) + r.e * r.tokens * r.h + logits + 9 * r.tokens;
+  // input (the shard under SP), the cross-entropy's softmax (fp32) and its target indices and mask.
+  const double loss_part = runtime_norm_bytes(r) + r.e * r.rows * r.h + logits + 9 * r.tokens;
   const double p2p = r.e * r.rows * r.h;
   double layer_backward = runtime_layer_backward_bytes(r);
   if (spec.training.recompute == Recompute::full)  // the layer rebuilt with its graph and its output
     layer_backward += runtime_layer_bytes(r, Recompute::none) + r.e * r.rows * r.h;
   const int64_t last_virtual = p.pp * p.vpp - 1;
 
-  double held = 0, sends = 0;
+  // A forward's output is sent while the chunk keeps it for its backward anyway; an input gradient
+  // is held by its send until the previous stage receives it, which the walk takes as the next op.
+  double held = 0, gradient_send = 0;
   RuntimePeak best;
   auto consider = [&](double transient) {
-    if (held + sends + transient > best.activations + best.buffers) best = {held, sends + transient};
+    const double buffers = gradient_send + transient;
+    if (held + buffers > best.activations + best.buffers) best = {held, buffers};
   };
   for (const auto& op : schedule.stages.at(stage)) {
     const int64_t virtual_stage = static_cast<int64_t>(op.chunk) * p.pp + stage;
     const bool last = virtual_stage == last_virtual;
     const double chunk = layers_per_chunk * per_layer + (last ? loss_part : 0);
+    const bool backward = op.kind == OpKind::backward || op.kind == OpKind::backward_input;
     if (op.kind == OpKind::forward) {
       held += chunk;
-      if (!last) sends += p2p;  // the chunk output: kept for the backward, and by its send until the step ends
       consider(last ? logits : 0);  // the logits while the softmax is computed
-    } else if (op.kind == OpKind::backward || op.kind == OpKind::backward_input) {
+    } else if (backward) {
       consider(std::max(0.0, layer_backward - (last ? loss_part : 0)));  // the loss part is freed first
       held -= chunk;
-      if (virtual_stage > 0) sends += p2p;  // the input gradient, kept by its send
     }
+    gradient_send = backward && virtual_stage > 0 ? p2p : 0;
   }
   return best;
 }
@@ -334,12 +339,10 @@ std::vector<StageMemory> tessera_stages(const spec::RunSpec& spec, const ModelPa
     if (has_runtime_terms(m)) {
       // tessera-train runs this model: its own stored tensors and buffers (docs/formulas.md §2).
       const RuntimePeak peak = runtime_activation_peak(spec, schedule, stage);
-      const double optimizer_shard = zero >= 1 ? (dense + expert) / shard_dense : dense + expert;
-      const double masks = 2 * optimizer_shard;  // bool weight-decay and grad-norm masks
       const double batches = static_cast<double>(schedule.microbatches) * 8 *
                              static_cast<double>((m.seq_length + 1) * spec.training.micro_batch_size);
       st.activations_bytes = static_cast<int64_t>(std::llround(peak.activations));
-      st.buffers_bytes = static_cast<int64_t>(std::llround(peak.buffers + masks + batches));
+      st.buffers_bytes = static_cast<int64_t>(std::llround(peak.buffers + batches));
       continue;
     }
 
