@@ -164,6 +164,123 @@ std::vector<StageMemory> megatron_stages(const spec::RunSpec& spec, const Schedu
   return out;
 }
 
+// --- Tessera profile: what tessera-train's autograd keeps (dense gpt and llama) ------------------
+// Measured term by term against the runtime's counting allocator (docs/formulas.md §2, "Runtime
+// terms"; docs/runtime.md, "Memory against the planner"). e bytes per element, T tokens of a
+// microbatch on a rank (s/cp · b), Tr the rows of the residual stream (T/t under SP, else T).
+
+bool has_runtime_terms(const spec::ModelSpec& m) {
+  return (m.arch == Arch::gpt || m.arch == Arch::llama) && !m.is_moe();
+}
+
+struct RuntimeShape {
+  double e, tokens, rows, h, q, kv, f, heads, t;
+  bool rope, repeat, layernorm, swiglu;
+};
+
+RuntimeShape runtime_shape(const spec::RunSpec& spec) {
+  const auto& m = spec.model;
+  const auto& p = spec.parallel;
+  RuntimeShape r{};
+  r.e = spec::bytes_per_element(spec.training.precision);
+  r.t = static_cast<double>(p.tp);
+  r.tokens = static_cast<double>(m.seq_length / p.cp * spec.training.micro_batch_size);
+  r.rows = p.sequence_parallel ? r.tokens / r.t : r.tokens;
+  r.h = static_cast<double>(m.hidden_size);
+  r.q = static_cast<double>(m.num_attention_heads * m.head_dim());
+  r.kv = static_cast<double>(m.num_query_groups * m.head_dim());
+  r.f = static_cast<double>(m.ffn_hidden_size);
+  r.heads = static_cast<double>(m.num_attention_heads);
+  r.rope = m.position_embedding == spec::PositionEmbedding::rope;
+  r.repeat = m.num_query_groups != m.num_attention_heads;
+  r.layernorm = m.normalization == spec::Normalization::layernorm;
+  r.swiglu = m.activation == Activation::swiglu;
+  return r;
+}
+
+// A norm's saved tensors: its input, the fp32 statistics (LayerNorm: mean and 1/std; RMSNorm:
+// 1/rms) and, for RMSNorm (a composite op on CPU), the normalised input before the weight multiply.
+double runtime_norm_bytes(const RuntimeShape& r) {
+  return r.e * r.rows * r.h + (r.layernorm ? 8 * r.rows : 4 * r.rows + r.e * r.rows * r.h);
+}
+
+// Stored bytes of one layer for one microbatch under `recompute`.
+double runtime_layer_bytes(const RuntimeShape& r, Recompute recompute) {
+  const double e = r.e, T = r.tokens, t = r.t;
+  if (recompute == Recompute::full) return e * r.rows * r.h;  // the layer input, kept by the checkpoint
+  double bytes = 2 * runtime_norm_bytes(r);
+  bytes += 2 * e * r.rows * r.h;                      // QKV and fc1 inputs (the shard under SP)
+  bytes += e * T * r.f / t * (r.swiglu ? 4 : 2);      // gelu: fc1 out, gelu out; swiglu: gate|up, silu, product
+  bytes += e * T * r.q / t;                           // attention output, also the projection input (a view)
+  if (recompute == Recompute::selective) {
+    bytes += e * T * (r.q + 2 * r.kv) / t;            // Q, K, V saved by the checkpoint (views of the QKV output)
+    if (r.rope) bytes += e * T * (r.q + r.kv) / t;    // rotated Q and K
+  } else {
+    if (!r.rope || !r.repeat) bytes += e * T * (r.q + 2 * r.kv) / t;  // QKV output, held by views SDPA saves
+    if (r.rope) bytes += e * T * r.q / t;                              // rotated Q
+    if (r.repeat) bytes += 2 * e * T * r.q / t;                        // K and V repeated to every head
+    else if (r.rope) bytes += e * T * r.kv / t;                        // rotated K
+    bytes += 4 * T * r.heads / t;                                      // SDPA's fp32 log-sum-exp
+  }
+  return bytes;
+}
+
+// Gradients alive while one layer's backward runs: the MLP hidden gradient and two residual-width
+// ones; under SP also the column-parallel linear's input, gathered again for its weight gradient.
+double runtime_layer_backward_bytes(const RuntimeShape& r) {
+  const double regathered = r.rows < r.tokens ? r.e * r.tokens * r.h : 0;
+  return r.e * r.tokens * (r.swiglu ? 2 * r.f : r.f) / r.t + 2 * r.e * r.tokens * r.h + regathered;
+}
+
+struct RuntimePeak {
+  double activations = 0, buffers = 0;
+};
+
+// Walks this stage's row of the schedule table as the runtime executes it and returns the largest
+// live bytes: stored activations of the chunk-microbatches in flight, plus the input gradient still
+// held by its send, plus the op's transient buffers.
+RuntimePeak runtime_activation_peak(const spec::RunSpec& spec, const ScheduleTable& schedule, int64_t stage) {
+  const auto& m = spec.model;
+  const auto& p = spec.parallel;
+  const RuntimeShape r = runtime_shape(spec);
+  const double layers_per_chunk = static_cast<double>(m.num_layers / (p.pp * p.vpp));
+  const double per_layer = runtime_layer_bytes(r, spec.training.recompute);
+  const double vocab_rank = static_cast<double>(padded_vocab(m.vocab_size, p.tp)) / r.t;
+  const double logits = 4 * r.tokens * vocab_rank;  // fp32
+  // Last virtual stage, per microbatch: the final norm's input and saved tensors, the output layer's
+  // input (the shard under SP), the cross-entropy's softmax (fp32) and its target indices and mask.
+  const double loss_part = runtime_norm_bytes(r) + r.e * r.rows * r.h + logits + 9 * r.tokens;
+  const double p2p = r.e * r.rows * r.h;
+  double layer_backward = runtime_layer_backward_bytes(r);
+  if (spec.training.recompute == Recompute::full)  // the layer rebuilt with its graph and its output
+    layer_backward += runtime_layer_bytes(r, Recompute::none) + r.e * r.rows * r.h;
+  const int64_t last_virtual = p.pp * p.vpp - 1;
+
+  // A forward's output is sent while the chunk keeps it for its backward anyway; an input gradient
+  // is held by its send until the previous stage receives it, which the walk takes as the next op.
+  double held = 0, gradient_send = 0;
+  RuntimePeak best;
+  auto consider = [&](double transient) {
+    const double buffers = gradient_send + transient;
+    if (held + buffers > best.activations + best.buffers) best = {held, buffers};
+  };
+  for (const auto& op : schedule.stages.at(stage)) {
+    const int64_t virtual_stage = static_cast<int64_t>(op.chunk) * p.pp + stage;
+    const bool last = virtual_stage == last_virtual;
+    const double chunk = layers_per_chunk * per_layer + (last ? loss_part : 0);
+    const bool backward = op.kind == OpKind::backward || op.kind == OpKind::backward_input;
+    if (op.kind == OpKind::forward) {
+      held += chunk;
+      consider(last ? logits : 0);  // the logits while the softmax is computed
+    } else if (backward) {
+      consider(std::max(0.0, layer_backward - (last ? loss_part : 0)));  // the loss part is freed first
+      held -= chunk;
+    }
+    gradient_send = backward && virtual_stage > 0 ? p2p : 0;
+  }
+  return best;
+}
+
 // --- Tessera profile --------------------------------------------------------------------------
 
 std::vector<StageMemory> tessera_stages(const spec::RunSpec& spec, const ModelParams& params,
@@ -218,6 +335,16 @@ std::vector<StageMemory> tessera_stages(const spec::RunSpec& spec, const ModelPa
       act += last_in_flight * (norm_input + 4 * tokens * vocab_rank);  // fp32 logits kept for the loss
     }
     st.activations_bytes = static_cast<int64_t>(std::llround(act));
+
+    if (has_runtime_terms(m)) {
+      // tessera-train runs this model: its own stored tensors and buffers (docs/formulas.md §2).
+      const RuntimePeak peak = runtime_activation_peak(spec, schedule, stage);
+      const double batches = static_cast<double>(schedule.microbatches) * 8 *
+                             static_cast<double>((m.seq_length + 1) * spec.training.micro_batch_size);
+      st.activations_bytes = static_cast<int64_t>(std::llround(peak.activations));
+      st.buffers_bytes = static_cast<int64_t>(std::llround(peak.buffers + batches));
+      continue;
+    }
 
     double buffers = 0;
     if (p.pp > 1) buffers += 2 * e * tokens * h / t;                       // p2p send and receive

@@ -1,6 +1,7 @@
 // Per-GPU memory per pipeline stage: weights, gradients, optimizer state, activations, buffers.
-// Two profiles: `tessera` (the full breakdown of Tessera's runtime) and `megatron` (reproduces
-// Megatron-LM's theoretical_memory_usage.py). Formulas and sources: docs/formulas.md §2.
+// Two profiles: `tessera` (the full breakdown of Tessera's runtime; for the dense gpt/llama that
+// tessera-train runs, its own stored tensors, checked by test_memory_agreement) and `megatron`
+// (reproduces Megatron-LM's theoretical_memory_usage.py). Formulas and sources: docs/formulas.md §2.
 #pragma once
 
 #include <cstdint>

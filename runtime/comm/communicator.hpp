@@ -43,7 +43,8 @@ class Communicator {
   virtual void all_gather(at::Tensor& output, const at::Tensor& input) = 0;
   virtual void broadcast(at::Tensor& tensor, int root) = 0;
   /// Point to point within the group (`peer` is a group rank). send() may return before the peer
-  /// received; wait_sends() waits for every outstanding send.
+  /// received and holds the tensor until then; sends the peer has received are released at the
+  /// group's next send or recv, and wait_sends() waits for every outstanding one.
   virtual void send(const at::Tensor& tensor, int peer, int tag) = 0;
   virtual void recv(at::Tensor& tensor, int peer, int tag) = 0;
   virtual void wait_sends() = 0;

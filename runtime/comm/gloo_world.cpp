@@ -90,6 +90,7 @@ class GlooCommunicator final : public Communicator {
     run("broadcast", [&] { return group_->broadcast(tensors, o); });
   }
   void send(const at::Tensor& tensor, int peer, int tag) override {
+    release_finished_sends();
     std::vector<at::Tensor> tensors{tensor.contiguous()};
     const auto start = Clock::now();
     try {
@@ -101,7 +102,9 @@ class GlooCommunicator final : public Communicator {
   }
   void recv(at::Tensor& tensor, int peer, int tag) override {
     std::vector<at::Tensor> tensors{tensor};
+    release_finished_sends();
     run("recv from group rank " + std::to_string(peer), [&] { return group_->recv(tensors, peer, tag); });
+    release_finished_sends();
   }
   void wait_sends() override {
     auto sends = std::move(pending_sends_);
@@ -182,6 +185,16 @@ class GlooCommunicator final : public Communicator {
       fail(what, message_of(e));
     }
     busy_s_ += std::chrono::duration<double>(Clock::now() - start).count();
+  }
+  // Drops the sends the peer has received, without blocking: a send holds its tensor until then, and
+  // waiting for every send only at the step's end would keep each activation and gradient that
+  // crossed the pipeline alive for the whole step. A finished send that failed throws here.
+  void release_finished_sends() {
+    std::erase_if(pending_sends_, [&](c10::intrusive_ptr<c10d::Work>& work) {
+      if (!work->isCompleted()) return false;
+      run("send", [&] { return work; });
+      return true;
+    });
   }
   [[noreturn]] void fail(const std::string& what, const std::string& cause) {
     throw CommError(world_.diagnose(what, name_, members_, cause));

@@ -77,6 +77,28 @@ struct ScatterToSequence : torch::autograd::Function<ScatterToSequence> {
   static variable_list backward(AutogradContext* ctx, variable_list g) { return {gathered(g[0], from(ctx)), {}}; }
 };
 
+// Column-parallel linear under sequence parallelism (Megatron-Core's
+// LinearWithGradAccumulationAndAsyncCommunication with sequence_parallel): the forward all-gathers
+// the sequence-sharded input, multiplies and lets the gathered copy go; only the shard is saved, and
+// the backward gathers it again for the weight gradient. Saves (t-1)/t of the input per linear.
+struct SequenceParallelColumnLinear : torch::autograd::Function<SequenceParallelColumnLinear> {
+  // No bias here: autograd functions take no undefined inputs, so the caller adds it.
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x_shard, const at::Tensor& weight, int64_t comm) {
+    ctx->saved_data["comm"] = comm;
+    ctx->save_for_backward({x_shard, weight});
+    return at::linear(gathered(x_shard, *reinterpret_cast<Communicator*>(comm)), weight);
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list g) {
+    const auto saved = ctx->get_saved_variables();
+    const at::Tensor& weight = saved[1];
+    Communicator& c = from(ctx);
+    const at::Tensor grad = g[0].contiguous();
+    const at::Tensor input = gathered(saved[0], c);
+    const at::Tensor grad_weight = grad.reshape({-1, grad.size(-1)}).t().mm(input.reshape({-1, input.size(-1)}));
+    return {reduce_scattered(grad.matmul(weight), c), grad_weight, {}};
+  }
+};
+
 // Forward: loss_i = log(sum_j exp(z_ij - max_i)) - (z_i,target - max_i), each sum over the whole
 // vocabulary by an all-reduce of the per-rank partial. Backward: softmax - onehot(target), local.
 struct VocabParallelCrossEntropy : torch::autograd::Function<VocabParallelCrossEntropy> {
@@ -129,8 +151,12 @@ at::Tensor scatter_to_sequence(const at::Tensor& x, Communicator& tp) {
 
 at::Tensor column_parallel_linear(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias,
                                   const TensorParallel& tp) {
-  const at::Tensor input = tp.sequence_parallel ? gather_from_sequence(x, *tp.group) : copy_to_tp(x, *tp.group);
-  return at::linear(input, weight, bias);
+  if (tp.size() == 1) return at::linear(x, weight, bias);
+  if (tp.sequence_parallel) {
+    at::Tensor y = SequenceParallelColumnLinear::apply(x, weight, to_handle(*tp.group));
+    return bias.defined() ? y + bias : y;
+  }
+  return at::linear(copy_to_tp(x, *tp.group), weight, bias);
 }
 
 at::Tensor row_parallel_linear(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias,

@@ -27,7 +27,8 @@ at::Tensor gather_from_sequence(const at::Tensor& x, Communicator& tp);
 at::Tensor reduce_scatter_to_sequence(const at::Tensor& x, Communicator& tp);
 at::Tensor scatter_to_sequence(const at::Tensor& x, Communicator& tp);
 
-/// y = x W^T + b with W split by output rows; x is whole (or sequence-sharded under SP: gathered).
+/// y = x W^T + b with W split by output rows; x is whole, or sequence-sharded under SP: gathered for
+/// the product, and only the shard kept for the backward (which gathers it again).
 at::Tensor column_parallel_linear(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias,
                                   const TensorParallel& tp);
 /// y = x W^T + b with W split by input columns and x split the same way; partial sums are reduced

@@ -16,19 +16,43 @@ double learning_rate(const spec::TrainingSpec& t, int64_t step) {
   return t.min_lr + 0.5 * (t.lr - t.min_lr) * (1.0 + std::cos(M_PI * progress));
 }
 
-AdamW::AdamW(const spec::TrainingSpec& training, at::Tensor decay_mask)
-    : weight_decay_(training.weight_decay), decay_mask_(std::move(decay_mask)),
-      exp_avg_(at::zeros_like(decay_mask_)), exp_avg_sq_(at::zeros_like(decay_mask_)) {}
+std::vector<ElementRange> clip_ranges(const std::vector<ElementRange>& ranges, int64_t start, int64_t numel) {
+  std::vector<ElementRange> out;
+  for (const auto& r : ranges) {
+    const int64_t begin = std::max(r.offset, start), end = std::min(r.offset + r.length, start + numel);
+    if (begin >= end) continue;
+    if (!out.empty() && out.back().offset + out.back().length == begin - start)
+      out.back().length += end - begin;
+    else
+      out.push_back({begin - start, end - begin});
+  }
+  return out;
+}
+
+AdamW::AdamW(const spec::TrainingSpec& training, int64_t numel, std::vector<ElementRange> decay_ranges)
+    : weight_decay_(training.weight_decay), decay_ranges_(std::move(decay_ranges)),
+      exp_avg_(at::zeros({numel}, at::kFloat)), exp_avg_sq_(at::zeros({numel}, at::kFloat)) {}
 
 void AdamW::step(at::Tensor& values, const at::Tensor& grads, double lr) {
   ++steps_;
   const double bias1 = 1.0 - std::pow(beta1_, static_cast<double>(steps_));
   const double bias2 = 1.0 - std::pow(beta2_, static_cast<double>(steps_));
-  exp_avg_.mul_(beta1_).add_(grads, 1.0 - beta1_);
-  exp_avg_sq_.mul_(beta2_).addcmul_(grads, grads, 1.0 - beta2_);
-  const at::Tensor denom = (exp_avg_sq_ / bias2).sqrt_().add_(eps_);
-  values.addcmul_(decay_mask_, values, -lr * weight_decay_);
-  values.addcdiv_(exp_avg_, denom, -lr / bias1);
+  // Decoupled weight decay reads the weights before this update: applied first, it is the same.
+  for (const auto& r : decay_ranges_) {
+    at::Tensor decayed = values.narrow(0, r.offset, r.length);
+    decayed.add_(decayed, -lr * weight_decay_);
+  }
+  // In chunks, so that the denominator's temporary is kChunkElements long, not the buffer's length.
+  constexpr int64_t kChunkElements = int64_t{1} << 22;
+  const int64_t numel = values.numel();
+  for (int64_t begin = 0; begin < numel; begin += kChunkElements) {
+    const int64_t n = std::min(kChunkElements, numel - begin);
+    const at::Tensor g = grads.narrow(0, begin, n);
+    at::Tensor m = exp_avg_.narrow(0, begin, n), v = exp_avg_sq_.narrow(0, begin, n), w = values.narrow(0, begin, n);
+    m.mul_(beta1_).add_(g, 1.0 - beta1_);
+    v.mul_(beta2_).addcmul_(g, g, 1.0 - beta2_);
+    w.addcdiv_(m, (v / bias2).sqrt_().add_(eps_), -lr / bias1);
+  }
 }
 
 }  // namespace tessera::runtime

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include <ATen/core/Tensor.h>
 
@@ -14,11 +15,21 @@ namespace tessera::runtime {
 /// min_lr at train_steps.
 double learning_rate(const spec::TrainingSpec& training, int64_t step);
 
+/// Elements [offset, offset + length) of a flat buffer: which ones a rule (weight decay, counting in
+/// the gradient norm) applies to, one range per run of parameters instead of a mask per element.
+struct ElementRange {
+  int64_t offset = 0, length = 0;
+};
+
+/// The ranges of `ranges` that fall inside [start, start + numel), shifted to start at 0 and with
+/// touching ones merged.
+std::vector<ElementRange> clip_ranges(const std::vector<ElementRange>& ranges, int64_t start, int64_t numel);
+
 class AdamW {
  public:
-  /// `decay_mask` holds 1 where weight decay applies and 0 elsewhere, shaped like the buffer.
-  AdamW(const spec::TrainingSpec& training, at::Tensor decay_mask);
-  /// One update of `values` from `grads` (same shape as the mask) at learning rate `lr`.
+  /// A buffer of `numel` elements; weight decay applies to `decay_ranges` of it.
+  AdamW(const spec::TrainingSpec& training, int64_t numel, std::vector<ElementRange> decay_ranges);
+  /// One update of `values` from `grads` (both `numel` long) at learning rate `lr`.
   void step(at::Tensor& values, const at::Tensor& grads, double lr);
   int64_t steps_taken() const { return steps_; }
   /// The state a checkpoint keeps: the moments and the number of updates.
@@ -28,7 +39,8 @@ class AdamW {
 
  private:
   double beta1_ = 0.9, beta2_ = 0.95, eps_ = 1e-8, weight_decay_;
-  at::Tensor decay_mask_, exp_avg_, exp_avg_sq_;
+  std::vector<ElementRange> decay_ranges_;
+  at::Tensor exp_avg_, exp_avg_sq_;
   int64_t steps_ = 0;
 };
 

@@ -113,20 +113,20 @@ class Trainer {
     store_.finalise(distributed_optimizer_ ? state_.dp : 1);
     shard_numel_ = store_.numel() / (distributed_optimizer_ ? state_.dp : 1);
     shard_offset_ = distributed_optimizer_ ? state_.coord.dp * shard_numel_ : 0;
-    at::Tensor decay = at::zeros({store_.numel()});
-    norm_mask_ = at::zeros({store_.numel()});
+    // Which elements decay and which count in the global norm, as ranges of the flat buffer.
+    std::vector<ElementRange> decay, in_norm;
     const auto& params = store_.params();
     for (size_t i = 0; i < params.size(); ++i) {
       const auto& p = params[i];
-      const int64_t offset = store_.offsets()[i], n = p.value.numel();
-      if (p.weight_decay) decay.narrow(0, offset, n).fill_(1);
+      const ElementRange range{store_.offsets()[i], p.value.numel()};
+      if (p.weight_decay) decay.push_back(range);
       // Each parameter counts once in the global norm: replicated ones on tp rank 0, tied copies not.
-      if (!p.tied_copy && (!p.tp_replicated || state_.coord.tp == 0)) norm_mask_.narrow(0, offset, n).fill_(1);
+      if (!p.tied_copy && (!p.tp_replicated || state_.coord.tp == 0)) in_norm.push_back(range);
     }
     // Under the distributed optimizer (ZeRO-1) this rank keeps the state of its shard only.
-    optimizer_ = std::make_unique<AdamW>(spec.training, decay.narrow(0, shard_offset_, shard_numel_).clone());
-    norm_mask_ = norm_mask_.narrow(0, shard_offset_, shard_numel_).clone();
-    norm_mask_counts_all_ = norm_mask_.all().item<bool>();
+    optimizer_ = std::make_unique<AdamW>(spec.training, shard_numel_, clip_ranges(decay, shard_offset_, shard_numel_));
+    norm_ranges_ = clip_ranges(in_norm, shard_offset_, shard_numel_);
+    norm_counts_all_ = norm_ranges_.size() == 1 && norm_ranges_[0].length == shard_numel_;
     reducer_ = std::make_unique<GradientReducer>(store_, state_, distributed_optimizer_, kBucketElements);
   }
 
@@ -221,8 +221,13 @@ class Trainer {
   // Over every parameter once: tp and pp partition the model; dp partitions it too under ZeRO-1.
   double global_grad_norm(const at::Tensor& grads) {
     // One fused pass when every local element counts (no tp replicas, no tied copy).
-    const at::Tensor local = norm_mask_counts_all_ ? at::linalg_vector_norm(grads) : at::linalg_vector_norm(grads * norm_mask_);
-    at::Tensor sum = local.square().to(at::kDouble).reshape({1});
+    at::Tensor sum;
+    if (norm_counts_all_) {
+      sum = at::linalg_vector_norm(grads).square().to(at::kDouble).reshape({1});
+    } else {
+      sum = at::zeros({1}, at::kDouble);
+      for (const auto& r : norm_ranges_) sum += at::linalg_vector_norm(grads.narrow(0, r.offset, r.length)).square().to(at::kDouble);
+    }
     state_.tp_group->all_reduce(sum);
     state_.pp_group->all_reduce(sum);
     if (distributed_optimizer_) state_.dp_group->all_reduce(sum);
@@ -250,8 +255,8 @@ class Trainer {
   MetricsFile metrics_;
   bool distributed_optimizer_ = false;
   int64_t shard_numel_ = 0, shard_offset_ = 0;
-  at::Tensor norm_mask_;
-  bool norm_mask_counts_all_ = false;
+  std::vector<ElementRange> norm_ranges_;  // of this rank's shard
+  bool norm_counts_all_ = false;
   std::unique_ptr<GradientReducer> reducer_;
   std::unique_ptr<AdamW> optimizer_;
 };
