@@ -32,7 +32,7 @@ at::Tensor SyntheticTokens::sample(int64_t index) const {
 FileTokens::FileTokens(const std::string& path, int64_t seed, int64_t model_vocab_size, int64_t seq_length,
                        int64_t global_batch)
     : seed_(seed), window_(seq_length + 1) {
-  const auto file = data::read_token_file(path);
+  auto file = data::read_token_file(path);
   if (file.vocab_size > model_vocab_size)
     throw data::DataError("data file " + path + " has a vocabulary of " + std::to_string(file.vocab_size) +
                           " tokens but model.vocab_size=" + std::to_string(model_vocab_size));
@@ -40,8 +40,7 @@ FileTokens::FileTokens(const std::string& path, int64_t seed, int64_t model_voca
   if (windows_ < global_batch)
     throw data::DataError("data file " + path + " holds " + std::to_string(file.tokens.size()) + " tokens, fewer than one global batch (" +
                           std::to_string(global_batch) + " sequences of " + std::to_string(window_) + " tokens)");
-  std::vector<int64_t> values(file.tokens.begin(), file.tokens.end());
-  tokens_ = at::tensor(values, at::kLong);
+  tokens_ = std::move(file.tokens);
 }
 
 at::Tensor FileTokens::sample(int64_t index) const {
@@ -54,7 +53,10 @@ at::Tensor FileTokens::sample(int64_t index) const {
     for (int64_t i = windows_ - 1; i > 0; --i) std::swap(order_[i], order_[generator() % static_cast<uint64_t>(i + 1)]);
     epoch_ = epoch;
   }
-  return tokens_.narrow(0, order_[index % windows_] * window_, window_);
+  at::Tensor window = at::empty({window_}, at::kLong);
+  const uint32_t* first = tokens_.data() + order_[index % windows_] * window_;
+  std::copy(first, first + window_, window.data_ptr<int64_t>());
+  return window;
 }
 
 std::vector<Microbatch> make_microbatches(const TokenSource& source, const BatchLayout& layout, int64_t step) {

@@ -41,7 +41,9 @@ class FileTokens final : public TokenSource {
   at::Tensor sample(int64_t index) const override;
 
  private:
-  at::Tensor tokens_;  // int64, whole file
+  // The whole file, as read: host data outside the tensor allocator (a GPU run keeps it on the host
+  // too), so the measured peak is the model's; each sample becomes an int64 window.
+  std::vector<uint32_t> tokens_;
   int64_t seed_, window_, windows_;
   mutable int64_t epoch_ = -1;
   mutable std::vector<int64_t> order_;
