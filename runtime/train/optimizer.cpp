@@ -35,23 +35,29 @@ AdamW::AdamW(const spec::TrainingSpec& training, int64_t numel, std::vector<Elem
 
 void AdamW::step(at::Tensor& values, const at::Tensor& grads, double lr) {
   ++steps_;
-  const double bias1 = 1.0 - std::pow(beta1_, static_cast<double>(steps_));
-  const double bias2 = 1.0 - std::pow(beta2_, static_cast<double>(steps_));
-  // Decoupled weight decay reads the weights before this update: applied first, it is the same.
+  // LibTorch's fused AdamW: one vectorised pass over weights, gradients and moments instead of eight
+  // elementwise ones, no temporary. Two calls: the ranges that decay, and the rest with no decay.
+  std::vector<at::Tensor> w[2], g[2], m[2], v[2];
+  auto add = [&](int with_decay, int64_t offset, int64_t length) {
+    if (length == 0) return;
+    w[with_decay].push_back(values.narrow(0, offset, length));
+    g[with_decay].push_back(grads.narrow(0, offset, length));
+    m[with_decay].push_back(exp_avg_.narrow(0, offset, length));
+    v[with_decay].push_back(exp_avg_sq_.narrow(0, offset, length));
+  };
+  int64_t covered = 0;
   for (const auto& r : decay_ranges_) {
-    at::Tensor decayed = values.narrow(0, r.offset, r.length);
-    decayed.add_(decayed, -lr * weight_decay_);
+    add(0, covered, r.offset - covered);
+    add(1, r.offset, r.length);
+    covered = r.offset + r.length;
   }
-  // In chunks, so that the denominator's temporary is kChunkElements long, not the buffer's length.
-  constexpr int64_t kChunkElements = int64_t{1} << 22;
-  const int64_t numel = values.numel();
-  for (int64_t begin = 0; begin < numel; begin += kChunkElements) {
-    const int64_t n = std::min(kChunkElements, numel - begin);
-    const at::Tensor g = grads.narrow(0, begin, n);
-    at::Tensor m = exp_avg_.narrow(0, begin, n), v = exp_avg_sq_.narrow(0, begin, n), w = values.narrow(0, begin, n);
-    m.mul_(beta1_).add_(g, 1.0 - beta1_);
-    v.mul_(beta2_).addcmul_(g, g, 1.0 - beta2_);
-    w.addcdiv_(m, (v / bias2).sqrt_().add_(eps_), -lr / bias1);
+  add(0, covered, values.numel() - covered);
+  const at::Tensor step = at::full({}, static_cast<double>(steps_), at::kFloat);
+  for (int with_decay = 0; with_decay < 2; ++with_decay) {
+    if (w[with_decay].empty()) continue;
+    const std::vector<at::Tensor> steps(w[with_decay].size(), step);
+    at::_fused_adamw_(w[with_decay], g[with_decay], m[with_decay], v[with_decay], {}, steps, lr, beta1_, beta2_,
+                      with_decay ? weight_decay_ : 0.0, eps_, /*amsgrad=*/false, /*maximize=*/false);
   }
 }
 
