@@ -1,14 +1,17 @@
-// Unit tests of the wire protocol's checks, the key files, the loopback rule, the agent's option checks,
-// its outbox (memory window, spill to disk, acknowledgement) and the split of ranks into node shares.
+// Unit tests of the wire protocol's checks, the JSON scanner (against nlohmann::json::accept), the key
+// files, the loopback rule, the agent's option checks, its outbox (memory window, spill to disk,
+// acknowledgement) and the split of ranks into node shares.
 #include <QtCore/QTemporaryDir>
 #include <QtTest/QtTest>
 
 #include <filesystem>
 #include <fstream>
+#include <random>
 
 #include "agent/agent.hpp"
 #include "agent/outbox.hpp"
 #include "launch/run_session.hpp"
+#include "protocol/json_scan.hpp"
 #include "protocol/keys.hpp"
 #include "protocol/wire.hpp"
 
@@ -25,6 +28,24 @@ ErrorCode code_of(std::string_view frame, protocol::Side side = protocol::Side::
   }
   throw std::logic_error("accepted");
 }
+
+// Writes the tokens scan_json() reports, one word each.
+class TokenLog : public protocol::JsonHandler {
+ public:
+  void begin_object() override { out += "{ "; }
+  void key(std::string_view raw, bool escaped) override { out += "key:" + text(raw, escaped) + " "; }
+  void end_object() override { out += "} "; }
+  void begin_array() override { out += "[ "; }
+  void end_array() override { out += "] "; }
+  void string(std::string_view raw, bool escaped) override { out += "str:" + text(raw, escaped) + " "; }
+  void number(std::string_view text, bool integer) override { out += (integer ? "int:" : "num:") + std::string(text) + " "; }
+  void boolean(bool value) override { out += value ? "true " : "false "; }
+  void null() override { out += "null "; }
+  std::string out;
+
+ private:
+  static std::string text(std::string_view raw, bool escaped) { return escaped ? protocol::unescape(raw) : std::string(raw); }
+};
 
 }  // namespace
 
@@ -48,6 +69,59 @@ class TestWire : public QObject {
     const std::string padded = nlohmann::json{{"v", 1}, {"type", "ack"}, {"pad", std::string(5000, 'x')}}.dump();
     QCOMPARE(code_of(padded), ErrorCode::too_large);
     QCOMPARE(code_of(std::string((2 << 20), '{')), ErrorCode::too_large);  // never parsed
+  }
+
+  void jsonScannerAcceptsWhatNlohmannAccepts() {
+    const std::vector<std::string> cases{
+        "{}", "[]", " {\"a\" : [1, 2.5, -0, 1e5, 1E-5, 0.5e+3, true, false, null, \"\"]} \n", "1", "\"s\"",
+        "", " ", "{", "}", "{\"a\"}", "{\"a\":}", "{\"a\":1,}", "[1,]", "[,1]", "{a:1}", "{'a':1}", "[01]", "[-]", "[1.]",
+        "[.5]", "[1e]", "[1e+]", "[+1]", "[-01]", "[1.5e3.2]", "[tru]", "[nul]", "[True]", "{} {}", "{}x", "[1 2]",
+        "[\"\\x\"]", "[\"\\u12\"]", "[\"\\u00e9\\u20AC\"]", "[\"\\ud83d\\ude00\"]", "[\"\\ud83d\"]", "[\"\\ud83d\\u0041\"]",
+        "[\"\\ude00\"]", "[\"a\tb\"]", std::string("[\"a\0b\"]", 7), "[\"\x7f\"]", "[\"\xc3\xa9\"]", "[\"\xc3\"]",
+        "[\"\xc0\x80\"]", "[\"\xe0\x80\x80\"]", "[\"\xed\xa0\x80\"]", "[\"\xef\xbf\xbf\"]", "[\"\xf0\x9f\x98\x80\"]",
+        "[\"\xf4\x90\x80\x80\"]", "[\"\xf5\x80\x80\x80\"]", "[\"\xff\"]", "[1e308]", "[1e309]", "[-1e400]", "[1e-400]",
+        "[" + std::string(308, '9') + "]", "[" + std::string(309, '9') + "]", "[18446744073709551616]", "/* c */ {}",
+        "[[[[[[[[[[]]]]]]]]]]", std::string(5000, '[') + std::string(5000, ']'), std::string(5000, '[') + std::string(4999, ']')};
+    for (const auto& text : cases)
+      QVERIFY2(protocol::is_json(text) == nlohmann::json::accept(text), text.substr(0, 80).c_str());
+
+    // Random edits of real records: both answers agree on every one, and both kinds occur often.
+    const std::vector<std::string> seeds{
+        R"({"type":"metric","name":"bench_3","rank":2,"step":4003,"value":3,"emit_s":1764459000.123456})",
+        "{\"type\":\"log\",\"rank\":0,\"stream\":\"stderr\",\"time_s\":1.5e9,\"line\":\"caf\\u00e9 \\\"q\\\" \\\\ \\ud83d\\ude00 ok\"}",
+        R"({"type":"rank_exit","rank":1,"last_lines":["a","b"],"nested":{"x":[null,true,false,-0.0,1E+2]}})"};
+    const std::string alphabet = "{}[],:\"\\/ 0123456789-+.eEtrufalsn\x01\x1f\x7f\xc3\xa9\xed\xa0\x80\xf4\x90\xbf";
+    std::mt19937 random(20261129);
+    int accepted = 0, refused = 0;
+    for (int i = 0; i < 30000; ++i) {
+      std::string text = seeds[random() % seeds.size()];
+      for (int edits = 1 + static_cast<int>(random() % 3); edits > 0; --edits) {
+        const size_t at = random() % (text.size() + 1);
+        const char c = alphabet[random() % alphabet.size()];
+        switch (random() % 3) {
+          case 0: text.insert(text.begin() + static_cast<std::ptrdiff_t>(at), c); break;
+          case 1: if (at < text.size()) text[at] = c; break;
+          default: if (at < text.size()) text.erase(at, 1);
+        }
+      }
+      const bool expected = nlohmann::json::accept(text);
+      QVERIFY2(protocol::is_json(text) == expected, text.c_str());
+      ++(expected ? accepted : refused);
+    }
+    QVERIFY2(accepted > 1000 && refused > 1000, (std::to_string(accepted) + " accepted").c_str());
+  }
+
+  void jsonScannerReportsTokensInOrder() {
+    TokenLog log;
+    QVERIFY(protocol::scan_json("{\"a\":[1,-2.5e3,\"x\\n\\u00e9\"],\"b\\\"\":{},\"c\":true,\"d\":null,\"e\":false}", log));
+    QCOMPARE(log.out, std::string("{ key:a [ int:1 num:-2.5e3 str:x\n\xc3\xa9 ] key:b\" { } key:c true key:d null key:e false } "));
+    for (const std::string raw : {"plain", "tab\\tquote\\\"slash\\/back\\\\", "\\ud83d\\ude00 \\u20ac \\u0041", "\\b\\f\\r"}) {
+      TokenLog one;
+      QVERIFY(protocol::scan_json("\"" + raw + "\"", one));
+      QCOMPARE(one.out, "str:" + nlohmann::json::parse("\"" + raw + "\"").get<std::string>() + " ");
+    }
+    TokenLog broken;
+    QVERIFY(!protocol::scan_json(R"({"a":[1,2})", broken));
   }
 
   void fieldsAreTypedAndBounded() {
