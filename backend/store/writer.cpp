@@ -105,11 +105,7 @@ struct Writer::Impl {
   std::chrono::steady_clock::time_point oldest;
   CommitStats stats;
   std::thread thread;
-  struct SeriesPoint {
-    int64_t series, step;
-    double wall_time_s, value;
-  };
-  std::vector<SeriesPoint> points;  ///< the metric points of the batch being written (writer thread)
+  std::vector<Ingest::Point> points;  ///< the metric points of the batch being written (writer thread)
 
   Impl(const std::string& p, WriterOptions o)
       : path(p),
@@ -167,10 +163,10 @@ struct Writer::Impl {
   // consecutive inserts land on the same B-tree pages instead of hopping between the batch's series.
   // The sort is stable: a point repeated within the batch still ends with its last value.
   void write_points(CommitStats& delta) {
-    std::stable_sort(points.begin(), points.end(), [](const SeriesPoint& a, const SeriesPoint& b) {
+    std::stable_sort(points.begin(), points.end(), [](const Ingest::Point& a, const Ingest::Point& b) {
       return a.series < b.series || (a.series == b.series && a.step < b.step);
     });
-    for (const auto& p : points) ingest.metric(p.series, p.step, p.wall_time_s, p.value);
+    ingest.metrics(points);
     delta.points += static_cast<int64_t>(points.size());
     points.clear();
   }

@@ -308,6 +308,28 @@ class TestStore : public QObject {
     }
   }
 
+  void aRankReportingManyStepsAgainReplacesThem() {
+    // Whole chunks of points already stored (a resumed rank re-reporting 100 steps): each takes its
+    // new value and the rollup is recomputed.
+    const auto path = db("rewrite.sqlite");
+    Writer writer(path);
+    const auto run = writer.create_run(tiny_run("rewrite"));
+    for (int64_t step = 0; step < 200; ++step) writer.append(run, MetricPoint{"loss", 0, step, 1.0, 5.0});
+    writer.flush();
+    for (int64_t step = 50; step < 150; ++step) writer.append(run, MetricPoint{"loss", 0, step, 2.0, 7.0});
+    writer.close();
+    History history(path);
+    const auto points = history.points(run.id, "loss", 0);
+    QCOMPARE(points.size(), size_t{200});
+    for (const auto& p : points) QCOMPARE(p.value, p.step >= 50 && p.step < 150 ? 7.0 : 5.0);
+    const auto buckets = history.downsample(run.id, "loss", 0, 1);  // read off the rollup
+    QCOMPARE(buckets.size(), size_t{1});
+    QCOMPARE(buckets[0].count, int64_t{200});
+    QCOMPARE(buckets[0].min, 5.0);
+    QCOMPARE(buckets[0].max, 7.0);
+    QCOMPARE(history.counts(run.id).points, int64_t{200});
+  }
+
   void duplicateRunRefusedWriterGoesOn() {
     const auto path = db("duplicate-run.sqlite");
     Writer writer(path);
