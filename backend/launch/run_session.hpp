@@ -16,6 +16,7 @@
 #include <zmq.hpp>
 
 #include "launch/agent_connection.hpp"
+#include "protocol/wire.hpp"
 #include "spec/run_spec.hpp"
 
 namespace tessera::launch {

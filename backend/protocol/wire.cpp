@@ -48,7 +48,6 @@ int64_t largest(const std::array<TypeLimit, N>& table) {
   return most;
 }
 
-
 // Nothing larger than the largest message this side accepts is parsed at all; a frame is an object.
 void check_size(std::string_view bytes, Side receiver) {
   const int64_t most = receiver == Side::agent ? largest(kAgentReceives) : largest(kWorkbenchReceives);
@@ -140,7 +139,7 @@ class FrameReader : public JsonHandler {
       case Where::message: return frame.message[key_];
       case Where::record: return frame.records->back().fields.emplace_back(Record::Field{key_, nullptr}).value;
       case Where::dom: return top.dom->is_array() ? top.dom->emplace_back() : (*top.dom)[key_];
-      case Where::records: break;
+      case Where::records: break;  // never: put() and open() handle the records array's elements
     }
     return scratch_;
   }
