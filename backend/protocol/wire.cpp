@@ -98,7 +98,20 @@ nlohmann::json number_value(std::string_view text, bool integer) {
 // top-level "records" array become Records (their nested values DOMs).
 class FrameReader : public JsonHandler {
  public:
+  /// A field takes at least 5 bytes of the frame ("k":1): this is room for most frames' fields.
+  explicit FrameReader(size_t bytes) { frame.fields.reserve(bytes / 16); }
+
   Frame frame;
+
+  /// Points each record at its fields, once no more fields are added.
+  void link() {
+    if (!frame.records) return;
+    const std::span<const Record::Field> all(frame.fields);
+    for (size_t i = 0; i < frame.records->size(); ++i) {
+      const size_t end = i + 1 < starts_.size() ? starts_[i + 1] : all.size();
+      (*frame.records)[i].fields = all.subspan(starts_[i], end - starts_[i]);
+    }
+  }
 
   void begin_object() override { open(nlohmann::json::object()); }
   void begin_array() override { open(nlohmann::json::array()); }
@@ -108,6 +121,8 @@ class FrameReader : public JsonHandler {
     text(key_, raw, escaped);
     if (stack_.size() == 1 && key_ == "records") {  // a repeated key: the last value counts
       frame.records.reset();
+      frame.fields.clear();
+      starts_.clear();
       frame.message.erase("records");
     }
   }
@@ -137,7 +152,7 @@ class FrameReader : public JsonHandler {
     Level& top = stack_.back();
     switch (top.where) {
       case Where::message: return frame.message[key_];
-      case Where::record: return frame.records->back().fields.emplace_back(Record::Field{key_, nullptr}).value;
+      case Where::record: return frame.fields.emplace_back(Record::Field{key_, nullptr}).value;
       case Where::dom: return top.dom->is_array() ? top.dom->emplace_back() : (*top.dom)[key_];
       case Where::records: break;  // never: put() and open() handle the records array's elements
     }
@@ -145,8 +160,13 @@ class FrameReader : public JsonHandler {
   }
 
   void put(nlohmann::json value) {
-    if (stack_.back().where == Where::records) return void(frame.records->emplace_back());  // not an object
+    if (stack_.back().where == Where::records) return void(new_record());  // not an object
     slot() = std::move(value);
+  }
+
+  Record& new_record() {
+    starts_.push_back(frame.fields.size());
+    return frame.records->emplace_back();
   }
 
   void open(nlohmann::json container) {
@@ -157,10 +177,9 @@ class FrameReader : public JsonHandler {
       frame.records.emplace();
       stack_.push_back({Where::records, nullptr});
     } else if (stack_.back().where == Where::records) {
-      Record& record = frame.records->emplace_back();
+      Record& record = new_record();
       if (container.is_object()) {
         record.object = true;
-        record.fields.reserve(8);
         stack_.push_back({Where::record, nullptr});
       } else {  // an array where a record belongs: read, kept nowhere
         scratch_ = std::move(container);
@@ -176,6 +195,7 @@ class FrameReader : public JsonHandler {
   std::vector<Level> stack_;
   std::string key_;
   nlohmann::json scratch_;
+  std::vector<size_t> starts_;  // per record, the index of its first field in frame.fields
 };
 
 }  // namespace
@@ -206,9 +226,10 @@ nlohmann::json parse_frame(std::string_view bytes, Side receiver) {
 
 Frame read_frame(std::string_view bytes) {
   check_size(bytes, Side::workbench);
-  FrameReader reader;
+  FrameReader reader(bytes.size());
   if (!scan_json(bytes, reader)) throw ProtocolError(ErrorCode::bad_json, "frame is not a JSON object");
   check_envelope(reader.frame.message, bytes.size(), Side::workbench);
+  reader.link();
   return std::move(reader.frame);
 }
 

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -58,15 +59,15 @@ enum class Side { agent, workbench };
 nlohmann::json parse_frame(std::string_view bytes, Side receiver);
 
 /// One record of a data frame as read_frame() reads it: its top-level fields in the order sent, each
-/// value a nlohmann::json (a scalar holds no heap memory; a nested value is a whole DOM). A record that
-/// is not a JSON object has `object` false and no fields.
+/// value a nlohmann::json (a scalar holds no heap memory; a nested value is a whole DOM), kept in its
+/// Frame's storage. A record that is not a JSON object has `object` false and no fields.
 struct Record {
   struct Field {
     std::string key;
     nlohmann::json value;
   };
   bool object = false;
-  std::vector<Field> fields;
+  std::span<const Field> fields;  ///< in Frame::fields
   /// The value of `key` (the last one when a key repeats, as a DOM keeps it); nullptr when absent.
   const nlohmann::json* find(std::string_view key) const;
   /// The "type" field when it is a string, else "".
@@ -76,10 +77,18 @@ struct Record {
 };
 
 /// A frame as the workbench reads it: the message without its "records" array, and that array's
-/// records (nullopt when the frame has no "records" array).
+/// records (nullopt when the frame has no "records" array). Movable, not copyable: the records view
+/// `fields`, the fields of all records in one array (no allocation per record).
 struct Frame {
+  Frame() = default;
+  Frame(Frame&&) = default;
+  Frame& operator=(Frame&&) = default;
+  Frame(const Frame&) = delete;
+  Frame& operator=(const Frame&) = delete;
+
   nlohmann::json message;
   std::optional<std::vector<Record>> records;
+  std::vector<Record::Field> fields;
 };
 
 /// parse_frame() on the workbench's side, reading a data frame's records straight into Records instead

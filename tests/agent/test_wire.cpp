@@ -182,6 +182,15 @@ class TestWire : public QObject {
       }
     }
     QVERIFY_THROWS_EXCEPTION(protocol::ProtocolError, protocol::get_records(frame, 3));
+    // Records first, and a repeated "records": the last array counts, as in the DOM.
+    const auto twice = protocol::read_frame(
+        "{\"records\":[{\"a\":1},{\"b\":2}],\"v\":1,\"records\":[{\"c\":3},5,{\"d\":[4],\"e\":5}],\"type\":\"data\"}");
+    const auto& last = protocol::get_records(twice, 100);
+    QCOMPARE(last.size(), size_t{3});
+    QCOMPARE(last[0].to_json(), nlohmann::json({{"c", 3}}));
+    QVERIFY(!last[1].object && last[1].fields.empty());
+    QCOMPARE(last[2].to_json(), nlohmann::json({{"d", {4}}, {"e", 5}}));
+    QCOMPARE(twice.fields.size(), size_t{3});
 
     // Random edits of the frame: read_frame accepts exactly what parse_frame accepts, and reads the same.
     std::mt19937 random(30112026);
