@@ -37,7 +37,7 @@ void AgentConnection::send(std::string_view type, nlohmann::json body) {
     throw AgentError("agent " + endpoint_ + " is not taking messages (send queue full)");
 }
 
-std::optional<nlohmann::json> AgentConnection::receive(std::chrono::milliseconds timeout) {
+std::optional<protocol::Frame> AgentConnection::receive(std::chrono::milliseconds timeout) {
   const auto deadline = Clock::now() + timeout;
   while (true) {
     zmq::pollitem_t item{socket_.handle(), 0, ZMQ_POLLIN, 0};
@@ -58,7 +58,7 @@ std::optional<nlohmann::json> AgentConnection::receive(std::chrono::milliseconds
       continue;
     }
     try {
-      return protocol::parse_frame(message.to_string_view(), protocol::Side::workbench);
+      return protocol::read_frame(message.to_string_view());
     } catch (const protocol::ProtocolError&) {
       ++malformed_;
     }
@@ -72,13 +72,14 @@ nlohmann::json AgentConnection::request(std::string_view type, nlohmann::json bo
   const auto deadline = Clock::now() + timeout;
   while (Clock::now() < deadline) {
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
-    auto reply = receive(left);
-    if (!reply) break;
-    const auto& t = (*reply)["type"].get_ref<const std::string&>();
-    if (t == reply_type) return *reply;
+    auto frame = receive(left);
+    if (!frame) break;
+    nlohmann::json& reply = frame->message;
+    const auto& t = reply["type"].get_ref<const std::string&>();
+    if (t == reply_type) return std::move(reply);
     if (t == "error")
       throw AgentError("agent " + endpoint_ + " refused " + std::string(type) + ": " +
-                       (*reply).value("code", std::string("?")) + ": " + (*reply).value("message", std::string()));
+                       reply.value("code", std::string("?")) + ": " + reply.value("message", std::string()));
   }
   throw AgentError("no reply from agent " + endpoint_ + " within " + std::to_string(timeout.count()) +
                    " ms (not running, unreachable, or it refused this workbench's key)");

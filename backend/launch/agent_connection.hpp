@@ -40,9 +40,10 @@ class AgentConnection {
   zmq::socket_t& socket() { return socket_; }
 
   void send(std::string_view type, nlohmann::json body = nlohmann::json::object());
-  /// The next checked message, waiting at most `timeout`; nullopt on timeout. A frame that fails the
-  /// checks is counted in malformed() and skipped.
-  std::optional<nlohmann::json> receive(std::chrono::milliseconds timeout);
+  /// The next checked message (protocol::read_frame: a data frame's records read without a DOM),
+  /// waiting at most `timeout`; nullopt on timeout. A frame that fails the checks is counted in
+  /// malformed() and skipped.
+  std::optional<protocol::Frame> receive(std::chrono::milliseconds timeout);
   /// Sends and waits for a reply of type `reply_type` (heartbeats and data frames in between are
   /// skipped); an error reply or no reply within `timeout` throws AgentError.
   nlohmann::json request(std::string_view type, nlohmann::json body, std::string_view reply_type,

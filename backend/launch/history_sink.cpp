@@ -9,14 +9,28 @@ namespace tessera::launch {
 
 namespace {
 
-bool is_int(const nlohmann::json& r, const char* key) {
-  const auto it = r.find(key);
-  return it != r.end() && it->is_number_integer() && it->get<int64_t>() >= 0;
+using protocol::Record;
+
+bool is_int(const Record& r, std::string_view key) {
+  const auto* value = r.find(key);
+  return value && value->is_number_integer() && value->get<int64_t>() >= 0;
 }
 
-double number_or(const nlohmann::json& r, const char* key, double fallback) {
-  const auto it = r.find(key);
-  return it != r.end() && it->is_number() ? it->get<double>() : fallback;
+bool is_string(const Record& r, std::string_view key) {
+  const auto* value = r.find(key);
+  return value && value->is_string();
+}
+
+double number_or(const Record& r, std::string_view key, double fallback) {
+  const auto* value = r.find(key);
+  return value && value->is_number() ? value->get<double>() : fallback;
+}
+
+// As nlohmann's value(): the field converted to T (throwing on the wrong type), or the fallback.
+template <typename T>
+T value_or(const Record& r, std::string_view key, T fallback) {
+  const auto* value = r.find(key);
+  return value ? value->get<T>() : fallback;
 }
 
 }  // namespace
@@ -30,7 +44,7 @@ HistorySink::HistorySink(store::Writer& writer, store::RunHandle run, const std:
 
 int64_t HistorySink::durable_seq(int64_t node) { return durable_[node]; }
 
-void HistorySink::records(int64_t node, int64_t seq, const nlohmann::json& records) {
+void HistorySink::records(int64_t node, int64_t seq, const std::vector<protocol::Record>& records) {
   for (const auto& record : records) {
     try {
       add(record);
@@ -66,45 +80,50 @@ void HistorySink::records(int64_t node, int64_t seq, const nlohmann::json& recor
   marks_.push_back({node, seq, weight_});
 }
 
-void HistorySink::add(const nlohmann::json& r) {
-  if (!r.is_object() || !r.contains("type") || !r["type"].is_string()) {
+void HistorySink::add(const Record& r) {
+  const std::string_view type = r.type();
+  if (type.empty()) {
     ++skipped_;
     return;
   }
-  const auto& type = r["type"].get_ref<const std::string&>();
+  const auto index = [&](std::string_view key) { return r.find(key)->get<int64_t>(); };
   if (type == "step") {
     // Every other numeric field of a step record is a metric of that name (docs/store.md).
     if (!is_int(r, "step") || !is_int(r, "rank")) return void(++skipped_);
-    const int64_t step = r["step"].get<int64_t>(), rank = r["rank"].get<int64_t>();
+    const int64_t step = index("step"), rank = index("rank");
     const double wall = number_or(r, "wall_time_s", 0);
-    for (const auto& [key, value] : r.items()) {
+    for (const auto& [key, value] : r.fields) {
       if (key == "type" || key == "step" || key == "rank" || key == "wall_time_s" || !value.is_number()) continue;
+      if (r.find(key) != &value) continue;  // a repeated key: its last value counts
       frame_points_.push_back({key, rank, step, wall, value.get<double>()});
     }
-    if (on_step) on_step(r);
+    if (on_step) on_step(r.to_json());
   } else if (type == "metric") {
-    if (!is_int(r, "step") || !is_int(r, "rank") || !r.contains("name") || !r["name"].is_string() ||
-        r["name"].get_ref<const std::string&>().empty() || !r.contains("value") || !r["value"].is_number())
+    const auto* name = r.find("name");
+    const auto* value = r.find("value");
+    if (!is_int(r, "step") || !is_int(r, "rank") || !name || !name->is_string() ||
+        name->get_ref<const std::string&>().empty() || !value || !value->is_number())
       return void(++skipped_);
-    frame_points_.push_back({r["name"].get<std::string>(), r["rank"].get<int64_t>(), r["step"].get<int64_t>(),
-                             number_or(r, "wall_time_s", 0), r["value"].get<double>()});
+    frame_points_.push_back({name->get<std::string>(), index("rank"), index("step"), number_or(r, "wall_time_s", 0),
+                             value->get<double>()});
   } else if (type == "timeline") {
-    if (!is_int(r, "step") || !is_int(r, "rank") || !r.contains("op") || !r["op"].is_string()) return void(++skipped_);
-    writer_.append(run_, store::TimelineEvent{r["step"].get<int64_t>(), r["rank"].get<int64_t>(), r.value("stage", int64_t{0}),
-                                              r["op"].get<std::string>(), r.value("microbatch", int64_t{0}),
-                                              r.value("chunk", int64_t{0}), number_or(r, "start_s", 0), number_or(r, "end_s", 0)});
+    if (!is_int(r, "step") || !is_int(r, "rank") || !is_string(r, "op")) return void(++skipped_);
+    writer_.append(run_, store::TimelineEvent{index("step"), index("rank"), value_or(r, "stage", int64_t{0}),
+                                              r.find("op")->get<std::string>(), value_or(r, "microbatch", int64_t{0}),
+                                              value_or(r, "chunk", int64_t{0}), number_or(r, "start_s", 0),
+                                              number_or(r, "end_s", 0)});
     ++weight_;
   } else if (type == "log") {
-    if (!is_int(r, "rank") || !r.contains("line") || !r["line"].is_string()) return void(++skipped_);
-    const std::string stream = r.value("stream", std::string("stdout"));
-    writer_.append(run_, store::LogLine{r["rank"].get<int64_t>(), stream == "stderr" ? "stderr" : "stdout",
-                                        number_or(r, "time_s", 0), r["line"].get<std::string>()});
+    if (!is_int(r, "rank") || !is_string(r, "line")) return void(++skipped_);
+    const std::string stream = value_or(r, "stream", std::string("stdout"));
+    writer_.append(run_, store::LogLine{index("rank"), stream == "stderr" ? "stderr" : "stdout", number_or(r, "time_s", 0),
+                                        r.find("line")->get<std::string>()});
     ++weight_;
   } else if (type == "rank_exit") {
     if (!is_int(r, "rank")) return void(++skipped_);
-    writer_.append(run_, store::LogLine{r["rank"].get<int64_t>(), "stderr", number_or(r, "time_s", 0),
-                                        "tessera-agent: rank " + std::to_string(r["rank"].get<int64_t>()) + " " +
-                                            r.value("description", std::string("exited"))});
+    writer_.append(run_, store::LogLine{index("rank"), "stderr", number_or(r, "time_s", 0),
+                                        "tessera-agent: rank " + std::to_string(index("rank")) + " " +
+                                            value_or(r, "description", std::string("exited"))});
     ++weight_;
   } else if (type != "run_end") {
     ++skipped_;  // run_end is the session's; anything else is unknown

@@ -25,7 +25,7 @@ class HistorySink : public RunSink {
   HistorySink(store::Writer& writer, store::RunHandle run, const std::vector<store::StreamPosition>& stored = {});
 
   int64_t durable_seq(int64_t node) override;
-  void records(int64_t node, int64_t seq, const nlohmann::json& records) override;
+  void records(int64_t node, int64_t seq, const std::vector<protocol::Record>& records) override;
   void sync(bool wait) override;
 
   /// Called with each step record (for live output).
@@ -35,7 +35,7 @@ class HistorySink : public RunSink {
   int64_t skipped() const { return skipped_; }
 
  private:
-  void add(const nlohmann::json& record);
+  void add(const protocol::Record& record);
 
   struct Mark {
     int64_t node, seq, weight;  ///< the writer's record count once frame seq of node is committed

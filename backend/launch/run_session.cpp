@@ -125,9 +125,8 @@ void RunSession::fail(const std::string& reason) {
 }
 
 void RunSession::note_record(size_t node, const nlohmann::json& record) {
-  const auto type = record.find("type");
-  if (type == record.end() || !type->is_string()) return;
-  if (*type == "rank_exit") {
+  const auto& type = record.at("type");  // a rank_exit or run_end record
+  if (type == "rank_exit") {
     const bool failed = record.value("exit_code", 0) != 0 || record.value("signal", 0) != 0;
     if (!failed || record.value("stopped_by_agent", false)) return;
     const double time_s = record.value("time_s", 0.0);
@@ -145,7 +144,7 @@ void RunSession::note_record(size_t node, const nlohmann::json& record) {
       }
     }
     if (!stop_sent_) stop(reason_);
-  } else if (*type == "run_end") {
+  } else if (type == "run_end") {
     nodes_[node].ended = true;
     nodes_[node].end_state = record.value("state", std::string());
     if (nodes_[node].end_state == "stopped" && stop_reason_.empty()) stop_reason_ = record.value("reason", std::string());
@@ -159,14 +158,15 @@ void RunSession::note_record(size_t node, const nlohmann::json& record) {
   }
 }
 
-void RunSession::handle(size_t node, const nlohmann::json& message, RunSink& sink) {
+void RunSession::handle(size_t node, const protocol::Frame& frame, RunSink& sink) {
+  const nlohmann::json& message = frame.message;
   const auto& type = message["type"].get_ref<const std::string&>();
   try {
     if (type == "attached" && protocol::get_run_id(message) == run_id_) resumed(node, message);
     if (type != "data") return;  // heartbeats only refresh last_heard; late replies are ignored
     if (protocol::get_run_id(message) != run_id_) return;
     const int64_t seq = protocol::get_int(message, "seq", 1, int64_t{1} << 53);
-    const auto& records = protocol::get_array(message, "records", 1 << 20);
+    const auto& records = protocol::get_records(frame, 1 << 20);
     NodeState& state = nodes_[node];
     if (seq <= state.received_seq) {
       ++duplicates_;
@@ -183,7 +183,8 @@ void RunSession::handle(size_t node, const nlohmann::json& message, RunSink& sin
       return;
     }
     sink.records(static_cast<int64_t>(node), seq, records);
-    for (const auto& record : records) note_record(node, record);
+    for (const auto& record : records)  // the records the session acts on are rare: read as DOMs
+      if (const auto t = record.type(); t == "rank_exit" || t == "run_end") note_record(node, record.to_json());
     state.received_seq = seq;
   } catch (const protocol::ProtocolError&) {
     // A malformed frame from an agent is skipped; the sequence check asks for it again.
@@ -227,9 +228,9 @@ RunOutcome RunSession::follow(RunSink& sink, const std::atomic<bool>& stop_flag,
     for (size_t i = 0; i < items.size(); ++i) {
       if (!(items[i].revents & ZMQ_POLLIN)) continue;
       for (int n = 0; n < 1000 && Clock::now() < drain_until; ++n) {
-        auto message = connections_[item_node[i]]->receive(milliseconds(0));
-        if (!message) break;
-        handle(item_node[i], *message, sink);
+        auto frame = connections_[item_node[i]]->receive(milliseconds(0));
+        if (!frame) break;
+        handle(item_node[i], *frame, sink);
       }
     }
     const auto now = Clock::now();

@@ -16,6 +16,7 @@
 #include <zmq.hpp>
 
 #include "launch/agent_connection.hpp"
+#include "protocol/wire.hpp"
 #include "spec/run_spec.hpp"
 
 namespace tessera::launch {
@@ -32,8 +33,8 @@ class RunSink {
   /// The highest sequence number of `node` whose records are durable (0 = none).
   virtual int64_t durable_seq(int64_t node) = 0;
   /// The records of data frame `seq` of `node` (seq = the previous one + 1), each a JSON object with a
-  /// "type" (docs/protocol.md).
-  virtual void records(int64_t node, int64_t seq, const nlohmann::json& records) = 0;
+  /// "type" (docs/protocol.md), as protocol::read_frame() read them.
+  virtual void records(int64_t node, int64_t seq, const std::vector<protocol::Record>& records) = 0;
   /// Brings durable_seq() up to date with what the sink has made durable; with `wait`, first makes
   /// everything given so far durable (at the end of a follow).
   virtual void sync(bool wait) = 0;
@@ -86,8 +87,8 @@ class RunSession {
   int64_t lost_frames() const { return lost_frames_; }
 
  private:
-  void handle(size_t node, const nlohmann::json& message, RunSink& sink);
-  void note_record(size_t node, const nlohmann::json& record);
+  void handle(size_t node, const protocol::Frame& frame, RunSink& sink);
+  void note_record(size_t node, const nlohmann::json& record);  ///< a rank_exit or run_end record
   void acknowledge(RunSink& sink, bool wait);
   void resumed(size_t node, const nlohmann::json& attached);
   void fail(const std::string& reason);

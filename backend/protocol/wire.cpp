@@ -2,7 +2,11 @@
 #include "protocol/wire.hpp"
 
 #include <array>
+#include <charconv>
+#include <cstdlib>
 #include <utility>
+
+#include "protocol/json_scan.hpp"
 
 namespace tessera::protocol {
 
@@ -44,6 +48,156 @@ int64_t largest(const std::array<TypeLimit, N>& table) {
   return most;
 }
 
+// Nothing larger than the largest message this side accepts is parsed at all; a frame is an object.
+void check_size(std::string_view bytes, Side receiver) {
+  const int64_t most = receiver == Side::agent ? largest(kAgentReceives) : largest(kWorkbenchReceives);
+  if (static_cast<int64_t>(bytes.size()) > most)
+    throw ProtocolError(ErrorCode::too_large, "frame of " + std::to_string(bytes.size()) + " bytes exceeds " +
+                                                  std::to_string(most));
+  if (bytes.empty() || bytes.front() != '{') throw ProtocolError(ErrorCode::bad_json, "frame is not a JSON object");
+}
+
+// The version, a known type, and the size limit of that type.
+void check_envelope(const nlohmann::json& message, size_t bytes, Side receiver) {
+  const auto v = message.find("v");
+  if (v == message.end() || !v->is_number_integer() || v->get<int64_t>() != kProtocolVersion)
+    throw ProtocolError(ErrorCode::bad_version, "\"v\" must be " + std::to_string(kProtocolVersion));
+  const auto type = message.find("type");
+  if (type == message.end() || !type->is_string())
+    throw ProtocolError(ErrorCode::unknown_type, "\"type\" must be a string");
+  const auto& name = type->get_ref<const std::string&>();
+  const int64_t limit = receiver == Side::agent ? limit_of(kAgentReceives, name) : limit_of(kWorkbenchReceives, name);
+  if (limit < 0) {
+    const std::string shown = name.size() > 32 ? name.substr(0, 32) + "..." : name;
+    throw ProtocolError(ErrorCode::unknown_type, "unknown message type \"" + shown + "\"");
+  }
+  if (static_cast<int64_t>(bytes) > limit)
+    throw ProtocolError(ErrorCode::too_large, name + " of " + std::to_string(bytes) + " bytes exceeds " +
+                                                  std::to_string(limit));
+}
+
+// A JSON number as nlohmann reads it: an integer that fits is int64 (negative) or uint64, anything
+// else a double (the scanner has checked it is finite).
+nlohmann::json number_value(std::string_view text, bool integer) {
+  const char* first = text.data();
+  const char* last = first + text.size();
+  if (integer && text.front() == '-') {
+    int64_t value = 0;
+    if (const auto r = std::from_chars(first, last, value); r.ec == std::errc() && r.ptr == last) return value;
+  } else if (integer) {
+    uint64_t value = 0;
+    if (const auto r = std::from_chars(first, last, value); r.ec == std::errc() && r.ptr == last) return value;
+  }
+  double value = 0;
+  if (std::from_chars(first, last, value).ec == std::errc::result_out_of_range)
+    value = std::strtod(std::string(text).c_str(), nullptr);  // an underflow: 0 or subnormal, as strtod gives
+  return value;
+}
+
+// Builds a frame from the scanner's tokens: a DOM of the message, except that the elements of its
+// top-level "records" array become Records (their nested values DOMs).
+class FrameReader : public JsonHandler {
+ public:
+  /// A field takes at least 5 bytes of the frame ("k":1): this is room for most frames' fields.
+  explicit FrameReader(size_t bytes) { frame.fields.reserve(bytes / 16); }
+
+  Frame frame;
+
+  /// Points each record at its fields, once no more fields are added.
+  void link() {
+    if (!frame.records) return;
+    const std::span<const Record::Field> all(frame.fields);
+    for (size_t i = 0; i < frame.records->size(); ++i) {
+      const size_t end = i + 1 < starts_.size() ? starts_[i + 1] : all.size();
+      (*frame.records)[i].fields = all.subspan(starts_[i], end - starts_[i]);
+    }
+  }
+
+  void begin_object() override { open(nlohmann::json::object()); }
+  void begin_array() override { open(nlohmann::json::array()); }
+  void end_object() override { stack_.pop_back(); }
+  void end_array() override { stack_.pop_back(); }
+  void key(std::string_view raw, bool escaped) override {
+    text(key_, raw, escaped);
+    if (stack_.size() == 1 && key_ == "records") {  // a repeated key: the last value counts
+      frame.records.reset();
+      frame.fields.clear();
+      starts_.clear();
+      frame.message.erase("records");
+    }
+  }
+  void string(std::string_view raw, bool escaped) override {
+    std::string value;
+    text(value, raw, escaped);
+    put(std::move(value));
+  }
+  void number(std::string_view text, bool integer) override { put(number_value(text, integer)); }
+  void boolean(bool value) override { put(value); }
+  void null() override { put(nullptr); }
+
+ private:
+  enum class Where { message, records, record, dom };
+  struct Level {
+    Where where;
+    nlohmann::json* dom;  // the container of a dom level
+  };
+
+  static void text(std::string& out, std::string_view raw, bool escaped) {
+    if (escaped) out = unescape(raw);
+    else out.assign(raw);
+  }
+
+  // Where a value inside the current level goes.
+  nlohmann::json& slot() {
+    Level& top = stack_.back();
+    switch (top.where) {
+      case Where::message: return frame.message[key_];
+      case Where::record: return frame.fields.emplace_back(Record::Field{key_, nullptr}).value;
+      case Where::dom: return top.dom->is_array() ? top.dom->emplace_back() : (*top.dom)[key_];
+      case Where::records: break;  // never: put() and open() handle the records array's elements
+    }
+    return scratch_;
+  }
+
+  void put(nlohmann::json value) {
+    if (stack_.back().where == Where::records) return void(new_record());  // not an object
+    slot() = std::move(value);
+  }
+
+  Record& new_record() {
+    starts_.push_back(frame.fields.size());
+    return frame.records->emplace_back();
+  }
+
+  void open(nlohmann::json container) {
+    if (stack_.empty()) {
+      frame.message = std::move(container);
+      stack_.push_back({Where::message, &frame.message});
+    } else if (stack_.size() == 1 && key_ == "records" && container.is_array()) {
+      frame.records.emplace();
+      stack_.push_back({Where::records, nullptr});
+    } else if (stack_.back().where == Where::records) {
+      Record& record = new_record();
+      if (container.is_object()) {
+        record.object = true;
+        stack_.push_back({Where::record, nullptr});
+      } else {  // an array where a record belongs: read, kept nowhere
+        scratch_ = std::move(container);
+        stack_.push_back({Where::dom, &scratch_});
+      }
+    } else {
+      nlohmann::json& target = slot();
+      target = std::move(container);
+      stack_.push_back({Where::dom, &target});
+    }
+  }
+
+  std::vector<Level> stack_;
+  std::string key_;
+  nlohmann::json scratch_;
+  std::vector<size_t> starts_;  // per record, the index of its first field in frame.fields
+};
+
 }  // namespace
 
 std::string_view to_string(ErrorCode code) {
@@ -62,31 +216,39 @@ std::string_view to_string(ErrorCode code) {
 }
 
 nlohmann::json parse_frame(std::string_view bytes, Side receiver) {
-  // Nothing larger than the largest message this side accepts is parsed at all.
-  const int64_t most = receiver == Side::agent ? largest(kAgentReceives) : largest(kWorkbenchReceives);
-  if (static_cast<int64_t>(bytes.size()) > most)
-    throw ProtocolError(ErrorCode::too_large, "frame of " + std::to_string(bytes.size()) + " bytes exceeds " +
-                                                  std::to_string(most));
-  if (bytes.empty() || bytes.front() != '{') throw ProtocolError(ErrorCode::bad_json, "frame is not a JSON object");
+  check_size(bytes, receiver);
   nlohmann::json message = nlohmann::json::parse(bytes.begin(), bytes.end(), nullptr, false);
   if (message.is_discarded() || !message.is_object())
     throw ProtocolError(ErrorCode::bad_json, "frame is not a JSON object");
-  const auto v = message.find("v");
-  if (v == message.end() || !v->is_number_integer() || v->get<int64_t>() != kProtocolVersion)
-    throw ProtocolError(ErrorCode::bad_version, "\"v\" must be " + std::to_string(kProtocolVersion));
-  const auto type = message.find("type");
-  if (type == message.end() || !type->is_string())
-    throw ProtocolError(ErrorCode::unknown_type, "\"type\" must be a string");
-  const auto& name = type->get_ref<const std::string&>();
-  const int64_t limit = receiver == Side::agent ? limit_of(kAgentReceives, name) : limit_of(kWorkbenchReceives, name);
-  if (limit < 0) {
-    const std::string shown = name.size() > 32 ? name.substr(0, 32) + "..." : name;
-    throw ProtocolError(ErrorCode::unknown_type, "unknown message type \"" + shown + "\"");
-  }
-  if (static_cast<int64_t>(bytes.size()) > limit)
-    throw ProtocolError(ErrorCode::too_large, name + " of " + std::to_string(bytes.size()) + " bytes exceeds " +
-                                                  std::to_string(limit));
+  check_envelope(message, bytes.size(), receiver);
   return message;
+}
+
+Frame read_frame(std::string_view bytes) {
+  check_size(bytes, Side::workbench);
+  FrameReader reader(bytes.size());
+  if (!scan_json(bytes, reader)) throw ProtocolError(ErrorCode::bad_json, "frame is not a JSON object");
+  check_envelope(reader.frame.message, bytes.size(), Side::workbench);
+  reader.link();
+  return std::move(reader.frame);
+}
+
+const nlohmann::json* Record::find(std::string_view key) const {
+  for (auto it = fields.rbegin(); it != fields.rend(); ++it)
+    if (it->key == key) return &it->value;
+  return nullptr;
+}
+
+std::string_view Record::type() const {
+  const auto* value = find("type");
+  return value && value->is_string() ? std::string_view(value->get_ref<const std::string&>()) : std::string_view();
+}
+
+nlohmann::json Record::to_json() const {
+  if (!object) return nullptr;
+  nlohmann::json dom = nlohmann::json::object();
+  for (const auto& field : fields) dom[field.key] = field.value;
+  return dom;
 }
 
 std::string make_frame(std::string_view type, nlohmann::json body) {
@@ -139,6 +301,13 @@ const nlohmann::json& get_object(const nlohmann::json& message, const char* fiel
     throw ProtocolError(ErrorCode::bad_field, std::string(field) + " must be an object (found " +
                                                   (it == message.end() ? std::string("nothing") : type_name(*it)) + ")");
   return *it;
+}
+
+const std::vector<Record>& get_records(const Frame& frame, size_t max_items) {
+  if (!frame.records) throw ProtocolError(ErrorCode::bad_field, "records must be an array");
+  if (frame.records->size() > max_items)
+    throw ProtocolError(ErrorCode::bad_field, "records has more than " + std::to_string(max_items) + " items");
+  return *frame.records;
 }
 
 bool is_run_id(std::string_view text) {

@@ -1,12 +1,15 @@
 // The agent wire protocol (docs/protocol.md): version, limits, error codes, and the checked reading of
 // one received frame. Every frame is one UTF-8 JSON object {"v":1,"type":...}; nothing acts on a frame
-// before parse_frame() and the per-type field checks have accepted it.
+// before parse_frame() (or, on the workbench, read_frame()) and the per-type field checks have accepted it.
 #pragma once
 
 #include <cstdint>
+#include <optional>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -55,6 +58,43 @@ class ProtocolError : public std::runtime_error {
 enum class Side { agent, workbench };
 nlohmann::json parse_frame(std::string_view bytes, Side receiver);
 
+/// One record of a data frame as read_frame() reads it: its top-level fields in the order sent, each
+/// value a nlohmann::json (a scalar holds no heap memory; a nested value is a whole DOM), kept in its
+/// Frame's storage. A record that is not a JSON object has `object` false and no fields.
+struct Record {
+  struct Field {
+    std::string key;
+    nlohmann::json value;
+  };
+  bool object = false;
+  std::span<const Field> fields;  ///< in Frame::fields
+  /// The value of `key` (the last one when a key repeats, as a DOM keeps it); nullptr when absent.
+  const nlohmann::json* find(std::string_view key) const;
+  /// The "type" field when it is a string, else "".
+  std::string_view type() const;
+  /// The record as a DOM (null for a record that is not an object).
+  nlohmann::json to_json() const;
+};
+
+/// A frame as the workbench reads it: the message without its "records" array, and that array's
+/// records (nullopt when the frame has no "records" array). Movable, not copyable: the records view
+/// `fields`, the fields of all records in one array (no allocation per record).
+struct Frame {
+  Frame() = default;
+  Frame(Frame&&) = default;
+  Frame& operator=(Frame&&) = default;
+  Frame(const Frame&) = delete;
+  Frame& operator=(const Frame&) = delete;
+
+  nlohmann::json message;
+  std::optional<std::vector<Record>> records;
+  std::vector<Record::Field> fields;
+};
+
+/// parse_frame() on the workbench's side, reading a data frame's records straight into Records instead
+/// of a DOM (the same checks, the same errors).
+Frame read_frame(std::string_view bytes);
+
 /// The envelope {"v":1,"type":type} with the fields of `body` added.
 std::string make_frame(std::string_view type, nlohmann::json body = nlohmann::json::object());
 /// {"v":1,"type":"error","code":...,"message":...,"in_reply_to":...}
@@ -65,6 +105,8 @@ std::string get_string(const nlohmann::json& message, const char* field, size_t 
 int64_t get_int(const nlohmann::json& message, const char* field, int64_t min, int64_t max);
 const nlohmann::json& get_array(const nlohmann::json& message, const char* field, size_t max_items);
 const nlohmann::json& get_object(const nlohmann::json& message, const char* field);
+/// The records of a frame read by read_frame() ("records must be an array", at most `max_items`).
+const std::vector<Record>& get_records(const Frame& frame, size_t max_items);
 /// A run id: 32 lowercase hex digits (also what the agent names the run directory after).
 std::string get_run_id(const nlohmann::json& message, const char* field = "run");
 bool is_run_id(std::string_view text);

@@ -12,6 +12,13 @@ namespace tessera::store {
 namespace {
 
 std::string hosts_json(const std::vector<std::string>& hosts) { return nlohmann::json(hosts).dump(); }
+
+// INSERT of `rows` metric points in one statement.
+std::string insert_points_sql(size_t rows) {
+  std::string sql = "INSERT INTO metrics(series, step, wall_time_s, value) VALUES";
+  for (size_t i = 0; i < rows; ++i) sql += i == 0 ? "(?, ?, ?, ?)" : ", (?, ?, ?, ?)";
+  return sql + " ON CONFLICT DO NOTHING";
+}
 }  // namespace
 
 int64_t insert_run(Connection& connection, const RunRecord& run) {
@@ -82,6 +89,7 @@ Ingest::Ingest(Connection& connection, OnDuplicate on_duplicate)
       on_duplicate_(on_duplicate),
       insert_point_(connection,
                     "INSERT INTO metrics(series, step, wall_time_s, value) VALUES(?, ?, ?, ?) ON CONFLICT DO NOTHING"),
+      insert_chunk_(connection, insert_points_sql(kChunkRows)),
       update_point_(connection, "UPDATE metrics SET wall_time_s = ?3, value = ?4 WHERE series = ?1 AND step = ?2"),
       upsert_block_(connection, R"sql(
         INSERT INTO metric_blocks(series, block, n, first_step, last_step, min_value, max_value, last_value,
@@ -159,6 +167,37 @@ void Ingest::metric(int64_t series, int64_t step, double wall_time_s, double val
     return;
   }
   pending_[key].add(step, wall_time_s, value);
+}
+
+void Ingest::metrics(const std::vector<Point>& points) {
+  size_t i = 0;
+  if (on_duplicate_ == OnDuplicate::replace)
+    for (; i + kChunkRows <= points.size(); i += kChunkRows) insert_chunk(points.data() + i);
+  for (; i < points.size(); ++i) metric(points[i].series, points[i].step, points[i].wall_time_s, points[i].value);
+}
+
+// kChunkRows points in one INSERT (fewer statements to run). When some were stored already, or one
+// repeats within the chunk, each point is then set to its value in order and its block recomputed.
+void Ingest::insert_chunk(const Point* points) {
+  for (size_t j = 0; j < kChunkRows; ++j) {
+    const Point& p = points[j];
+    if (p.step < 0) throw StoreError(ErrorKind::invalid, "a metric point has a negative step (" + std::to_string(p.step) + ")");
+    const int at = static_cast<int>(4 * j);
+    insert_chunk_.bind_int(at + 1, p.series).bind_int(at + 2, p.step).bind_real(at + 3, p.wall_time_s).bind_real(at + 4, p.value);
+  }
+  insert_chunk_.run("writing metric points");
+  const bool all_new = connection_.changes() == static_cast<int64_t>(kChunkRows);
+  for (size_t j = 0; j < kChunkRows; ++j) {
+    const Point& p = points[j];
+    const Key key{p.series, p.step >> kBlockShift, 0};
+    if (all_new) {
+      pending_[key].add(p.step, p.wall_time_s, p.value);
+      continue;
+    }
+    update_point_.bind_int(1, p.series).bind_int(2, p.step).bind_real(3, p.wall_time_s).bind_real(4, p.value);
+    update_point_.run("replacing a metric point");
+    dirty_.insert(key);
+  }
 }
 
 void Ingest::event(int64_t run, const TimelineEvent& e) {

@@ -8,6 +8,7 @@
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
+#include <vector>
 
 #include "store/sqlite.hpp"
 #include "store/types.hpp"
@@ -30,6 +31,13 @@ class Ingest {
   /// The id of the series (run, metric id, rank), adding it when new.
   int64_t series_id(int64_t run, int64_t metric, int64_t rank);
   void metric(int64_t series, int64_t step, double wall_time_s, double value);
+  struct Point {
+    int64_t series, step;
+    double wall_time_s, value;
+  };
+  /// metric() for each point in order; with OnDuplicate::replace, kChunkRows rows per INSERT.
+  void metrics(const std::vector<Point>& points);
+  static constexpr size_t kChunkRows = 32;
   void event(int64_t run, const TimelineEvent& event);
   void log(int64_t run, const LogLine& line);
   void artifact(int64_t run, const Artifact& artifact);
@@ -57,11 +65,12 @@ class Ingest {
     void add(int64_t step, double wall_time_s, double value);
   };
   void write_block(const Key& key, const Block& block, Statement& statement);
+  void insert_chunk(const Point* points);
   void recompute_block(const Key& key);
 
   Connection& connection_;
   OnDuplicate on_duplicate_;
-  Statement insert_point_, update_point_, upsert_block_, replace_block_, block_points_;
+  Statement insert_point_, insert_chunk_, update_point_, upsert_block_, replace_block_, block_points_;
   Statement insert_name_, select_name_, insert_series_, select_series_, insert_event_, insert_log_, insert_artifact_,
       upsert_position_;
   std::unordered_map<std::string, int64_t> metric_ids_;

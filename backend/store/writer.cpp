@@ -1,6 +1,7 @@
 // The writer thread: a bounded queue of records, drained in one transaction per batch.
 #include "store/writer.hpp"
 
+#include <algorithm>
 #include <condition_variable>
 #include <future>
 #include <mutex>
@@ -104,6 +105,7 @@ struct Writer::Impl {
   std::chrono::steady_clock::time_point oldest;
   CommitStats stats;
   std::thread thread;
+  std::vector<Ingest::Point> points;  ///< the metric points of the batch being written (writer thread)
 
   Impl(const std::string& p, WriterOptions o)
       : path(p),
@@ -157,19 +159,29 @@ struct Writer::Impl {
     if (committed < sequence) throw *error;
   }
 
+  // The batch's metric points are inserted after its other records, ordered by (series, step), so that
+  // consecutive inserts land on the same B-tree pages instead of hopping between the batch's series.
+  // The sort is stable: a point repeated within the batch still ends with its last value.
+  void write_points(CommitStats& delta) {
+    std::stable_sort(points.begin(), points.end(), [](const Ingest::Point& a, const Ingest::Point& b) {
+      return a.series < b.series || (a.series == b.series && a.step < b.step);
+    });
+    ingest.metrics(points);
+    delta.points += static_cast<int64_t>(points.size());
+    points.clear();
+  }
+
   void write(std::vector<Record>& batch, CommitStats& delta) {
     Transaction transaction(connection);
+    points.clear();
+    const auto add_point = [&](int64_t run, const MetricPoint& p) {
+      points.push_back({ingest.series_id(run, ingest.metric_id(p.name), p.rank), p.step, p.wall_time_s, p.value});
+    };
     for (auto& record : batch) {
       std::visit(Overloaded{
-                     [&](MetricRecord& r) {
-                       const auto& p = r.point;
-                       ingest.metric(ingest.series_id(r.run, ingest.metric_id(p.name), p.rank), p.step, p.wall_time_s, p.value);
-                       ++delta.points;
-                     },
+                     [&](MetricRecord& r) { add_point(r.run, r.point); },
                      [&](GroupRecord& r) {
-                       for (const auto& p : r.points)
-                         ingest.metric(ingest.series_id(r.run, ingest.metric_id(p.name), p.rank), p.step, p.wall_time_s, p.value);
-                       delta.points += static_cast<int64_t>(r.points.size());
+                       for (const auto& p : r.points) add_point(r.run, p);
                      },
                      [&](EventRecord& r) { ingest.event(r.run, r.event); },
                      [&](LogRecord& r) { ingest.log(r.run, r.line); },
@@ -194,6 +206,7 @@ struct Writer::Impl {
                  },
                  record);
     }
+    write_points(delta);
     for (const auto& record : batch) delta.records += std::max<int64_t>(1, count_points(record));
     ingest.finish();
     transaction.commit();

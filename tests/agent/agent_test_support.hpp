@@ -75,11 +75,11 @@ class AgentProcess {
 class MemorySink : public launch::RunSink {
  public:
   int64_t durable_seq(int64_t node) override { return durable_[node]; }
-  void records(int64_t node, int64_t seq, const nlohmann::json& records) override {
+  void records(int64_t node, int64_t seq, const std::vector<protocol::Record>& records) override {
     if (crashed) return;
     if (seq <= std::max(durable_[node], pending_seq_[node])) ++duplicate_frames;
     pending_seq_[node] = seq;
-    for (const auto& r : records) pending_.push_back(r);
+    for (const auto& r : records) pending_.push_back(r.to_json());
     if (crash_after_steps > 0 && count_steps() >= crash_after_steps) {
       crash();
       if (on_crash) on_crash();

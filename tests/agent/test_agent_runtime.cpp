@@ -68,8 +68,8 @@ std::map<int64_t, double> single_process_losses(const QString& dir) {
 
 // Counts the step records handed over, readable from another thread.
 struct CountingSink : test::MemorySink {
-  void records(int64_t node, int64_t seq, const nlohmann::json& records) override {
-    for (const auto& r : records) step_records += r.value("type", "") == "step" ? 1 : 0;
+  void records(int64_t node, int64_t seq, const std::vector<protocol::Record>& records) override {
+    for (const auto& r : records) step_records += r.type() == "step" ? 1 : 0;
     MemorySink::records(node, seq, records);
   }
   std::atomic<int64_t> step_records{0};

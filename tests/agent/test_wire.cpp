@@ -1,16 +1,23 @@
-// Unit tests of the wire protocol's checks, the key files, the loopback rule, the agent's option checks,
-// its outbox (memory window, spill to disk, acknowledgement) and the split of ranks into node shares.
+// Unit tests of the wire protocol's checks, the JSON scanner (against nlohmann::json::accept), the
+// workbench's reading of data frames (against the DOM) and HistorySink's handling of records, the key
+// files, the loopback rule, the agent's option checks, its outbox (memory window, spill to disk,
+// acknowledgement) and the split of ranks into node shares.
 #include <QtCore/QTemporaryDir>
 #include <QtTest/QtTest>
 
 #include <filesystem>
 #include <fstream>
+#include <optional>
+#include <random>
 
 #include "agent/agent.hpp"
 #include "agent/outbox.hpp"
+#include "launch/history_sink.hpp"
 #include "launch/run_session.hpp"
+#include "protocol/json_scan.hpp"
 #include "protocol/keys.hpp"
 #include "protocol/wire.hpp"
+#include "store/history.hpp"
 
 using namespace tessera;
 using protocol::ErrorCode;
@@ -25,6 +32,24 @@ ErrorCode code_of(std::string_view frame, protocol::Side side = protocol::Side::
   }
   throw std::logic_error("accepted");
 }
+
+// Writes the tokens scan_json() reports, one word each.
+class TokenLog : public protocol::JsonHandler {
+ public:
+  void begin_object() override { out += "{ "; }
+  void key(std::string_view raw, bool escaped) override { out += "key:" + text(raw, escaped) + " "; }
+  void end_object() override { out += "} "; }
+  void begin_array() override { out += "[ "; }
+  void end_array() override { out += "] "; }
+  void string(std::string_view raw, bool escaped) override { out += "str:" + text(raw, escaped) + " "; }
+  void number(std::string_view text, bool integer) override { out += (integer ? "int:" : "num:") + std::string(text) + " "; }
+  void boolean(bool value) override { out += value ? "true " : "false "; }
+  void null() override { out += "null "; }
+  std::string out;
+
+ private:
+  static std::string text(std::string_view raw, bool escaped) { return escaped ? protocol::unescape(raw) : std::string(raw); }
+};
 
 }  // namespace
 
@@ -48,6 +73,213 @@ class TestWire : public QObject {
     const std::string padded = nlohmann::json{{"v", 1}, {"type", "ack"}, {"pad", std::string(5000, 'x')}}.dump();
     QCOMPARE(code_of(padded), ErrorCode::too_large);
     QCOMPARE(code_of(std::string((2 << 20), '{')), ErrorCode::too_large);  // never parsed
+  }
+
+  void jsonScannerAcceptsWhatNlohmannAccepts() {
+    const std::vector<std::string> cases{
+        "{}", "[]", " {\"a\" : [1, 2.5, -0, 1e5, 1E-5, 0.5e+3, true, false, null, \"\"]} \n", "1", "\"s\"",
+        "", " ", "{", "}", "{\"a\"}", "{\"a\":}", "{\"a\":1,}", "[1,]", "[,1]", "{a:1}", "{'a':1}", "[01]", "[-]", "[1.]",
+        "[.5]", "[1e]", "[1e+]", "[+1]", "[-01]", "[1.5e3.2]", "[tru]", "[nul]", "[True]", "{} {}", "{}x", "[1 2]",
+        "[\"\\x\"]", "[\"\\u12\"]", "[\"\\u00e9\\u20AC\"]", "[\"\\ud83d\\ude00\"]", "[\"\\ud83d\"]", "[\"\\ud83d\\u0041\"]",
+        "[\"\\ude00\"]", "[\"a\tb\"]", std::string("[\"a\0b\"]", 7), "[\"\x7f\"]", "[\"\xc3\xa9\"]", "[\"\xc3\"]",
+        "[\"\xc0\x80\"]", "[\"\xe0\x80\x80\"]", "[\"\xed\xa0\x80\"]", "[\"\xef\xbf\xbf\"]", "[\"\xf0\x9f\x98\x80\"]",
+        "[\"\xf4\x90\x80\x80\"]", "[\"\xf5\x80\x80\x80\"]", "[\"\xff\"]", "[1e308]", "[1e309]", "[-1e400]", "[1e-400]",
+        "[" + std::string(308, '9') + "]", "[" + std::string(309, '9') + "]", "[18446744073709551616]", "/* c */ {}",
+        "[[[[[[[[[[]]]]]]]]]]", std::string(5000, '[') + std::string(5000, ']'), std::string(5000, '[') + std::string(4999, ']')};
+    for (const auto& text : cases)
+      QVERIFY2(protocol::is_json(text) == nlohmann::json::accept(text), text.substr(0, 80).c_str());
+
+    // Random edits of real records: both answers agree on every one, and both kinds occur often.
+    const std::vector<std::string> seeds{
+        R"({"type":"metric","name":"bench_3","rank":2,"step":4003,"value":3,"emit_s":1764459000.123456})",
+        "{\"type\":\"log\",\"rank\":0,\"stream\":\"stderr\",\"time_s\":1.5e9,\"line\":\"caf\\u00e9 \\\"q\\\" \\\\ \\ud83d\\ude00 ok\"}",
+        R"({"type":"rank_exit","rank":1,"last_lines":["a","b"],"nested":{"x":[null,true,false,-0.0,1E+2]}})"};
+    const std::string alphabet = "{}[],:\"\\/ 0123456789-+.eEtrufalsn\x01\x1f\x7f\xc3\xa9\xed\xa0\x80\xf4\x90\xbf";
+    std::mt19937 random(20261129);
+    int accepted = 0, refused = 0;
+    for (int i = 0; i < 30000; ++i) {
+      std::string text = seeds[random() % seeds.size()];
+      for (int edits = 1 + static_cast<int>(random() % 3); edits > 0; --edits) {
+        const size_t at = random() % (text.size() + 1);
+        const char c = alphabet[random() % alphabet.size()];
+        switch (random() % 3) {
+          case 0: text.insert(text.begin() + static_cast<std::ptrdiff_t>(at), c); break;
+          case 1: if (at < text.size()) text[at] = c; break;
+          default: if (at < text.size()) text.erase(at, 1);
+        }
+      }
+      const bool expected = nlohmann::json::accept(text);
+      QVERIFY2(protocol::is_json(text) == expected, text.c_str());
+      ++(expected ? accepted : refused);
+    }
+    QVERIFY2(accepted > 1000 && refused > 1000, (std::to_string(accepted) + " accepted").c_str());
+  }
+
+  void jsonScannerReportsTokensInOrder() {
+    TokenLog log;
+    QVERIFY(protocol::scan_json("{\"a\":[1,-2.5e3,\"x\\n\\u00e9\"],\"b\\\"\":{},\"c\":true,\"d\":null,\"e\":false}", log));
+    QCOMPARE(log.out, std::string("{ key:a [ int:1 num:-2.5e3 str:x\n\xc3\xa9 ] key:b\" { } key:c true key:d null key:e false } "));
+    for (const std::string raw : {"plain", "tab\\tquote\\\"slash\\/back\\\\", "\\ud83d\\ude00 \\u20ac \\u0041", "\\b\\f\\r"}) {
+      TokenLog one;
+      QVERIFY(protocol::scan_json("\"" + raw + "\"", one));
+      QCOMPARE(one.out, "str:" + nlohmann::json::parse("\"" + raw + "\"").get<std::string>() + " ");
+    }
+    TokenLog broken;
+    QVERIFY(!protocol::scan_json(R"({"a":[1,2})", broken));
+  }
+
+  void dataFramesAreReadAsTheirDomHasThem() {
+    const std::string text =
+        "{\"v\":1,\"type\":\"data\",\"run\":\"0123456789abcdef0123456789abcdef\",\"seq\":7,\"records\":["
+        "{\"type\":\"metric\",\"name\":\"lo\\u00e9ss\",\"rank\":0,\"step\":3,\"value\":2.5,\"emit_s\":1.0},"
+        "{\"type\":\"rank_exit\",\"rank\":1,\"last_lines\":[\"a\",\"b\\n\"],\"nested\":{\"x\":[1,{\"y\":null}]},\"rank\":2},"
+        "{\"type\":\"step\",\"step\":18446744073709551615,\"loss\":-0,\"n\":-9223372036854775808,"
+        "\"big\":-9223372036854775809,\"tiny\":1e-400,\"f\":-0.0,\"ok\":true},"
+        "7,[1,[2]],\"s\",{}],\"extra\":{\"records\":[1]}}";
+    const auto dom = nlohmann::json::parse(text);
+    const auto frame = protocol::read_frame(text);
+    auto envelope = dom;
+    envelope.erase("records");
+    QCOMPARE(frame.message, envelope);
+    const auto& records = protocol::get_records(frame, 100);
+    QCOMPARE(records.size(), dom["records"].size());
+    for (size_t i = 0; i < records.size(); ++i) {
+      const auto& expected = dom["records"][i];
+      QCOMPARE(records[i].object, expected.is_object());
+      QCOMPARE(records[i].to_json(), expected.is_object() ? expected : nlohmann::json());
+      for (const auto& field : records[i].fields) QCOMPARE(field.value.type(), expected[field.key].type());
+    }
+    QCOMPARE(records[0].type(), std::string_view("metric"));
+    QCOMPARE(records[0].find("name")->get<std::string>(), std::string("lo\xc3\xa9ss"));
+    QCOMPARE(records[1].find("rank")->get<int64_t>(), int64_t{2});  // a repeated key: the last value
+    QVERIFY(records[1].find("absent") == nullptr);
+    QVERIFY(records[2].find("step")->is_number_unsigned());
+    QVERIFY(records[2].find("n")->is_number_integer() && !records[2].find("n")->is_number_unsigned());
+    QVERIFY(records[2].find("big")->is_number_float());
+    QCOMPARE(records[3].type(), std::string_view());
+
+    // Wrong frames fail as parse_frame fails them; a frame without a records array names the field.
+    const auto code = [](std::string_view bytes) {
+      try {
+        protocol::read_frame(bytes);
+      } catch (const protocol::ProtocolError& e) {
+        return e.code();
+      }
+      throw std::logic_error("accepted");
+    };
+    for (const std::string bad : {"", "[1]", "{\"v\":1,", "{\"v\":2,\"type\":\"data\"}", "{\"v\":1,\"type\":\"hello\"}",
+                                  "{\"v\":1,\"type\":\"data\",\"records\":[1,]}", "{\"v\":1,\"type\":\"data\"} x"})
+      QCOMPARE(code(bad), code_of(bad, protocol::Side::workbench));
+    QCOMPARE(code(std::string(17 << 20, '{')), ErrorCode::too_large);
+    for (const std::string no_array : {"{\"v\":1,\"type\":\"data\",\"records\":{}}", "{\"v\":1,\"type\":\"data\"}",
+                                       "{\"v\":1,\"type\":\"data\",\"records\":[],\"records\":5}"}) {
+      try {
+        protocol::get_records(protocol::read_frame(no_array), 100);
+        QFAIL(no_array.c_str());
+      } catch (const protocol::ProtocolError& e) {
+        QCOMPARE(e.code(), ErrorCode::bad_field);
+        QCOMPARE(std::string(e.what()), std::string("records must be an array"));
+      }
+    }
+    QVERIFY_THROWS_EXCEPTION(protocol::ProtocolError, protocol::get_records(frame, 3));
+    // Records first, and a repeated "records": the last array counts, as in the DOM.
+    const auto twice = protocol::read_frame(
+        "{\"records\":[{\"a\":1},{\"b\":2}],\"v\":1,\"records\":[{\"c\":3},5,{\"d\":[4],\"e\":5}],\"type\":\"data\"}");
+    const auto& last = protocol::get_records(twice, 100);
+    QCOMPARE(last.size(), size_t{3});
+    QCOMPARE(last[0].to_json(), nlohmann::json({{"c", 3}}));
+    QVERIFY(!last[1].object && last[1].fields.empty());
+    QCOMPARE(last[2].to_json(), nlohmann::json({{"d", {4}}, {"e", 5}}));
+    QCOMPARE(twice.fields.size(), size_t{3});
+
+    // Random edits of the frame: read_frame accepts exactly what parse_frame accepts, and reads the same.
+    std::mt19937 random(30112026);
+    const std::string alphabet = "{}[],:\"\\ 0123456789-.eE";
+    int read = 0;
+    for (int i = 0; i < 5000; ++i) {
+      std::string edited = text;
+      const size_t at = random() % edited.size();
+      edited[at] = alphabet[random() % alphabet.size()];
+      std::optional<nlohmann::json> expected;
+      try {
+        expected = protocol::parse_frame(edited, protocol::Side::workbench);
+      } catch (const protocol::ProtocolError&) {
+      }
+      std::optional<protocol::Frame> got;
+      try {
+        got = protocol::read_frame(edited);
+      } catch (const protocol::ProtocolError&) {
+      }
+      QVERIFY2(expected.has_value() == got.has_value(), edited.c_str());
+      if (!expected) continue;
+      ++read;
+      const auto* array = expected->contains("records") && (*expected)["records"].is_array() ? &(*expected)["records"] : nullptr;
+      QVERIFY2(got->records.has_value() == (array != nullptr), edited.c_str());
+      if (array) {
+        nlohmann::json records = nlohmann::json::array();
+        for (const auto& r : *got->records) records.push_back(r.object ? r.to_json() : (*array)[records.size()]);
+        QVERIFY2(records == *array, edited.c_str());
+        expected->erase("records");
+      }
+      QVERIFY2(got->message == *expected, edited.c_str());
+    }
+    QVERIFY(read > 1000);
+  }
+
+  void historySinkStoresGoodRecordsAndSkipsMalformedOnes() {
+    QTemporaryDir dir;
+    const std::string db = dir.filePath("history.sqlite").toStdString();
+    const std::string frame =
+        "{\"v\":1,\"type\":\"data\",\"run\":\"0123456789abcdef0123456789abcdef\",\"seq\":1,\"records\":["
+        "{\"type\":\"step\",\"step\":1,\"rank\":0,\"wall_time_s\":0.5,\"loss\":2.0,\"loss\":3.0,\"lr\":1e-3,\"note\":\"x\"},"
+        "{\"type\":\"metric\",\"name\":\"bench\",\"rank\":1,\"step\":4,\"value\":7,\"wall_time_s\":2.0},"
+        "{\"type\":\"timeline\",\"step\":1,\"rank\":0,\"stage\":1,\"op\":\"F\",\"microbatch\":2,\"start_s\":0.1,\"end_s\":0.2},"
+        "{\"type\":\"log\",\"rank\":1,\"stream\":\"stderr\",\"time_s\":5.0,\"line\":\"hello\"},"
+        "{\"type\":\"rank_exit\",\"rank\":1,\"description\":\"exited with code 1\",\"time_s\":6.0},"
+        "{\"type\":\"run_end\",\"state\":\"done\"},"
+        "{\"type\":\"metric\",\"name\":\"\",\"rank\":1,\"step\":5,\"value\":1},"
+        "{\"type\":\"metric\",\"name\":\"bench\",\"rank\":-1,\"step\":5,\"value\":1},"
+        "{\"type\":\"metric\",\"name\":\"bench\",\"rank\":1,\"step\":5,\"value\":\"1\"},"
+        "{\"type\":\"step\",\"step\":1.5,\"rank\":0,\"loss\":1},"
+        "{\"type\":\"timeline\",\"step\":2,\"rank\":0,\"stage\":\"one\",\"op\":\"F\"},"
+        "{\"type\":\"log\",\"rank\":0},"
+        "{\"type\":\"nonsense\"},{\"type\":7},[1],{}]}";
+    std::string run_id;
+    {
+      store::Writer writer(db);
+      store::RunRecord record;
+      record.name = "sink";
+      const auto run = writer.create_run(record);
+      run_id = run.id;
+      launch::HistorySink sink(writer, run);
+      std::vector<nlohmann::json> steps;
+      sink.on_step = [&](const nlohmann::json& step) { steps.push_back(step); };
+      sink.records(0, 1, protocol::get_records(protocol::read_frame(frame), 100));
+      sink.sync(true);
+      QCOMPARE(sink.durable_seq(0), int64_t{1});
+      QCOMPARE(sink.points(), int64_t{3});
+      QCOMPARE(sink.skipped(), int64_t{10});
+      QCOMPARE(steps.size(), size_t{1});
+      QCOMPARE(steps[0]["loss"], nlohmann::json(3.0));
+      writer.close();
+    }
+    store::History history(db);
+    const auto loss = history.points(run_id, "loss", 0);
+    QCOMPARE(loss.size(), size_t{1});
+    QCOMPARE(loss[0].value, 3.0);
+    QCOMPARE(history.points(run_id, "lr", 0).size(), size_t{1});
+    const auto bench = history.points(run_id, "bench", 1);
+    QCOMPARE(bench.size(), size_t{1});
+    QCOMPARE(bench[0].step, int64_t{4});
+    QCOMPARE(bench[0].value, 7.0);
+    const auto timeline = history.timeline(run_id);
+    QCOMPARE(timeline.size(), size_t{1});
+    QCOMPARE(timeline[0], (store::TimelineEvent{1, 0, 1, "F", 2, 0, 0.1, 0.2}));
+    const auto logs = history.logs(run_id);
+    QCOMPARE(logs.size(), size_t{2});
+    QCOMPARE(logs[0], (store::LogLine{1, "stderr", 5.0, "hello"}));
+    QCOMPARE(logs[1], (store::LogLine{1, "stderr", 6.0, "tessera-agent: rank 1 exited with code 1"}));
+    QCOMPARE(history.stream_positions(run_id).size(), size_t{1});
   }
 
   void fieldsAreTypedAndBounded() {

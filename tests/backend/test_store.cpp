@@ -273,6 +273,63 @@ class TestStore : public QObject {
     QCOMPARE(history.counts(run.id).points, int64_t{64});
   }
 
+  void pointsOfOneBatchInAnyOrderEndWithTheirLastValue() {
+    // The writer inserts a batch's points ordered by series and step: the order they came in must not
+    // matter, except that a step repeated within the batch keeps the value appended last.
+    const auto path = db("one-batch.sqlite");
+    WriterOptions options;
+    options.flush_interval = std::chrono::milliseconds(60000);  // everything below is one batch
+    Writer writer(path, options);
+    const auto run = writer.create_run(tiny_run("one-batch"));
+    for (int64_t step = 999; step >= 0; --step)
+      for (const char* name : {"loss", "lr"}) writer.append(run, MetricPoint{name, step % 3, step, 1.0, 1.0});
+    for (int64_t step = 0; step < 1000; ++step)
+      writer.append(run, std::vector<MetricPoint>{{"loss", step % 3, step, 2.0, 2.0}, {"lr", step % 3, step, 2.0, 3.0}});
+    QCOMPARE(writer.committed().batches, int64_t{1});  // only the run so far
+    writer.close();
+    QCOMPARE(writer.committed().batches, int64_t{2});
+    History history(path);
+    QCOMPARE(history.counts(run.id).points, int64_t{2000});
+    for (int64_t rank = 0; rank < 3; ++rank) {
+      const auto loss = history.points(run.id, "loss", rank);
+      const auto lr = history.points(run.id, "lr", rank);
+      QCOMPARE(loss.size(), size_t{rank == 0 ? 334u : 333u});
+      QCOMPARE(lr.size(), loss.size());
+      for (size_t i = 0; i < loss.size(); ++i) {
+        QCOMPARE(loss[i].step, rank + 3 * static_cast<int64_t>(i));
+        QCOMPARE(loss[i].value, 2.0);
+        QCOMPARE(lr[i].value, 3.0);
+      }
+      const auto buckets = history.downsample(run.id, "lr", rank, 1);
+      QCOMPARE(buckets.size(), size_t{1});
+      QCOMPARE(buckets[0].count, static_cast<int64_t>(lr.size()));
+      QCOMPARE(buckets[0].min, 3.0);
+      QCOMPARE(buckets[0].max, 3.0);
+    }
+  }
+
+  void aRankReportingManyStepsAgainReplacesThem() {
+    // Whole chunks of points already stored (a resumed rank re-reporting 100 steps): each takes its
+    // new value and the rollup is recomputed.
+    const auto path = db("rewrite.sqlite");
+    Writer writer(path);
+    const auto run = writer.create_run(tiny_run("rewrite"));
+    for (int64_t step = 0; step < 200; ++step) writer.append(run, MetricPoint{"loss", 0, step, 1.0, 5.0});
+    writer.flush();
+    for (int64_t step = 50; step < 150; ++step) writer.append(run, MetricPoint{"loss", 0, step, 2.0, 7.0});
+    writer.close();
+    History history(path);
+    const auto points = history.points(run.id, "loss", 0);
+    QCOMPARE(points.size(), size_t{200});
+    for (const auto& p : points) QCOMPARE(p.value, p.step >= 50 && p.step < 150 ? 7.0 : 5.0);
+    const auto buckets = history.downsample(run.id, "loss", 0, 1);  // read off the rollup
+    QCOMPARE(buckets.size(), size_t{1});
+    QCOMPARE(buckets[0].count, int64_t{200});
+    QCOMPARE(buckets[0].min, 5.0);
+    QCOMPARE(buckets[0].max, 7.0);
+    QCOMPARE(history.counts(run.id).points, int64_t{200});
+  }
+
   void duplicateRunRefusedWriterGoesOn() {
     const auto path = db("duplicate-run.sqlite");
     Writer writer(path);

@@ -40,9 +40,10 @@ class TimedSink : public launch::RunSink {
  public:
   explicit TimedSink(launch::HistorySink& inner) : inner_(inner) {}
   int64_t durable_seq(int64_t node) override { return inner_.durable_seq(node); }
-  void records(int64_t node, int64_t seq, const nlohmann::json& records) override {
+  void records(int64_t node, int64_t seq, const std::vector<protocol::Record>& records) override {
     for (const auto& r : records)
-      if (r.contains("emit_s") && (++counted_ % 16 == 0)) pending_.push_back({node, seq, r["emit_s"].get<double>()});
+      if (const auto* emit_s = r.find("emit_s"); emit_s && (++counted_ % 16 == 0))
+        pending_.push_back({node, seq, emit_s->get<double>()});
     inner_.records(node, seq, records);
   }
   void sync(bool wait) override {
