@@ -186,6 +186,29 @@ class TestDashboardRun : public QObject {
     QCOMPARE(record.notes, std::string("launched by test_dashboard_run"));
   }
 
+  void stopButtonStopsTheRunAndLeavesNoRank() {
+    RunController controller;
+    DashboardWidget dashboard;
+    follow(controller, dashboard, db());
+    QSignalSpy launched(&controller, &RunController::launched);
+    QSignalSpy finished(&controller, &RunController::finished);
+    controller.launch(request("gui-stopped", 100000));
+    QVERIFY(launched.wait(60000));
+    QTRY_VERIFY_WITH_TIMEOUT(dashboard.feed() && dashboard.feed()->lastStep() >= 1, 60000);
+    QVERIFY(dashboard.stopButton()->isEnabled());
+    std::vector<int64_t> pids;
+    for (const auto& [rank, pid] : controller.pids()) pids.push_back(pid);
+    QCOMPARE(pids.size(), size_t{2});
+    QTest::mouseClick(dashboard.stopButton(), Qt::LeftButton);
+    QVERIFY(!dashboard.stopButton()->isEnabled());
+    QVERIFY2(finished.wait(30000), "the run did not stop within 30 s");
+    QCOMPARE(controller.outcome(), launch::RunOutcome::stopped);
+    QTRY_COMPARE_WITH_TIMEOUT(dashboard.feed()->run().status, store::RunStatus::stopped, 5000);
+    QCOMPARE(store::History(db().toStdString()).run(dashboard.runId().toStdString()).status, store::RunStatus::stopped);
+    // No rank process is left.
+    for (int64_t pid : pids) QTRY_VERIFY_WITH_TIMEOUT(::kill(static_cast<pid_t>(pid), 0) != 0, 5000);
+  }
+
   void killedRankFailsTheRunNamingIt() {
     RunController controller;
     DashboardWidget dashboard;
