@@ -29,35 +29,41 @@ std::vector<ElementRange> clip_ranges(const std::vector<ElementRange>& ranges, i
   return out;
 }
 
-AdamW::AdamW(const spec::TrainingSpec& training, int64_t numel, std::vector<ElementRange> decay_ranges)
-    : weight_decay_(training.weight_decay), decay_ranges_(std::move(decay_ranges)),
-      exp_avg_(at::zeros({numel}, at::kFloat)), exp_avg_sq_(at::zeros({numel}, at::kFloat)) {}
+AdamW::AdamW(const spec::TrainingSpec& training, int64_t numel, const std::vector<ElementRange>& decay_ranges)
+    : weight_decay_(training.weight_decay),
+      exp_avg_(at::zeros({numel}, at::kFloat)),
+      exp_avg_sq_(at::zeros({numel}, at::kFloat)) {
+  // The ranges between the decaying ones (and after the last) take no decay.
+  int64_t covered = 0;
+  auto add = [&](bool with_decay, int64_t offset, int64_t length) {
+    if (length > 0) ranges_[with_decay].push_back({offset, length});
+  };
+  for (const auto& r : decay_ranges) {
+    add(false, covered, r.offset - covered);
+    add(true, r.offset, r.length);
+    covered = r.offset + r.length;
+  }
+  add(false, covered, numel - covered);
+}
 
 void AdamW::step(at::Tensor& values, const at::Tensor& grads, double lr) {
   ++steps_;
   // LibTorch's fused AdamW: one vectorised pass over weights, gradients and moments instead of eight
   // elementwise ones, no temporary. Two calls: the ranges that decay, and the rest with no decay.
-  std::vector<at::Tensor> w[2], g[2], m[2], v[2];
-  auto add = [&](int with_decay, int64_t offset, int64_t length) {
-    if (length == 0) return;
-    w[with_decay].push_back(values.narrow(0, offset, length));
-    g[with_decay].push_back(grads.narrow(0, offset, length));
-    m[with_decay].push_back(exp_avg_.narrow(0, offset, length));
-    v[with_decay].push_back(exp_avg_sq_.narrow(0, offset, length));
-  };
-  int64_t covered = 0;
-  for (const auto& r : decay_ranges_) {
-    add(0, covered, r.offset - covered);
-    add(1, r.offset, r.length);
-    covered = r.offset + r.length;
-  }
-  add(0, covered, values.numel() - covered);
   const at::Tensor step = at::full({}, static_cast<double>(steps_), at::kFloat);
   for (int with_decay = 0; with_decay < 2; ++with_decay) {
-    if (w[with_decay].empty()) continue;
-    const std::vector<at::Tensor> steps(w[with_decay].size(), step);
-    at::_fused_adamw_(w[with_decay], g[with_decay], m[with_decay], v[with_decay], {}, steps, lr, beta1_, beta2_,
-                      with_decay ? weight_decay_ : 0.0, eps_, /*amsgrad=*/false, /*maximize=*/false);
+    const auto& ranges = ranges_[with_decay];
+    if (ranges.empty()) continue;
+    std::vector<at::Tensor> w, g, m, v;
+    for (const auto& r : ranges) {
+      w.push_back(values.narrow(0, r.offset, r.length));
+      g.push_back(grads.narrow(0, r.offset, r.length));
+      m.push_back(exp_avg_.narrow(0, r.offset, r.length));
+      v.push_back(exp_avg_sq_.narrow(0, r.offset, r.length));
+    }
+    const std::vector<at::Tensor> steps(ranges.size(), step);
+    at::_fused_adamw_(w, g, m, v, {}, steps, lr, beta1_, beta2_, with_decay ? weight_decay_ : 0.0, eps_,
+                      /*amsgrad=*/false, /*maximize=*/false);
   }
 }
 

@@ -28,7 +28,7 @@ std::vector<ElementRange> clip_ranges(const std::vector<ElementRange>& ranges, i
 class AdamW {
  public:
   /// A buffer of `numel` elements; weight decay applies to `decay_ranges` of it.
-  AdamW(const spec::TrainingSpec& training, int64_t numel, std::vector<ElementRange> decay_ranges);
+  AdamW(const spec::TrainingSpec& training, int64_t numel, const std::vector<ElementRange>& decay_ranges);
   /// One update of `values` from `grads` (both `numel` long) at learning rate `lr`.
   void step(at::Tensor& values, const at::Tensor& grads, double lr);
   int64_t steps_taken() const { return steps_; }
@@ -39,7 +39,7 @@ class AdamW {
 
  private:
   double beta1_ = 0.9, beta2_ = 0.95, eps_ = 1e-8, weight_decay_;
-  std::vector<ElementRange> decay_ranges_;
+  std::vector<ElementRange> ranges_[2];  ///< [0]: no weight decay, [1]: weight decay; together the buffer
   at::Tensor exp_avg_, exp_avg_sq_;
   int64_t steps_ = 0;
 };
