@@ -67,6 +67,15 @@ class TestDashboardRun : public QObject {
     dashboard.setController(&controller);
   }
 
+  // Launches a run too long to end by itself and waits until the dashboard shows its first step.
+  void launchUntilFirstStep(RunController& controller, DashboardWidget& dashboard, const std::string& name) {
+    follow(controller, dashboard, db());
+    QSignalSpy launched(&controller, &RunController::launched);
+    controller.launch(request(name, 100000));
+    QVERIFY(launched.wait(60000));
+    QTRY_VERIFY_WITH_TIMEOUT(dashboard.feed() && dashboard.feed()->lastStep() >= 1, 60000);
+  }
+
  private slots:
   void initTestCase() {
     QVERIFY(dir_.isValid());
@@ -189,12 +198,9 @@ class TestDashboardRun : public QObject {
   void stopButtonStopsTheRunAndLeavesNoRank() {
     RunController controller;
     DashboardWidget dashboard;
-    follow(controller, dashboard, db());
-    QSignalSpy launched(&controller, &RunController::launched);
+    launchUntilFirstStep(controller, dashboard, "gui-stopped");
+    if (QTest::currentTestFailed()) return;
     QSignalSpy finished(&controller, &RunController::finished);
-    controller.launch(request("gui-stopped", 100000));
-    QVERIFY(launched.wait(60000));
-    QTRY_VERIFY_WITH_TIMEOUT(dashboard.feed() && dashboard.feed()->lastStep() >= 1, 60000);
     QVERIFY(dashboard.stopButton()->isEnabled());
     std::vector<int64_t> pids;
     for (const auto& [rank, pid] : controller.pids()) pids.push_back(pid);
@@ -212,12 +218,9 @@ class TestDashboardRun : public QObject {
   void killedRankFailsTheRunNamingIt() {
     RunController controller;
     DashboardWidget dashboard;
-    follow(controller, dashboard, db());
-    QSignalSpy launched(&controller, &RunController::launched);
+    launchUntilFirstStep(controller, dashboard, "gui-killed");
+    if (QTest::currentTestFailed()) return;
     QSignalSpy finished(&controller, &RunController::finished);
-    controller.launch(request("gui-killed", 100000));
-    QVERIFY(launched.wait(60000));
-    QTRY_VERIFY_WITH_TIMEOUT(dashboard.feed() && dashboard.feed()->lastStep() >= 1, 60000);
     QCOMPARE(dashboard.rankStateText(1), QString("running"));
     int64_t pid = 0;
     for (const auto& [rank, p] : controller.pids())
