@@ -86,12 +86,13 @@ int main(int argc, char** argv) {
       }
     }
     if (device == "cuda") {
-      const auto gpus = torch::cuda::device_count();
-      errors.push_back({"--device", gpus == 0 ? std::string("--device cuda: no CUDA GPU is visible to this process "
-                                                            "(torch::cuda::device_count() = 0); use --device cpu")
-                                              : "--device cuda: " + std::to_string(gpus) +
-                                                    " GPU(s) found, but the CUDA training path of tessera-train is "
-                                                    "not implemented yet (docs/performance.md); use --device cpu"});
+      const auto gpus = static_cast<int64_t>(torch::cuda::device_count());
+      if (gpus == 0)
+        errors.push_back({"--device", "--device cuda: no CUDA GPU is visible to this process "
+                                      "(torch::cuda::device_count() = 0); use --device cpu"});
+      else if (nproc > gpus)
+        errors.push_back({"--device", "--device cuda: --nproc " + std::to_string(nproc) + " ranks on this machine need as "
+                                      "many GPUs, but " + std::to_string(gpus) + " are visible (one GPU per rank)"});
     }
     const int64_t world = spec.world_size();
     if (nproc > 0 && nproc != world)
@@ -155,6 +156,7 @@ int main(int argc, char** argv) {
   options.data = data;
   options.save_every = save_every;
   options.resume = resume;
+  options.device = device;
   options.threads = threads > 0 ? threads
                                 : static_cast<int>(std::max(1u, std::thread::hardware_concurrency() /
                                                                     static_cast<unsigned>(env.local_world_size)));

@@ -26,7 +26,7 @@ nlohmann::ordered_json to_json(const StepRecord& r) {
           {"lr", r.lr},              {"step_time_s", r.step_time_s}, {"tokens_per_s", r.tokens_per_s},
           {"comm_s", r.comm_s},      {"model_tflops", r.model_tflops}, {"peak_tflops", r.peak_tflops},
           {"mfu", r.mfu},            {"bubble", r.bubble},   {"peak_memory_bytes", r.peak_memory_bytes},
-          {"live_memory_bytes", r.live_memory_bytes}};
+          {"live_memory_bytes", r.live_memory_bytes}, {"peak_reserved_bytes", r.peak_reserved_bytes}};
 }
 
 nlohmann::ordered_json to_json(const TimelineRecord& r) {
@@ -54,6 +54,9 @@ StepRecord step_record_from_json(const nlohmann::json& line) {
   r.bubble = field<double>(line, "bubble");
   r.peak_memory_bytes = field<int64_t>(line, "peak_memory_bytes");
   r.live_memory_bytes = field<int64_t>(line, "live_memory_bytes");
+  // Added with the CUDA path; records written before it have no cache: the peak itself.
+  r.peak_reserved_bytes = line.contains("peak_reserved_bytes") ? field<int64_t>(line, "peak_reserved_bytes")
+                                                                : r.peak_memory_bytes;
   return r;
 }
 

@@ -24,8 +24,9 @@ struct StepRecord {
   double peak_tflops = 0;    ///< this rank's peak (on CPU: a GEMM measured at start-up)
   double mfu = 0;            ///< model_tflops / peak_tflops
   double bubble = 0;         ///< idle fraction of this rank's pipeline stage between its first and last op
-  int64_t peak_memory_bytes = 0;  ///< most bytes of live CPU tensors so far (counting allocator)
+  int64_t peak_memory_bytes = 0;  ///< most bytes of live tensors so far (CPU: counting allocator; CUDA: allocated)
   int64_t live_memory_bytes = 0;  ///< bytes live at the end of the step
+  int64_t peak_reserved_bytes = 0;  ///< most bytes the CUDA caching allocator held; CPU: = peak_memory_bytes
   bool operator==(const StepRecord&) const = default;
 };
 

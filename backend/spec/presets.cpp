@@ -1,6 +1,7 @@
 // Loads the preset JSON files compiled into the binary.
 #include "spec/presets.hpp"
 
+#include <cctype>
 #include <stdexcept>
 
 #include "embedded.hpp"
@@ -84,6 +85,18 @@ std::vector<std::string> PresetCatalog::gpu_ids() const {
   std::vector<std::string> ids;
   for (const auto& [id, g] : gpus_) ids.push_back(id);
   return ids;
+}
+
+std::string gpu_preset_id_for_device(const std::string& device_name, int64_t memory_bytes) {
+  std::string name;
+  for (char c : device_name) name += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  auto has = [&](const char* part) { return name.find(part) != std::string::npos; };
+  if (has("h200")) return "h200";
+  if (has("h100")) return has("pcie") || has("nvl") ? "" : "h100-sxm";
+  if (has("a100")) return memory_bytes > (int64_t{60} << 30) ? "a100-80gb" : "a100-40gb";
+  if (has("b200")) return "b200";
+  if (has("l40s")) return "l40s";
+  return "";
 }
 
 }  // namespace tessera::spec

@@ -54,4 +54,9 @@ class PresetCatalog {
   std::map<std::string, GpuPreset> gpus_;
 };
 
+/// The id of the GPU preset for a CUDA device as the driver names it ("NVIDIA H200", "NVIDIA
+/// A100-SXM4-80GB", ...) with `memory_bytes` of memory (telling the A100s apart); "" when no preset
+/// has that GPU's peaks (PCIe and NVL H100s have lower ones than the SXM preset).
+std::string gpu_preset_id_for_device(const std::string& device_name, int64_t memory_bytes);
+
 }  // namespace tessera::spec

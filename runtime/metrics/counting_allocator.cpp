@@ -1,5 +1,7 @@
-// The counting allocator: each allocation carries a small context with the base allocation and its
-// size, so the release subtracts exactly what was added.
+// The counting allocator: each allocation is preceded by a 64-byte header (the alignment LibTorch
+// keeps) holding its size and how to free the base allocation, so the release subtracts exactly what
+// was added, and the data pointer is its own context (what raw_allocate, used by oneDNN's bf16
+// kernels, requires).
 #include "runtime/metrics/counting_allocator.hpp"
 
 #include <cstring>
@@ -8,11 +10,15 @@ namespace tessera::runtime {
 
 namespace {
 
-struct Allocation {
-  c10::DataPtr base;
+constexpr size_t kHeaderBytes = 64;
+
+struct Header {
   int64_t bytes;
+  void* base_context;
+  c10::DeleterFnPtr base_deleter;
   std::atomic<int64_t>* live;
 };
+static_assert(sizeof(Header) <= kHeaderBytes);
 
 }  // namespace
 
@@ -26,21 +32,27 @@ CountingAllocator& CountingAllocator::install() {
 }
 
 c10::DataPtr CountingAllocator::allocate(size_t bytes) {
-  c10::DataPtr base = base_->allocate(bytes);
-  void* data = base.get();
+  c10::DataPtr base = base_->allocate(bytes + kHeaderBytes);
+  auto* start = static_cast<char*>(base.get());
   const c10::Device device = base.device();
-  auto* allocation = new Allocation{std::move(base), static_cast<int64_t>(bytes), &live_};
-  const int64_t now = live_.fetch_add(allocation->bytes) + allocation->bytes;
+  void* data = start + kHeaderBytes;
+  c10::DeleterFnPtr base_deleter = base.get_deleter();
+  void* base_context = base.release_context();
+  new (start) Header{static_cast<int64_t>(bytes), base_context, base_deleter, &live_};
+  const int64_t now = live_.fetch_add(static_cast<int64_t>(bytes)) + static_cast<int64_t>(bytes);
   int64_t peak = peak_.load();
   while (now > peak && !peak_.compare_exchange_weak(peak, now)) {
   }
-  return {data, allocation, &CountingAllocator::release, device};
+  return {data, data, &CountingAllocator::release, device};
 }
 
-void CountingAllocator::release(void* context) {
-  auto* allocation = static_cast<Allocation*>(context);
-  allocation->live->fetch_sub(allocation->bytes);
-  delete allocation;  // frees the base allocation
+c10::DeleterFnPtr CountingAllocator::raw_deleter() const { return &CountingAllocator::release; }
+
+void CountingAllocator::release(void* data) {
+  auto* header = reinterpret_cast<Header*>(static_cast<char*>(data) - kHeaderBytes);
+  header->live->fetch_sub(header->bytes);
+  const Header copy = *header;
+  if (copy.base_deleter) copy.base_deleter(copy.base_context);  // frees the header with the rest
 }
 
 void CountingAllocator::copy_data(void* dest, const void* src, std::size_t count) const {

@@ -20,6 +20,7 @@ class CountingAllocator final : public c10::Allocator {
 
   c10::DataPtr allocate(size_t bytes) override;
   void copy_data(void* dest, const void* src, std::size_t count) const override;
+  c10::DeleterFnPtr raw_deleter() const override;
 
  private:
   explicit CountingAllocator(c10::Allocator* base) : base_(base) {}

@@ -1,10 +1,13 @@
-// The CPU's peak for MFU: measured once at start-up with an fp32 GEMM on this rank's threads (there
-// is no datasheet figure for an arbitrary CPU share).
+// A device's peak for MFU where no datasheet figure applies (an arbitrary CPU share, a GPU without a
+// preset): measured once at start-up with a large GEMM on this rank's threads or GPU.
 #pragma once
+
+#include <c10/core/TensorOptions.h>
 
 namespace tessera::runtime {
 
-/// TFLOP/s of the best of a few 1024×1024×1024 fp32 matrix products.
-double measure_gemm_peak_tflops();
+/// TFLOP/s of the best of a few n×n×n matrix products in `options`' dtype on its device (n = 1024 on
+/// the CPU, 8192 on a GPU).
+double measure_gemm_peak_tflops(const at::TensorOptions& options = {});
 
 }  // namespace tessera::runtime

@@ -33,9 +33,22 @@ at::Tensor ParamStore::shard(const at::Tensor& full, Shard shard) const {
   return full.narrow(shard.dim, tp_rank_ * block, block).contiguous();
 }
 
+at::TensorOptions ParamStore::model_options() const {
+  return at::TensorOptions().dtype(placement_.model_dtype).device(placement_.device);
+}
+
 at::Tensor ParamStore::add(Param param) {
+  const bool moved = param.value.device() != placement_.device || param.value.scalar_type() != placement_.model_dtype;
+  initial_.push_back(moved ? param.value : at::Tensor());
+  if (moved) param.value = param.value.to(model_options());
   params_.push_back(std::move(param));
   return params_.back().value;
+}
+
+void ParamStore::refresh_model_values(int64_t offset, int64_t numel) {
+  if (!placement_.mixed()) return;
+  at::NoGradGuard no_grad;
+  model_values_.narrow(0, offset, numel).copy_(values_.narrow(0, offset, numel));
 }
 
 void ParamStore::finalise(int64_t pad_multiple) {
@@ -46,19 +59,25 @@ void ParamStore::finalise(int64_t pad_multiple) {
     total += p.value.numel();
   }
   const int64_t padded = (total + pad_multiple - 1) / pad_multiple * pad_multiple;
-  values_ = at::zeros({padded}, at::kFloat);
-  grads_ = at::zeros({padded}, at::kFloat);
+  const auto fp32 = at::TensorOptions().dtype(at::kFloat).device(placement_.device);
+  values_ = at::zeros({padded}, fp32);
+  grads_ = at::zeros({padded}, fp32);
+  model_values_ = placement_.mixed() ? at::zeros({padded}, model_options()) : values_;
   at::NoGradGuard no_grad;
   for (size_t i = 0; i < params_.size(); ++i) {
     auto& p = params_[i];
     const int64_t n = p.value.numel();
     const auto sizes = p.value.sizes().vec();
-    values_.narrow(0, offsets_[i], n).copy_(p.value.reshape({n}));
+    // The master weights from the fp32 initial values (not from their bf16 rounding).
+    const at::Tensor& initial = initial_[i].defined() ? initial_[i] : p.value;
+    values_.narrow(0, offsets_[i], n).copy_(initial.reshape({n}));
     // set_ re-points the tensor itself, so every copy the model holds now reads the flat buffer.
-    p.value.set_(values_.storage(), offsets_[i], sizes, at::detail::defaultStrides(sizes));
+    p.value.set_(model_values_.storage(), offsets_[i], sizes, at::detail::defaultStrides(sizes));
     p.value.requires_grad_(true);
     p.value.mutable_grad() = grads_.narrow(0, offsets_[i], n).view(sizes);
   }
+  initial_.clear();
+  refresh_model_values(0, padded);
 }
 
 }  // namespace tessera::runtime

@@ -1,7 +1,9 @@
 // The parameters of this rank: each initialised as a function of (seed, full tensor name) and then
 // sliced to this rank's shard, so every layout starts from the single-process weights; finalised
 // into one flat fp32 buffer (and a flat gradient buffer) that data parallelism and the optimizer
-// work on directly.
+// work on directly. Under mixed precision (bf16) the model computes with a flat bf16 copy of the
+// weights, while the fp32 buffer holds the master weights and the gradients accumulate in fp32
+// (Megatron's main_grad), on the CPU or on a CUDA device.
 #pragma once
 
 #include <cstdint>
@@ -9,12 +11,20 @@
 #include <vector>
 
 #include <ATen/core/Tensor.h>
+#include <c10/core/TensorOptions.h>
 
 namespace tessera::runtime {
 
+/// Where the parameters live and the type the model computes in (fp32 or bf16).
+struct Placement {
+  at::Device device = at::kCPU;
+  at::ScalarType model_dtype = at::kFloat;
+  bool mixed() const { return model_dtype != at::kFloat; }
+};
+
 struct Param {
   std::string name;              ///< full-model name, e.g. "layers.3.attention.qkv.weight"
-  at::Tensor value;              ///< this rank's shard; shares ParamStore::values()'s storage once finalised
+  at::Tensor value;              ///< this rank's shard; shares ParamStore::model_values()'s storage once finalised
   bool tp_replicated = false;    ///< identical on every tp rank (norms, row biases): counted once in the norm
   bool sequence_parallel = false;///< gradient is partial per sequence shard under SP: all-reduced over tp
   bool weight_decay = true;      ///< false for biases, norms and position embeddings
@@ -30,24 +40,36 @@ struct Shard {
 
 class ParamStore {
  public:
-  ParamStore(int64_t seed, int64_t tp_rank, int64_t tp_size) : seed_(seed), tp_rank_(tp_rank), tp_size_(tp_size) {}
+  ParamStore(int64_t seed, int64_t tp_rank, int64_t tp_size, Placement placement = {})
+      : seed_(seed), tp_rank_(tp_rank), tp_size_(tp_size), placement_(placement) {}
+
+  const Placement& placement() const { return placement_; }
+  /// Options of the tensors the model computes with: the model dtype on the device.
+  at::TensorOptions model_options() const;
 
   /// The full tensor `name` drawn from N(0, std) with a generator seeded by (seed, name).
   at::Tensor full_normal(const std::string& name, at::IntArrayRef shape, double std) const;
   /// This rank's block of `full`.
   at::Tensor shard(const at::Tensor& full, Shard shard) const;
 
-  /// Registers a parameter holding `value` (already this rank's shard) and returns it.
+  /// Registers a parameter initialised to `value` (this rank's shard, fp32 on the CPU) and returns
+  /// the tensor the model keeps: `value` itself, or its copy in the model dtype on the device.
   at::Tensor add(Param param);
 
   /// Moves every parameter into one flat buffer (each tensor, and so every copy of it the model
-  /// holds, is re-pointed into it), attaches views of a flat zeroed gradient buffer as their .grad,
-  /// and marks them as requiring grad. The buffers are padded with zeros to a multiple of
-  /// `pad_multiple` elements (the distributed optimizer splits them into that many equal shards).
+  /// holds, is re-pointed into it), attaches views of a flat zeroed fp32 gradient buffer as their
+  /// .grad (a bf16 parameter's gradients accumulate into it in fp32), and marks them as requiring
+  /// grad. The buffers are padded with zeros to a multiple of `pad_multiple` elements (the
+  /// distributed optimizer splits them into that many equal shards).
   void finalise(int64_t pad_multiple = 1);
 
   const std::vector<Param>& params() const { return params_; }
+  /// The fp32 weights the optimizer updates (the master weights under mixed precision).
   at::Tensor& values() { return values_; }
+  /// The flat weights the parameters are views of: values() in fp32, its bf16 copy otherwise.
+  at::Tensor& model_values() { return model_values_; }
+  /// Under mixed precision: copies elements [offset, offset + numel) of values() into model_values().
+  void refresh_model_values(int64_t offset, int64_t numel);
   at::Tensor& grads() { return grads_; }
   /// Offset of each parameter in the flat buffers (same order as params()).
   const std::vector<int64_t>& offsets() const { return offsets_; }
@@ -55,9 +77,11 @@ class ParamStore {
 
  private:
   int64_t seed_, tp_rank_, tp_size_;
+  Placement placement_;
   std::vector<Param> params_;
+  std::vector<at::Tensor> initial_;  ///< fp32 CPU initial values until finalise() (when they differ from Param::value)
   std::vector<int64_t> offsets_;
-  at::Tensor values_, grads_;
+  at::Tensor values_, model_values_, grads_;
 };
 
 }  // namespace tessera::runtime

@@ -34,9 +34,10 @@ Transformer::Transformer(const spec::ModelSpec& model, int64_t pp, int64_t vpp, 
     const auto inv_freq =
         at::pow(kRopeTheta, at::arange(0, head_dim_, 2, at::kDouble) / static_cast<double>(head_dim_)).reciprocal();
     const auto angles = at::outer(at::arange(model.seq_length, at::kDouble), inv_freq);
-    const auto both = at::cat({angles, angles}, -1).to(at::kFloat);  // [s, d]
-    rope_cos_ = both.cos();
-    rope_sin_ = both.sin();
+    const auto both = at::cat({angles, angles}, -1);  // [s, d]
+    // In the model's dtype (as Megatron-Core casts its cos/sin), so bf16 queries stay bf16.
+    rope_cos_ = both.cos().to(store.model_options());
+    rope_sin_ = both.sin().to(store.model_options());
   }
 
   const bool sp = tp_.sequence_parallel;
@@ -203,8 +204,9 @@ at::Tensor Transformer::loss(int64_t c, const at::Tensor& hidden, const at::Tens
   const ModelChunk& chunk = chunks_[c];
   const at::Tensor x = norm(hidden, chunk.final_norm_weight, chunk.final_norm_bias);
   const at::Tensor logits = column_parallel_linear(x, chunk.output_weight, {}, tp_);  // [s, b, V/t]
+  // The loss in fp32 whatever the model's dtype (Megatron computes the cross-entropy on fp32 logits).
   const at::Tensor per_token =
-      vocab_parallel_cross_entropy(logits.reshape({-1, logits.size(-1)}), targets.reshape({-1}), tp_);
+      vocab_parallel_cross_entropy(logits.reshape({-1, logits.size(-1)}).to(at::kFloat), targets.reshape({-1}), tp_);
   return per_token.mean();
 }
 

@@ -1,7 +1,12 @@
 // Process groups from the planner's rank grid (one source of truth for which ranks form a group).
 #include "runtime/parallel/parallel_state.hpp"
 
+#include <stdexcept>
+
 #include "runtime/comm/gloo_world.hpp"
+#ifdef TESSERA_WITH_NCCL
+#include "runtime/comm/nccl_communicator.hpp"
+#endif
 #include "runtime/comm/solo_communicator.hpp"
 
 namespace tessera::runtime {
@@ -12,7 +17,10 @@ std::vector<const Communicator*> ParallelState::all_groups() const {
   return out;
 }
 
-ParallelState make_parallel_state(GlooWorld& world, const spec::RunSpec& spec) {
+ParallelState make_parallel_state(GlooWorld& world, const spec::RunSpec& spec, const at::Device& device) {
+#ifndef TESSERA_WITH_NCCL
+  if (device.is_cuda()) throw std::runtime_error("this tessera-train was built without NCCL: use --device cpu");
+#endif
   const auto grid = planner::make_rank_grid(spec);
   const int64_t rank = world.rank();
   ParallelState state;
@@ -30,6 +38,9 @@ ParallelState make_parallel_state(GlooWorld& world, const spec::RunSpec& spec) {
       for (int64_t r : groups[i].ranks)
         if (r == rank) {
           if (groups[i].ranks.size() == 1) return std::make_unique<SoloCommunicator>(kind, rank);
+#ifdef TESSERA_WITH_NCCL
+          if (device.is_cuda()) return make_nccl_group(world, kind + std::to_string(i), groups[i].ranks, device.index());
+#endif
           return world.make_group(kind + std::to_string(i), groups[i].ranks);
         }
     return nullptr;

@@ -1,8 +1,10 @@
 // This rank's place in the layout: its coordinates from the planner's rank grid and one communicator
-// per parallel dimension (a SoloCommunicator where the dimension is 1).
+// per parallel dimension (a SoloCommunicator where the dimension is 1; Gloo on the CPU, NCCL on a GPU).
 #pragma once
 
 #include <memory>
+
+#include <c10/core/Device.h>
 
 #include "planner/grid.hpp"
 #include "runtime/comm/communicator.hpp"
@@ -28,6 +30,7 @@ struct ParallelState {
 };
 
 /// Builds the groups of `rank` from make_rank_grid(spec); every rank of the world must call it.
-ParallelState make_parallel_state(GlooWorld& world, const spec::RunSpec& spec);
+/// On a CUDA `device` the groups are NCCL communicators on it, on the CPU Gloo ones.
+ParallelState make_parallel_state(GlooWorld& world, const spec::RunSpec& spec, const at::Device& device = at::kCPU);
 
 }  // namespace tessera::runtime

@@ -48,7 +48,8 @@ int64_t save_rank_state(const std::string& out_dir, int64_t step, int rank, cons
   const std::string dir = checkpoint_dir(out_dir, step);
   fs::create_directories(dir);
   const std::string path = rank_file(dir, rank), temp = path + ".tmp";
-  torch::save(std::vector<at::Tensor>{state.values, state.exp_avg, state.exp_avg_sq,
+  // Host copies: a file is the same whether the run trained on the CPU or on a GPU.
+  torch::save(std::vector<at::Tensor>{state.values.cpu(), state.exp_avg.cpu(), state.exp_avg_sq.cpu(),
                                       at::full({1}, state.optimizer_steps, at::kLong)},
               temp);
   fs::rename(temp, path);

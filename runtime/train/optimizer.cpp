@@ -29,10 +29,11 @@ std::vector<ElementRange> clip_ranges(const std::vector<ElementRange>& ranges, i
   return out;
 }
 
-AdamW::AdamW(const spec::TrainingSpec& training, int64_t numel, const std::vector<ElementRange>& decay_ranges)
+AdamW::AdamW(const spec::TrainingSpec& training, int64_t numel, const std::vector<ElementRange>& decay_ranges,
+             at::Device device)
     : weight_decay_(training.weight_decay),
-      exp_avg_(at::zeros({numel}, at::kFloat)),
-      exp_avg_sq_(at::zeros({numel}, at::kFloat)) {
+      exp_avg_(at::zeros({numel}, at::TensorOptions().dtype(at::kFloat).device(device))),
+      exp_avg_sq_(at::zeros({numel}, at::TensorOptions().dtype(at::kFloat).device(device))) {
   // The ranges between the decaying ones (and after the last) take no decay.
   int64_t covered = 0;
   auto add = [&](bool with_decay, int64_t offset, int64_t length) {
@@ -50,7 +51,7 @@ void AdamW::step(at::Tensor& values, const at::Tensor& grads, double lr) {
   ++steps_;
   // LibTorch's fused AdamW: one vectorised pass over weights, gradients and moments instead of eight
   // elementwise ones, no temporary. Two calls: the ranges that decay, and the rest with no decay.
-  const at::Tensor step = at::full({}, static_cast<double>(steps_), at::kFloat);
+  const at::Tensor step = at::full({}, static_cast<double>(steps_), exp_avg_.options());
   for (int with_decay = 0; with_decay < 2; ++with_decay) {
     const auto& ranges = ranges_[with_decay];
     if (ranges.empty()) continue;

@@ -27,8 +27,9 @@ std::vector<ElementRange> clip_ranges(const std::vector<ElementRange>& ranges, i
 
 class AdamW {
  public:
-  /// A buffer of `numel` elements; weight decay applies to `decay_ranges` of it.
-  AdamW(const spec::TrainingSpec& training, int64_t numel, const std::vector<ElementRange>& decay_ranges);
+  /// A buffer of `numel` elements on `device`; weight decay applies to `decay_ranges` of it.
+  AdamW(const spec::TrainingSpec& training, int64_t numel, const std::vector<ElementRange>& decay_ranges,
+        at::Device device = at::kCPU);
   /// One update of `values` from `grads` (both `numel` long) at learning rate `lr`.
   void step(at::Tensor& values, const at::Tensor& grads, double lr);
   int64_t steps_taken() const { return steps_; }

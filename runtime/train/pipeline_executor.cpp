@@ -1,7 +1,6 @@
 // The schedule table, executed.
 #include "runtime/train/pipeline_executor.hpp"
 
-#include <chrono>
 #include <map>
 #include <stdexcept>
 
@@ -11,8 +10,6 @@ namespace tessera::runtime {
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
 struct InFlight {
   at::Tensor input;   // received activation (requires grad) or undefined on the first virtual stage
   at::Tensor output;  // chunk output, or the scaled loss on the last virtual stage
@@ -21,8 +18,9 @@ struct InFlight {
 }  // namespace
 
 PipelineExecutor::PipelineExecutor(const Transformer& model, ParallelState& state, planner::ScheduleTable table,
-                                   std::vector<int64_t> activation_shape)
-    : model_(model), state_(state), table_(std::move(table)), activation_shape_(std::move(activation_shape)) {}
+                                   std::vector<int64_t> activation_shape, at::TensorOptions activation_options)
+    : model_(model), state_(state), table_(std::move(table)), activation_shape_(std::move(activation_shape)),
+      activation_options_(activation_options), timer_(make_op_timer(activation_options.device())) {}
 
 int PipelineExecutor::tag(int32_t microbatch, int64_t to_virtual_stage, bool gradient) const {
   const int64_t virtual_stages = state_.pp * state_.vpp;
@@ -36,28 +34,30 @@ PipelineResult PipelineExecutor::run(const std::vector<Microbatch>& microbatches
   Communicator& pp_group = *state_.pp_group;
   const double scale = 1.0 / static_cast<double>(microbatches.size());
   std::map<std::pair<int32_t, int32_t>, InFlight> in_flight;  // (microbatch, chunk)
-  const auto step_start = Clock::now();
-  auto seconds = [&](Clock::time_point t) { return std::chrono::duration<double>(t - step_start).count(); };
+  const at::Device device = activation_options_.device();
+  std::vector<std::pair<int, int>> marks;  // (start, end) timer marks of each op
+  timer_->begin_step();
 
   for (const auto& op : table_.stages.at(state_.coord.pp)) {
-    auto start = Clock::now();  // moved past the receive: the timeline shows compute, waiting is bubble
+    int start = timer_->mark();  // moved past the receive: the timeline shows compute, waiting is bubble
     const int64_t vs = virtual_stage(op.chunk);
     const auto key = std::make_pair(op.microbatch, op.chunk);
     const Microbatch& mb = microbatches.at(op.microbatch);
     if (op.kind == planner::OpKind::forward) {
       InFlight f;
-      at::Tensor input = mb.tokens;
+      at::Tensor input = mb.tokens.to(device, /*non_blocking=*/true);
       if (vs > 0) {
-        f.input = at::empty(activation_shape_, at::kFloat);
+        f.input = at::empty(activation_shape_, activation_options_);
         pp_group.recv(f.input, static_cast<int>((vs - 1) % pp), tag(op.microbatch, vs, false));
-        start = Clock::now();
+        start = timer_->mark();
         f.input.requires_grad_(true);
         input = f.input;
       }
       const at::Tensor output = model_.forward(op.chunk, input);
       if (vs == last_virtual) {
-        const at::Tensor loss = model_.loss(op.chunk, output, mb.targets);
-        result.loss_sum += loss.item<double>();
+        const at::Tensor loss = model_.loss(op.chunk, output, mb.targets.to(device, /*non_blocking=*/true));
+        // Summed on the device: reading each loss on the host would wait for the GPU per microbatch.
+        result.loss_sum = result.loss_sum.defined() ? result.loss_sum + loss.detach() : loss.detach();
         f.output = loss * scale;
       } else {
         pp_group.send(output.detach(), static_cast<int>((vs + 1) % pp), tag(op.microbatch, vs + 1, false));
@@ -72,18 +72,22 @@ PipelineResult PipelineExecutor::run(const std::vector<Microbatch>& microbatches
       if (vs == last_virtual) {
         f.output.backward();
       } else {
-        at::Tensor grad = at::empty(activation_shape_, at::kFloat);
+        at::Tensor grad = at::empty(activation_shape_, activation_options_);
         pp_group.recv(grad, static_cast<int>((vs + 1) % pp), tag(op.microbatch, vs, true));
-        start = Clock::now();
+        start = timer_->mark();
         torch::autograd::backward({f.output}, {grad});
       }
       if (vs > 0) pp_group.send(f.input.grad(), static_cast<int>((vs - 1) % pp), tag(op.microbatch, vs - 1, true));
     } else {
       throw std::invalid_argument("tessera-train executes F and B operations; zb-h1's split backward is not supported");
     }
-    result.timeline.push_back({op, seconds(start), seconds(Clock::now())});
+    marks.emplace_back(start, timer_->mark());
   }
   pp_group.wait_sends();
+  const std::vector<double> seconds = timer_->seconds();
+  const auto& ops = table_.stages.at(state_.coord.pp);
+  for (size_t i = 0; i < marks.size(); ++i)
+    result.timeline.push_back({ops[i], seconds.at(marks[i].first), seconds.at(marks[i].second)});
   if (!result.timeline.empty()) {
     double busy_s = 0;
     for (const auto& m : result.timeline) busy_s += m.end_s - m.start_s;

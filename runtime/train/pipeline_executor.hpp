@@ -1,13 +1,15 @@
 // Executes one stage's row of the planner's schedule table (GPipe, 1F1B, interleaved): each F runs a
 // chunk on a microbatch whose input comes from the tokens or from the previous virtual stage, each B
 // back-propagates the gradient from the loss or from the next virtual stage; activations and
-// gradients travel by point-to-point sends over the pp group. Records the measured timeline.
+// gradients travel by point-to-point sends over the pp group. Records the measured timeline (host
+// clock on the CPU, CUDA events on a GPU).
 #pragma once
 
 #include <cstdint>
 #include <vector>
 
 #include "planner/schedule.hpp"
+#include "runtime/metrics/device_metrics.hpp"
 #include "runtime/model/transformer.hpp"
 #include "runtime/parallel/parallel_state.hpp"
 #include "runtime/train/batches.hpp"
@@ -20,16 +22,17 @@ struct MeasuredOp {
 };
 
 struct PipelineResult {
-  double loss_sum = 0;  ///< sum of microbatch losses (last stage only; 0 elsewhere)
+  at::Tensor loss_sum;  ///< sum of microbatch losses, fp32 on the device (last stage only; undefined elsewhere)
   std::vector<MeasuredOp> timeline;  ///< compute of each op (from after its receive to its end)
   double bubble = 0;                  ///< 1 - compute / (last op end - first op start)
 };
 
 class PipelineExecutor {
  public:
-  /// `activation_shape` is what travels between stages: [s (÷ t under SP), b, h].
+  /// `activation_shape` is what travels between stages: [s (÷ t under SP), b, h] with `activation_options`
+  /// (the model's dtype and device). Microbatches may be on the CPU: they are copied to that device.
   PipelineExecutor(const Transformer& model, ParallelState& state, planner::ScheduleTable table,
-                   std::vector<int64_t> activation_shape);
+                   std::vector<int64_t> activation_shape, at::TensorOptions activation_options);
 
   /// Runs every op of this stage for one step; gradients accumulate into the parameters' .grad,
   /// each microbatch's loss scaled by 1/microbatches.
@@ -43,6 +46,8 @@ class PipelineExecutor {
   ParallelState& state_;
   planner::ScheduleTable table_;
   std::vector<int64_t> activation_shape_;
+  at::TensorOptions activation_options_;
+  std::unique_ptr<OpTimer> timer_;
 };
 
 }  // namespace tessera::runtime

@@ -23,7 +23,7 @@
 #endif
 #include "runtime/comm/gloo_world.hpp"
 #include "runtime/metrics/counting_allocator.hpp"
-#include "runtime/metrics/gemm_peak.hpp"
+#include "runtime/metrics/device_metrics.hpp"
 #include "runtime/model/transformer.hpp"
 #include "runtime/parallel/parallel_state.hpp"
 #include "runtime/train/batches.hpp"
@@ -93,19 +93,28 @@ std::unique_ptr<TokenSource> make_token_source(const spec::RunSpec& spec, const 
                                       spec.training.global_batch_size);
 }
 
+Placement placement_of(const spec::RunSpec& spec, const TrainOptions& options, const RankEnvironment& env) {
+  Placement placement;
+  if (options.device == "cuda") placement.device = at::Device(at::kCUDA, static_cast<c10::DeviceIndex>(env.local_rank));
+  if (spec.training.precision == spec::Precision::bf16) placement.model_dtype = at::kBFloat16;
+  return placement;
+}
+
 class Trainer {
  public:
   Trainer(const spec::RunSpec& spec, const TrainOptions& options, const RankEnvironment& env)
       : spec_(spec), options_(options), world_(WorldOptions{env.rank, env.world_size, env.master_addr, env.master_port}),
-        state_(make_parallel_state(world_, spec)),
-        store_(spec.training.seed, state_.coord.tp, state_.tp),
+        placement_(placement_of(spec, options, env)),
+        state_(make_parallel_state(world_, spec, placement_.device)),
+        store_(spec.training.seed, state_.coord.tp, state_.tp, placement_),
         model_(spec.model, state_.pp, state_.vpp, state_.coord.pp, TensorParallel{state_.tp_group.get(), state_.sequence_parallel},
                spec.training.recompute, store_),
         executor_(model_, state_,
                   planner::make_schedule(spec.parallel.schedule, static_cast<int>(state_.pp), static_cast<int>(state_.vpp),
                                          static_cast<int>(spec.num_microbatches())),
                   {spec.model.seq_length / (state_.sequence_parallel ? state_.tp : 1), spec.training.micro_batch_size,
-                   spec.model.hidden_size}),
+                   spec.model.hidden_size},
+                  store_.model_options()),
         data_(make_token_source(spec, options.data)),
         layout_{spec.training.global_batch_size, spec.training.micro_batch_size, state_.dp, state_.coord.dp},
         metrics_(options.out_dir.empty() ? "" : options.out_dir + "/metrics.jsonl") {
@@ -124,7 +133,8 @@ class Trainer {
       if (!p.tied_copy && (!p.tp_replicated || state_.coord.tp == 0)) in_norm.push_back(range);
     }
     // Under the distributed optimizer (ZeRO-1) this rank keeps the state of its shard only.
-    optimizer_ = std::make_unique<AdamW>(spec.training, shard_numel_, clip_ranges(decay, shard_offset_, shard_numel_));
+    optimizer_ = std::make_unique<AdamW>(spec.training, shard_numel_, clip_ranges(decay, shard_offset_, shard_numel_),
+                                         placement_.device);
     norm_ranges_ = clip_ranges(in_norm, shard_offset_, shard_numel_);
     norm_counts_all_ = norm_ranges_.size() == 1 && norm_ranges_[0].length == shard_numel_;
     reducer_ = std::make_unique<GradientReducer>(store_, state_, distributed_optimizer_, kBucketElements);
@@ -132,7 +142,8 @@ class Trainer {
 
   void run(double peak_tflops) {
     const double model_flops = planner::iteration_flops(spec_, /*causal=*/false).model_per_iteration;
-    const auto& memory = CountingAllocator::install();
+    const at::Device device = placement_.device;
+    reset_memory_peak(device);  // CUDA: the peak of training, not of building the model
     const auto start = Clock::now();
     const int64_t tokens_per_step = spec_.training.global_batch_size * spec_.model.seq_length;
     int64_t first_step = 1;
@@ -141,6 +152,7 @@ class Trainer {
       RankState state = rank_state();
       load_rank_state(options_.out_dir, saved_step, world_.rank(), state);
       optimizer_->set_steps_taken(state.optimizer_steps);
+      store_.refresh_model_values(0, store_.numel());
       first_step = saved_step + 1;
       if (world_.rank() == 0) std::printf("resumed from %s\n", checkpoint_dir(options_.out_dir, saved_step).c_str());
     }
@@ -160,9 +172,13 @@ class Trainer {
         at::NoGradGuard no_grad;
         at::Tensor values = store_.values().narrow(0, shard_offset_, shard_numel_);
         optimizer_->step(values, grads, lr);
-        if (distributed_optimizer_) state_.dp_group->all_gather(store_.values(), values.clone());
+        store_.refresh_model_values(shard_offset_, shard_numel_);
+        // The other replicas' shards, in the model's dtype (half the bytes of fp32 under bf16).
+        at::Tensor& model = store_.model_values();
+        if (distributed_optimizer_) state_.dp_group->all_gather(model, model.narrow(0, shard_offset_, shard_numel_).clone());
       }
-      const double loss = global_loss(pipeline.loss_sum / static_cast<double>(microbatches.size()));
+      const double loss = global_loss(pipeline.loss_sum, static_cast<double>(microbatches.size()));
+      const MemoryReading memory = read_memory(device);
       const auto now = Clock::now();
 
       protocol::StepRecord record;
@@ -179,8 +195,9 @@ class Trainer {
       record.model_tflops = model_flops / static_cast<double>(world_.world_size()) / record.step_time_s / 1e12;
       record.mfu = record.model_tflops / peak_tflops;
       record.bubble = pipeline.bubble;
-      record.peak_memory_bytes = memory.peak_bytes();
-      record.live_memory_bytes = memory.live_bytes();
+      record.peak_memory_bytes = memory.peak_bytes;
+      record.live_memory_bytes = memory.live_bytes;
+      record.peak_reserved_bytes = memory.peak_reserved_bytes;
       metrics_.write(protocol::to_json(record));
       for (const auto& op : pipeline.timeline) {
         metrics_.write(protocol::to_json(protocol::TimelineRecord{
@@ -190,14 +207,19 @@ class Trainer {
       if (world_.rank() == 0) {
         std::printf(
             "step %4lld/%lld | loss %.4f | grad norm %.3f | lr %.2e | %.0f tokens/s | MFU %.1f%% of %.0f GFLOP/s | "
-            "bubble %.0f%% | peak %.1f MiB | %.3f s (comm %.3f s)\n",
+            "bubble %.0f%% | peak %.1f MiB (reserved %.1f) | %.3f s (comm %.3f s)\n",
             static_cast<long long>(step), static_cast<long long>(spec_.training.train_steps), loss, grad_norm, lr,
             record.tokens_per_s, 100 * record.mfu, 1e3 * peak_tflops, 100 * record.bubble,
-            static_cast<double>(record.peak_memory_bytes) / (1 << 20), record.step_time_s, record.comm_s);
+            static_cast<double>(record.peak_memory_bytes) / (1 << 20),
+            static_cast<double>(record.peak_reserved_bytes) / (1 << 20), record.step_time_s, record.comm_s);
         std::fflush(stdout);
       }
       const bool last = step == spec_.training.train_steps;
       if (!options_.out_dir.empty() && (last || (options_.save_every > 0 && step % options_.save_every == 0))) {
+        // Under mixed precision each data-parallel rank updated only its shard of the fp32 master
+        // weights (the others' arrived as bf16): gather them, so every file holds exact masters.
+        if (distributed_optimizer_ && placement_.mixed())
+          state_.dp_group->all_gather(store_.values(), store_.values().narrow(0, shard_offset_, shard_numel_).clone());
         const int64_t bytes = save_rank_state(options_.out_dir, step, world_.rank(), rank_state());
         // Sizes go through the store: on several nodes rank 0 does not see the other nodes' files.
         const auto sizes = world_.store_gather("checkpoint-" + std::to_string(step), bytes);
@@ -225,7 +247,7 @@ class Trainer {
     if (norm_counts_all_) {
       sum = at::linalg_vector_norm(grads).square().to(at::kDouble).reshape({1});
     } else {
-      sum = at::zeros({1}, at::kDouble);
+      sum = at::zeros({1}, grads.options().dtype(at::kDouble));
       for (const auto& r : norm_ranges_) sum += at::linalg_vector_norm(grads.narrow(0, r.offset, r.length)).square().to(at::kDouble);
     }
     state_.tp_group->all_reduce(sum);
@@ -236,8 +258,9 @@ class Trainer {
 
   // The mean over the global batch, known on every rank: the last stage's value summed over the
   // pipeline (other stages add 0), averaged over data-parallel replicas.
-  double global_loss(double local_mean) {
-    at::Tensor value = at::full({1}, state_.last_stage() ? local_mean : 0.0, at::kDouble);
+  double global_loss(const at::Tensor& loss_sum, double microbatches) {
+    at::Tensor value = state_.last_stage() ? (loss_sum.to(at::kDouble) / microbatches).reshape({1})
+                                           : at::zeros({1}, at::TensorOptions().dtype(at::kDouble).device(placement_.device));
     state_.pp_group->all_reduce(value);
     state_.dp_group->all_reduce(value);
     return value.item<double>() / static_cast<double>(state_.dp);
@@ -246,6 +269,7 @@ class Trainer {
   spec::RunSpec spec_;
   TrainOptions options_;
   GlooWorld world_;
+  Placement placement_;
   ParallelState state_;
   ParamStore store_;
   Transformer model_;
@@ -311,9 +335,10 @@ std::vector<spec::FieldError> runtime_support_errors(const spec::RunSpec& spec) 
   if (spec.effective_zero_stage() > 1)
     fail("parallel.zero_stage", "parallel.zero_stage=" + std::to_string(p.zero_stage) +
                                     ": tessera-train shards the optimizer state (ZeRO-1, distributed_optimizer), not gradients or weights");
-  if (t.precision != spec::Precision::fp32)
+  if (t.precision != spec::Precision::fp32 && t.precision != spec::Precision::bf16)
     fail("training.precision", "training.precision=" + std::string(spec::to_string(t.precision)) +
-                                   ": the CPU path of tessera-train trains in fp32");
+                                   ": tessera-train trains fp32, or bf16 with fp32 master weights (fp16 would need "
+                                   "loss scaling, fp8 scaling recipes; neither is implemented)");
   if (errors.empty()) {
     try {
       planner::make_schedule(p.schedule, static_cast<int>(p.pp), static_cast<int>(p.vpp),
@@ -345,10 +370,14 @@ void train(const spec::RunSpec& spec, const TrainOptions& options, const RankEnv
     out << spec::to_json(spec).dump(2) << "\n";
     if (!out) throw std::runtime_error("cannot write " + options.out_dir + "/spec.json");
   }
-  const double peak_tflops = measure_gemm_peak_tflops();
+  const auto placement = placement_of(spec, options, env);
+  if (placement.device.is_cuda()) set_current_cuda_device(placement.device.index());
+  std::string peak_source;
+  const double peak = peak_tflops(placement.device, placement.model_dtype, &peak_source);
+  if (env.rank == 0) std::printf("peak %.3g TFLOP/s from %s\n", peak, peak_source.c_str());
   CountingAllocator::install();  // before the first tensor of the run (after the GEMM's), so every byte is counted
   Trainer trainer(spec, options, env);
-  trainer.run(peak_tflops);
+  trainer.run(peak);
 }
 
 }  // namespace tessera::runtime

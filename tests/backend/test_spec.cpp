@@ -1,6 +1,7 @@
 // Tests of backend/spec: presets, defaults, round trip, and one case per validation rule.
 #include <QtTest/QtTest>
 
+#include "spec/presets.hpp"
 #include "spec/run_spec.hpp"
 
 using namespace tessera::spec;
@@ -189,6 +190,23 @@ class TestSpec : public QObject {
     } catch (const SpecError& e) {
       QVERIFY(std::string(e.what()).find("not valid JSON") != std::string::npos);
     }
+  }
+
+  void gpuPresetFromDeviceName() {
+    const int64_t gib = int64_t{1} << 30;
+    QCOMPARE(gpu_preset_id_for_device("NVIDIA H200", 141 * gib), std::string("h200"));
+    QCOMPARE(gpu_preset_id_for_device("NVIDIA H100 80GB HBM3", 80 * gib), std::string("h100-sxm"));
+    QCOMPARE(gpu_preset_id_for_device("NVIDIA H100 PCIe", 80 * gib), std::string());
+    QCOMPARE(gpu_preset_id_for_device("NVIDIA H100 NVL", 94 * gib), std::string());
+    QCOMPARE(gpu_preset_id_for_device("NVIDIA A100-SXM4-80GB", 80 * gib), std::string("a100-80gb"));
+    QCOMPARE(gpu_preset_id_for_device("NVIDIA A100-SXM4-40GB", 40 * gib), std::string("a100-40gb"));
+    QCOMPARE(gpu_preset_id_for_device("NVIDIA B200", 180 * gib), std::string("b200"));
+    QCOMPARE(gpu_preset_id_for_device("NVIDIA L40S", 46 * gib), std::string("l40s"));
+    QCOMPARE(gpu_preset_id_for_device("Tesla V100-SXM2-16GB", 16 * gib), std::string());
+    // Every id it answers is a preset of the catalog.
+    for (const char* name : {"NVIDIA H200", "NVIDIA H100 80GB HBM3", "NVIDIA A100-SXM4-80GB", "NVIDIA A100-SXM4-40GB",
+                             "NVIDIA B200", "NVIDIA L40S"})
+      QVERIFY2(PresetCatalog::builtin().gpu(gpu_preset_id_for_device(name, 80 * gib)) != nullptr, name);
   }
 
   void everyPresetParses() {

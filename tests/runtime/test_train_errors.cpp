@@ -60,7 +60,7 @@ class TestTrainErrors : public QObject {
     QTest::addColumn<QString>("value");
     QTest::addColumn<QString>("named");
     QTest::newRow("planner: tp must divide heads") << "parallel.tp" << "3" << "parallel.tp";
-    QTest::newRow("runtime: bf16 on CPU") << "training.precision" << "\"bf16\"" << "training.precision";
+    QTest::newRow("runtime: fp16") << "training.precision" << "\"fp16\"" << "training.precision=fp16";
     QTest::newRow("runtime: zb-h1") << "parallel.schedule" << "\"zb-h1\"" << "parallel.schedule=zb-h1";
     QTest::newRow("runtime: ZeRO-2") << "parallel.zero_stage" << "2" << "parallel.zero_stage=2";
   }

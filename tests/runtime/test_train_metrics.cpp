@@ -38,8 +38,9 @@ class TestTrainMetrics : public QObject {
       if (j["type"] == "step") {
         ++steps_of_rank[j["rank"].get<int>()];
         for (const char* key : {"wall_time_s", "loss", "grad_norm", "lr", "step_time_s", "tokens_per_s", "comm_s",
-                                "model_tflops", "peak_tflops", "mfu", "bubble", "peak_memory_bytes", "live_memory_bytes"})
+                                "model_tflops", "peak_tflops", "mfu", "bubble", "peak_memory_bytes", "live_memory_bytes", "peak_reserved_bytes"})
           QVERIFY2(j.contains(key), key);
+        QCOMPARE(j["peak_reserved_bytes"].get<int64_t>(), j["peak_memory_bytes"].get<int64_t>());  // no CPU cache
         QVERIFY(j["mfu"].get<double>() > 0 && j["mfu"].get<double>() <= 1.0);
         QVERIFY(j["bubble"].get<double>() >= 0 && j["bubble"].get<double>() < 1.0);
         QVERIFY(j["comm_s"].get<double>() > 0);  // pipeline sends and receives

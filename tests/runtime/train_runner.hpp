@@ -20,10 +20,11 @@ struct Layout {
   bool distributed_optimizer = false;
   std::string recompute = "none";
   int64_t micro_batch = 2, global_batch = 4;
+  std::string precision = "fp32";
   int64_t world() const { return tp * pp * dp; }
 };
 
-/// A tiny fp32 spec of `preset` in `layout` (cluster sized to the layout, the `cpu` GPU preset).
+/// A tiny spec of `preset` (fp32 unless the layout says bf16) in `layout` (cluster sized to the layout, the `cpu` GPU preset).
 inline nlohmann::json tiny_spec(const std::string& preset, const Layout& l, int64_t steps) {
   return {{"name", preset + " test"},
           {"model", {{"preset", preset}}},
@@ -31,7 +32,7 @@ inline nlohmann::json tiny_spec(const std::string& preset, const Layout& l, int6
            {{"tp", l.tp}, {"pp", l.pp}, {"dp", l.dp}, {"vpp", l.vpp}, {"sequence_parallel", l.sequence_parallel},
             {"schedule", l.schedule}, {"distributed_optimizer", l.distributed_optimizer}}},
           {"training",
-           {{"micro_batch_size", l.micro_batch}, {"global_batch_size", l.global_batch}, {"precision", "fp32"},
+           {{"micro_batch_size", l.micro_batch}, {"global_batch_size", l.global_batch}, {"precision", l.precision},
             {"recompute", l.recompute}, {"flash_attention", false}, {"train_steps", steps}, {"lr", 0.003},
             {"min_lr", 0.0003}, {"warmup_steps", 5}, {"seed", 1234}}},
           {"cluster", {{"gpu", "cpu"}, {"nodes", 1}, {"gpus_per_node", l.world()}}}};
