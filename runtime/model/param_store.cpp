@@ -1,6 +1,8 @@
 // Layout-independent initialisation and the flat parameter/gradient buffers.
 #include "runtime/model/param_store.hpp"
 
+#include <algorithm>
+
 #include <ATen/CPUGeneratorImpl.h>
 #include <torch/torch.h>
 
@@ -45,39 +47,44 @@ at::Tensor ParamStore::add(Param param) {
   return params_.back().value;
 }
 
-void ParamStore::refresh_model_values(int64_t offset, int64_t numel) {
+void ParamStore::refresh_model_values() {
   if (!placement_.mixed()) return;
   at::NoGradGuard no_grad;
-  model_values_.narrow(0, offset, numel).copy_(values_.narrow(0, offset, numel));
+  model_values_.narrow(0, master_offset_, master_.numel()).copy_(master_);
 }
 
-void ParamStore::finalise(int64_t pad_multiple) {
+void ParamStore::finalise(int64_t shards, int64_t shard) {
   int64_t total = 0;
   offsets_.clear();
   for (const auto& p : params_) {
     offsets_.push_back(total);
     total += p.value.numel();
   }
-  const int64_t padded = (total + pad_multiple - 1) / pad_multiple * pad_multiple;
+  const int64_t padded = (total + shards - 1) / shards * shards;
+  const int64_t shard_numel = padded / shards;
+  master_offset_ = shard * shard_numel;
   const auto fp32 = at::TensorOptions().dtype(at::kFloat).device(placement_.device);
-  values_ = at::zeros({padded}, fp32);
   grads_ = at::zeros({padded}, fp32);
-  model_values_ = placement_.mixed() ? at::zeros({padded}, model_options()) : values_;
+  model_values_ = at::zeros({padded}, model_options());
+  master_ = placement_.mixed() ? at::zeros({shard_numel}, fp32) : model_values_.narrow(0, master_offset_, shard_numel);
   at::NoGradGuard no_grad;
   for (size_t i = 0; i < params_.size(); ++i) {
     auto& p = params_[i];
     const int64_t n = p.value.numel();
     const auto sizes = p.value.sizes().vec();
-    // The master weights from the fp32 initial values (not from their bf16 rounding).
-    const at::Tensor& initial = initial_[i].defined() ? initial_[i] : p.value;
-    values_.narrow(0, offsets_[i], n).copy_(initial.reshape({n}));
+    const at::Tensor initial = (initial_[i].defined() ? initial_[i] : p.value).reshape({n});
+    model_values_.narrow(0, offsets_[i], n).copy_(initial);
+    if (placement_.mixed()) {
+      // The masters from the fp32 initial values (not from their bf16 rounding), where they overlap the shard.
+      const int64_t begin = std::max(offsets_[i], master_offset_), end = std::min(offsets_[i] + n, master_offset_ + shard_numel);
+      if (begin < end) master_.narrow(0, begin - master_offset_, end - begin).copy_(initial.narrow(0, begin - offsets_[i], end - begin));
+    }
     // set_ re-points the tensor itself, so every copy the model holds now reads the flat buffer.
     p.value.set_(model_values_.storage(), offsets_[i], sizes, at::detail::defaultStrides(sizes));
     p.value.requires_grad_(true);
     p.value.mutable_grad() = grads_.narrow(0, offsets_[i], n).view(sizes);
   }
   initial_.clear();
-  refresh_model_values(0, padded);
 }
 
 }  // namespace tessera::runtime

@@ -59,21 +59,25 @@ class ParamStore {
   /// Moves every parameter into one flat buffer (each tensor, and so every copy of it the model
   /// holds, is re-pointed into it), attaches views of a flat zeroed fp32 gradient buffer as their
   /// .grad (a bf16 parameter's gradients accumulate into it in fp32), and marks them as requiring
-  /// grad. The buffers are padded with zeros to a multiple of `pad_multiple` elements (the
-  /// distributed optimizer splits them into that many equal shards).
-  void finalise(int64_t pad_multiple = 1);
+  /// grad. The buffers are padded with zeros to a multiple of `shards` elements: the distributed
+  /// optimizer splits them into that many equal shards, and this rank's optimizer owns shard `shard`.
+  void finalise(int64_t shards = 1, int64_t shard = 0);
 
   const std::vector<Param>& params() const { return params_; }
-  /// The fp32 weights the optimizer updates (the master weights under mixed precision).
-  at::Tensor& values() { return values_; }
-  /// The flat weights the parameters are views of: values() in fp32, its bf16 copy otherwise.
+  /// The flat weights the parameters are views of, in the model's dtype.
   at::Tensor& model_values() { return model_values_; }
-  /// Under mixed precision: copies elements [offset, offset + numel) of values() into model_values().
-  void refresh_model_values(int64_t offset, int64_t numel);
+  /// The fp32 weights of this rank's optimizer shard, elements [master_offset(), + master_numel())
+  /// of the flat buffers: a view of model_values() in fp32, the master copy under mixed precision
+  /// (which exists for the shard only: ZeRO-1 shards the masters with the optimizer state).
+  at::Tensor& master() { return master_; }
+  int64_t master_offset() const { return master_offset_; }
+  int64_t master_numel() const { return master_.numel(); }
+  /// Under mixed precision: the shard's model weights from its updated masters.
+  void refresh_model_values();
   at::Tensor& grads() { return grads_; }
   /// Offset of each parameter in the flat buffers (same order as params()).
   const std::vector<int64_t>& offsets() const { return offsets_; }
-  int64_t numel() const { return values_.numel(); }
+  int64_t numel() const { return model_values_.numel(); }
 
  private:
   int64_t seed_, tp_rank_, tp_size_;
@@ -81,7 +85,8 @@ class ParamStore {
   std::vector<Param> params_;
   std::vector<at::Tensor> initial_;  ///< fp32 CPU initial values until finalise() (when they differ from Param::value)
   std::vector<int64_t> offsets_;
-  at::Tensor values_, model_values_, grads_;
+  at::Tensor model_values_, master_, grads_;
+  int64_t master_offset_ = 0;
 };
 
 }  // namespace tessera::runtime

@@ -119,9 +119,9 @@ class Trainer {
         layout_{spec.training.global_batch_size, spec.training.micro_batch_size, state_.dp, state_.coord.dp},
         metrics_(options.out_dir.empty() ? "" : options.out_dir + "/metrics.jsonl") {
     distributed_optimizer_ = spec.effective_zero_stage() >= 1 && state_.dp > 1;
-    store_.finalise(distributed_optimizer_ ? state_.dp : 1);
-    shard_numel_ = store_.numel() / (distributed_optimizer_ ? state_.dp : 1);
-    shard_offset_ = distributed_optimizer_ ? state_.coord.dp * shard_numel_ : 0;
+    store_.finalise(distributed_optimizer_ ? state_.dp : 1, distributed_optimizer_ ? state_.coord.dp : 0);
+    shard_numel_ = store_.master_numel();
+    shard_offset_ = store_.master_offset();
     // Which elements decay and which count in the global norm, as ranges of the flat buffer.
     std::vector<ElementRange> decay, in_norm;
     const auto& params = store_.params();
@@ -152,7 +152,7 @@ class Trainer {
       RankState state = rank_state();
       load_rank_state(options_.out_dir, saved_step, world_.rank(), state);
       optimizer_->set_steps_taken(state.optimizer_steps);
-      store_.refresh_model_values(0, store_.numel());
+      refresh_model_values();
       first_step = saved_step + 1;
       if (world_.rank() == 0) std::printf("resumed from %s\n", checkpoint_dir(options_.out_dir, saved_step).c_str());
     }
@@ -170,12 +170,8 @@ class Trainer {
       const double lr = learning_rate(spec_.training, step);
       {
         at::NoGradGuard no_grad;
-        at::Tensor values = store_.values().narrow(0, shard_offset_, shard_numel_);
-        optimizer_->step(values, grads, lr);
-        store_.refresh_model_values(shard_offset_, shard_numel_);
-        // The other replicas' shards, in the model's dtype (half the bytes of fp32 under bf16).
-        at::Tensor& model = store_.model_values();
-        if (distributed_optimizer_) state_.dp_group->all_gather(model, model.narrow(0, shard_offset_, shard_numel_).clone());
+        optimizer_->step(store_.master(), grads, lr);
+        refresh_model_values();
       }
       const double loss = global_loss(pipeline.loss_sum, static_cast<double>(microbatches.size()));
       const MemoryReading memory = read_memory(device);
@@ -216,10 +212,6 @@ class Trainer {
       }
       const bool last = step == spec_.training.train_steps;
       if (!options_.out_dir.empty() && (last || (options_.save_every > 0 && step % options_.save_every == 0))) {
-        // Under mixed precision each data-parallel rank updated only its shard of the fp32 master
-        // weights (the others' arrived as bf16): gather them, so every file holds exact masters.
-        if (distributed_optimizer_ && placement_.mixed())
-          state_.dp_group->all_gather(store_.values(), store_.values().narrow(0, shard_offset_, shard_numel_).clone());
         const int64_t bytes = save_rank_state(options_.out_dir, step, world_.rank(), rank_state());
         // Sizes go through the store: on several nodes rank 0 does not see the other nodes' files.
         const auto sizes = world_.store_gather("checkpoint-" + std::to_string(step), bytes);
@@ -231,7 +223,16 @@ class Trainer {
 
  private:
   RankState rank_state() {
-    return {store_.values(), optimizer_->exp_avg(), optimizer_->exp_avg_sq(), optimizer_->steps_taken()};
+    return {store_.master(), optimizer_->exp_avg(), optimizer_->exp_avg_sq(), optimizer_->steps_taken()};
+  }
+
+  // The model's weights from this rank's updated (or loaded) fp32 shard, and under the distributed
+  // optimizer the other replicas' shards, gathered in the model's dtype (half the bytes under bf16).
+  void refresh_model_values() {
+    at::NoGradGuard no_grad;
+    store_.refresh_model_values();
+    at::Tensor& model = store_.model_values();
+    if (distributed_optimizer_) state_.dp_group->all_gather(model, model.narrow(0, shard_offset_, shard_numel_).clone());
   }
 
   double comm_seconds() const {

@@ -48,6 +48,13 @@ const std::vector<Case>& panel() {
        with([](Layout& l) { l.tp = 2; l.sequence_parallel = true; l.recompute = "selective"; })},
       {"llama pp2 interleaved", "tiny-llama", with([](Layout& l) { l.pp = 2; l.vpp = 2; l.schedule = "interleaved"; })},
       {"llama full recompute", "tiny-llama", with([](Layout& l) { l.recompute = "full"; })},
+      // bf16 mixed precision: bf16 weights and activations, fp32 masters, gradients and Adam moments.
+      {"gpt bf16 single", "tiny-gpt", with([](Layout& l) { l.precision = "bf16"; })},
+      {"gpt bf16 tp2 sp", "tiny-gpt", with([](Layout& l) { l.precision = "bf16"; l.tp = 2; l.sequence_parallel = true; })},
+      {"gpt bf16 pp2 dp2 distributed optimizer", "tiny-gpt",
+       with([](Layout& l) { l.precision = "bf16"; l.pp = 2; l.dp = 2; l.distributed_optimizer = true; })},
+      {"llama bf16 single", "tiny-llama", with([](Layout& l) { l.precision = "bf16"; })},
+      {"llama bf16 selective recompute", "tiny-llama", with([](Layout& l) { l.precision = "bf16"; l.recompute = "selective"; })},
   };
   return cases;
 }
