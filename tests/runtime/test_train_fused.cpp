@@ -1,6 +1,7 @@
 // tessera-train with --kernels fused (Tessera's kernels, here the CPU references) against
-// --kernels aten: tiny-gpt and tiny-llama, single process and TP=2 (with SP), give the same loss and
-// grad norm at every step within 1e-5 relative (fp32, one thread per rank).
+// --kernels aten: tiny-gpt and tiny-llama, single process, TP=2 with SP (and full recompute) and PP=2
+// (selective recompute), give the same loss and grad norm at every step within 1e-5 relative (fp32,
+// one thread per rank).
 #include <QtTest/QtTest>
 
 #include <cmath>
@@ -38,20 +39,27 @@ class TestTrainFused : public QObject {
   void fusedKernelsTrainLikeAten_data() {
     QTest::addColumn<QString>("preset");
     QTest::addColumn<int>("tp");
+    QTest::addColumn<int>("pp");
     QTest::addColumn<bool>("sp");
-    for (const char* preset : {"tiny-gpt", "tiny-llama"}) {
-      QTest::newRow((std::string(preset) + " single").c_str()) << preset << 1 << false;
-      QTest::newRow((std::string(preset) + " TP=2 SP").c_str()) << preset << 2 << true;
-    }
+    QTest::addColumn<QString>("recompute");
+    QTest::newRow("tiny-gpt single") << "tiny-gpt" << 1 << 1 << false << "none";
+    QTest::newRow("tiny-gpt TP=2 SP full recompute") << "tiny-gpt" << 2 << 1 << true << "full";
+    QTest::newRow("tiny-llama single") << "tiny-llama" << 1 << 1 << false << "none";
+    QTest::newRow("tiny-llama TP=2 SP") << "tiny-llama" << 2 << 1 << true << "none";
+    QTest::newRow("tiny-llama PP=2 selective recompute") << "tiny-llama" << 1 << 2 << false << "selective";
   }
 
   void fusedKernelsTrainLikeAten() {
     QFETCH(QString, preset);
     QFETCH(int, tp);
+    QFETCH(int, pp);
     QFETCH(bool, sp);
+    QFETCH(QString, recompute);
     Layout layout;
     layout.tp = tp;
+    layout.pp = pp;
     layout.sequence_parallel = sp;
+    layout.recompute = recompute.toStdString();
     QTemporaryDir dir;
     const std::string p = preset.toStdString();
     const auto aten = train(dir, "aten", p, layout, "aten");
