@@ -64,6 +64,12 @@ int main(int argc, char** argv) {
   std::string device = "cpu";
   app.add_option("--device", device, "cpu (Gloo) or cuda (NCCL, bf16; see docs/performance.md)")
       ->check(CLI::IsMember({"cpu", "cuda"}));
+  std::string kernels;  // default: fused on a GPU, aten on the CPU (where the references are plain loops)
+  app.add_option("--kernels", kernels,
+                 "aten (LibTorch's ops) or fused (Tessera's kernels: the CPU references on CPU, the CUDA kernels on "
+                 "GPUs) for the norms, RoPE, the activation and the cross-entropy; default: fused with --device cuda, "
+                 "aten with --device cpu")
+      ->check(CLI::IsMember({"aten", "fused"}));
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -157,6 +163,7 @@ int main(int argc, char** argv) {
   options.save_every = save_every;
   options.resume = resume;
   options.device = device;
+  options.fused_kernels = kernels.empty() ? device == "cuda" : kernels == "fused";
   options.threads = threads > 0 ? threads
                                 : static_cast<int>(std::max(1u, std::thread::hardware_concurrency() /
                                                                     static_cast<unsigned>(env.local_world_size)));

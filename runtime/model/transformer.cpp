@@ -5,6 +5,8 @@
 
 #include <torch/torch.h>
 
+#include "runtime/model/fused_ops.hpp"
+
 namespace tessera::runtime {
 
 namespace {
@@ -21,11 +23,11 @@ at::Tensor rotate_half(const at::Tensor& x) {
 }  // namespace
 
 Transformer::Transformer(const spec::ModelSpec& model, int64_t pp, int64_t vpp, int64_t stage, TensorParallel tp,
-                         spec::Recompute recompute, ParamStore& store)
+                         spec::Recompute recompute, ParamStore& store, bool fused_kernels)
     : model_(model), tp_(tp), biases_(model.arch == spec::Arch::gpt),
       layernorm_(model.normalization == spec::Normalization::layernorm),
       swiglu_(model.activation == spec::Activation::swiglu),
-      rope_(model.position_embedding == spec::PositionEmbedding::rope), recompute_(recompute) {
+      rope_(model.position_embedding == spec::PositionEmbedding::rope), fused_(fused_kernels), recompute_(recompute) {
   const int64_t t = tp_.size(), h = model.hidden_size;
   heads_local_ = model.num_attention_heads / t;
   groups_local_ = model.num_query_groups / t;
@@ -143,6 +145,7 @@ void Transformer::build_layer(LayerWeights& w, int64_t index, ParamStore& store)
 }
 
 at::Tensor Transformer::norm(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias) const {
+  if (fused_) return layernorm_ ? fused_layer_norm(x, weight, bias, kNormEps) : fused_rms_norm(x, weight, kNormEps);
   if (layernorm_) return at::layer_norm(x, {model_.hidden_size}, weight, bias, kNormEps);
   return at::rms_norm(x, {model_.hidden_size}, weight, kNormEps);
 }
@@ -153,7 +156,15 @@ at::Tensor Transformer::attention(const LayerWeights& w, const at::Tensor& x) co
   const auto parts = qkv.split({heads_local_ * d, groups_local_ * d, groups_local_ * d}, -1);
   auto heads = [&](const at::Tensor& t, int64_t n) { return t.reshape({s, b, n, d}).permute({1, 2, 0, 3}); };
   at::Tensor q = heads(parts[0], heads_local_), k = heads(parts[1], groups_local_), v = heads(parts[2], groups_local_);
-  if (rope_) {
+  if (rope_ && fused_) {
+    // The kernel takes [tokens, heads, d]: q and k before the permute, token s*b + b' at position s.
+    const at::Tensor positions = at::arange(s, qkv.options().dtype(at::kLong)).repeat_interleave(b);
+    auto rotated = [&](const at::Tensor& t, int64_t n) {
+      return heads(fused_rope(t.reshape({s * b, n, d}), positions, kRopeTheta), n);
+    };
+    q = rotated(parts[0], heads_local_);
+    k = rotated(parts[1], groups_local_);
+  } else if (rope_) {
     const auto cos = rope_cos_.narrow(0, 0, s), sin = rope_sin_.narrow(0, 0, s);
     q = q * cos + rotate_half(q) * sin;
     k = k * cos + rotate_half(k) * sin;
@@ -172,10 +183,15 @@ at::Tensor Transformer::attention_core(const at::Tensor& q, const at::Tensor& k,
 }
 
 at::Tensor Transformer::mlp(const LayerWeights& w, const at::Tensor& x) const {
-  at::Tensor hidden = column_parallel_linear(x, w.fc1_weight, w.fc1_bias, tp_);
-  if (swiglu_) {
+  const bool fused_gelu = fused_ && !swiglu_;  // the fc1 bias is added inside the fused kernel
+  at::Tensor hidden = column_parallel_linear(x, w.fc1_weight, fused_gelu ? at::Tensor() : w.fc1_bias, tp_);
+  if (swiglu_ && fused_) {
+    hidden = fused_swiglu(hidden);
+  } else if (swiglu_) {
     const auto gate_up = hidden.chunk(2, -1);
     hidden = at::silu(gate_up[0]) * gate_up[1];
+  } else if (fused_gelu) {
+    hidden = fused_bias_gelu(hidden, w.fc1_bias);
   } else {
     hidden = at::gelu(hidden, "tanh");
   }
@@ -204,9 +220,11 @@ at::Tensor Transformer::loss(int64_t c, const at::Tensor& hidden, const at::Tens
   const ModelChunk& chunk = chunks_[c];
   const at::Tensor x = norm(hidden, chunk.final_norm_weight, chunk.final_norm_bias);
   const at::Tensor logits = column_parallel_linear(x, chunk.output_weight, {}, tp_);  // [s, b, V/t]
-  // The loss in fp32 whatever the model's dtype (Megatron computes the cross-entropy on fp32 logits).
+  // The loss in fp32 whatever the model's dtype: the ATen path on fp32 logits (as Megatron), the fused
+  // kernel on the logits as they are with fp32 statistics (no fp32 copy of the logits kept).
   const at::Tensor per_token =
-      vocab_parallel_cross_entropy(logits.reshape({-1, logits.size(-1)}).to(at::kFloat), targets.reshape({-1}), tp_);
+      fused_ ? fused_vocab_parallel_cross_entropy(logits.reshape({-1, logits.size(-1)}), targets.reshape({-1}), *tp_.group)
+             : vocab_parallel_cross_entropy(logits.reshape({-1, logits.size(-1)}).to(at::kFloat), targets.reshape({-1}), tp_);
   return per_token.mean();
 }
 

@@ -35,8 +35,10 @@ struct ModelChunk {
 class Transformer {
  public:
   /// Registers this rank's parameters (chunks c of stage `stage`: virtual stage c*pp + stage) in `store`.
+  /// fused_kernels: norms, RoPE, the activation and the cross-entropy run Tessera's fused kernels
+  /// (runtime/model/fused_ops.hpp) instead of the ATen ops.
   Transformer(const spec::ModelSpec& model, int64_t pp, int64_t vpp, int64_t stage, TensorParallel tp,
-              spec::Recompute recompute, ParamStore& store);
+              spec::Recompute recompute, ParamStore& store, bool fused_kernels = false);
   Transformer(const Transformer&) = delete;  // the recomputed closures point into this object
   Transformer& operator=(const Transformer&) = delete;
 
@@ -59,6 +61,7 @@ class Transformer {
   spec::ModelSpec model_;
   TensorParallel tp_;
   bool biases_, layernorm_, swiglu_, rope_;
+  bool fused_ = false;
   int64_t heads_local_, groups_local_, head_dim_;
   at::Tensor rope_cos_, rope_sin_;  // [s, 1, 1, d] (llama)
   spec::Recompute recompute_;

@@ -29,6 +29,7 @@ struct TrainOptions {
   int64_t save_every = 0;         ///< checkpoint every N steps (0: only at the end); needs out_dir
   bool resume = false;            ///< continue from the newest complete checkpoint in out_dir
   std::string device = "cpu";     ///< "cpu" (Gloo) or "cuda" (NCCL; GPU LOCAL_RANK)
+  bool fused_kernels = false;     ///< Tessera's fused kernels instead of the ATen ops (--kernels fused)
 };
 
 /// Every reason this runtime cannot train `spec` (beyond the spec's own validation), by field.
