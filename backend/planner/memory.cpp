@@ -176,6 +176,7 @@ bool has_runtime_terms(const spec::ModelSpec& m) {
 struct RuntimeShape {
   double e, tokens, rows, h, q, kv, f, heads, t;
   bool rope, repeat, layernorm, swiglu;
+  bool fused;  ///< Tessera's fused kernels (tessera-train's default on GPUs) instead of ATen's ops (on the CPU)
 };
 
 RuntimeShape runtime_shape(const spec::RunSpec& spec) {
@@ -195,13 +196,16 @@ RuntimeShape runtime_shape(const spec::RunSpec& spec) {
   r.repeat = m.num_query_groups != m.num_attention_heads;
   r.layernorm = m.normalization == spec::Normalization::layernorm;
   r.swiglu = m.activation == Activation::swiglu;
+  r.fused = spec.cluster.gpu != "cpu";
   return r;
 }
 
-// A norm's saved tensors: its input, the fp32 statistics (LayerNorm: mean and 1/std; RMSNorm:
-// 1/rms) and, for RMSNorm (a composite op on CPU), the normalised input before the weight multiply.
+// A norm's saved tensors: its input and the fp32 statistics (LayerNorm: mean and 1/std; RMSNorm:
+// 1/rms). ATen's RMSNorm is a composite op on CPU: it keeps the input cast to fp32 and the fp32
+// normalised input before the weight multiply instead (8 bytes per element in fp32 and in bf16).
 double runtime_norm_bytes(const RuntimeShape& r) {
-  return r.e * r.rows * r.h + (r.layernorm ? 8 * r.rows : 4 * r.rows + r.e * r.rows * r.h);
+  if (r.fused || r.layernorm) return r.e * r.rows * r.h + (r.layernorm ? 8 : 4) * r.rows;
+  return 8 * r.rows * r.h + 4 * r.rows;
 }
 
 // Stored bytes of one layer for one microbatch under `recompute`.
@@ -210,7 +214,8 @@ double runtime_layer_bytes(const RuntimeShape& r, Recompute recompute) {
   if (recompute == Recompute::full) return e * r.rows * r.h;  // the layer input, kept by the checkpoint
   double bytes = 2 * runtime_norm_bytes(r);
   bytes += 2 * e * r.rows * r.h;                      // QKV and fc1 inputs (the shard under SP)
-  bytes += e * T * r.f / t * (r.swiglu ? 4 : 2);      // gelu: fc1 out, gelu out; swiglu: gate|up, silu, product
+  // gelu: fc1 out, gelu out; swiglu: gate|up, silu, product (fused: gate and up, product)
+  bytes += e * T * r.f / t * (r.swiglu ? (r.fused ? 3 : 4) : 2);
   bytes += e * T * r.q / t;                           // attention output, also the projection input (a view)
   if (recompute == Recompute::selective) {
     bytes += e * T * (r.q + 2 * r.kv) / t;            // Q, K, V saved by the checkpoint (views of the QKV output)
@@ -246,10 +251,12 @@ RuntimePeak runtime_activation_peak(const spec::RunSpec& spec, const ScheduleTab
   const double layers_per_chunk = static_cast<double>(m.num_layers / (p.pp * p.vpp));
   const double per_layer = runtime_layer_bytes(r, spec.training.recompute);
   const double vocab_rank = static_cast<double>(padded_vocab(m.vocab_size, p.tp)) / r.t;
-  const double logits = 4 * r.tokens * vocab_rank;  // fp32
+  // ATen's cross-entropy keeps an fp32 softmax (and the fp32 logits exist while it is computed); the
+  // fused one keeps the logits as they are (bf16 or fp32) with two fp32 statistics per row.
+  const double logits = (r.fused ? r.e : 4) * r.tokens * vocab_rank;
   // Last virtual stage, per microbatch: the final norm's input and saved tensors, the output layer's
-  // input (the shard under SP), the cross-entropy's softmax (fp32) and its target indices and mask.
-  const double loss_part = runtime_norm_bytes(r) + r.e * r.rows * r.h + logits + 9 * r.tokens;
+  // input (the shard under SP), the cross-entropy's saved logits or softmax and its targets (and mask).
+  const double loss_part = runtime_norm_bytes(r) + r.e * r.rows * r.h + logits + (r.fused ? 16 : 9) * r.tokens;
   const double p2p = r.e * r.rows * r.h;
   double layer_backward = runtime_layer_backward_bytes(r);
   if (spec.training.recompute == Recompute::full)  // the layer rebuilt with its graph and its output
@@ -271,8 +278,9 @@ RuntimePeak runtime_activation_peak(const spec::RunSpec& spec, const ScheduleTab
     const bool backward = op.kind == OpKind::backward || op.kind == OpKind::backward_input;
     if (op.kind == OpKind::forward) {
       held += chunk;
-      consider(last ? logits : 0);  // the logits while the softmax is computed
+      consider(last && !r.fused ? logits : 0);  // ATen: the logits while the softmax is computed
     } else if (backward) {
+      if (last && r.fused) consider(logits);  // the logits' gradient, next to the saved logits
       consider(std::max(0.0, layer_backward - (last ? loss_part : 0)));  // the loss part is freed first
       held -= chunk;
     }
