@@ -3,8 +3,15 @@
 
 #include <algorithm>
 #include <cmath>
+#include <stdexcept>
 
 #include <ATen/ATen.h>
+#ifdef TESSERA_WITH_CUDA_KERNELS
+#include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDAGuard.h>
+#endif
+
+#include "kernels.hpp"
 
 namespace tessera::runtime {
 
@@ -29,9 +36,31 @@ std::vector<ElementRange> clip_ranges(const std::vector<ElementRange>& ranges, i
   return out;
 }
 
+namespace {
+
+// One call of Tessera's multi-tensor AdamW over `ranges` of the flat buffers, writing `model` (T).
+template <typename T>
+void tessera_adamw(const std::vector<ElementRange>& ranges, at::Tensor& master, T* model, const at::Tensor& grads,
+                   at::Tensor& exp_avg, at::Tensor& exp_avg_sq, const kernels::AdamWConfig& config) {
+  std::vector<kernels::AdamWTensor<T>> tensors;
+  for (const auto& r : ranges)
+    tensors.push_back({master.data_ptr<float>() + r.offset, model + r.offset, grads.data_ptr<float>() + r.offset,
+                       exp_avg.data_ptr<float>() + r.offset, exp_avg_sq.data_ptr<float>() + r.offset, r.length});
+  const auto count = static_cast<int64_t>(tensors.size());
+  if (master.is_cpu()) return kernels::cpu::adamw_step<T>(tensors.data(), count, config);
+#ifdef TESSERA_WITH_CUDA_KERNELS
+  const c10::cuda::CUDAGuard guard(master.device());
+  kernels::cuda::adamw_step<T>(tensors.data(), count, config, at::cuda::getCurrentCUDAStream().stream());
+#else
+  throw std::runtime_error("AdamW: this build has no CUDA kernels for tensors on " + master.device().str());
+#endif
+}
+
+}  // namespace
+
 AdamW::AdamW(const spec::TrainingSpec& training, int64_t numel, const std::vector<ElementRange>& decay_ranges,
-             at::Device device)
-    : weight_decay_(training.weight_decay),
+             at::Device device, bool tessera_kernel)
+    : weight_decay_(training.weight_decay), tessera_kernel_(tessera_kernel),
       exp_avg_(at::zeros({numel}, at::TensorOptions().dtype(at::kFloat).device(device))),
       exp_avg_sq_(at::zeros({numel}, at::TensorOptions().dtype(at::kFloat).device(device))) {
   // The ranges between the decaying ones (and after the last) take no decay.
@@ -47,8 +76,25 @@ AdamW::AdamW(const spec::TrainingSpec& training, int64_t numel, const std::vecto
   add(false, covered, numel - covered);
 }
 
-void AdamW::step(at::Tensor& values, const at::Tensor& grads, double lr) {
+bool AdamW::step(at::Tensor& values, const at::Tensor& grads, double lr, const at::Tensor& model) {
   ++steps_;
+  if (tessera_kernel_) {
+    if (!values.is_contiguous() || !grads.is_contiguous() || (model.defined() && !model.is_contiguous()))
+      throw std::invalid_argument("AdamW: Tessera's kernel needs contiguous weights, gradients and model copy");
+    for (int with_decay = 0; with_decay < 2; ++with_decay) {
+      if (ranges_[with_decay].empty()) continue;
+      const kernels::AdamWConfig config{static_cast<float>(lr), static_cast<float>(beta1_), static_cast<float>(beta2_),
+                                        static_cast<float>(eps_),
+                                        static_cast<float>(with_decay ? weight_decay_ : 0.0), steps_};
+      if (model.defined() && model.scalar_type() == at::kBFloat16)
+        tessera_adamw(ranges_[with_decay], values, reinterpret_cast<kernels::bf16*>(model.data_ptr<at::BFloat16>()),
+                      grads, exp_avg_, exp_avg_sq_, config);
+      else  // fp32: the model copy is `model`, or the weights themselves
+        tessera_adamw(ranges_[with_decay], values, (model.defined() ? model : values).data_ptr<float>(), grads, exp_avg_,
+                      exp_avg_sq_, config);
+    }
+    return model.defined();
+  }
   // LibTorch's fused AdamW: one vectorised pass over weights, gradients and moments instead of eight
   // elementwise ones, no temporary. Two calls: the ranges that decay, and the rest with no decay.
   const at::Tensor step = at::full({}, static_cast<double>(steps_), exp_avg_.options());
@@ -66,6 +112,7 @@ void AdamW::step(at::Tensor& values, const at::Tensor& grads, double lr) {
     at::_fused_adamw_(w, g, m, v, {}, steps, lr, beta1_, beta2_, with_decay ? weight_decay_ : 0.0, eps_,
                       /*amsgrad=*/false, /*maximize=*/false);
   }
+  return false;
 }
 
 }  // namespace tessera::runtime

@@ -27,11 +27,15 @@ std::vector<ElementRange> clip_ranges(const std::vector<ElementRange>& ranges, i
 
 class AdamW {
  public:
-  /// A buffer of `numel` elements on `device`; weight decay applies to `decay_ranges` of it.
+  /// A buffer of `numel` elements on `device`; weight decay applies to `decay_ranges` of it. With
+  /// `tessera_kernel` the update runs Tessera's multi-tensor kernel (kernels/kernels.hpp: the CPU
+  /// reference on the CPU, the CUDA kernel on a GPU), else LibTorch's fused AdamW.
   AdamW(const spec::TrainingSpec& training, int64_t numel, const std::vector<ElementRange>& decay_ranges,
-        at::Device device = at::kCPU);
-  /// One update of `values` from `grads` (both `numel` long) at learning rate `lr`.
-  void step(at::Tensor& values, const at::Tensor& grads, double lr);
+        at::Device device = at::kCPU, bool tessera_kernel = false);
+  /// One update of `values` (fp32) from `grads` (fp32, both `numel` long) at learning rate `lr`.
+  /// `model` (optional, `numel` long, float or bfloat16) is the model's copy of the same weights:
+  /// Tessera's kernel writes it in the same pass. Returns whether `model` was written.
+  bool step(at::Tensor& values, const at::Tensor& grads, double lr, const at::Tensor& model = {});
   int64_t steps_taken() const { return steps_; }
   /// The state a checkpoint keeps: the moments and the number of updates.
   at::Tensor& exp_avg() { return exp_avg_; }
@@ -40,6 +44,7 @@ class AdamW {
 
  private:
   double beta1_ = 0.9, beta2_ = 0.95, eps_ = 1e-8, weight_decay_;
+  bool tessera_kernel_ = false;
   std::vector<ElementRange> ranges_[2];  ///< [0]: no weight decay, [1]: weight decay; together the buffer
   at::Tensor exp_avg_, exp_avg_sq_;
   int64_t steps_ = 0;

@@ -16,6 +16,7 @@
 #include <torch/torch.h>
 
 #include "planner/flops.hpp"
+#include "planner/plan.hpp"
 #include "planner/schedule.hpp"
 #include "protocol/records.hpp"
 #ifdef TESSERA_WITH_REPORTER
@@ -134,7 +135,7 @@ class Trainer {
     }
     // Under the distributed optimizer (ZeRO-1) this rank keeps the state of its shard only.
     optimizer_ = std::make_unique<AdamW>(spec.training, shard_numel_, clip_ranges(decay, shard_offset_, shard_numel_),
-                                         placement_.device);
+                                         placement_.device, options.fused_kernels);
     norm_ranges_ = clip_ranges(in_norm, shard_offset_, shard_numel_);
     norm_counts_all_ = norm_ranges_.size() == 1 && norm_ranges_[0].length == shard_numel_;
     reducer_ = std::make_unique<GradientReducer>(store_, state_, distributed_optimizer_, kBucketElements);
@@ -170,8 +171,10 @@ class Trainer {
       const double lr = learning_rate(spec_.training, step);
       {
         at::NoGradGuard no_grad;
-        optimizer_->step(store_.master(), grads, lr);
-        refresh_model_values();
+        // Tessera's kernel writes the bf16 model copy in the same pass; otherwise it is cast from the masters.
+        const bool wrote_model =
+            optimizer_->step(store_.master(), grads, lr, store_.model_values().narrow(0, shard_offset_, shard_numel_));
+        refresh_model_values(/*cast=*/!wrote_model);
       }
       const double loss = global_loss(pipeline.loss_sum, static_cast<double>(microbatches.size()));
       const MemoryReading memory = read_memory(device);
@@ -203,11 +206,11 @@ class Trainer {
       if (world_.rank() == 0) {
         std::printf(
             "step %4lld/%lld | loss %.4f | grad norm %.3f | lr %.2e | %.0f tokens/s | MFU %.1f%% of %.0f GFLOP/s | "
-            "bubble %.0f%% | peak %.1f MiB (reserved %.1f) | %.3f s (comm %.3f s)\n",
+            "bubble %.0f%% | peak %.1f MiB%s | %.3f s (comm %.3f s)\n",
             static_cast<long long>(step), static_cast<long long>(spec_.training.train_steps), loss, grad_norm, lr,
             record.tokens_per_s, 100 * record.mfu, 1e3 * peak_tflops, 100 * record.bubble,
-            static_cast<double>(record.peak_memory_bytes) / (1 << 20),
-            static_cast<double>(record.peak_reserved_bytes) / (1 << 20), record.step_time_s, record.comm_s);
+            static_cast<double>(record.peak_memory_bytes) / (1 << 20), reserved_note(record).c_str(), record.step_time_s,
+            record.comm_s);
         std::fflush(stdout);
       }
       const bool last = step == spec_.training.train_steps;
@@ -222,15 +225,23 @@ class Trainer {
   }
 
  private:
+  // The CUDA allocator's reserved peak next to the allocated one; the CPU path holds no cache.
+  std::string reserved_note(const protocol::StepRecord& record) const {
+    if (!placement_.device.is_cuda()) return "";
+    char note[48];
+    std::snprintf(note, sizeof(note), " (reserved %.1f MiB)", static_cast<double>(record.peak_reserved_bytes) / (1 << 20));
+    return note;
+  }
+
   RankState rank_state() {
     return {store_.master(), optimizer_->exp_avg(), optimizer_->exp_avg_sq(), optimizer_->steps_taken()};
   }
 
   // The model's weights from this rank's updated (or loaded) fp32 shard, and under the distributed
   // optimizer the other replicas' shards, gathered in the model's dtype (half the bytes under bf16).
-  void refresh_model_values() {
+  void refresh_model_values(bool cast = true) {
     at::NoGradGuard no_grad;
-    store_.refresh_model_values();
+    if (cast) store_.refresh_model_values();
     at::Tensor& model = store_.model_values();
     if (distributed_optimizer_) state_.dp_group->all_gather(model, model.narrow(0, shard_offset_, shard_numel_).clone());
   }
@@ -375,7 +386,17 @@ void train(const spec::RunSpec& spec, const TrainOptions& options, const RankEnv
   if (placement.device.is_cuda()) set_current_cuda_device(placement.device.index());
   std::string peak_source;
   const double peak = peak_tflops(placement.device, placement.model_dtype, &peak_source);
-  if (env.rank == 0) std::printf("peak %.3g TFLOP/s from %s\n", peak, peak_source.c_str());
+  if (env.rank == 0) {
+    std::printf("peak %.3g TFLOP/s from %s\n", peak, peak_source.c_str());
+    // What the planner predicts, to read next to the measured peak of every step record.
+    const auto plan = planner::make_plan(spec, planner::PlanOptions{});
+    std::printf("planner (tessera profile for cluster.gpu=%s: %s) predicts per-GPU peak memory:", spec.cluster.gpu.c_str(),
+                spec.cluster.gpu == "cpu" ? "ATen's ops" : "fused kernels");
+    for (const auto& stage : plan.memory.stages)
+      std::printf(" stage %lld %.1f MiB", static_cast<long long>(stage.stage), static_cast<double>(stage.total_bytes()) / (1 << 20));
+    std::printf("\n");
+    std::fflush(stdout);
+  }
   CountingAllocator::install();  // before the first tensor of the run (after the GEMM's), so every byte is counted
   Trainer trainer(spec, options, env);
   trainer.run(peak);
