@@ -49,13 +49,15 @@ int main(int argc, char** argv) {
   int64_t steps = 0;
   int nproc = 0, threads = 0;
   int64_t save_every = 0;
-  bool resume = false;
+  bool resume = false, no_checkpoint = false;
   app.add_option("--spec", spec_path, "run spec (JSON)")->required();
   app.add_option("--out", out_dir, "directory for spec.json and metrics.jsonl");
   app.add_option("--data", data, "token file (docs/data.md) or `synthetic`; default: the shipped corpus");
   app.add_option("--steps", steps, "train this many steps (overrides training.train_steps)")->check(CLI::PositiveNumber);
   app.add_option("--save-every", save_every, "checkpoint every N steps (always at the end; needs --out)")
       ->check(CLI::PositiveNumber);
+  app.add_flag("--no-checkpoint", no_checkpoint, "write no checkpoint, not even at the end (benchmarks)")
+      ->excludes("--save-every");
   app.add_flag("--resume", resume, "continue from the newest complete checkpoint in --out");
   app.add_option("--nproc", nproc, "launch this many local ranks (must equal the spec's world size)")
       ->check(CLI::PositiveNumber);
@@ -161,6 +163,7 @@ int main(int argc, char** argv) {
   options.out_dir = out_dir;
   options.data = data;
   options.save_every = save_every;
+  options.checkpoint = !no_checkpoint;
   options.resume = resume;
   options.device = device;
   options.fused_kernels = kernels.empty() ? device == "cuda" : kernels == "fused";

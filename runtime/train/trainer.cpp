@@ -214,7 +214,8 @@ class Trainer {
         std::fflush(stdout);
       }
       const bool last = step == spec_.training.train_steps;
-      if (!options_.out_dir.empty() && (last || (options_.save_every > 0 && step % options_.save_every == 0))) {
+      if (!options_.out_dir.empty() && options_.checkpoint &&
+          (last || (options_.save_every > 0 && step % options_.save_every == 0))) {
         const int64_t bytes = save_rank_state(options_.out_dir, step, world_.rank(), rank_state());
         // Sizes go through the store: on several nodes rank 0 does not see the other nodes' files.
         const auto sizes = world_.store_gather("checkpoint-" + std::to_string(step), bytes);

@@ -27,6 +27,7 @@ struct TrainOptions {
   std::string data = "synthetic";  ///< "synthetic" or a token file
   int threads = 1;                ///< intra-op threads of this rank
   int64_t save_every = 0;         ///< checkpoint every N steps (0: only at the end); needs out_dir
+  bool checkpoint = true;         ///< false: no checkpoint at all (benchmarks)
   bool resume = false;            ///< continue from the newest complete checkpoint in out_dir
   std::string device = "cpu";     ///< "cpu" (Gloo) or "cuda" (NCCL; GPU LOCAL_RANK)
   bool fused_kernels = false;     ///< Tessera's fused kernels instead of the ATen ops (--kernels fused)

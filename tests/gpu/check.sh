@@ -3,8 +3,10 @@
 # internet), build the kernels and the runtime (tessera-train, the NCCL communicator) against the
 # machine's PyTorch and nvcc, run every CUDA kernel against its CPU reference and the NCCL checks,
 # then train GPT ~350M and ~1.3B in bf16 on synthetic tokens and print a table: tokens/s, model
-# TFLOP/s, MFU (against the GPU's dense bf16 peak), peak memory — tessera-train next to the same
-# model in PyTorch eager and torch.compile on the same GPU, with the ratios. Budget: under 8 minutes.
+# TFLOP/s, MFU (against the GPU's dense bf16 peak), peak memory allocated (and reserved) — tessera-train
+# (bf16, fp32 masters, the fused kernels) next to the same model in PyTorch eager and torch.compile on
+# the same GPU, with the ratios, and tessera-train's peak against the planner's prediction (tessera
+# profile, printed by tessera-train at start). Budget: under 8 minutes.
 # `--dry-run` runs the same build steps here, on a machine without a GPU, against the CPU machine's
 # LibTorch (the checks and the training rows then report "not run").
 #
@@ -63,7 +65,8 @@ step "GPT bf16 training: tessera-train against PyTorch eager and torch.compile (
 # name layers hidden heads micro-batch; sequence 2048, vocabulary 50304, 30 steps (5 warm-up)
 models=("gpt-350m 24 1024 16 8" "gpt-1.3b 24 2048 16 8")
 table="$out/table.txt"
-printf '%-9s %-16s %12s %10s %7s %14s %10s\n' model implementation tokens/s TFLOP/s MFU "peak memory" "vs eager" > "$table"
+printf '%-9s %-16s %12s %10s %7s %14s %10s %s\n' model implementation tokens/s TFLOP/s MFU "peak memory" "vs eager" \
+  "(reserved; planner's prediction)" > "$table"
 for m in "${models[@]}"; do
   read -r name layers hidden heads mbs <<<"$m"
   declare -A tps=()
@@ -82,13 +85,13 @@ import json, sys
 r = json.loads(sys.argv[1]); eager = float(sys.argv[4])
 ratio = f"{r['tokens_per_s'] / eager:.2f}" if eager > 0 else "-"
 print(f"{sys.argv[2]:<9} {sys.argv[3]:<16} {r['tokens_per_s']:12.0f} {r['model_tflops']:10.1f} {100 * r['mfu']:6.1f}% "
-      f"{r['peak_allocated_bytes'] / 2**30:10.1f} GiB {ratio:>10}")
+      f"{r['peak_allocated_bytes'] / 2**30:10.1f} GiB {ratio:>10} ({r['peak_reserved_bytes'] / 2**30:.1f} GiB)")
 PY
     else
       printf '%-9s %-16s %s\n' "$name" "pytorch-$impl" "$(status_of "$rc"): $(tail -1 "$out/$name-$impl.err")" >> "$table"
     fi
   done
-  # tessera-train on the same model: the CUDA path is refused until it exists (docs/performance.md).
+  # tessera-train on the same model: bf16 with fp32 masters, the fused kernels (the default on CUDA).
   spec="$out/$name.json"
   "$python" - "$spec" "$layers" "$hidden" "$heads" "$mbs" <<'PY'
 import json, sys
@@ -100,22 +103,26 @@ json.dump({"name": path.rsplit("/", 1)[-1][:-5] + " bf16 (GPU check)", "model": 
            "cluster": {"gpu": "h200", "nodes": 1, "gpus_per_node": 1}}, open(path, "w"))
 PY
   set +e
-  "$build/runtime/tessera-train" --spec "$spec" --device cuda --data synthetic --out "$out/$name-tessera" \
+  timeout 240 "$build/runtime/tessera-train" --spec "$spec" --device cuda --data synthetic --no-checkpoint \
+    --out "$out/$name-tessera" \
     > "$out/$name-tessera.log" 2>&1
   rc=$?
   set -e
   if [ "$rc" -eq 0 ]; then
-    "$python" - "$out/$name-tessera/metrics.jsonl" "$name" "${tps[eager]:-0}" >> "$table" <<'PY'
-import json, statistics, sys
+    "$python" - "$out/$name-tessera/metrics.jsonl" "$name" "${tps[eager]:-0}" "$out/$name-tessera.log" >> "$table" <<'PY'
+import json, re, statistics, sys
 steps = [r for r in map(json.loads, open(sys.argv[1])) if r["type"] == "step"][5:]
 tps = statistics.median(r["tokens_per_s"] for r in steps); eager = float(sys.argv[3])
 tf = statistics.median(r["model_tflops"] for r in steps); mfu = statistics.median(r["mfu"] for r in steps)
-peak = max(r["peak_memory_bytes"] for r in steps)
+peak = max(r["peak_memory_bytes"] for r in steps); reserved = max(r["peak_reserved_bytes"] for r in steps)
 ratio = f"{tps / eager:.2f}" if eager > 0 else "-"
-print(f"{sys.argv[2]:<9} {'tessera-train':<16} {tps:12.0f} {tf:10.1f} {100 * mfu:6.1f}% {peak / 2**30:10.1f} GiB {ratio:>10}")
+predicted = re.search(r"predicts per-GPU peak memory: stage 0 ([0-9.]+) MiB", open(sys.argv[4]).read())
+vs = f"; predicted {float(predicted.group(1)) / 1024:.1f} GiB, measured/predicted {peak / 2**20 / float(predicted.group(1)):.3f}" if predicted else ""
+print(f"{sys.argv[2]:<9} {'tessera-train':<16} {tps:12.0f} {tf:10.1f} {100 * mfu:6.1f}% {peak / 2**30:10.1f} GiB {ratio:>10} "
+      f"({reserved / 2**30:.1f} GiB{vs})")
 PY
   else
-    printf '%-9s %-16s %s\n' "$name" tessera-train "not measured: $( (grep -m1 -- '--device' "$out/$name-tessera.log" || grep -m1 error "$out/$name-tessera.log") | cut -c1-150)" >> "$table"
+    printf '%-9s %-16s %s\n' "$name" tessera-train "$(status_of "$rc"): $( (grep -m1 -- '--device' "$out/$name-tessera.log" || grep -m1 -i error "$out/$name-tessera.log" || tail -1 "$out/$name-tessera.log") | cut -c1-200)" >> "$table"
   fi
   unset tps
 done

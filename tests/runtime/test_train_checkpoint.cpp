@@ -66,6 +66,17 @@ class TestTrainCheckpoint : public QObject {
     QCOMPARE(run.exit_code, 2);
     QVERIFY2(run.err.find("no complete checkpoint") != std::string::npos, run.err.c_str());
   }
+
+  // Benchmarks (tests/gpu/check.sh) train without writing a checkpoint, not even the final one.
+  void noCheckpointWritesMetricsOnly() {
+    QTemporaryDir dir;
+    const QString spec = QString::fromStdString(write_file(dir, "one.json", tiny_spec("tiny-gpt", Layout{}, 3).dump()));
+    const QString out = dir.filePath("out");
+    const Run run = tessera_train({"--spec", spec, "--threads", "1", "--data", "synthetic", "--out", out, "--no-checkpoint"});
+    QVERIFY2(run.exit_code == 0, run.err.c_str());
+    QCOMPARE(read_steps(out.toStdString()).size(), size_t(3));
+    QVERIFY(!std::filesystem::exists(out.toStdString() + "/checkpoints"));
+  }
 };
 
 QTEST_APPLESS_MAIN(TestTrainCheckpoint)
