@@ -14,34 +14,15 @@
 #include "runtime/comm/comm_error.hpp"
 #include "runtime/comm/gloo_world.hpp"
 #include "runtime/launch/local_launcher.hpp"
+#include "thread_ranks.hpp"
 
 using namespace tessera::runtime;
 
 namespace {
 
-// Runs body(rank, world) on `n` threads, one GlooWorld each; returns every failure message.
 std::vector<std::string> run_ranks(int n, std::chrono::milliseconds timeout,
                                    const std::function<void(int, GlooWorld&)>& body, bool keep_worlds = true) {
-  const int port = free_local_port();
-  std::mutex mutex;
-  std::vector<std::string> failures;
-  std::vector<std::thread> threads;
-  for (int rank = 0; rank < n; ++rank) {
-    threads.emplace_back([&, rank] {
-      try {
-        auto* world = new GlooWorld(WorldOptions{rank, n, "127.0.0.1", port, timeout});
-        body(rank, *world);
-        world->finish();
-        if (keep_worlds) delete world;
-        // else: leaked on purpose; a timed-out Gloo operation may still hold the group's threads.
-      } catch (const std::exception& e) {
-        std::lock_guard lock(mutex);
-        failures.push_back("rank " + std::to_string(rank) + ": " + e.what());
-      }
-    });
-  }
-  for (auto& t : threads) t.join();
-  return failures;
+  return tessera::test::run_ranks(n, body, timeout, keep_worlds);
 }
 
 void expect_equal(const at::Tensor& got, const at::Tensor& want, const std::string& what) {

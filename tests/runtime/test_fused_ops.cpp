@@ -15,6 +15,7 @@
 #include "runtime/comm/solo_communicator.hpp"
 #include "runtime/launch/local_launcher.hpp"
 #include "runtime/model/fused_ops.hpp"
+#include "thread_ranks.hpp"
 
 using namespace tessera::runtime;
 
@@ -53,26 +54,7 @@ void add_dtypes() {
   QTest::newRow("bf16") << static_cast<int>(at::kBFloat16);
 }
 
-// Runs body(rank, world) on `n` threads, one GlooWorld each; returns every failure message.
-std::vector<std::string> run_ranks(int n, const std::function<void(int, GlooWorld&)>& body) {
-  const int port = free_local_port();
-  std::mutex mutex;
-  std::vector<std::string> failures;
-  std::vector<std::thread> threads;
-  for (int rank = 0; rank < n; ++rank)
-    threads.emplace_back([&, rank] {
-      try {
-        GlooWorld world(WorldOptions{rank, n, "127.0.0.1", port, std::chrono::milliseconds(20000)});
-        body(rank, world);
-        world.finish();
-      } catch (const std::exception& e) {
-        std::lock_guard lock(mutex);
-        failures.push_back("rank " + std::to_string(rank) + ": " + e.what());
-      }
-    });
-  for (auto& t : threads) t.join();
-  return failures;
-}
+using tessera::test::run_ranks;
 
 }  // namespace
 

@@ -19,6 +19,7 @@
 #include "runtime/model/param_store.hpp"
 #include "runtime/parallel/parallel_state.hpp"
 #include "runtime/train/gradient_reducer.hpp"
+#include "thread_ranks.hpp"
 
 using namespace tessera::runtime;
 
@@ -30,25 +31,10 @@ const std::vector<int64_t> kSizes{3000, 5000, 2000};
 constexpr int64_t kBucket = 2500;
 
 std::vector<std::string> on_two_ranks(const std::function<void(int, GlooWorld&)>& body) {
-  const int port = free_local_port();
-  std::mutex mutex;
-  std::vector<std::string> failures;
-  std::vector<std::thread> threads;
-  for (int rank = 0; rank < 2; ++rank) {
-    threads.emplace_back([&, rank] {
-      try {
-        at::set_num_threads(1);
-        GlooWorld world(WorldOptions{rank, 2, "127.0.0.1", port, std::chrono::milliseconds(20000)});
-        body(rank, world);
-        world.finish();
-      } catch (const std::exception& e) {
-        std::lock_guard lock(mutex);
-        failures.push_back("rank " + std::to_string(rank) + ": " + e.what());
-      }
-    });
-  }
-  for (auto& t : threads) t.join();
-  return failures;
+  return tessera::test::run_ranks(2, [&](int rank, GlooWorld& world) {
+    at::set_num_threads(1);
+    body(rank, world);
+  });
 }
 
 ParallelState dp_state(int rank, GlooWorld& world) {

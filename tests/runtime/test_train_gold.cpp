@@ -17,17 +17,8 @@ constexpr double kTolerance = 1e-4;
 
 std::map<int64_t, StepMetrics> train(const QTemporaryDir& dir, const std::string& name, const std::string& preset,
                                      const Layout& layout) {
-  const std::string spec = write_file(dir, name + ".json", tiny_spec(preset, layout, kSteps).dump());
-  const std::string out = dir.filePath(QString::fromStdString(name)).toStdString();
-  // Synthetic data: on text with lr 3e-3 the run is chaotic enough that fp32 rounding differences of
-  // the reduction order grow past 1e-4 within 20 steps in the 8-rank layout.
-  const Run run = tessera_train({"--spec", QString::fromStdString(spec), "--out", QString::fromStdString(out), "--nproc",
-                                 QString::number(layout.world()), "--threads", "1", "--data", "synthetic"});
-  if (run.exit_code != 0) qWarning("%s", run.err.c_str());
-  return run.exit_code == 0 ? read_steps(out) : std::map<int64_t, StepMetrics>{};
+  return train_synthetic(dir, name, preset, layout, kSteps);
 }
-
-double relative(double a, double b) { return std::abs(a - b) / std::max(std::abs(b), 1e-12); }
 
 }  // namespace
 

@@ -18,17 +18,8 @@ constexpr int64_t kSteps = 20;
 
 std::map<int64_t, StepMetrics> train(const QTemporaryDir& dir, const std::string& name, const std::string& preset,
                                      const Layout& layout, const QStringList& extra = {}) {
-  const std::string spec = write_file(dir, name + ".json", tiny_spec(preset, layout, kSteps).dump());
-  const std::string out = dir.filePath(QString::fromStdString(name)).toStdString();
-  const Run run = tessera_train(QStringList{"--spec", QString::fromStdString(spec), "--out", QString::fromStdString(out),
-                                            "--nproc", QString::number(layout.world()), "--threads", "1", "--data",
-                                            "synthetic"} +
-                                extra);
-  if (run.exit_code != 0) qWarning("%s", run.err.c_str());
-  return run.exit_code == 0 ? read_steps(out) : std::map<int64_t, StepMetrics>{};
+  return train_synthetic(dir, name, preset, layout, kSteps, extra);
 }
-
-double relative(double a, double b) { return std::abs(a - b) / std::max(std::abs(b), 1e-12); }
 
 Layout bf16(Layout layout) {
   layout.precision = "bf16";

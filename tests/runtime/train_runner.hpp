@@ -5,6 +5,8 @@
 #include <QtCore/QProcess>
 #include <QtCore/QTemporaryDir>
 
+#include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <map>
 #include <string>
@@ -77,5 +79,25 @@ inline std::map<int64_t, StepMetrics> read_steps(const std::string& out_dir, int
   }
   return steps;
 }
+
+/// Trains `layout` of `preset` for `steps` steps on synthetic data, one thread per rank, in DIR/NAME
+/// (plus `extra` arguments); rank 0's step records, or none when the run failed (its error logged).
+/// Synthetic data: on text with lr 3e-3 the run is chaotic enough that fp32 rounding differences of
+/// the reduction order grow past 1e-4 within 20 steps in the 8-rank layout.
+inline std::map<int64_t, StepMetrics> train_synthetic(const QTemporaryDir& dir, const std::string& name,
+                                                      const std::string& preset, const Layout& layout, int64_t steps,
+                                                      const QStringList& extra = {}) {
+  const std::string spec = write_file(dir, name + ".json", tiny_spec(preset, layout, steps).dump());
+  const std::string out = dir.filePath(QString::fromStdString(name)).toStdString();
+  const Run run = tessera_train(QStringList{"--spec", QString::fromStdString(spec), "--out", QString::fromStdString(out),
+                                            "--nproc", QString::number(layout.world()), "--threads", "1", "--data",
+                                            "synthetic"} +
+                                extra);
+  if (run.exit_code != 0) qWarning("%s", run.err.c_str());
+  return run.exit_code == 0 ? read_steps(out) : std::map<int64_t, StepMetrics>{};
+}
+
+/// |a - b| / |b|.
+inline double relative(double a, double b) { return std::abs(a - b) / std::max(std::abs(b), 1e-12); }
 
 }  // namespace tessera::test
