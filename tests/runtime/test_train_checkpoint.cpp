@@ -70,7 +70,9 @@ class TestTrainCheckpoint : public QObject {
   // Benchmarks (tests/gpu/check.sh) train without writing a checkpoint, not even the final one.
   void noCheckpointWritesMetricsOnly() {
     QTemporaryDir dir;
-    const QString spec = QString::fromStdString(write_file(dir, "one.json", tiny_spec("tiny-gpt", Layout{}, 3).dump()));
+    auto doc = tiny_spec("tiny-gpt", Layout{}, 3);
+    doc["training"]["warmup_steps"] = 1;
+    const QString spec = QString::fromStdString(write_file(dir, "one.json", doc.dump()));
     const QString out = dir.filePath("out");
     const Run run = tessera_train({"--spec", spec, "--threads", "1", "--data", "synthetic", "--out", out, "--no-checkpoint"});
     QVERIFY2(run.exit_code == 0, run.err.c_str());
