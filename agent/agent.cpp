@@ -399,9 +399,13 @@ struct Agent::Impl {
                                    "TESSERA_RUN_ID=" + id,
                                    std::string(protocol::kReportEndpointEnv) + "=" + run->report_endpoint};
       if (use_gpus) env.push_back("CUDA_VISIBLE_DEVICES=" + std::to_string(local % node.gpus.size()));
+      std::vector<std::string> args{"--spec", (dir / "spec.json").string(), "--out", (dir / "out").string()};
+      if (use_gpus) {  // a GPU run on a node with GPUs: the CUDA path, one GPU per rank
+        args.push_back("--device");
+        args.push_back("cuda");
+      }
       try {
-        const SpawnedProcess p = spawn_process(
-            options.runtime, {"--spec", (dir / "spec.json").string(), "--out", (dir / "out").string()}, env, dir.string());
+        const SpawnedProcess p = spawn_process(options.runtime, args, env, dir.string());
         rank.pid = p.pid;
         rank.fds[0] = p.stdout_fd;
         rank.fds[1] = p.stderr_fd;

@@ -13,6 +13,7 @@
 #include <fstream>
 #include <stdexcept>
 
+#include <torch/cuda.h>
 #include <torch/torch.h>
 
 #include "planner/flops.hpp"
@@ -96,7 +97,12 @@ std::unique_ptr<TokenSource> make_token_source(const spec::RunSpec& spec, const 
 
 Placement placement_of(const spec::RunSpec& spec, const TrainOptions& options, const RankEnvironment& env) {
   Placement placement;
-  if (options.device == "cuda") placement.device = at::Device(at::kCUDA, static_cast<c10::DeviceIndex>(env.local_rank));
+  // GPU LOCAL_RANK of the node's, or GPU 0 when the launcher made one GPU visible per rank (the agent
+  // sets CUDA_VISIBLE_DEVICES so): the local rank modulo the GPUs this process sees.
+  if (options.device == "cuda") {
+    const auto visible = std::max<int64_t>(1, static_cast<int64_t>(torch::cuda::device_count()));
+    placement.device = at::Device(at::kCUDA, static_cast<c10::DeviceIndex>(env.local_rank % visible));
+  }
   if (spec.training.precision == spec::Precision::bf16) placement.model_dtype = at::kBFloat16;
   return placement;
 }
