@@ -2,18 +2,12 @@
 // what each saves for backward, and the collectives of the vocab-parallel cross-entropy.
 #include "runtime/model/fused_ops.hpp"
 
-#include <optional>
 #include <stdexcept>
 #include <string>
 
 #include <torch/torch.h>
 
-#ifdef TESSERA_WITH_CUDA_KERNELS
-#include <ATen/cuda/CUDAContext.h>
-#include <c10/cuda/CUDAGuard.h>
-#endif
-
-#include "kernels.hpp"
+#include "runtime/model/kernel_dispatch.hpp"
 
 namespace tessera::runtime {
 
@@ -21,66 +15,7 @@ namespace {
 
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
-
-/// Where a kernel runs: the CPU reference, or the CUDA kernel on `stream` (with the tensor's device
-/// made current for the launch).
-struct Launch {
-  bool cuda = false;
-  void* stream = nullptr;
-#ifdef TESSERA_WITH_CUDA_KERNELS
-  std::optional<c10::cuda::CUDAGuard> guard;
-#endif
-};
-
-void launch_for(Launch& l, const at::Tensor& x, const char* op) {
-  if (x.is_cpu()) return;
-  if (x.is_cuda()) {
-#ifdef TESSERA_WITH_CUDA_KERNELS
-    l.cuda = true;
-    l.guard.emplace(x.device());
-    l.stream = at::cuda::getCurrentCUDAStream(x.device().index()).stream();
-    return;
-#else
-    throw std::runtime_error(std::string(op) +
-                             ": the tensor is on CUDA but this build has no CUDA kernels (tessera_kernels_cuda was "
-                             "not built: no nvcc); use the ATen ops (--kernels aten)");
-#endif
-  }
-  throw std::invalid_argument(std::string(op) + ": tensors on " + x.device().str() + " are not supported (CPU or CUDA)");
-}
-
-// kernels::cpu::NAME(args...) or kernels::cuda::NAME(args..., stream).
-#ifdef TESSERA_WITH_CUDA_KERNELS
-#define TESSERA_RUN(launch, name, ...) \
-  ((launch).cuda ? kernels::cuda::name(__VA_ARGS__, (launch).stream) : kernels::cpu::name(__VA_ARGS__))
-#else
-#define TESSERA_RUN(launch, name, ...) kernels::cpu::name(__VA_ARGS__)
-#endif
-
-/// Calls f(T{}) with T = float or kernels::bf16 after x's dtype; anything else is refused.
-template <typename F>
-void with_dtype(const at::Tensor& x, const char* op, F&& f) {
-  if (x.scalar_type() == at::kFloat) {
-    f(float{});
-  } else if (x.scalar_type() == at::kBFloat16) {
-    f(kernels::bf16{});
-  } else {
-    throw std::invalid_argument(std::string(op) + ": unsupported dtype " + std::string(c10::toString(x.scalar_type())) +
-                                " (the fused kernels take float or bfloat16)");
-  }
-}
-
-template <typename T>
-T* ptr(const at::Tensor& t) {
-  if constexpr (std::is_same_v<T, float>) {
-    return t.data_ptr<float>();
-  } else {
-    static_assert(sizeof(kernels::bf16) == sizeof(at::BFloat16));
-    return reinterpret_cast<kernels::bf16*>(t.data_ptr<at::BFloat16>());
-  }
-}
-float* f32(const at::Tensor& t) { return t.data_ptr<float>(); }
-int64_t* i64(const at::Tensor& t) { return t.data_ptr<int64_t>(); }
+using namespace kernel_dispatch;
 
 /// A parameter as the kernels take it: fp32, contiguous, on x's device.
 at::Tensor fp32_param(const at::Tensor& p, const at::Tensor& x, int64_t size, const char* op, const char* what) {
@@ -345,8 +280,6 @@ struct VocabCrossEntropyFn : torch::autograd::Function<VocabCrossEntropyFn> {
     return {dlogits, {}, {}};
   }
 };
-
-#undef TESSERA_RUN
 
 }  // namespace
 

@@ -6,12 +6,8 @@
 #include <stdexcept>
 
 #include <ATen/ATen.h>
-#ifdef TESSERA_WITH_CUDA_KERNELS
-#include <ATen/cuda/CUDAContext.h>
-#include <c10/cuda/CUDAGuard.h>
-#endif
 
-#include "kernels.hpp"
+#include "runtime/model/kernel_dispatch.hpp"
 
 namespace tessera::runtime {
 
@@ -38,22 +34,22 @@ std::vector<ElementRange> clip_ranges(const std::vector<ElementRange>& ranges, i
 
 namespace {
 
-// One call of Tessera's multi-tensor AdamW over `ranges` of the flat buffers, writing `model` (T).
-template <typename T>
-void tessera_adamw(const std::vector<ElementRange>& ranges, at::Tensor& master, T* model, const at::Tensor& grads,
-                   at::Tensor& exp_avg, at::Tensor& exp_avg_sq, const kernels::AdamWConfig& config) {
-  std::vector<kernels::AdamWTensor<T>> tensors;
-  for (const auto& r : ranges)
-    tensors.push_back({master.data_ptr<float>() + r.offset, model + r.offset, grads.data_ptr<float>() + r.offset,
-                       exp_avg.data_ptr<float>() + r.offset, exp_avg_sq.data_ptr<float>() + r.offset, r.length});
-  const auto count = static_cast<int64_t>(tensors.size());
-  if (master.is_cpu()) return kernels::cpu::adamw_step<T>(tensors.data(), count, config);
-#ifdef TESSERA_WITH_CUDA_KERNELS
-  const c10::cuda::CUDAGuard guard(master.device());
-  kernels::cuda::adamw_step<T>(tensors.data(), count, config, at::cuda::getCurrentCUDAStream().stream());
-#else
-  throw std::runtime_error("AdamW: this build has no CUDA kernels for tensors on " + master.device().str());
-#endif
+// One call of Tessera's multi-tensor AdamW over `ranges` of the flat fp32 buffers, writing the
+// weights also into `model` (float or bf16, possibly `master` itself).
+void tessera_adamw(const std::vector<ElementRange>& ranges, at::Tensor& master, const at::Tensor& model,
+                   const at::Tensor& grads, at::Tensor& exp_avg, at::Tensor& exp_avg_sq,
+                   const kernels::AdamWConfig& config) {
+  using namespace kernel_dispatch;
+  Launch l;
+  launch_for(l, master, "AdamW");
+  with_dtype(model, "AdamW", [&](auto tag) {
+    using T = decltype(tag);
+    std::vector<kernels::AdamWTensor<T>> tensors;
+    for (const auto& r : ranges)
+      tensors.push_back({f32(master) + r.offset, ptr<T>(model) + r.offset, f32(grads) + r.offset,
+                         f32(exp_avg) + r.offset, f32(exp_avg_sq) + r.offset, r.length});
+    TESSERA_RUN(l, adamw_step<T>, tensors.data(), static_cast<int64_t>(tensors.size()), config);
+  });
 }
 
 }  // namespace
@@ -86,12 +82,8 @@ bool AdamW::step(at::Tensor& values, const at::Tensor& grads, double lr, const a
       const kernels::AdamWConfig config{static_cast<float>(lr), static_cast<float>(beta1_), static_cast<float>(beta2_),
                                         static_cast<float>(eps_),
                                         static_cast<float>(with_decay ? weight_decay_ : 0.0), steps_};
-      if (model.defined() && model.scalar_type() == at::kBFloat16)
-        tessera_adamw(ranges_[with_decay], values, reinterpret_cast<kernels::bf16*>(model.data_ptr<at::BFloat16>()),
-                      grads, exp_avg_, exp_avg_sq_, config);
-      else  // fp32: the model copy is `model`, or the weights themselves
-        tessera_adamw(ranges_[with_decay], values, (model.defined() ? model : values).data_ptr<float>(), grads, exp_avg_,
-                      exp_avg_sq_, config);
+      // fp32 without a model copy: the weights are written in place.
+      tessera_adamw(ranges_[with_decay], values, model.defined() ? model : values, grads, exp_avg_, exp_avg_sq_, config);
     }
     return model.defined();
   }
