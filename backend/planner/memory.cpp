@@ -23,6 +23,8 @@ MemoryProfile memory_profile_from_string(std::string_view name) {
   throw std::invalid_argument("memory profile \"" + std::string(name) + "\" must be tessera or megatron");
 }
 
+bool plans_fused_kernels(const spec::RunSpec& spec) { return spec.cluster.gpu != "cpu"; }
+
 namespace {
 
 bool has_dropout(Arch arch) { return arch == Arch::gpt || arch == Arch::bert || arch == Arch::t5; }
@@ -196,7 +198,7 @@ RuntimeShape runtime_shape(const spec::RunSpec& spec) {
   r.repeat = m.num_query_groups != m.num_attention_heads;
   r.layernorm = m.normalization == spec::Normalization::layernorm;
   r.swiglu = m.activation == Activation::swiglu;
-  r.fused = spec.cluster.gpu != "cpu";
+  r.fused = plans_fused_kernels(spec);
   return r;
 }
 

@@ -39,6 +39,10 @@ struct MemoryEstimate {
   bool fits = true;
 };
 
+/// Whether the tessera profile models tessera-train's fused kernels for `spec` (planned on a GPU,
+/// where they are its default) rather than ATen's ops (`cluster.gpu: cpu`, its CPU default).
+bool plans_fused_kernels(const spec::RunSpec& spec);
+
 /// Activation bytes of one transformer layer for one microbatch on one rank (Korthikanti et al.
 /// 2022, generalised to GQA, SwiGLU, MoE and any FFN width), under the spec's TP/SP/CP, recompute
 /// and flash-attention settings. With full recompute: the stored layer input only.

@@ -17,6 +17,7 @@
 #include <torch/torch.h>
 
 #include "planner/flops.hpp"
+#include "planner/memory.hpp"
 #include "planner/plan.hpp"
 #include "planner/schedule.hpp"
 #include "protocol/records.hpp"
@@ -109,9 +110,9 @@ Placement placement_of(const spec::RunSpec& spec, const TrainOptions& options, c
 
 class Trainer {
  public:
-  Trainer(const spec::RunSpec& spec, const TrainOptions& options, const RankEnvironment& env)
+  Trainer(const spec::RunSpec& spec, const TrainOptions& options, const RankEnvironment& env, const Placement& placement)
       : spec_(spec), options_(options), world_(WorldOptions{env.rank, env.world_size, env.master_addr, env.master_port}),
-        placement_(placement_of(spec, options, env)),
+        placement_(placement),
         state_(make_parallel_state(world_, spec, placement_.device)),
         store_(spec.training.seed, state_.coord.tp, state_.tp, placement_),
         model_(spec.model, state_.pp, state_.vpp, state_.coord.pp, TensorParallel{state_.tp_group.get(), state_.sequence_parallel},
@@ -398,14 +399,14 @@ void train(const spec::RunSpec& spec, const TrainOptions& options, const RankEnv
     // What the planner predicts, to read next to the measured peak of every step record.
     const auto plan = planner::make_plan(spec, planner::PlanOptions{});
     std::printf("planner (tessera profile for cluster.gpu=%s: %s) predicts per-GPU peak memory:", spec.cluster.gpu.c_str(),
-                spec.cluster.gpu == "cpu" ? "ATen's ops" : "fused kernels");
+                planner::plans_fused_kernels(spec) ? "fused kernels" : "ATen's ops");
     for (const auto& stage : plan.memory.stages)
       std::printf(" stage %lld %.1f MiB", static_cast<long long>(stage.stage), static_cast<double>(stage.total_bytes()) / (1 << 20));
     std::printf("\n");
     std::fflush(stdout);
   }
   CountingAllocator::install();  // before the first tensor of the run (after the GEMM's), so every byte is counted
-  Trainer trainer(spec, options, env);
+  Trainer trainer(spec, options, env, placement);
   trainer.run(peak);
 }
 
