@@ -1,6 +1,7 @@
 // Gloo communicators through c10d's ProcessGroupGloo, TCPStore rendezvous and the heartbeat.
 #include "runtime/comm/gloo_world.hpp"
 
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -33,6 +34,20 @@ std::string message_of(const std::exception& e) {
   return e.what();
 }
 
+// LibTorch's flight recorder (one per process, 2000 entries by default) records every Gloo operation
+// with a traceback, and registers each new group in a map before taking its lock: the first
+// operations of two groups started at once on different threads corrupt that map (a segfault, seen
+// with the in-process ranks of the tests). Tessera diagnoses a failed operation itself (diagnose()),
+// so the recorder is off unless the user asked for it. Before the first group: the recorder reads
+// the variable once, when first used.
+void turn_off_flight_recorder_unless_asked() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    if (!std::getenv("TORCH_FR_BUFFER_SIZE") && !std::getenv("TORCH_NCCL_TRACE_BUFFER_SIZE"))
+      setenv("TORCH_FR_BUFFER_SIZE", "0", /*overwrite=*/0);
+  });
+}
+
 // `counted`: this connection registers the rank with the rendezvous (rank 0's constructor returns
 // once all ranks have); the heartbeat's second connection is not counted.
 c10::intrusive_ptr<c10d::TCPStore> connect_store(const WorldOptions& o, bool server, bool counted) {
@@ -41,9 +56,11 @@ c10::intrusive_ptr<c10d::TCPStore> connect_store(const WorldOptions& o, bool ser
   so.isServer = server;
   so.numWorkers = o.world_size;
   so.waitWorkers = counted;
-  so.timeout = o.timeout;
+  so.timeout = o.effective_connect_timeout();
   try {
-    return c10::make_intrusive<c10d::TCPStore>(o.master_addr, so);
+    auto store = c10::make_intrusive<c10d::TCPStore>(o.master_addr, so);
+    store->setTimeout(o.timeout);  // from now on the bound of each get and wait
+    return store;
   } catch (const std::exception& e) {
     throw CommError("rank " + std::to_string(o.rank) + ": rendezvous at " + o.master_addr + ":" +
                     std::to_string(o.master_port) + " failed: " + message_of(e));
@@ -222,6 +239,7 @@ struct GlooWorld::Impl {
 };
 
 GlooWorld::GlooWorld(const WorldOptions& options) : options_(options), impl_(std::make_unique<Impl>()) {
+  turn_off_flight_recorder_unless_asked();
   impl_->store = connect_store(options_, options_.rank == 0, true);
   impl_->heartbeat_store = connect_store(options_, false, false);
   impl_->device = c10d::ProcessGroupGloo::createDeviceForHostname(options_.master_addr == "localhost" ? "127.0.0.1"
@@ -251,7 +269,7 @@ std::unique_ptr<Communicator> GlooWorld::make_group(const std::string& name, con
   if (group_rank < 0)
     throw std::invalid_argument("rank " + std::to_string(options_.rank) + " is not a member of group " + name);
   auto prefixed = c10::make_intrusive<c10d::PrefixStore>("tessera/group/" + name + "/", impl_->store);
-  auto gloo_options = c10d::ProcessGroupGloo::Options::create(options_.timeout);
+  auto gloo_options = c10d::ProcessGroupGloo::Options::create(options_.effective_connect_timeout());
   gloo_options->devices.push_back(impl_->device);
   gloo_options->threads = 1;
   c10::intrusive_ptr<c10d::ProcessGroupGloo> group;
@@ -261,6 +279,7 @@ std::unique_ptr<Communicator> GlooWorld::make_group(const std::string& name, con
   } catch (const std::exception& e) {
     throw CommError(diagnose("connecting", name, members, message_of(e)));
   }
+  group->setTimeout(options_.timeout);  // connected: operations get the operation timeout
   return std::make_unique<GlooCommunicator>(*this, name, members, group_rank, std::move(group), options_.timeout);
 }
 
@@ -268,7 +287,7 @@ void GlooWorld::finish() {
   const std::string key = "tessera/finished";
   impl_->store->add(key, 1);
   if (options_.rank != 0) return;
-  const auto deadline = Clock::now() + options_.timeout;
+  const auto deadline = Clock::now() + options_.effective_connect_timeout();
   while (impl_->store->add(key, 0) < options_.world_size) {
     if (Clock::now() > deadline) throw CommError(diagnose("finishing", "world", all_ranks(), "timed out"));
     std::this_thread::sleep_for(std::chrono::milliseconds(10));

@@ -27,7 +27,14 @@ struct WorldOptions {
   int world_size = 1;
   std::string master_addr = "127.0.0.1";
   int master_port = 29500;
-  std::chrono::milliseconds timeout{60'000};  ///< every collective, p2p and the rendezvous itself
+  std::chrono::milliseconds timeout{60'000};  ///< every collective, p2p and store operation
+  /// The rendezvous at the start and at the end (finish()) and each group's connections, which wait
+  /// for ranks that start or end later than others; zero means `timeout`.
+  std::chrono::milliseconds connect_timeout{0};
+
+  std::chrono::milliseconds effective_connect_timeout() const {
+    return connect_timeout.count() > 0 ? connect_timeout : timeout;
+  }
 };
 
 class GlooWorld {
@@ -47,7 +54,7 @@ class GlooWorld {
   std::unique_ptr<Communicator> make_group(const std::string& name, const std::vector<int64_t>& members);
 
   /// Called by every rank at the end of a run: rank 0, which hosts the store, waits until all ranks
-  /// have called it (bounded by the timeout) so no rank loses the store while finishing.
+  /// have called it (bounded by the connect timeout) so no rank loses the store while finishing.
   void finish();
 
   /// Returns once every rank of the world has called it with the same `name` (bounded by the

@@ -103,6 +103,53 @@ class TestCommunicator : public QObject {
     QVERIFY2(failures.empty(), failures.empty() ? "" : failures.front().c_str());
   }
 
+  // Every in-process rank starts the first operation of many groups at once. LibTorch's flight
+  // recorder, one per process, registered each group outside its lock: concurrent first operations
+  // of different groups corrupted its map (a segfault in one CI run). GlooWorld turns it off.
+  void manyGroupsStartTheirFirstOperationsAtOnce() {
+    const auto failures = run_ranks(4, std::chrono::milliseconds(20000), [](int rank, GlooWorld& world) {
+      // Making a group is a rendezvous of its members, so their first operations start together.
+      std::vector<std::unique_ptr<Communicator>> groups;
+      std::vector<at::Tensor> values;
+      std::vector<std::unique_ptr<PendingWork>> works;
+      for (int g = 0; g < 32; ++g) {
+        groups.push_back(world.make_group("g" + std::to_string(g), {0, 1, 2, 3}));
+        values.push_back(at::full({8}, rank + 1.0));
+        works.push_back(groups.back()->all_reduce_async(values.back()));
+      }
+      for (auto& work : works) work->wait();
+      for (const auto& value : values) expect_equal(value, at::full({8}, 10.0), "all_reduce of a fresh group");
+    });
+    QVERIFY2(failures.empty(), failures.empty() ? "" : failures.front().c_str());
+  }
+
+  // A rank that starts 2 s after the other joins: connecting is bounded by the connect timeout
+  // (10 s), not by the 0.5 s operation timeout, which still bounds the operations after.
+  void aRankThatStartsLateJoinsWithinTheConnectTimeout() {
+    const int port = free_local_port();
+    std::vector<std::string> failures(2);
+    auto rank_body = [&](int rank) {
+      try {
+        if (rank == 1) std::this_thread::sleep_for(std::chrono::seconds(2));
+        GlooWorld world(WorldOptions{rank, 2, "127.0.0.1", port, std::chrono::milliseconds(500),
+                                     std::chrono::milliseconds(10000)});
+        auto group = world.make_group("pair", {0, 1});
+        at::Tensor x = at::full({3}, rank + 1.0);
+        group->all_reduce(x);
+        expect_equal(x, at::full({3}, 3.0), "all_reduce after a late start");
+        if (rank == 1) std::this_thread::sleep_for(std::chrono::seconds(2));  // rank 0 waits at finish
+        world.finish();
+      } catch (const std::exception& e) {
+        failures[rank] = e.what();
+      }
+    };
+    std::thread late(rank_body, 1);
+    rank_body(0);
+    late.join();
+    QVERIFY2(failures[0].empty(), failures[0].c_str());
+    QVERIFY2(failures[1].empty(), failures[1].c_str());
+  }
+
   void anAsynchronousOperationThePeerNeverJoinsFailsAtWait() {
     std::string message;
     const auto failures = run_ranks(

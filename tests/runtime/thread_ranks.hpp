@@ -2,6 +2,7 @@
 // TCPStore rendezvous on a free local port), failures collected by rank instead of thrown.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <functional>
 #include <mutex>
@@ -27,7 +28,10 @@ inline std::vector<std::string> run_ranks(int n, const std::function<void(int, r
   for (int rank = 0; rank < n; ++rank)
     threads.emplace_back([&, rank] {
       try {
-        auto* world = new runtime::GlooWorld(runtime::WorldOptions{rank, n, "127.0.0.1", port, timeout});
+        // Connecting waits for the slowest thread to start, which takes long on a loaded machine.
+        const runtime::WorldOptions options{rank, n, "127.0.0.1", port, timeout,
+                                            std::max(timeout, std::chrono::milliseconds(20000))};
+        auto* world = new runtime::GlooWorld(options);
         body(rank, *world);
         world->finish();
         if (keep_worlds) delete world;
