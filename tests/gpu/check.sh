@@ -9,6 +9,10 @@
 # profile, printed by tessera-train at start). Budget: under 8 minutes.
 # `--dry-run` runs the same build steps here, on a machine without a GPU, against the CPU machine's
 # LibTorch (the checks and the training rows then report "not run").
+# `--cpu-smoke` skips the build and the kernel and NCCL checks and runs the measuring half on the CPU
+# with a tiny GPT and an already built tessera-train ($TESSERA_TRAIN): the reference script, the spec,
+# the metrics and the table, so that the GPU's minutes are not spent on a mistake in this script. It
+# fails unless every row was measured (CTest runs it: test_gpu_check_script).
 #
 # Header-only build dependencies missing on the GPU machine (nlohmann-json, CLI11, Gloo's headers)
 # travel as .deb files in .gpu-deps/ (fill it with scripts/fetch-gpu-deps.sh; ignored by git; pass
@@ -21,60 +25,88 @@ mkdir -p "$out"
 build="${TESSERA_GPU_BUILD_DIR:-/tmp/tessera-gpu-build}"
 prefix="${TMPDIR:-/tmp}/tessera-gpu-deps"
 python="${TESSERA_PYTHON:-python3}"
-dry_run=0
-[ "${1:-}" = "--dry-run" ] && dry_run=1
-[ -x "$root/.venv/bin/python" ] && [ "$dry_run" = 1 ] && python="$root/.venv/bin/python"
+mode=gpu
+case "${1:-}" in
+  "") ;;
+  --dry-run) mode=dry-run ;;
+  --cpu-smoke) mode=cpu-smoke ;;
+  *) echo "usage: $0 [--dry-run | --cpu-smoke]" >&2; exit 2 ;;
+esac
+[ -x "$root/.venv/bin/python" ] && [ "$mode" != gpu ] && python="$root/.venv/bin/python"
 peak_tflops="${TESSERA_PEAK_TFLOPS:-989}"  # H200 dense bf16 (resources/presets/gpus/h200.json)
 
 step() { printf '\n== %s\n' "$*"; }
 status_of() { case "$1" in 0) echo passed ;; 77) echo "not run (no GPU)" ;; *) echo "FAILED ($1)" ;; esac; }
 
+# What one row runs: the device, the rows' models ("name layers hidden heads micro-batch sequence
+# vocabulary"), the steps (the first `warmup` not counted), the PyTorch variants, cluster.gpu.
+if [ "$mode" = cpu-smoke ]; then
+  device=cpu; steps=6; warmup=2; impls=(eager); cluster_gpu=cpu
+  models=("tiny 2 64 4 2 64 512")
+else
+  device=cuda; steps=30; warmup=5; impls=(eager compile); cluster_gpu=h200
+  models=("gpt-350m 24 1024 16 8 2048 50304" "gpt-1.3b 24 2048 16 8 2048 50304")
+fi
+failed_rows=0
+
 step "machine"
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>/dev/null || echo "no nvidia-smi (no GPU here)"
-nvcc --version | tail -1
+{ command -v nvcc >/dev/null && nvcc --version | tail -1; } || echo "no nvcc on PATH"
 "$python" -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, "gpu", torch.cuda.is_available())'
 
-step "dependencies"
-mkdir -p "$prefix"
-if compgen -G "$root/.gpu-deps/*.deb" >/dev/null; then
-  for deb in "$root"/.gpu-deps/*.deb; do dpkg -x "$deb" "$prefix"; done
-  echo "unpacked $(ls "$root"/.gpu-deps/*.deb | wc -l) packages into $prefix"
+# Builds the GPU configuration against the machine's PyTorch and nvcc and runs the kernel and NCCL
+# checks; sets kernels and nccl (their exit status: 77 = not run, no GPU) and train.
+build_and_check() {
+  step "dependencies"
+  mkdir -p "$prefix"
+  if compgen -G "$root/.gpu-deps/*.deb" >/dev/null; then
+    for deb in "$root"/.gpu-deps/*.deb; do dpkg -x "$deb" "$prefix"; done
+    echo "unpacked $(ls "$root"/.gpu-deps/*.deb | wc -l) packages into $prefix"
+  fi
+  torch_prefix="$("$python" -c 'import torch; print(torch.utils.cmake_prefix_path)')"
+
+  step "configure and build (kernels for sm_80 and sm_90, tessera-train, nccl_check)"
+  start=$(date +%s)
+  cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTESSERA_WITH_CUDA=ON \
+    -DTESSERA_BUILD_CLI=OFF -DTESSERA_BUILD_GUI=OFF -DTESSERA_BUILD_TESTS=OFF -DTESSERA_BUILD_RUNTIME=ON \
+    -DCMAKE_PREFIX_PATH="$prefix/usr;$torch_prefix" > "$out/configure.log" 2>&1 || { tail -30 "$out/configure.log"; exit 1; }
+  cmake --build "$build" --parallel "$(nproc)" --target kernel_check tessera-train nccl_check > "$out/build.log" 2>&1 ||
+    { tail -40 "$out/build.log"; exit 1; }
+  echo "built in $(( $(date +%s) - start )) s"
+
+  step "CUDA kernels against their CPU references"
+  set +e
+  "$build/kernels/kernel_check" | tee "$out/kernel_check.txt"
+  kernels=${PIPESTATUS[0]}
+  step "NCCL communicator"
+  "$build/runtime/nccl_check" | tee "$out/nccl_check.txt"
+  nccl=${PIPESTATUS[0]}
+  set -e
+  echo "kernels: $(status_of "$kernels"); NCCL: $(status_of "$nccl")"
+  train="$build/runtime/tessera-train"
+}
+
+if [ "$mode" = cpu-smoke ]; then
+  train="${TESSERA_TRAIN:?--cpu-smoke measures an already built tessera-train: set TESSERA_TRAIN to it}"
+  [ -x "$train" ] || { echo "TESSERA_TRAIN=$train is not an executable" >&2; exit 2; }
+  kernels=77; nccl=77
+else
+  build_and_check
 fi
-torch_prefix="$("$python" -c 'import torch; print(torch.utils.cmake_prefix_path)')"
 
-step "configure and build (kernels for sm_80 and sm_90, tessera-train, nccl_check)"
-start=$(date +%s)
-cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTESSERA_WITH_CUDA=ON \
-  -DTESSERA_BUILD_CLI=OFF -DTESSERA_BUILD_GUI=OFF -DTESSERA_BUILD_TESTS=OFF -DTESSERA_BUILD_RUNTIME=ON \
-  -DCMAKE_PREFIX_PATH="$prefix/usr;$torch_prefix" > "$out/configure.log" 2>&1 || { tail -30 "$out/configure.log"; exit 1; }
-cmake --build "$build" --parallel "$(nproc)" --target kernel_check tessera-train nccl_check > "$out/build.log" 2>&1 ||
-  { tail -40 "$out/build.log"; exit 1; }
-echo "built in $(( $(date +%s) - start )) s"
-
-step "CUDA kernels against their CPU references"
-set +e
-"$build/kernels/kernel_check" | tee "$out/kernel_check.txt"
-kernels=${PIPESTATUS[0]}
-step "NCCL communicator"
-"$build/runtime/nccl_check" | tee "$out/nccl_check.txt"
-nccl=${PIPESTATUS[0]}
-set -e
-echo "kernels: $(status_of "$kernels"); NCCL: $(status_of "$nccl")"
-
-step "GPT bf16 training: tessera-train against PyTorch eager and torch.compile (synthetic tokens)"
-# name layers hidden heads micro-batch; sequence 2048, vocabulary 50304, 30 steps (5 warm-up)
-models=("gpt-350m 24 1024 16 8" "gpt-1.3b 24 2048 16 8")
+step "GPT bf16 training on $device: tessera-train against PyTorch ${impls[*]} (synthetic tokens, $steps steps, $warmup warm-up)"
 table="$out/table.txt"
 printf '%-9s %-16s %12s %10s %7s %14s %10s %s\n' model implementation tokens/s TFLOP/s MFU "peak memory" "vs eager" \
   "(reserved; planner's prediction)" > "$table"
 for m in "${models[@]}"; do
-  read -r name layers hidden heads mbs <<<"$m"
+  read -r name layers hidden heads mbs seq vocab <<<"$m"
   declare -A tps=()
-  for impl in eager compile; do
+  for impl in "${impls[@]}"; do
     flag=""; [ "$impl" = compile ] && flag="--compile"
     set +e
-    line=$(timeout 150 "$python" "$root/tests/gpu/pytorch_gpt_reference.py" --layers "$layers" --hidden "$hidden" \
-      --heads "$heads" --batch "$mbs" --peak-tflops "$peak_tflops" $flag 2>"$out/$name-$impl.err")
+    line=$(timeout 150 "$python" "$root/tests/gpu/pytorch_gpt_reference.py" --device "$device" --layers "$layers" \
+      --hidden "$hidden" --heads "$heads" --batch "$mbs" --seq "$seq" --vocab "$vocab" --steps "$steps" \
+      --warmup "$warmup" --peak-tflops "$peak_tflops" $flag 2>"$out/$name-$impl.err")
     rc=$?
     set -e
     echo "$line" > "$out/$name-$impl.json"
@@ -88,30 +120,32 @@ print(f"{sys.argv[2]:<9} {sys.argv[3]:<16} {r['tokens_per_s']:12.0f} {r['model_t
       f"{r['peak_allocated_bytes'] / 2**30:10.1f} GiB {ratio:>10} ({r['peak_reserved_bytes'] / 2**30:.1f} GiB)")
 PY
     else
+      failed_rows=$((failed_rows + 1))
       printf '%-9s %-16s %s\n' "$name" "pytorch-$impl" "$(status_of "$rc"): $(tail -1 "$out/$name-$impl.err")" >> "$table"
     fi
   done
   # tessera-train on the same model: bf16 with fp32 masters, the fused kernels (the default on CUDA).
   spec="$out/$name.json"
-  "$python" - "$spec" "$layers" "$hidden" "$heads" "$mbs" <<'PY'
+  "$python" - "$spec" "$layers" "$hidden" "$heads" "$mbs" "$seq" "$vocab" "$steps" "$cluster_gpu" <<'PY'
 import json, sys
-path, layers, hidden, heads, mbs = sys.argv[1], *map(int, sys.argv[2:])
+path, (layers, hidden, heads, mbs, seq, vocab, steps), gpu = sys.argv[1], map(int, sys.argv[2:9]), sys.argv[9]
 json.dump({"name": path.rsplit("/", 1)[-1][:-5] + " bf16 (GPU check)", "model": {"arch": "gpt", "num_layers": layers, "hidden_size": hidden,
-           "num_attention_heads": heads, "ffn_hidden_size": 4 * hidden, "seq_length": 2048, "vocab_size": 50304},
+           "num_attention_heads": heads, "ffn_hidden_size": 4 * hidden, "seq_length": seq, "vocab_size": vocab},
            "parallel": {"tp": 1, "pp": 1, "dp": 1},
-           "training": {"micro_batch_size": mbs, "global_batch_size": mbs, "precision": "bf16", "train_steps": 30},
-           "cluster": {"gpu": "h200", "nodes": 1, "gpus_per_node": 1}}, open(path, "w"))
+           "training": {"micro_batch_size": mbs, "global_batch_size": mbs, "precision": "bf16", "train_steps": steps,
+                        "warmup_steps": min(10, steps)},
+           "cluster": {"gpu": gpu, "nodes": 1, "gpus_per_node": 1}}, open(path, "w"))
 PY
   set +e
-  timeout 240 "$build/runtime/tessera-train" --spec "$spec" --device cuda --data synthetic --no-checkpoint \
-    --out "$out/$name-tessera" \
+  rm -rf "$out/$name-tessera"
+  timeout 240 "$train" --spec "$spec" --device "$device" --data synthetic --no-checkpoint --out "$out/$name-tessera" \
     > "$out/$name-tessera.log" 2>&1
   rc=$?
   set -e
   if [ "$rc" -eq 0 ]; then
-    "$python" - "$out/$name-tessera/metrics.jsonl" "$name" "${tps[eager]:-0}" "$out/$name-tessera.log" >> "$table" <<'PY'
+    "$python" - "$out/$name-tessera/metrics.jsonl" "$name" "${tps[eager]:-0}" "$out/$name-tessera.log" "$warmup" >> "$table" <<'PY'
 import json, re, statistics, sys
-steps = [r for r in map(json.loads, open(sys.argv[1])) if r["type"] == "step"][5:]
+steps = [r for r in map(json.loads, open(sys.argv[1])) if r["type"] == "step"][int(sys.argv[5]):]
 tps = statistics.median(r["tokens_per_s"] for r in steps); eager = float(sys.argv[3])
 tf = statistics.median(r["model_tflops"] for r in steps); mfu = statistics.median(r["mfu"] for r in steps)
 peak = max(r["peak_memory_bytes"] for r in steps); reserved = max(r["peak_reserved_bytes"] for r in steps)
@@ -122,15 +156,21 @@ print(f"{sys.argv[2]:<9} {'tessera-train':<16} {tps:12.0f} {tf:10.1f} {100 * mfu
       f"({reserved / 2**30:.1f} GiB{vs})")
 PY
   else
+    failed_rows=$((failed_rows + 1))
     printf '%-9s %-16s %s\n' "$name" tessera-train "$(status_of "$rc"): $( (grep -m1 -- '--device' "$out/$name-tessera.log" || grep -m1 -i error "$out/$name-tessera.log" || tail -1 "$out/$name-tessera.log") | cut -c1-200)" >> "$table"
   fi
   unset tps
 done
 cat "$table"
 
+if [ "$mode" = cpu-smoke ]; then
+  echo "(CPU smoke run of the measuring steps: no GPU figure; $failed_rows rows failed)"
+  [ "$failed_rows" -eq 0 ]
+  exit
+fi
 if [ "$kernels" -eq 77 ] || [ "$nccl" -eq 77 ]; then
   echo "(no GPU: the checks were built but not run; no GPU figure was measured)"
-  [ "$dry_run" = 1 ] && exit 0
+  [ "$mode" = dry-run ] && exit 0
   exit 1
 fi
-[ "$kernels" -eq 0 ] && [ "$nccl" -eq 0 ]
+[ "$kernels" -eq 0 ] && [ "$nccl" -eq 0 ] && [ "$failed_rows" -eq 0 ]

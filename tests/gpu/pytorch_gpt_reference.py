@@ -1,9 +1,10 @@
 """PyTorch reference for the GPU check: a GPT trained on synthetic tokens, bf16 mixed precision (fp32
-master weights, bf16 autocast, fused AdamW), eager or torch.compile, on the one GPU of this machine.
+master weights, bf16 autocast, fused AdamW), eager or torch.compile, on the one GPU of this machine
+(or, with --device cpu, on the CPU: the GPU check's smoke run of its own steps).
 
 Prints one JSON line: tokens/s (median step after the warm-up), model TFLOP/s (Megatron's formula,
 72·b·s·L·h²·(1 + s/(6h) + V/(12hL)) per step), MFU against the given peak, and peak memory allocated /
-reserved by the CUDA caching allocator. Exits 77 (not run) without a GPU.
+reserved by the CUDA caching allocator (0 on the CPU). Exits 77 (not run) on CUDA without a GPU.
 """
 import argparse
 import json
@@ -66,33 +67,39 @@ def main():
     p.add_argument("--warmup", type=int, default=5)
     p.add_argument("--compile", action="store_true")
     p.add_argument("--peak-tflops", type=float, default=989.0)
+    p.add_argument("--device", choices=["cuda", "cpu"], default="cuda")
     a = p.parse_args()
-    if not torch.cuda.is_available():
+    if a.warmup >= a.steps:
+        p.error(f"--warmup ({a.warmup}) must be below --steps ({a.steps})")
+    cuda = a.device == "cuda"
+    if cuda and not torch.cuda.is_available():
         print("not run: no CUDA GPU", file=sys.stderr)
         return 77
+    sync = torch.cuda.synchronize if cuda else (lambda: None)
     torch.manual_seed(0)
     torch.backends.cuda.matmul.allow_tf32 = True
-    model = GPT(a).cuda()
+    model = GPT(a).to(a.device)
     params = sum(p.numel() for p in model.parameters())
     step_fn = model
     if a.compile:
         step_fn = torch.compile(model)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4, betas=(0.9, 0.95), weight_decay=0.1, fused=True)
-    g = torch.Generator(device="cuda").manual_seed(1)
+    g = torch.Generator(device=a.device).manual_seed(1)
     times = []
-    torch.cuda.reset_peak_memory_stats()
+    if cuda:
+        torch.cuda.reset_peak_memory_stats()
     for step in range(a.steps):
-        tokens = torch.randint(0, a.vocab, (a.batch, a.seq + 1), device="cuda", generator=g)
-        torch.cuda.synchronize()
+        tokens = torch.randint(0, a.vocab, (a.batch, a.seq + 1), device=a.device, generator=g)
+        sync()
         t0 = time.perf_counter()
-        with torch.autocast("cuda", dtype=torch.bfloat16):
+        with torch.autocast(a.device, dtype=torch.bfloat16):
             logits = step_fn(tokens[:, :-1])
         loss = F.cross_entropy(logits.float().view(-1, a.vocab), tokens[:, 1:].reshape(-1))
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
         opt.zero_grad(set_to_none=True)
-        torch.cuda.synchronize()
+        sync()
         if step >= a.warmup:
             times.append(time.perf_counter() - t0)
     step_s = statistics.median(times)
@@ -102,7 +109,8 @@ def main():
     print(json.dumps({
         "impl": "pytorch-compile" if a.compile else "pytorch-eager", "params": params,
         "tokens_per_s": b * s / step_s, "model_tflops": tflops, "mfu": tflops / a.peak_tflops,
-        "peak_allocated_bytes": torch.cuda.max_memory_allocated(), "peak_reserved_bytes": torch.cuda.max_memory_reserved(),
+        "peak_allocated_bytes": torch.cuda.max_memory_allocated() if cuda else 0,
+        "peak_reserved_bytes": torch.cuda.max_memory_reserved() if cuda else 0,
         "final_loss": float(loss), "loss_finite": math.isfinite(float(loss)),
     }))
     return 0
