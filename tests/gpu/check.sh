@@ -22,7 +22,9 @@ set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 out="${OUT:-${TMPDIR:-/tmp}/tessera-gpu-check}"
 mkdir -p "$out"
-build="${TESSERA_GPU_BUILD_DIR:-/tmp/tessera-gpu-build}"
+# In the working tree (ignored by git) so that a second call on a still-warm device machine, which
+# keeps ignored build outputs, rebuilds only what changed.
+build="${TESSERA_GPU_BUILD_DIR:-$root/build-gpu}"
 prefix="${TMPDIR:-/tmp}/tessera-gpu-deps"
 python="${TESSERA_PYTHON:-python3}"
 mode=gpu
