@@ -12,7 +12,9 @@
 #include <deque>
 #include <mutex>
 #include <thread>
+#include <type_traits>
 
+#include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 
 #include "runtime/comm/comm_error.hpp"
@@ -42,10 +44,15 @@ ncclDataType_t nccl_type(const at::Tensor& t, const std::string& group) {
 
 class NcclCommunicator;
 
+// A completion event, shared by the watchdog's list and the PendingWork that waits on it: the
+// watchdog drops its reference once the event has passed, and a PendingWork waited on later must
+// still hold a valid (not destroyed, not recycled) handle.
+using Event = std::shared_ptr<std::remove_pointer_t<cudaEvent_t>>;
+
 // One enqueued operation: its completion event on the group's stream and the tensors it uses (kept
 // alive until the event has passed, so the caching allocator cannot hand their memory out early).
 struct Outstanding {
-  cudaEvent_t done = nullptr;
+  Event done;
   Clock::time_point deadline;
   std::string what;
   std::vector<at::Tensor> tensors;
@@ -53,12 +60,12 @@ struct Outstanding {
 
 class NcclWork final : public PendingWork {
  public:
-  NcclWork(NcclCommunicator& owner, cudaEvent_t done) : owner_(owner), done_(done) {}
+  NcclWork(NcclCommunicator& owner, Event done) : owner_(owner), done_(std::move(done)) {}
   void wait() override;
 
  private:
   NcclCommunicator& owner_;
-  cudaEvent_t done_;
+  Event done_;
   bool waited_ = false;
 };
 
@@ -90,21 +97,30 @@ class NcclCommunicator final : public Communicator {
   }
 
   ~NcclCommunicator() override {
+    c10::cuda::CUDAGuard guard(static_cast<c10::DeviceIndex>(device_));
+    bool drained = false;
     {
-      std::lock_guard lock(mutex_);
+      // With the watchdog still running, so that an operation whose peer never comes (the rank is
+      // unwinding from another group's error) ends in an abort at its deadline instead of a hang in
+      // cudaStreamSynchronize/ncclCommDestroy below.
+      std::unique_lock lock(mutex_);
+      wake_.wait(lock, [&] { return outstanding_.empty() || failed_.load(); });
+      drained = outstanding_.empty() && !failed_;
+      reported_ = true;  // the rank is ending: no _Exit from the watchdog meanwhile
       stop_ = true;
     }
     wake_.notify_all();
     if (watchdog_.joinable()) watchdog_.join();
+    std::lock_guard comm_lock(comm_mutex_);
     if (comm_) {
-      if (failed_) {
+      if (!drained) {
         ncclCommAbort(comm_);
       } else {
         cudaStreamSynchronize(stream_);
         ncclCommDestroy(comm_);
       }
     }
-    for (auto& o : outstanding_) cudaEventDestroy(o.done);
+    outstanding_.clear();
     if (ready_) cudaEventDestroy(ready_);
     if (stream_) cudaStreamDestroy(stream_);
   }
@@ -168,10 +184,11 @@ class NcclCommunicator final : public Communicator {
   }
 
   /// The caller's stream waits for `done`; throws the watchdog's error if the group failed.
-  void wait_on_compute(cudaEvent_t done) {
+  void wait_on_compute(const Event& done) {
     throw_if_failed();
     const auto start = Clock::now();
-    cuda("cudaStreamWaitEvent", cudaStreamWaitEvent(compute_stream(), done, 0));
+    c10::cuda::CUDAGuard guard(static_cast<c10::DeviceIndex>(device_));
+    cuda("cudaStreamWaitEvent", cudaStreamWaitEvent(compute_stream(), done.get(), 0));
     busy_s_ += std::chrono::duration<double>(Clock::now() - start).count();
   }
 
@@ -190,14 +207,14 @@ class NcclCommunicator final : public Communicator {
     if (!t.is_contiguous()) throw std::invalid_argument("NCCL group " + name_ + ": " + what + " needs a contiguous tensor");
   }
 
-  cudaEvent_t enqueue_all_reduce(at::Tensor& tensor, ReduceOp op) {
+  Event enqueue_all_reduce(at::Tensor& tensor, ReduceOp op) {
     check_tensor(tensor, "all_reduce");
     return enqueue("all_reduce", {tensor}, [&] {
       return ncclAllReduce(tensor.data_ptr(), tensor.data_ptr(), static_cast<size_t>(tensor.numel()),
                            nccl_type(tensor, name_), op == ReduceOp::sum ? ncclSum : ncclMax, comm_, stream_);
     });
   }
-  cudaEvent_t enqueue_reduce_scatter(at::Tensor& output, const at::Tensor& input) {
+  Event enqueue_reduce_scatter(at::Tensor& output, const at::Tensor& input) {
     const at::Tensor in = input.contiguous();
     check_tensor(output, "reduce_scatter");
     return enqueue("reduce_scatter", {output, in}, [&] {
@@ -206,7 +223,7 @@ class NcclCommunicator final : public Communicator {
     });
   }
 
-  cudaEvent_t flush_sends(at::Tensor* recv_into, int recv_peer) {
+  Event flush_sends(at::Tensor* recv_into, int recv_peer) {
     std::vector<at::Tensor> tensors;
     for (const auto& s : queued_sends_) tensors.push_back(s.tensor);
     if (recv_into) tensors.push_back(*recv_into);
@@ -229,15 +246,24 @@ class NcclCommunicator final : public Communicator {
 
   // Orders the group's stream after the caller's, enqueues, records completion for the watchdog.
   template <typename Call>
-  cudaEvent_t enqueue(const std::string& what, std::vector<at::Tensor> tensors, Call call) {
+  Event enqueue(const std::string& what, std::vector<at::Tensor> tensors, Call call) {
     throw_if_failed();
     const auto start = Clock::now();
+    // The events and the stream are on device_; so must be the thread's current device when they
+    // are created and recorded (an autograd thread or another caller may have a different one).
+    c10::cuda::CUDAGuard guard(static_cast<c10::DeviceIndex>(device_));
+    cudaEvent_t raw = nullptr;
+    cuda("cudaEventCreate", cudaEventCreateWithFlags(&raw, cudaEventDisableTiming));
+    Event done(raw, [](cudaEvent_t e) { cudaEventDestroy(e); });
     cuda("cudaEventRecord", cudaEventRecord(ready_, compute_stream()));
     cuda("cudaStreamWaitEvent", cudaStreamWaitEvent(stream_, ready_, 0));
-    settle(what, call());
-    cudaEvent_t done = nullptr;
-    cuda("cudaEventCreate", cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
-    cuda("cudaEventRecord", cudaEventRecord(done, stream_));
+    {
+      // The watchdog aborts under this lock: comm_ is not freed while a call here uses it.
+      std::lock_guard comm_lock(comm_mutex_);
+      throw_if_failed();
+      settle(what, call());
+    }
+    cuda("cudaEventRecord", cudaEventRecord(done.get(), stream_));
     {
       std::lock_guard lock(mutex_);
       outstanding_.push_back({done, Clock::now() + timeout_, what, std::move(tensors)});
@@ -247,29 +273,41 @@ class NcclCommunicator final : public Communicator {
   }
 
   // A non-blocking communicator may answer ncclInProgress; wait (bounded) until it has settled.
+  // Called with comm_mutex_ held (or from the constructor, before the watchdog starts).
   void settle(const std::string& what, ncclResult_t result) {
     const auto deadline = Clock::now() + timeout_;
+    std::string cause;
     while (result == ncclInProgress) {
       if (Clock::now() > deadline) {
-        ncclCommAbort(comm_);
-        comm_ = nullptr;
-        throw CommError(world_.diagnose(what, name_, members_, "NCCL timed out"));
+        cause = "NCCL timed out";
+        break;
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
       if (ncclCommGetAsyncError(comm_, &result) != ncclSuccess) break;
     }
-    if (result != ncclSuccess) {
-      const std::string cause = std::string("NCCL error: ") + ncclGetErrorString(result) +
-                                (ncclGetLastError(comm_) ? std::string(" (") + ncclGetLastError(comm_) + ")" : "");
-      if (comm_) ncclCommAbort(comm_);
-      comm_ = nullptr;
-      throw CommError(world_.diagnose(what, name_, members_, cause));
+    if (cause.empty() && result == ncclSuccess) return;
+    if (cause.empty())
+      cause = std::string("NCCL error: ") + ncclGetErrorString(result) +
+              (ncclGetLastError(comm_) ? std::string(" (") + ncclGetLastError(comm_) + ")" : "");
+    if (comm_) ncclCommAbort(comm_);
+    comm_ = nullptr;
+    std::string message = world_.diagnose(what, name_, members_, cause);
+    {
+      // Failed for good: later calls throw this instead of calling NCCL on a null communicator, and
+      // the watchdog leaves the group alone.
+      std::lock_guard lock(mutex_);
+      failure_ = message;
+      failed_at_ = Clock::now();
+      reported_ = true;
+      failed_ = true;
     }
+    wake_.notify_all();
+    throw CommError(message);
   }
 
   // Blocks the host until everything enqueued so far completed (or the group failed).
   void host_wait(const std::string& what) {
-    cudaEvent_t last = nullptr;
+    Event last;
     {
       std::lock_guard lock(mutex_);
       if (!outstanding_.empty()) last = outstanding_.back().done;
@@ -295,6 +333,9 @@ class NcclCommunicator final : public Communicator {
   // communicator is aborted (its kernels return), the rank is told through throw_if_failed(), and if
   // it does not pick the error up within the grace period the process ends with the message.
   void watch() {
+    // This thread queries and destroys events of device_ and frees tensors: without a current device
+    // its first CUDA call would create a context on device 0 (memory on another rank's GPU).
+    cudaSetDevice(device_);
     std::unique_lock lock(mutex_);
     while (!stop_) {
       wake_.wait_for(lock, kWatchdogPeriod);
@@ -308,16 +349,20 @@ class NcclCommunicator final : public Communicator {
       }
       std::string what, cause;
       ncclResult_t async = ncclSuccess;
-      if (ncclCommGetAsyncError(comm_, &async) == ncclSuccess && async != ncclSuccess && async != ncclInProgress) {
-        cause = std::string("NCCL error: ") + ncclGetErrorString(async);
-        what = outstanding_.empty() ? "an operation" : outstanding_.front().what;
+      {
+        // Skipped while an operation is being enqueued (that caller checks the result itself).
+        std::unique_lock comm_lock(comm_mutex_, std::try_to_lock);
+        if (comm_lock.owns_lock() && comm_ && ncclCommGetAsyncError(comm_, &async) == ncclSuccess &&
+            async != ncclSuccess && async != ncclInProgress) {
+          cause = std::string("NCCL error: ") + ncclGetErrorString(async);
+          what = outstanding_.empty() ? "an operation" : outstanding_.front().what;
+        }
       }
       while (cause.empty() && !outstanding_.empty()) {
         Outstanding& o = outstanding_.front();
-        const cudaError_t q = cudaEventQuery(o.done);
+        const cudaError_t q = cudaEventQuery(o.done.get());
         if (q == cudaSuccess) {
-          cudaEventDestroy(o.done);
-          outstanding_.pop_front();
+          outstanding_.pop_front();  // releases the tensors; the event goes with its last holder
           continue;
         }
         if (q != cudaErrorNotReady) cause = std::string("CUDA error: ") + cudaGetErrorString(q);
@@ -328,10 +373,15 @@ class NcclCommunicator final : public Communicator {
       wake_.notify_all();
       if (cause.empty()) continue;
       lock.unlock();
-      ncclCommAbort(comm_);
       std::string message = world_.diagnose(what, name_, members_, cause + " (communicator aborted)");
-      lock.lock();
+      // Waits for an enqueue in progress (bounded by its own settle deadline), so that comm_ is not
+      // freed under it; failed_ is set before comm_lock is released, so the next enqueue throws
+      // this error instead of calling NCCL with a null communicator.
+      std::lock_guard comm_lock(comm_mutex_);
+      if (comm_) ncclCommAbort(comm_);
       comm_ = nullptr;
+      lock.lock();
+      if (failed_) continue;  // settle() failed meanwhile and reported its own error
       failure_ = std::move(message);
       failed_at_ = Clock::now();
       failed_ = true;
@@ -354,6 +404,7 @@ class NcclCommunicator final : public Communicator {
   std::vector<int64_t> members_;
   int rank_, device_;
   std::chrono::milliseconds timeout_;
+  std::mutex comm_mutex_;  // guards comm_ between the caller's NCCL calls and the watchdog's abort
   ncclComm_t comm_ = nullptr;
   cudaStream_t stream_ = nullptr;
   cudaEvent_t ready_ = nullptr;

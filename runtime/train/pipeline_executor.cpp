@@ -20,7 +20,19 @@ struct InFlight {
 PipelineExecutor::PipelineExecutor(const Transformer& model, ParallelState& state, planner::ScheduleTable table,
                                    std::vector<int64_t> activation_shape, at::TensorOptions activation_options)
     : model_(model), state_(state), table_(std::move(table)), activation_shape_(std::move(activation_shape)),
-      activation_options_(activation_options), timer_(make_op_timer(activation_options.device())) {}
+      activation_options_(activation_options), timer_(make_op_timer(activation_options.device())) {
+  // NCCL matches sends and receives by order and a send completes only once its receive is posted;
+  // the NCCL communicator posts queued sends with the stage's next receive, in one group. Interleaved
+  // 1F1B with microbatches >= 2 * pp makes a cycle of such groups (pp=2, vpp=2, m=4: stage 0's group
+  // {send G(mb0) to vs1, send A(mb3) to vs1, recv G(mb1) from vs2} needs stage 1's receive of A(mb3),
+  // which comes after stage 1's group {send A(mb2) to vs2, recv G(mb0)}, whose send needs stage 0's
+  // next group): every stage hangs until the group's timeout. Refused up front instead.
+  if (activation_options_.device().is_cuda() && state_.pp > 1 && table_.schedule == spec::Schedule::interleaved &&
+      table_.microbatches > table_.pp)
+    throw std::invalid_argument("the interleaved schedule on NCCL supports microbatches = pp only (got " +
+                                std::to_string(table_.microbatches) + " microbatches, pp " + std::to_string(table_.pp) +
+                                "): with more, the stages' grouped sends and receives wait on each other; use 1f1b");
+}
 
 int PipelineExecutor::tag(int32_t microbatch, int64_t to_virtual_stage, bool gradient) const {
   const int64_t virtual_stages = state_.pp * state_.vpp;
@@ -38,7 +50,14 @@ PipelineResult PipelineExecutor::run(const std::vector<Microbatch>& microbatches
   std::vector<std::pair<int, int>> marks;  // (start, end) timer marks of each op
   timer_->begin_step();
 
-  for (const auto& op : table_.stages.at(state_.coord.pp)) {
+  const auto& stage_ops = table_.stages.at(state_.coord.pp);
+  // Whether op i starts with a receive (which posts this stage's queued sends on NCCL).
+  auto receives = [&](size_t i) {
+    const int64_t v = virtual_stage(stage_ops[i].chunk);
+    return stage_ops[i].kind == planner::OpKind::forward ? v > 0 : v != last_virtual;
+  };
+  for (size_t i = 0; i < stage_ops.size(); ++i) {
+    const auto& op = stage_ops[i];
     int start = timer_->mark();  // moved past the receive: the timeline shows compute, waiting is bubble
     const int64_t vs = virtual_stage(op.chunk);
     const auto key = std::make_pair(op.microbatch, op.chunk);
@@ -82,12 +101,15 @@ PipelineResult PipelineExecutor::run(const std::vector<Microbatch>& microbatches
       throw std::invalid_argument("tessera-train executes F and B operations; zb-h1's split backward is not supported");
     }
     marks.emplace_back(start, timer_->mark());
+    // NCCL holds sends until this stage's next receive: when the next op receives nothing (stage 0's
+    // forwards, the last stage's backwards), post them now, or the peer would wait for them until
+    // then (GPipe's stage 1 idle until stage 0 ran every forward; 1F1B's warm-up serialised).
+    if (device.is_cuda() && i + 1 < stage_ops.size() && !receives(i + 1)) pp_group.wait_sends();
   }
   pp_group.wait_sends();
   const std::vector<double> seconds = timer_->seconds();
-  const auto& ops = table_.stages.at(state_.coord.pp);
   for (size_t i = 0; i < marks.size(); ++i)
-    result.timeline.push_back({ops[i], seconds.at(marks[i].first), seconds.at(marks[i].second)});
+    result.timeline.push_back({stage_ops[i], seconds.at(marks[i].first), seconds.at(marks[i].second)});
   if (!result.timeline.empty()) {
     double busy_s = 0;
     for (const auto& m : result.timeline) busy_s += m.end_s - m.start_s;
