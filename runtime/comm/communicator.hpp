@@ -48,6 +48,10 @@ class Communicator {
   virtual void send(const at::Tensor& tensor, int peer, int tag) = 0;
   virtual void recv(at::Tensor& tensor, int peer, int tag) = 0;
   virtual void wait_sends() = 0;
+  /// Starts the sends a transport holds back to go with the next receive (NCCL groups them, so two
+  /// peers exchanging cannot block each other), without waiting for them: for a caller whose next
+  /// operation receives nothing. Transports that start each send at once (Gloo) do nothing.
+  virtual void post_sends() {}
   virtual void barrier() = 0;
 
   /// The same collectives, started and returned at once so communication overlaps computation. The

@@ -163,6 +163,11 @@ class NcclCommunicator final : public Communicator {
   void wait_sends() override {
     if (!queued_sends_.empty()) wait_on_compute(flush_sends(nullptr, -1));
   }
+  // Enqueued on the group's stream after the tensors' producers; the watchdog keeps the tensors
+  // until the sends complete, so the caller's stream need not wait for them.
+  void post_sends() override {
+    if (!queued_sends_.empty()) flush_sends(nullptr, -1);
+  }
   void barrier() override {
     at::Tensor one = at::ones({1}, at::TensorOptions().device(at::kCUDA, device_));
     all_reduce(one, ReduceOp::sum);

@@ -102,9 +102,9 @@ PipelineResult PipelineExecutor::run(const std::vector<Microbatch>& microbatches
     }
     marks.emplace_back(start, timer_->mark());
     // NCCL holds sends until this stage's next receive: when the next op receives nothing (stage 0's
-    // forwards, the last stage's backwards), post them now, or the peer would wait for them until
+    // forwards, the last stage's backwards), start them now, or the peer would wait for them until
     // then (GPipe's stage 1 idle until stage 0 ran every forward; 1F1B's warm-up serialised).
-    if (device.is_cuda() && i + 1 < stage_ops.size() && !receives(i + 1)) pp_group.wait_sends();
+    if (i + 1 < stage_ops.size() && !receives(i + 1)) pp_group.post_sends();
   }
   pp_group.wait_sends();
   const std::vector<double> seconds = timer_->seconds();
