@@ -72,6 +72,11 @@ int main(int argc, char** argv) {
                  "GPUs) for the norms, RoPE, the activation and the cross-entropy; default: fused with --device cuda, "
                  "aten with --device cpu")
       ->check(CLI::IsMember({"aten", "fused"}));
+  std::string pipeline_links;  // default: directed with NCCL (which matches by order), group with Gloo
+  app.add_option("--pipeline-links", pipeline_links,
+                 "group (pipeline sends and receives through the pp group) or directed (one group of two per "
+                 "direction between neighbouring stages); default: directed with --device cuda, group with --device cpu")
+      ->check(CLI::IsMember({"group", "directed"}));
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -167,6 +172,7 @@ int main(int argc, char** argv) {
   options.resume = resume;
   options.device = device;
   options.fused_kernels = kernels.empty() ? device == "cuda" : kernels == "fused";
+  options.directed_pipeline_links = pipeline_links.empty() ? device == "cuda" : pipeline_links == "directed";
   options.threads = threads > 0 ? threads
                                 : static_cast<int>(std::max(1u, std::thread::hardware_concurrency() /
                                                                     static_cast<unsigned>(env.local_world_size)));

@@ -52,6 +52,10 @@ class Communicator {
   /// peers exchanging cannot block each other), without waiting for them: for a caller whose next
   /// operation receives nothing. Transports that start each send at once (Gloo) do nothing.
   virtual void post_sends() {}
+  /// Whether sends wait for the group's next receive to start (NCCL's grouping), which schedules whose
+  /// stages send and receive in crossing orders cannot run with (the interleaved one with more
+  /// microbatches than stages).
+  virtual bool holds_sends() const { return false; }
   virtual void barrier() = 0;
 
   /// The same collectives, started and returned at once so communication overlaps computation. The

@@ -168,6 +168,7 @@ class NcclCommunicator final : public Communicator {
   void post_sends() override {
     if (!queued_sends_.empty()) flush_sends(nullptr, -1);
   }
+  bool holds_sends() const override { return true; }
   void barrier() override {
     at::Tensor one = at::ones({1}, at::TensorOptions().device(at::kCUDA, device_));
     all_reduce(one, ReduceOp::sum);

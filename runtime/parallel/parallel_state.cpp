@@ -3,6 +3,7 @@
 
 #include <stdexcept>
 
+#include "runtime/comm/directed_links.hpp"
 #include "runtime/comm/gloo_world.hpp"
 #ifdef TESSERA_WITH_NCCL
 #include "runtime/comm/nccl_communicator.hpp"
@@ -17,7 +18,8 @@ std::vector<const Communicator*> ParallelState::all_groups() const {
   return out;
 }
 
-ParallelState make_parallel_state(GlooWorld& world, const spec::RunSpec& spec, const at::Device& device) {
+ParallelState make_parallel_state(GlooWorld& world, const spec::RunSpec& spec, const at::Device& device,
+                                  PipelineLinks pipeline_links) {
 #ifndef TESSERA_WITH_NCCL
   if (device.is_cuda()) throw std::runtime_error("this tessera-train was built without NCCL: use --device cpu");
 #endif
@@ -31,6 +33,12 @@ ParallelState make_parallel_state(GlooWorld& world, const spec::RunSpec& spec, c
   state.vpp = spec.parallel.vpp;
   state.sequence_parallel = spec.parallel.sequence_parallel && grid.tp > 1;
 
+  auto make_group = [&](const std::string& name, const std::vector<int64_t>& members) -> std::unique_ptr<Communicator> {
+#ifdef TESSERA_WITH_NCCL
+    if (device.is_cuda()) return make_nccl_group(world, name, members, device.index());
+#endif
+    return world.make_group(name, members);
+  };
   // Group names carry their index so that every group of a kind has its own store prefix.
   auto group = [&](const std::string& kind) -> std::unique_ptr<Communicator> {
     const auto& groups = grid.groups.at(kind);
@@ -38,16 +46,15 @@ ParallelState make_parallel_state(GlooWorld& world, const spec::RunSpec& spec, c
       for (int64_t r : groups[i].ranks)
         if (r == rank) {
           if (groups[i].ranks.size() == 1) return std::make_unique<SoloCommunicator>(kind, rank);
-#ifdef TESSERA_WITH_NCCL
-          if (device.is_cuda()) return make_nccl_group(world, kind + std::to_string(i), groups[i].ranks, device.index());
-#endif
-          return world.make_group(kind + std::to_string(i), groups[i].ranks);
+          return make_group(kind + std::to_string(i), groups[i].ranks);
         }
     return nullptr;
   };
   state.tp_group = group("tp");
   state.dp_group = group("dp");
   state.pp_group = group("pp");
+  if (grid.pp > 1 && pipeline_links == PipelineLinks::directed)
+    state.pp_group = with_directed_links(std::move(state.pp_group), /*ring=*/state.vpp > 1, make_group);
   if (grid.pp > 1 && spec.model.tie_embeddings && (state.first_stage() || state.last_stage()))
     state.embedding_group = group("embedding");
   return state;

@@ -29,8 +29,14 @@ struct ParallelState {
   std::vector<const Communicator*> all_groups() const;
 };
 
+/// How the pipeline group's sends and receives travel: `group` through the pp group itself, `directed`
+/// through one group of two per direction between neighbouring stages (comm/directed_links.hpp; what
+/// NCCL needs, as it matches by order; on Gloo it runs the same exchanges for the tests).
+enum class PipelineLinks { group, directed };
+
 /// Builds the groups of `rank` from make_rank_grid(spec); every rank of the world must call it.
 /// On a CUDA `device` the groups are NCCL communicators on it, on the CPU Gloo ones.
-ParallelState make_parallel_state(GlooWorld& world, const spec::RunSpec& spec, const at::Device& device = at::kCPU);
+ParallelState make_parallel_state(GlooWorld& world, const spec::RunSpec& spec, const at::Device& device = at::kCPU,
+                                  PipelineLinks pipeline_links = PipelineLinks::group);
 
 }  // namespace tessera::runtime

@@ -21,17 +21,18 @@ PipelineExecutor::PipelineExecutor(const Transformer& model, ParallelState& stat
                                    std::vector<int64_t> activation_shape, at::TensorOptions activation_options)
     : model_(model), state_(state), table_(std::move(table)), activation_shape_(std::move(activation_shape)),
       activation_options_(activation_options), timer_(make_op_timer(activation_options.device())) {
-  // NCCL matches sends and receives by order and a send completes only once its receive is posted;
-  // the NCCL communicator posts queued sends with the stage's next receive, in one group. Interleaved
+  // A pp group that holds sends until its next receive (NCCL's) and matches by order: interleaved
   // 1F1B with microbatches >= 2 * pp makes a cycle of such groups (pp=2, vpp=2, m=4: stage 0's group
   // {send G(mb0) to vs1, send A(mb3) to vs1, recv G(mb1) from vs2} needs stage 1's receive of A(mb3),
   // which comes after stage 1's group {send A(mb2) to vs2, recv G(mb0)}, whose send needs stage 0's
-  // next group): every stage hangs until the group's timeout. Refused up front instead.
-  if (activation_options_.device().is_cuda() && state_.pp > 1 && table_.schedule == spec::Schedule::interleaved &&
+  // next group): every stage would hang until the group's timeout. Refused up front instead; the
+  // directed links (the default on CUDA) start every send at once.
+  if (state_.pp > 1 && state_.pp_group->holds_sends() && table_.schedule == spec::Schedule::interleaved &&
       table_.microbatches > table_.pp)
-    throw std::invalid_argument("the interleaved schedule on NCCL supports microbatches = pp only (got " +
-                                std::to_string(table_.microbatches) + " microbatches, pp " + std::to_string(table_.pp) +
-                                "): with more, the stages' grouped sends and receives wait on each other; use 1f1b");
+    throw std::invalid_argument("the interleaved schedule with " + std::to_string(table_.microbatches) +
+                                " microbatches over pp " + std::to_string(table_.pp) +
+                                " needs sends that start at once: use --pipeline-links directed (the default on "
+                                "CUDA), or microbatches = pp");
 }
 
 int PipelineExecutor::tag(int32_t microbatch, int64_t to_virtual_stage, bool gradient) const {

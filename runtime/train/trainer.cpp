@@ -113,7 +113,8 @@ class Trainer {
   Trainer(const spec::RunSpec& spec, const TrainOptions& options, const RankEnvironment& env, const Placement& placement)
       : spec_(spec), options_(options), world_(WorldOptions{env.rank, env.world_size, env.master_addr, env.master_port}),
         placement_(placement),
-        state_(make_parallel_state(world_, spec, placement_.device)),
+        state_(make_parallel_state(world_, spec, placement_.device,
+                                   options.directed_pipeline_links ? PipelineLinks::directed : PipelineLinks::group)),
         store_(spec.training.seed, state_.coord.tp, state_.tp, placement_),
         model_(spec.model, state_.pp, state_.vpp, state_.coord.pp, TensorParallel{state_.tp_group.get(), state_.sequence_parallel},
                spec.training.recompute, store_, options.fused_kernels),
@@ -396,6 +397,10 @@ void train(const spec::RunSpec& spec, const TrainOptions& options, const RankEnv
   const double peak = peak_tflops(placement.device, placement.model_dtype, &peak_source);
   if (env.rank == 0) {
     std::printf("peak %.3g TFLOP/s from %s\n", peak, peak_source.c_str());
+    if (spec.parallel.pp > 1)
+      std::printf("pipeline sends and receives: %s\n", options.directed_pipeline_links
+                                                         ? "one group per direction between neighbouring stages"
+                                                         : "through the pp group");
     // What the planner predicts, to read next to the measured peak of every step record.
     const auto plan = planner::make_plan(spec, planner::PlanOptions{});
     std::printf("planner (tessera profile for cluster.gpu=%s: %s) predicts per-GPU peak memory:", spec.cluster.gpu.c_str(),

@@ -31,6 +31,8 @@ struct TrainOptions {
   bool resume = false;            ///< continue from the newest complete checkpoint in out_dir
   std::string device = "cpu";     ///< "cpu" (Gloo) or "cuda" (NCCL; GPU LOCAL_RANK)
   bool fused_kernels = false;     ///< Tessera's fused kernels instead of the ATen ops (--kernels fused)
+  /// Pipeline sends and receives through one group per direction (--pipeline-links directed)
+  bool directed_pipeline_links = false;
 };
 
 /// Every reason this runtime cannot train `spec` (beyond the spec's own validation), by field.
