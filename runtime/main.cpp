@@ -12,6 +12,7 @@
 #include <torch/cuda.h>
 
 #include "runtime/comm/comm_error.hpp"
+#include "runtime/comm/gloo_world.hpp"
 #include "data/token_file.hpp"
 #include "runtime/launch/local_launcher.hpp"
 #include "runtime/train/batches.hpp"
@@ -44,6 +45,7 @@ void require_writable_dir(const std::string& dir) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  tessera::runtime::turn_off_flight_recorder_unless_asked();  // changes the environment: before any thread
   CLI::App app{"tessera-train: trains a Tessera run spec (TP, SP, PP, DP) with LibTorch"};
   std::string spec_path, out_dir, data;
   int64_t steps = 0;

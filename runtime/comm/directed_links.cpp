@@ -5,6 +5,8 @@
 #include <map>
 #include <stdexcept>
 
+#include <ATen/ATen.h>
+
 namespace tessera::runtime {
 
 std::vector<DirectedLink> pipeline_links(int stages, bool ring) {
@@ -22,17 +24,37 @@ namespace {
 
 class DirectedLinks final : public Communicator {
  public:
-  DirectedLinks(std::unique_ptr<Communicator> group, bool ring, const MakeLinkGroup& make_link)
+  DirectedLinks(std::unique_ptr<Communicator> group, bool ring, const at::TensorOptions& options,
+                const MakeLinkGroup& make_link)
       : group_(std::move(group)) {
     const int me = group_->rank();
     const auto& members = group_->members();
     for (const DirectedLink link : pipeline_links(group_->size(), ring)) {
       if (link.from != me && link.to != me) continue;
       const int64_t a = members.at(link.from), b = members.at(link.to);
-      auto made = make_link(group_->name() + "-" + std::to_string(link.from) + "to" + std::to_string(link.to),
-                            {std::min(a, b), std::max(a, b)});
-      (link.from == me ? sends_to_ : receives_from_)[link.from == me ? link.to : link.from] = std::move(made);
+      links_.push_back(make_link(group_->name() + "-" + std::to_string(link.from) + "to" + std::to_string(link.to),
+                                 {std::min(a, b), std::max(a, b)}));
+      Communicator* made = links_.back().get();
+      // One element across at once, while both ends are here: NCCL connects a pair on its first
+      // message, and a first send of the run would otherwise hold its host until the receiver's first
+      // receive on this link.
+      at::Tensor first = at::zeros({1}, options);
+      if (link.from == me) {
+        sends_to_[link.to] = made;
+        made->send(first, link_rank(link.to), 0);
+        made->wait_sends();
+      } else {
+        receives_from_[link.from] = made;
+        made->recv(first, link_rank(link.from), 0);
+      }
     }
+  }
+  // In creation order, which every member follows: closing an NCCL communicator is a rendezvous of
+  // its members too, so two ends closing their links in crossed orders would wait on each other.
+  ~DirectedLinks() override {
+    sends_to_.clear();
+    receives_from_.clear();
+    for (auto& link : links_) link.reset();
   }
 
   int rank() const override { return group_->rank(); }
@@ -74,7 +96,7 @@ class DirectedLinks final : public Communicator {
   }
 
  private:
-  Communicator& link_of(std::map<int, std::unique_ptr<Communicator>>& links, int peer, const char* what) {
+  Communicator& link_of(std::map<int, Communicator*>& links, int peer, const char* what) {
     auto it = links.find(peer);
     if (it == links.end())
       throw std::logic_error("group " + name() + ": " + what + " group rank " + std::to_string(peer) +
@@ -85,14 +107,15 @@ class DirectedLinks final : public Communicator {
   int link_rank(int peer) const { return members().at(peer) < members().at(rank()) ? 0 : 1; }
 
   std::unique_ptr<Communicator> group_;
-  std::map<int, std::unique_ptr<Communicator>> sends_to_, receives_from_;  // by the peer's group rank
+  std::vector<std::unique_ptr<Communicator>> links_;   // in pipeline_links() order
+  std::map<int, Communicator*> sends_to_, receives_from_;  // by the peer's group rank
 };
 
 }  // namespace
 
 std::unique_ptr<Communicator> with_directed_links(std::unique_ptr<Communicator> group, bool ring,
-                                                  const MakeLinkGroup& make_link) {
-  return std::make_unique<DirectedLinks>(std::move(group), ring, make_link);
+                                                  const at::TensorOptions& options, const MakeLinkGroup& make_link) {
+  return std::make_unique<DirectedLinks>(std::move(group), ring, options, make_link);
 }
 
 }  // namespace tessera::runtime

@@ -6,6 +6,8 @@
 #pragma once
 
 #include <functional>
+
+#include <c10/core/TensorOptions.h>
 #include <memory>
 #include <string>
 #include <vector>
@@ -32,9 +34,11 @@ using MakeLinkGroup =
     std::function<std::unique_ptr<Communicator>(const std::string& name, const std::vector<int64_t>& members)>;
 
 /// `group` for its collectives; its send() and recv() go through one group per direction this member
-/// is an end of, made with `make_link` in pipeline_links() order and named "<group name>-<from>to<to>".
-/// A send starts at once; wait_sends() waits for every direction's sends.
+/// is an end of, made with `make_link` in pipeline_links() order, named "<group name>-<from>to<to>",
+/// and connected at once by one element of `options` (the messages' device). A send starts at once
+/// (the link keeps its tensor until it completed); wait_sends() passes on to every sending link.
+/// The links are closed in the same order.
 std::unique_ptr<Communicator> with_directed_links(std::unique_ptr<Communicator> group, bool ring,
-                                                  const MakeLinkGroup& make_link);
+                                                  const at::TensorOptions& options, const MakeLinkGroup& make_link);
 
 }  // namespace tessera::runtime

@@ -34,20 +34,6 @@ std::string message_of(const std::exception& e) {
   return e.what();
 }
 
-// LibTorch's flight recorder (one per process, 2000 entries by default) records every Gloo operation
-// with a traceback, and registers each new group in a map before taking its lock: the first
-// operations of two groups started at once on different threads corrupt that map (a segfault, seen
-// with the in-process ranks of the tests). Tessera diagnoses a failed operation itself (diagnose()),
-// so the recorder is off unless the user asked for it. Before the first group: the recorder reads
-// the variable once, when first used.
-void turn_off_flight_recorder_unless_asked() {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    if (!std::getenv("TORCH_FR_BUFFER_SIZE") && !std::getenv("TORCH_NCCL_TRACE_BUFFER_SIZE"))
-      setenv("TORCH_FR_BUFFER_SIZE", "0", /*overwrite=*/0);
-  });
-}
-
 // `counted`: this connection registers the rank with the rendezvous (rank 0's constructor returns
 // once all ranks have); the heartbeat's second connection is not counted.
 c10::intrusive_ptr<c10d::TCPStore> connect_store(const WorldOptions& o, bool server, bool counted) {
@@ -228,6 +214,14 @@ class GlooCommunicator final : public Communicator {
 };
 
 }  // namespace
+
+void turn_off_flight_recorder_unless_asked() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    if (!std::getenv("TORCH_FR_BUFFER_SIZE") && !std::getenv("TORCH_NCCL_TRACE_BUFFER_SIZE"))
+      setenv("TORCH_FR_BUFFER_SIZE", "0", /*overwrite=*/0);
+  });
+}
 
 struct GlooWorld::Impl {
   c10::intrusive_ptr<c10d::TCPStore> store;            // rendezvous (rank 0 serves it)

@@ -37,6 +37,15 @@ struct WorldOptions {
   }
 };
 
+/// LibTorch's flight recorder (one per process, 2000 entries by default) records every Gloo operation
+/// with a traceback, and registers each new group in a map before taking its lock: the first
+/// operations of two groups started at once on different threads corrupt that map (a segfault, seen
+/// with the in-process ranks of the tests). Tessera diagnoses a failed operation itself, so this turns
+/// the recorder off (TORCH_FR_BUFFER_SIZE=0) unless the user set it. It changes the environment:
+/// call it before other threads start (tessera-train's main does); GlooWorld's constructor calls it
+/// too, once per process, for programs that did not.
+void turn_off_flight_recorder_unless_asked();
+
 class GlooWorld {
  public:
   /// Rendezvous of all ranks (rank 0 hosts the store); throws CommError naming the address on failure.

@@ -54,7 +54,8 @@ ParallelState make_parallel_state(GlooWorld& world, const spec::RunSpec& spec, c
   state.dp_group = group("dp");
   state.pp_group = group("pp");
   if (grid.pp > 1 && pipeline_links == PipelineLinks::directed)
-    state.pp_group = with_directed_links(std::move(state.pp_group), /*ring=*/state.vpp > 1, make_group);
+    state.pp_group = with_directed_links(std::move(state.pp_group), /*ring=*/state.vpp > 1,
+                                         at::TensorOptions().device(device), make_group);
   if (grid.pp > 1 && spec.model.tie_embeddings && (state.first_stage() || state.last_stage()))
     state.embedding_group = group("embedding");
   return state;

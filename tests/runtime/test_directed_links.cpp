@@ -151,7 +151,7 @@ class TestDirectedLinks : public QObject {
   // and receives from both; the group's collectives still go through the group itself.
   void theWrapperRoutesSendsAndReceivesByDirection() {
     const auto failures = tessera::test::run_ranks(4, [](int rank, GlooWorld& world) {
-      auto pipeline = with_directed_links(world.make_group("pp0", {0, 1, 2, 3}), /*ring=*/true,
+      auto pipeline = with_directed_links(world.make_group("pp0", {0, 1, 2, 3}), /*ring=*/true, at::kCPU,
                                           [&](const std::string& name, const std::vector<int64_t>& members) {
                                             return world.make_group(name, members);
                                           });
