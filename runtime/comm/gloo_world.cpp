@@ -318,6 +318,7 @@ void GlooWorld::store_set(const std::string& key, const std::string& value) {
 
 std::string GlooWorld::store_get(const std::string& key) {
   try {
+    impl_->store->wait({key}, options_.effective_connect_timeout());
     const std::vector<uint8_t> value = impl_->store->get(key);
     return std::string(value.begin(), value.end());
   } catch (const std::exception& e) {

@@ -74,9 +74,12 @@ class GlooWorld {
   std::vector<int64_t> store_gather(const std::string& name, int64_t value);
 
   /// The rendezvous store as a small key/value board for what other transports exchange (NCCL's
-  /// unique id): set() publishes, get() waits for the key up to the timeout (CommError after it).
+  /// unique id): set() publishes, get() waits for the key up to the connect timeout (a group's
+  /// members may reach it at different times; CommError after it).
   void store_set(const std::string& key, const std::string& value);
   std::string store_get(const std::string& key);
+  /// The bound of connecting (WorldOptions::effective_connect_timeout()), for other transports' groups.
+  std::chrono::milliseconds connect_timeout() const { return options_.effective_connect_timeout(); }
 
   /// After a failed operation: which members of the group stopped beating (checked over ~1.5 s).
   /// Returns the message for CommError: the operation, the group, the dead peers or "timed out".

@@ -90,7 +90,7 @@ class NcclCommunicator final : public Communicator {
     ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
     config.blocking = 0;  // every call returns; the deadline below bounds the connection
     const ncclResult_t started = ncclCommInitRankConfig(&comm_, size(), id, rank_, &config);
-    settle("connecting", started);
+    settle("connecting", started, world_.connect_timeout());
     cuda("cudaStreamCreateWithFlags", cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
     cuda("cudaEventCreate", cudaEventCreateWithFlags(&ready_, cudaEventDisableTiming));
     watchdog_ = std::thread([this] { watch(); });
@@ -280,8 +280,8 @@ class NcclCommunicator final : public Communicator {
 
   // A non-blocking communicator may answer ncclInProgress; wait (bounded) until it has settled.
   // Called with comm_mutex_ held (or from the constructor, before the watchdog starts).
-  void settle(const std::string& what, ncclResult_t result) {
-    const auto deadline = Clock::now() + timeout_;
+  void settle(const std::string& what, ncclResult_t result, std::chrono::milliseconds bound = {}) {
+    const auto deadline = Clock::now() + (bound.count() > 0 ? bound : timeout_);
     std::string cause;
     while (result == ncclInProgress) {
       if (Clock::now() > deadline) {
