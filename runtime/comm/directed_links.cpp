@@ -52,8 +52,6 @@ class DirectedLinks final : public Communicator {
   // In creation order, which every member follows: closing an NCCL communicator is a rendezvous of
   // its members too, so two ends closing their links in crossed orders would wait on each other.
   ~DirectedLinks() override {
-    sends_to_.clear();
-    receives_from_.clear();
     for (auto& link : links_) link.reset();
   }
 
@@ -63,8 +61,7 @@ class DirectedLinks final : public Communicator {
   const std::string& name() const override { return group_->name(); }
   double busy_s() const override {
     double total = group_->busy_s();
-    for (const auto* links : {&sends_to_, &receives_from_})
-      for (const auto& [peer, link] : *links) total += link->busy_s();
+    for (const auto& link : links_) total += link->busy_s();
     return total;
   }
 

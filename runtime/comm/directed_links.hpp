@@ -6,11 +6,11 @@
 #pragma once
 
 #include <functional>
-
-#include <c10/core/TensorOptions.h>
 #include <memory>
 #include <string>
 #include <vector>
+
+#include <c10/core/TensorOptions.h>
 
 #include "runtime/comm/communicator.hpp"
 

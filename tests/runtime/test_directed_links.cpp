@@ -69,9 +69,9 @@ std::string replay(const planner::ScheduleTable& table) {
   for (int s = 0; s < pp; ++s)
     for (const P2p& p : stages[s]) (p.send ? sent[{s, p.peer}] : expected[{p.peer, s}]).push_back(p.message);
   if (sent != expected) return "a direction's sends and receives differ in order or number";
+  const auto links = pipeline_links(pp, table.vpp > 1);
   for (const auto& [direction, messages] : sent)
-    if (std::find(pipeline_links(pp, table.vpp > 1).begin(), pipeline_links(pp, table.vpp > 1).end(),
-                  DirectedLink{direction.first, direction.second}) == pipeline_links(pp, table.vpp > 1).end())
+    if (std::find(links.begin(), links.end(), DirectedLink{direction.first, direction.second}) == links.end())
       return "a message from stage " + std::to_string(direction.first) + " to " + std::to_string(direction.second) +
              " has no link";
   // Progress: a stage runs until a receive whose message its sender has not sent yet.
