@@ -1,7 +1,11 @@
 // CUDA kernels against their CPU references (see cuda_checks.hpp).
 #include "cuda_checks.hpp"
 
+#ifdef TESSERA_CUDA_EMULATION
+#include "cuda_emu.hpp"
+#else
 #include <cuda_runtime.h>
+#endif
 
 #include <algorithm>
 #include <cmath>

@@ -1,8 +1,12 @@
 // Shared pieces of the CUDA kernels: element types, conversions, block reductions, error checks.
 #pragma once
 
+#ifdef TESSERA_CUDA_EMULATION
+#include "emu/cuda_emu.hpp"
+#else
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
+#endif
 
 #include <stdexcept>
 #include <string>
@@ -33,6 +37,15 @@ inline void check(cudaError_t status, const char* what) {
 }
 inline void check_launch(const char* kernel) { check(cudaGetLastError(), kernel); }
 
+// TESSERA_LAUNCH(kernel, grid, block, stream)(args...) is kernel<<<grid, block, 0, stream>>>(args...),
+// and under the CPU emulator (kernels/emu) the same launch run on the host.
+#ifdef TESSERA_CUDA_EMULATION
+#define TESSERA_LAUNCH(kernel, grid, block, stream) \
+  ::tessera::kernels::emu::Launch(#kernel, (grid), (block), [](auto... args) { kernel(args...); })
+#else
+#define TESSERA_LAUNCH(kernel, grid, block, stream) kernel<<<(grid), (block), 0, (stream)>>>
+#endif
+
 constexpr int kBlock = 256;
 
 __device__ inline float warp_sum(float v) {
@@ -53,7 +66,7 @@ __device__ inline float block_reduce(float v) {
   __syncthreads();
   if (lane == 0) partial[warp] = v;
   __syncthreads();
-  const int warps = blockDim.x / 32;
+  const unsigned warps = blockDim.x / 32;
   float r = threadIdx.x < warps ? partial[threadIdx.x] : (Max ? -INFINITY : 0.0f);
   if (warp == 0) r = Max ? warp_max(r) : warp_sum(r);
   if (threadIdx.x == 0) partial[0] = r;

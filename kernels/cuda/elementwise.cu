@@ -110,7 +110,8 @@ void rope_forward(const T* x, T* y, const int64_t* positions, int64_t tokens, in
                   void* stream) {
   const int64_t n = tokens * heads * (head_dim / 2);
   if (n == 0) return;
-  rope_kernel<<<grid_for(n), kBlock, 0, as_stream(stream)>>>(dev(x), dev(y), positions, tokens, heads, head_dim, theta, 1.0f);
+  TESSERA_LAUNCH(rope_kernel, grid_for(n), kBlock, as_stream(stream))(
+      dev(x), dev(y), positions, tokens, heads, head_dim, theta, 1.0f);
   check_launch("rope_forward");
 }
 
@@ -119,8 +120,8 @@ void rope_backward(const T* dy, T* dx, const int64_t* positions, int64_t tokens,
                    void* stream) {
   const int64_t n = tokens * heads * (head_dim / 2);
   if (n == 0) return;
-  rope_kernel<<<grid_for(n), kBlock, 0, as_stream(stream)>>>(dev(dy), dev(dx), positions, tokens, heads, head_dim, theta,
-                                                             -1.0f);
+  TESSERA_LAUNCH(rope_kernel, grid_for(n), kBlock, as_stream(stream))(
+      dev(dy), dev(dx), positions, tokens, heads, head_dim, theta, -1.0f);
   check_launch("rope_backward");
 }
 
@@ -152,7 +153,7 @@ void adamw_step(const AdamWTensor<T>* tensors, int64_t count, const AdamWConfig&
   check(cudaMemcpyAsync(d_chunk_offset, chunk_offset.data(), chunk_bytes, cudaMemcpyHostToDevice, s), "adamw_step");
   const float bc1 = 1.0f - powf(cfg.beta1, static_cast<float>(cfg.step));
   const float bc2 = 1.0f - powf(cfg.beta2, static_cast<float>(cfg.step));
-  adamw_kernel<D><<<static_cast<unsigned>(chunk_tensor.size()), kBlock, 0, s>>>(
+  TESSERA_LAUNCH(adamw_kernel<D>, static_cast<unsigned>(chunk_tensor.size()), kBlock, s)(
       d_table, d_chunk_tensor, d_chunk_offset, cfg.lr, cfg.beta1, cfg.beta2, cfg.eps, cfg.weight_decay, bc1, bc2);
   check_launch("adamw_step");
   check(cudaFreeAsync(device_buffer, s), "adamw_step");
@@ -161,7 +162,8 @@ void adamw_step(const AdamWTensor<T>* tensors, int64_t count, const AdamWConfig&
 template <typename T>
 void bias_gelu_forward(const T* x, const float* bias, T* y, int64_t rows, int64_t cols, void* stream) {
   if (rows * cols == 0) return;
-  bias_gelu_forward_kernel<<<grid_for(rows * cols), kBlock, 0, as_stream(stream)>>>(dev(x), bias, dev(y), rows, cols);
+  TESSERA_LAUNCH(bias_gelu_forward_kernel, grid_for(rows * cols), kBlock, as_stream(stream))(
+      dev(x), bias, dev(y), rows, cols);
   check_launch("bias_gelu_forward");
 }
 
@@ -170,22 +172,23 @@ void bias_gelu_backward(const T* dy, const T* x, const float* bias, T* dx, float
                         void* stream) {
   check(cudaMemsetAsync(dbias, 0, cols * sizeof(float), as_stream(stream)), "bias_gelu_backward");
   if (rows * cols == 0) return;
-  bias_gelu_backward_kernel<<<grid_for(rows * cols), kBlock, 0, as_stream(stream)>>>(dev(dy), dev(x), bias, dev(dx), dbias,
-                                                                                    rows, cols);
+  TESSERA_LAUNCH(bias_gelu_backward_kernel, grid_for(rows * cols), kBlock, as_stream(stream))(
+      dev(dy), dev(x), bias, dev(dx), dbias, rows, cols);
   check_launch("bias_gelu_backward");
 }
 
 template <typename T>
 void swiglu_forward(const T* gate, const T* up, T* y, int64_t n, void* stream) {
   if (n == 0) return;
-  swiglu_forward_kernel<<<grid_for(n), kBlock, 0, as_stream(stream)>>>(dev(gate), dev(up), dev(y), n);
+  TESSERA_LAUNCH(swiglu_forward_kernel, grid_for(n), kBlock, as_stream(stream))(dev(gate), dev(up), dev(y), n);
   check_launch("swiglu_forward");
 }
 
 template <typename T>
 void swiglu_backward(const T* dy, const T* gate, const T* up, T* dgate, T* dup, int64_t n, void* stream) {
   if (n == 0) return;
-  swiglu_backward_kernel<<<grid_for(n), kBlock, 0, as_stream(stream)>>>(dev(dy), dev(gate), dev(up), dev(dgate), dev(dup), n);
+  TESSERA_LAUNCH(swiglu_backward_kernel, grid_for(n), kBlock, as_stream(stream))(
+      dev(dy), dev(gate), dev(up), dev(dgate), dev(dup), n);
   check_launch("swiglu_backward");
 }
 

@@ -91,7 +91,8 @@ template <typename T>
 void layernorm_forward(const T* x, const float* weight, const float* bias, T* y, float* mean, float* rstd, int64_t rows,
                        int64_t cols, float eps, void* stream) {
   if (rows == 0) return;
-  layernorm_forward_kernel<<<rows, kBlock, 0, as_stream(stream)>>>(dev(x), weight, bias, dev(y), mean, rstd, cols, eps);
+  TESSERA_LAUNCH(layernorm_forward_kernel, rows, kBlock, as_stream(stream))(
+      dev(x), weight, bias, dev(y), mean, rstd, cols, eps);
   check_launch("layernorm_forward");
 }
 
@@ -101,15 +102,15 @@ void layernorm_backward(const T* dy, const T* x, const float* weight, const floa
   check(cudaMemsetAsync(dweight, 0, cols * sizeof(float), as_stream(stream)), "layernorm_backward");
   check(cudaMemsetAsync(dbias, 0, cols * sizeof(float), as_stream(stream)), "layernorm_backward");
   if (rows == 0) return;
-  layernorm_backward_kernel<<<rows, kBlock, 0, as_stream(stream)>>>(dev(dy), dev(x), weight, mean, rstd, dev(dx), dweight,
-                                                                   dbias, cols);
+  TESSERA_LAUNCH(layernorm_backward_kernel, rows, kBlock, as_stream(stream))(
+      dev(dy), dev(x), weight, mean, rstd, dev(dx), dweight, dbias, cols);
   check_launch("layernorm_backward");
 }
 
 template <typename T>
 void rmsnorm_forward(const T* x, const float* weight, T* y, float* rstd, int64_t rows, int64_t cols, float eps, void* stream) {
   if (rows == 0) return;
-  rmsnorm_forward_kernel<<<rows, kBlock, 0, as_stream(stream)>>>(dev(x), weight, dev(y), rstd, cols, eps);
+  TESSERA_LAUNCH(rmsnorm_forward_kernel, rows, kBlock, as_stream(stream))(dev(x), weight, dev(y), rstd, cols, eps);
   check_launch("rmsnorm_forward");
 }
 
@@ -118,7 +119,8 @@ void rmsnorm_backward(const T* dy, const T* x, const float* weight, const float*
                       int64_t cols, void* stream) {
   check(cudaMemsetAsync(dweight, 0, cols * sizeof(float), as_stream(stream)), "rmsnorm_backward");
   if (rows == 0) return;
-  rmsnorm_backward_kernel<<<rows, kBlock, 0, as_stream(stream)>>>(dev(dy), dev(x), weight, rstd, dev(dx), dweight, cols);
+  TESSERA_LAUNCH(rmsnorm_backward_kernel, rows, kBlock, as_stream(stream))(
+      dev(dy), dev(x), weight, rstd, dev(dx), dweight, cols);
   check_launch("rmsnorm_backward");
 }
 

@@ -1,5 +1,6 @@
-// CUDA kernels against their CPU references (kernels/check/cuda_checks.cpp). Without a GPU the program prints
-// why and exits 77, which CTest reports as "not run".
+// CUDA kernels against their CPU references (kernels/check/cuda_checks.cpp). Built twice: test_kernels_cuda on
+// the GPU (without one the program prints why and exits 77, which CTest reports as "not run"), and
+// test_kernels_cuda_emulated on the kernels' own source run by the CPU emulator (kernels/emu), everywhere.
 #include <QtTest/QtTest>
 
 #include <cstdio>

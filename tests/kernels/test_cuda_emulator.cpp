@@ -1,0 +1,187 @@
+// The CPU emulator of CUDA (kernels/emu) keeps CUDA's rules: block-wide reductions through warp shuffles
+// and __syncthreads give the right sums, a barrier that some threads skip or a write out of bounds fails
+// the launch with a message naming the kernel, a bad launch configuration is refused, unwritten device
+// memory reads as NaN, and a reduction missing its barrier gives a wrong result (so the CUDA kernels'
+// emulated tests can catch that class of bug).
+#include <QtTest/QtTest>
+
+#include <cmath>
+#include <numeric>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "cuda/common.cuh"
+
+namespace {
+
+using namespace tessera::kernels::cuda::detail;
+
+__global__ void block_sum_kernel(const float* in, float* out, int64_t n) {
+  float v = 0;
+  for (int64_t i = threadIdx.x; i < n; i += blockDim.x) v += in[blockIdx.x * n + i];
+  const float total = block_reduce<false>(v);
+  const float largest = block_reduce<true>(v);
+  if (threadIdx.x == 0) {
+    out[2 * blockIdx.x] = total;
+    out[2 * blockIdx.x + 1] = largest;
+  }
+}
+
+__global__ void skipped_sync_kernel(float* out) {
+  if (threadIdx.x < 100) __syncthreads();
+  out[threadIdx.x] = 1.0f;
+}
+
+__global__ void half_warp_shuffle_kernel(float* out) {
+  float v = static_cast<float>(threadIdx.x);
+  if (threadIdx.x % 32 < 16) v = __shfl_xor_sync(0xffffffffu, v, 1);
+  out[threadIdx.x] = v;
+}
+
+__global__ void one_past_the_end_kernel(float* out, int64_t n) {
+  for (int64_t i = threadIdx.x; i <= n; i += blockDim.x) out[i] = 2.0f;  // <= : one too many
+}
+
+template <bool Barrier>
+__global__ void shared_sum_kernel(float* out) {
+  __shared__ float partial[256];
+  partial[threadIdx.x] = static_cast<float>(threadIdx.x);
+  if (Barrier) __syncthreads();
+  if (threadIdx.x == 0) {
+    float sum = 0;
+    for (unsigned i = 0; i < blockDim.x; ++i) sum += partial[i];
+    out[blockIdx.x] = sum;
+  }
+}
+
+__global__ void copy_kernel(const float* in, float* out, int64_t n) {
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
+    out[i] = in[i];
+}
+
+struct Buffer {
+  float* ptr = nullptr;
+  size_t n;
+  explicit Buffer(size_t count) : n(count) { check(cudaMalloc(&ptr, n * sizeof(float)), "cudaMalloc"); }
+  ~Buffer() { cudaFree(ptr); }
+  void upload(const std::vector<float>& host) {
+    check(cudaMemcpy(ptr, host.data(), n * sizeof(float), cudaMemcpyHostToDevice), "upload");
+  }
+  std::vector<float> download() const {
+    std::vector<float> host(n);
+    check(cudaMemcpy(host.data(), ptr, n * sizeof(float), cudaMemcpyDeviceToHost), "download");
+    return host;
+  }
+};
+
+// The launch error's message, or "" when the launch succeeded.
+std::string launch_error(const char* kernel) {
+  try {
+    check_launch(kernel);
+    return {};
+  } catch (const std::runtime_error& e) {
+    return e.what();
+  }
+}
+
+}  // namespace
+
+class TestCudaEmulator : public QObject {
+  Q_OBJECT
+ private slots:
+  void blockReductionsThroughShufflesAndBarriersAreExact() {
+    const int64_t blocks = 3, n = 1000;
+    std::vector<float> in(blocks * n);
+    std::iota(in.begin(), in.end(), 0.0f);
+    Buffer d_in(in.size()), d_out(2 * blocks);
+    d_in.upload(in);
+    TESSERA_LAUNCH(block_sum_kernel, blocks, kBlock, nullptr)(d_in.ptr, d_out.ptr, n);
+    QCOMPARE(launch_error("block_sum"), std::string());
+    const auto out = d_out.download();
+    for (int64_t b = 0; b < blocks; ++b) {
+      // Integers below 2^24 are exact in fp32, so any order of summation gives the same total.
+      double expected = 0;
+      for (int64_t i = 0; i < n; ++i) expected += static_cast<double>(b * n + i);
+      QCOMPARE(static_cast<double>(out[2 * b]), expected);
+      // The largest per-thread partial: thread t sums elements t, t+256, ...; thread 231 has 4 of them (231..999).
+      float largest = 0;
+      for (int64_t t = 0; t < kBlock; ++t) {
+        float partial = 0;
+        for (int64_t i = t; i < n; i += kBlock) partial += in[b * n + i];
+        largest = std::max(largest, partial);
+      }
+      QCOMPARE(out[2 * b + 1], largest);
+    }
+  }
+
+  void aBarrierSomeThreadsSkipFailsTheLaunch() {
+    Buffer out(kBlock);
+    TESSERA_LAUNCH(skipped_sync_kernel, 2, kBlock, nullptr)(out.ptr);
+    const std::string error = launch_error("skipped_sync");
+    QVERIFY2(error.find("skipped_sync_kernel") != std::string::npos, error.c_str());
+    QVERIFY2(error.find("block 0") != std::string::npos, error.c_str());
+    QVERIFY2(error.find("__syncthreads") != std::string::npos, error.c_str());
+    QVERIFY2(error.find("threads 100, 101") != std::string::npos, error.c_str());
+  }
+
+  void aShuffleHalfAWarpSkipsFailsTheLaunch() {
+    Buffer out(64);
+    TESSERA_LAUNCH(half_warp_shuffle_kernel, 1, 64, nullptr)(out.ptr);
+    const std::string error = launch_error("half_warp_shuffle");
+    QVERIFY2(error.find("warp 0") != std::string::npos, error.c_str());
+    QVERIFY2(error.find("warp shuffle") != std::string::npos, error.c_str());
+    QVERIFY2(error.find("16, 17") != std::string::npos, error.c_str());
+  }
+
+  void aWriteOutOfBoundsFailsTheLaunch() {
+    const int64_t n = 37;
+    Buffer out(n), bystander(n);
+    TESSERA_LAUNCH(one_past_the_end_kernel, 1, kBlock, nullptr)(out.ptr, n);
+    const std::string error = launch_error("one_past_the_end");
+    QVERIFY2(error.find("one_past_the_end_kernel") != std::string::npos, error.c_str());
+    QVERIFY2(error.find("148-byte buffer, at byte offset 148") != std::string::npos, error.c_str());
+    // The guards are restored: the next, correct launch is not blamed.
+    TESSERA_LAUNCH(one_past_the_end_kernel, 1, kBlock, nullptr)(out.ptr, n - 1);
+    QCOMPARE(launch_error("in bounds"), std::string());
+  }
+
+  void badLaunchConfigurationsAreRefused() {
+    Buffer out(4);
+    TESSERA_LAUNCH(copy_kernel, 0, kBlock, nullptr)(out.ptr, out.ptr, int64_t{4});
+    QVERIFY(launch_error("no blocks").find("0 blocks of 256 threads") != std::string::npos);
+    TESSERA_LAUNCH(copy_kernel, 1, 2048, nullptr)(out.ptr, out.ptr, int64_t{4});
+    QVERIFY(launch_error("too many threads").find("1 blocks of 2048 threads") != std::string::npos);
+    QCOMPARE(cudaGetLastError(), cudaSuccess);  // reading the error cleared it
+  }
+
+  void unwrittenDeviceMemoryReadsAsNaN() {
+    const int64_t n = 1000;
+    Buffer in(n), out(n);
+    TESSERA_LAUNCH(copy_kernel, 3, kBlock, nullptr)(in.ptr, out.ptr, n);
+    QCOMPARE(launch_error("copy"), std::string());
+    for (float v : out.download()) QVERIFY(std::isnan(v));
+  }
+
+  void aReductionMissingItsBarrierGivesAWrongSum() {
+    Buffer out(2);
+    TESSERA_LAUNCH(shared_sum_kernel<true>, 2, kBlock, nullptr)(out.ptr);
+    QCOMPARE(launch_error("with barrier"), std::string());
+    QCOMPARE(out.download(), std::vector<float>(2, 255.0f * 256.0f / 2.0f));
+    // Without it, thread 0 of the first block sums before threads 1..255 have written their values: the
+    // fibers run in thread order, so a thread's reads of what later threads write before a barrier go wrong.
+    TESSERA_LAUNCH(shared_sum_kernel<false>, 2, kBlock, nullptr)(out.ptr);
+    QCOMPARE(launch_error("without barrier"), std::string());
+    QVERIFY(out.download()[0] != 255.0f * 256.0f / 2.0f);
+  }
+
+  void copiesRefuseHostPointersAsDeviceMemory() {
+    std::vector<float> host(4, 1.0f), other(4);
+    QCOMPARE(cudaMemcpy(other.data(), host.data(), 16, cudaMemcpyHostToDevice), cudaErrorInvalidValue);
+    Buffer small(2);
+    QCOMPARE(cudaMemcpy(small.ptr, host.data(), 16, cudaMemcpyHostToDevice), cudaErrorInvalidValue);
+  }
+};
+
+QTEST_GUILESS_MAIN(TestCudaEmulator)
+#include "test_cuda_emulator.moc"
