@@ -79,4 +79,25 @@ inline unsigned grid_for(int64_t n) {
   return static_cast<unsigned>(blocks < 65535 * 8 ? blocks : 65535 * 8);
 }
 
+// Column tiles, for gradients summed over rows (a bias's, a norm weight's): block b covers kBlock
+// consecutive columns (one per thread: coalesced) of kTileRows consecutive rows, sums its column over
+// them in a register and adds that with one atomic — rows / kTileRows atomics per column instead of
+// one per element, which would queue every row of a column on one address.
+constexpr int64_t kTileRows = 64;
+
+inline unsigned column_tile_grid(int64_t rows, int64_t cols) {
+  return static_cast<unsigned>(((cols + kBlock - 1) / kBlock) * ((rows + kTileRows - 1) / kTileRows));
+}
+
+struct ColumnTile {
+  int64_t column, first_row, end_row;  // column >= cols: this thread has no column
+};
+
+__device__ inline ColumnTile column_tile(int64_t rows, int64_t cols) {
+  const int64_t tiles = (cols + blockDim.x - 1) / blockDim.x;
+  const int64_t first = static_cast<int64_t>(blockIdx.x / tiles) * kTileRows;
+  return {static_cast<int64_t>(blockIdx.x % tiles) * blockDim.x + threadIdx.x, first,
+          first + kTileRows < rows ? first + kTileRows : rows};
+}
+
 }  // namespace tessera::kernels::cuda::detail

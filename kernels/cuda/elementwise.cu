@@ -75,14 +75,22 @@ __global__ void bias_gelu_forward_kernel(const D* x, const float* bias, D* y, in
   GRID_STRIDE(i, rows * cols) { y[i] = store<D>(gelu_tanh(load(x[i]) + bias[i % cols])); }
 }
 
+// dx elementwise; dbias summed per column tile (common.cuh) before one atomic.
 template <typename D>
 __global__ void bias_gelu_backward_kernel(const D* dy, const D* x, const float* bias, D* dx, float* dbias, int64_t rows,
                                           int64_t cols) {
-  GRID_STRIDE(i, rows * cols) {
-    const float g = load(dy[i]) * gelu_tanh_grad(load(x[i]) + bias[i % cols]);
+  const ColumnTile tile = column_tile(rows, cols);
+  const int64_t c = tile.column;
+  if (c >= cols) return;
+  const float b = bias[c];
+  float sum = 0;
+  for (int64_t row = tile.first_row; row < tile.end_row; ++row) {
+    const int64_t i = row * cols + c;
+    const float g = load(dy[i]) * gelu_tanh_grad(load(x[i]) + b);
     dx[i] = store<D>(g);
-    atomicAdd(&dbias[i % cols], g);
+    sum += g;
   }
+  atomicAdd(&dbias[c], sum);
 }
 
 template <typename D>
@@ -172,7 +180,7 @@ void bias_gelu_backward(const T* dy, const T* x, const float* bias, T* dx, float
                         void* stream) {
   check(cudaMemsetAsync(dbias, 0, cols * sizeof(float), as_stream(stream)), "bias_gelu_backward");
   if (rows * cols == 0) return;
-  TESSERA_LAUNCH(bias_gelu_backward_kernel, grid_for(rows * cols), kBlock, as_stream(stream))(
+  TESSERA_LAUNCH(bias_gelu_backward_kernel, column_tile_grid(rows, cols), kBlock, as_stream(stream))(
       dev(dy), dev(x), bias, dev(dx), dbias, rows, cols);
   check_launch("bias_gelu_backward");
 }

@@ -1,5 +1,6 @@
-// CUDA LayerNorm and RMSNorm, forward and backward: one block per row, fp32 statistics; weight
-// gradients accumulated with atomics across rows.
+// CUDA LayerNorm and RMSNorm, forward and backward: one block per row, fp32 statistics. The backward
+// takes two launches: the two row sums that dx needs (one block per row), then dx and the weight (and
+// bias) gradients over column tiles (common.cuh), each tile summing its rows before one atomic.
 #include "common.cuh"
 
 namespace tessera::kernels::cuda {
@@ -30,30 +31,6 @@ __global__ void layernorm_forward_kernel(const D* x, const float* w, const float
 }
 
 template <typename D>
-__global__ void layernorm_backward_kernel(const D* dy, const D* x, const float* w, const float* mean, const float* rstd,
-                                          D* dx, float* dw, float* db, int64_t cols) {
-  const int64_t row = blockIdx.x;
-  const float mu = mean[row], rs = rstd[row];
-  float sg = 0, sgx = 0;
-  for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
-    const float xhat = (load(x[row * cols + c]) - mu) * rs;
-    const float d = load(dy[row * cols + c]);
-    const float g = d * w[c];
-    sg += g;
-    sgx += g * xhat;
-    atomicAdd(&dw[c], d * xhat);
-    atomicAdd(&db[c], d);
-  }
-  const float mean_g = block_reduce<false>(sg) / static_cast<float>(cols);
-  const float mean_gx = block_reduce<false>(sgx) / static_cast<float>(cols);
-  for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
-    const float xhat = (load(x[row * cols + c]) - mu) * rs;
-    const float g = load(dy[row * cols + c]) * w[c];
-    dx[row * cols + c] = store<D>(rs * (g - mean_g - xhat * mean_gx));
-  }
-}
-
-template <typename D>
 __global__ void rmsnorm_forward_kernel(const D* x, const float* w, D* y, float* rstd, int64_t cols, float eps) {
   const int64_t row = blockIdx.x;
   float sq = 0;
@@ -66,23 +43,68 @@ __global__ void rmsnorm_forward_kernel(const D* x, const float* w, D* y, float* 
   for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) y[row * cols + c] = store<D>(load(x[row * cols + c]) * rs * w[c]);
 }
 
-template <typename D>
-__global__ void rmsnorm_backward_kernel(const D* dy, const D* x, const float* w, const float* rstd, D* dx, float* dw,
-                                        int64_t cols) {
+// Centered: LayerNorm (xhat = (x - mean) * rstd), else RMSNorm (xhat = x * rstd, no mean, no bias).
+// sums[2 row] = mean over the row of dy·w, sums[2 row + 1] = mean of dy·w·xhat.
+template <typename D, bool Centered>
+__global__ void norm_backward_row_sums_kernel(const D* dy, const D* x, const float* w, const float* mean,
+                                              const float* rstd, float* sums, int64_t cols) {
   const int64_t row = blockIdx.x;
-  const float rs = rstd[row];
-  float sgx = 0;
+  const float mu = Centered ? mean[row] : 0.0f, rs = rstd[row];
+  float sg = 0, sgx = 0;
   for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
-    const float xhat = load(x[row * cols + c]) * rs;
-    const float d = load(dy[row * cols + c]);
-    sgx += d * w[c] * xhat;
-    atomicAdd(&dw[c], d * xhat);
+    const float g = load(dy[row * cols + c]) * w[c];
+    sg += g;
+    sgx += g * (load(x[row * cols + c]) - mu) * rs;
   }
-  const float mean_gx = block_reduce<false>(sgx) / static_cast<float>(cols);
-  for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
-    const float xhat = load(x[row * cols + c]) * rs;
-    dx[row * cols + c] = store<D>(rs * (load(dy[row * cols + c]) * w[c] - xhat * mean_gx));
+  sg = Centered ? block_reduce<false>(sg) : 0.0f;
+  sgx = block_reduce<false>(sgx);
+  if (threadIdx.x == 0) {
+    sums[2 * row] = sg / static_cast<float>(cols);
+    sums[2 * row + 1] = sgx / static_cast<float>(cols);
   }
+}
+
+// dx = rstd · (dy·w − mean(dy·w) − xhat · mean(dy·w·xhat)) (RMSNorm: without the middle term);
+// dw = Σ_rows dy·xhat, db = Σ_rows dy.
+template <typename D, bool Centered>
+__global__ void norm_backward_tiles_kernel(const D* dy, const D* x, const float* w, const float* mean, const float* rstd,
+                                           const float* sums, D* dx, float* dw, float* db, int64_t rows, int64_t cols) {
+  const ColumnTile tile = column_tile(rows, cols);
+  const int64_t c = tile.column;
+  if (c >= cols) return;
+  const float wc = w[c];
+  float dw_sum = 0, db_sum = 0;
+  for (int64_t row = tile.first_row; row < tile.end_row; ++row) {
+    const int64_t i = row * cols + c;
+    const float rs = rstd[row];
+    const float xhat = (load(x[i]) - (Centered ? mean[row] : 0.0f)) * rs;
+    const float d = load(dy[i]);
+    dw_sum += d * xhat;
+    db_sum += d;
+    dx[i] = store<D>(rs * (d * wc - (Centered ? sums[2 * row] : 0.0f) - xhat * sums[2 * row + 1]));
+  }
+  atomicAdd(&dw[c], dw_sum);
+  if (Centered) atomicAdd(&db[c], db_sum);
+}
+
+template <bool Centered, typename T>
+void norm_backward(const T* dy, const T* x, const float* weight, const float* mean, const float* rstd, T* dx,
+                   float* dweight, float* dbias, int64_t rows, int64_t cols, void* stream) {
+  const cudaStream_t s = as_stream(stream);
+  const char* name = Centered ? "layernorm_backward" : "rmsnorm_backward";
+  check(cudaMemsetAsync(dweight, 0, cols * sizeof(float), s), name);
+  if (Centered) check(cudaMemsetAsync(dbias, 0, cols * sizeof(float), s), name);
+  if (rows == 0 || cols == 0) return;
+  using D = device_t<T>;
+  void* sums = nullptr;
+  check(cudaMallocAsync(&sums, 2 * rows * sizeof(float), s), name);
+  TESSERA_LAUNCH((norm_backward_row_sums_kernel<D, Centered>), rows, kBlock, s)(
+      dev(dy), dev(x), weight, mean, rstd, static_cast<float*>(sums), cols);
+  check_launch(name);
+  TESSERA_LAUNCH((norm_backward_tiles_kernel<D, Centered>), column_tile_grid(rows, cols), kBlock, s)(
+      dev(dy), dev(x), weight, mean, rstd, static_cast<const float*>(sums), dev(dx), dweight, dbias, rows, cols);
+  check_launch(name);
+  check(cudaFreeAsync(sums, s), name);
 }
 
 }  // namespace
@@ -99,12 +121,7 @@ void layernorm_forward(const T* x, const float* weight, const float* bias, T* y,
 template <typename T>
 void layernorm_backward(const T* dy, const T* x, const float* weight, const float* mean, const float* rstd, T* dx,
                         float* dweight, float* dbias, int64_t rows, int64_t cols, void* stream) {
-  check(cudaMemsetAsync(dweight, 0, cols * sizeof(float), as_stream(stream)), "layernorm_backward");
-  check(cudaMemsetAsync(dbias, 0, cols * sizeof(float), as_stream(stream)), "layernorm_backward");
-  if (rows == 0) return;
-  TESSERA_LAUNCH(layernorm_backward_kernel, rows, kBlock, as_stream(stream))(
-      dev(dy), dev(x), weight, mean, rstd, dev(dx), dweight, dbias, cols);
-  check_launch("layernorm_backward");
+  norm_backward<true>(dy, x, weight, mean, rstd, dx, dweight, dbias, rows, cols, stream);
 }
 
 template <typename T>
@@ -117,11 +134,7 @@ void rmsnorm_forward(const T* x, const float* weight, T* y, float* rstd, int64_t
 template <typename T>
 void rmsnorm_backward(const T* dy, const T* x, const float* weight, const float* rstd, T* dx, float* dweight, int64_t rows,
                       int64_t cols, void* stream) {
-  check(cudaMemsetAsync(dweight, 0, cols * sizeof(float), as_stream(stream)), "rmsnorm_backward");
-  if (rows == 0) return;
-  TESSERA_LAUNCH(rmsnorm_backward_kernel, rows, kBlock, as_stream(stream))(
-      dev(dy), dev(x), weight, rstd, dev(dx), dweight, cols);
-  check_launch("rmsnorm_backward");
+  norm_backward<false>(dy, x, weight, nullptr, rstd, dx, dweight, nullptr, rows, cols, stream);
 }
 
 #define INSTANTIATE(T)                                                                                          \
