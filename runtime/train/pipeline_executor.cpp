@@ -17,18 +17,17 @@ struct InFlight {
 
 }  // namespace
 
+bool needs_sends_that_start_at_once(const planner::ScheduleTable& table) {
+  return table.pp > 1 && table.schedule == spec::Schedule::interleaved && table.microbatches > table.pp;
+}
+
 PipelineExecutor::PipelineExecutor(const Transformer& model, ParallelState& state, planner::ScheduleTable table,
                                    std::vector<int64_t> activation_shape, at::TensorOptions activation_options)
     : model_(model), state_(state), table_(std::move(table)), activation_shape_(std::move(activation_shape)),
       activation_options_(activation_options), timer_(make_op_timer(activation_options.device())) {
-  // A pp group that holds sends until its next receive (NCCL's) and matches by order: interleaved
-  // 1F1B with microbatches >= 2 * pp makes a cycle of such groups (pp=2, vpp=2, m=4: stage 0's group
-  // {send G(mb0) to vs1, send A(mb3) to vs1, recv G(mb1) from vs2} needs stage 1's receive of A(mb3),
-  // which comes after stage 1's group {send A(mb2) to vs2, recv G(mb0)}, whose send needs stage 0's
-  // next group): every stage would hang until the group's timeout. Refused up front instead; the
-  // directed links (the default on CUDA) start every send at once.
-  if (state_.pp > 1 && state_.pp_group->holds_sends() && table_.schedule == spec::Schedule::interleaved &&
-      table_.microbatches > table_.pp)
+  // Refused up front instead of every stage hanging until the group's timeout; the directed links
+  // (the default on CUDA) start every send at once.
+  if (state_.pp > 1 && state_.pp_group->holds_sends() && needs_sends_that_start_at_once(table_))
     throw std::invalid_argument("the interleaved schedule with " + std::to_string(table_.microbatches) +
                                 " microbatches over pp " + std::to_string(table_.pp) +
                                 " needs sends that start at once: use --pipeline-links directed (the default on "

@@ -21,6 +21,15 @@ struct MeasuredOp {
   double start_s = 0, end_s = 0;  ///< from the start of the step
 };
 
+/// Whether `table` needs a pp group whose sends start at once (the directed links). Over a group that
+/// holds each send until this stage's next receive and then issues them together (NCCL's grouped
+/// point-to-point), interleaved 1F1B with more microbatches than pp makes a cycle of such groups
+/// (pp=2, vpp=2, m=4: stage 0's group {send G(mb0) to vs1, send A(mb3) to vs1, recv G(mb1) from vs2}
+/// needs stage 1's receive of A(mb3), which comes after stage 1's group {send A(mb2) to vs2, recv
+/// G(mb0)}, whose send needs stage 0's next group): every stage would wait until the timeout.
+/// test_directed_links replays every schedule under those rules and finds exactly these deadlock.
+bool needs_sends_that_start_at_once(const planner::ScheduleTable& table);
+
 struct PipelineResult {
   at::Tensor loss_sum;  ///< sum of microbatch losses, fp32 on the device (last stage only; undefined elsewhere)
   std::vector<MeasuredOp> timeline;  ///< compute of each op (from after its receive to its end)
