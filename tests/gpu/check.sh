@@ -2,7 +2,8 @@
 # The GPU check: on a machine with an NVIDIA GPU (e.g. the lent H200, CUDA 13, PyTorch 2.11, no
 # internet), build the kernels and the runtime (tessera-train, the NCCL communicator) against the
 # machine's PyTorch and nvcc, run every CUDA kernel against its CPU reference and the NCCL checks,
-# then train GPT ~350M and ~1.3B in bf16 on synthetic tokens and print a table: tokens/s, model
+# time each fused op (forward + backward) next to the ATen composition it replaces at GPT-1.3B sizes
+# (fused_ops_bench: ratio, and the two results' agreement), then train GPT ~350M and ~1.3B in bf16 on synthetic tokens and print a table: tokens/s, model
 # TFLOP/s, MFU (against the GPU's dense bf16 peak), peak memory allocated (and reserved) — tessera-train
 # (bf16, fp32 masters, the fused kernels) next to the same model in PyTorch eager and torch.compile on
 # the same GPU, with the ratios, and tessera-train's peak against the planner's prediction (tessera
@@ -70,12 +71,12 @@ build_and_check() {
   fi
   torch_prefix="$("$python" -c 'import torch; print(torch.utils.cmake_prefix_path)')"
 
-  step "configure and build (kernels for sm_80 and sm_90, tessera-train, nccl_check)"
+  step "configure and build (kernels for sm_80 and sm_90, tessera-train, nccl_check, fused_ops_bench)"
   start=$(date +%s)
   cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTESSERA_WITH_CUDA=ON \
     -DTESSERA_BUILD_CLI=OFF -DTESSERA_BUILD_GUI=OFF -DTESSERA_BUILD_TESTS=OFF -DTESSERA_BUILD_RUNTIME=ON \
     -DCMAKE_PREFIX_PATH="$prefix/usr;$torch_prefix" > "$out/configure.log" 2>&1 || { tail -30 "$out/configure.log"; exit 1; }
-  cmake --build "$build" --parallel "$(nproc)" --target kernel_check tessera-train nccl_check > "$out/build.log" 2>&1 ||
+  cmake --build "$build" --parallel "$(nproc)" --target kernel_check tessera-train nccl_check fused_ops_bench > "$out/build.log" 2>&1 ||
     { tail -40 "$out/build.log"; exit 1; }
   echo "built in $(( $(date +%s) - start )) s"
 
@@ -86,15 +87,18 @@ build_and_check() {
   step "NCCL communicator"
   "$build/runtime/nccl_check" | tee "$out/nccl_check.txt"
   nccl=${PIPESTATUS[0]}
+  step "fused ops against ATen: bf16, 16384 tokens, hidden 2048, MLP 8192, 16 heads, vocabulary 50304"
+  timeout 120 "$build/runtime/fused_ops_bench" --device cuda --dtype bf16 | tee "$out/fused_ops_bench.txt"
+  fused=${PIPESTATUS[0]}
   set -e
-  echo "kernels: $(status_of "$kernels"); NCCL: $(status_of "$nccl")"
+  echo "kernels: $(status_of "$kernels"); NCCL: $(status_of "$nccl"); fused ops: $(status_of "$fused")"
   train="$build/runtime/tessera-train"
 }
 
 if [ "$mode" = cpu-smoke ]; then
   train="${TESSERA_TRAIN:?--cpu-smoke measures an already built tessera-train: set TESSERA_TRAIN to it}"
   [ -x "$train" ] || { echo "TESSERA_TRAIN=$train is not an executable" >&2; exit 2; }
-  kernels=77; nccl=77
+  kernels=77; nccl=77; fused=77
 else
   build_and_check
 fi
@@ -178,4 +182,4 @@ if [ "$kernels" -eq 77 ] || [ "$nccl" -eq 77 ]; then
   [ "$mode" = dry-run ] && exit 0
   exit 1
 fi
-[ "$kernels" -eq 0 ] && [ "$nccl" -eq 0 ] && [ "$failed_rows" -eq 0 ]
+[ "$kernels" -eq 0 ] && [ "$nccl" -eq 0 ] && [ "$fused" -eq 0 ] && [ "$failed_rows" -eq 0 ]
