@@ -75,11 +75,12 @@ struct AdamWConfig {
   template <typename T>                                                                                               \
   void bias_gelu_backward(const T* dy, const T* x, const float* bias, T* dx, float* dbias, int64_t rows,             \
                           int64_t cols EXTRA_PARAM);                                                                  \
-  /* y = silu(gate) * up, elementwise over n values. */                                                               \
+  /* y[rows, cols] = silu(gate) * up, where each row of gate_up[rows, 2 cols] is [gate | up] (the MLP's fused      \
+     input projection, read in place); backward writes dgate_up[rows, 2 cols] = [dgate | dup]. */                    \
   template <typename T>                                                                                               \
-  void swiglu_forward(const T* gate, const T* up, T* y, int64_t n EXTRA_PARAM);                                       \
+  void swiglu_forward(const T* gate_up, T* y, int64_t rows, int64_t cols EXTRA_PARAM);                                \
   template <typename T>                                                                                               \
-  void swiglu_backward(const T* dy, const T* gate, const T* up, T* dgate, T* dup, int64_t n EXTRA_PARAM);
+  void swiglu_backward(const T* dy, const T* gate_up, T* dgate_up, int64_t rows, int64_t cols EXTRA_PARAM);
 
 #define TESSERA_NO_EXTRA_PARAM
 #define TESSERA_STREAM_PARAM , void* stream

@@ -216,7 +216,7 @@ double runtime_layer_bytes(const RuntimeShape& r, Recompute recompute) {
   if (recompute == Recompute::full) return e * r.rows * r.h;  // the layer input, kept by the checkpoint
   double bytes = 2 * runtime_norm_bytes(r);
   bytes += 2 * e * r.rows * r.h;                      // QKV and fc1 inputs (the shard under SP)
-  // gelu: fc1 out, gelu out; swiglu: gate|up, silu, product (fused: gate and up, product)
+  // gelu: fc1 out, gelu out; swiglu: gate|up, silu, product (fused: gate|up, product)
   bytes += e * T * r.f / t * (r.swiglu ? (r.fused ? 3 : 4) : 2);
   bytes += e * T * r.q / t;                           // attention output, also the projection input (a view)
   if (recompute == Recompute::selective) {

@@ -142,9 +142,9 @@ void check_elementwise(Recorder& out, int64_t rows, int64_t cols) {
   const int64_t n = rows * cols;
   const auto x = random_values<T>(n, rng, 2.0f), up = random_values<T>(n, rng), dy = random_values<T>(n, rng);
   const auto bias = random_values<float>(cols, rng);
-  std::vector<T> y(n), dx(n), dup(n);
+  std::vector<T> y(n), dx(n);
   std::vector<float> dbias(cols);
-  DeviceBuffer<T> d_x(x), d_up(up), d_dy(dy), d_y(n), d_dx(n), d_dup(n);
+  DeviceBuffer<T> d_x(x), d_dy(dy), d_y(n), d_dx(n);
   DeviceBuffer<float> d_bias(bias), d_dbias(cols);
   cpu::bias_gelu_forward(x.data(), bias.data(), y.data(), rows, cols);
   cuda::bias_gelu_forward(d_x.ptr, d_bias.ptr, d_y.ptr, rows, cols, nullptr);
@@ -154,13 +154,20 @@ void check_elementwise(Recorder& out, int64_t rows, int64_t cols) {
   out.add<T>("bias_gelu_backward dx", shape(rows, cols), max_error(d_dx.host(), dx), tolerance<T>());
   out.add<T>("bias_gelu_backward dbias", shape(rows, cols), max_error(d_dbias.host(), dbias),
              1e-4 * static_cast<double>(rows) + tolerance<T>());
-  cpu::swiglu_forward(x.data(), up.data(), y.data(), n);
-  cuda::swiglu_forward(d_x.ptr, d_up.ptr, d_y.ptr, n, nullptr);
+  // SwiGLU reads rows of [gate | up]: x and up side by side in each row.
+  std::vector<T> gate_up(2 * n), dgate_up(2 * n);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c) {
+      gate_up[r * 2 * cols + c] = x[r * cols + c];
+      gate_up[r * 2 * cols + cols + c] = up[r * cols + c];
+    }
+  DeviceBuffer<T> d_gate_up(gate_up), d_dgate_up(2 * n);
+  cpu::swiglu_forward(gate_up.data(), y.data(), rows, cols);
+  cuda::swiglu_forward(d_gate_up.ptr, d_y.ptr, rows, cols, nullptr);
   out.add<T>("swiglu_forward", shape(rows, cols), max_error(d_y.host(), y), tolerance<T>());
-  cpu::swiglu_backward(dy.data(), x.data(), up.data(), dx.data(), dup.data(), n);
-  cuda::swiglu_backward(d_dy.ptr, d_x.ptr, d_up.ptr, d_dx.ptr, d_dup.ptr, n, nullptr);
-  out.add<T>("swiglu_backward dgate", shape(rows, cols), max_error(d_dx.host(), dx), tolerance<T>());
-  out.add<T>("swiglu_backward dup", shape(rows, cols), max_error(d_dup.host(), dup), tolerance<T>());
+  cpu::swiglu_backward(dy.data(), gate_up.data(), dgate_up.data(), rows, cols);
+  cuda::swiglu_backward(d_dy.ptr, d_gate_up.ptr, d_dgate_up.ptr, rows, cols, nullptr);
+  out.add<T>("swiglu_backward", shape(rows, 2 * cols), max_error(d_dgate_up.host(), dgate_up), tolerance<T>());
   const int64_t heads = 3, head_dim = 2 * cols;
   const auto q = random_values<T>(rows * heads * head_dim, rng);
   std::vector<int64_t> positions(rows);

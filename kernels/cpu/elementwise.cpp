@@ -91,20 +91,30 @@ void bias_gelu_backward(const T* dy, const T* x, const float* bias, T* dx, float
 }
 
 template <typename T>
-void swiglu_forward(const T* gate, const T* up, T* y, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) {
-    const double g = to_float(gate[i]);
-    y[i] = from_float<T>(static_cast<float>(g * sigmoid(g) * to_float(up[i])));
+void swiglu_forward(const T* gate_up, T* y, int64_t rows, int64_t cols) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const T* gate = gate_up + r * 2 * cols;
+    const T* up = gate + cols;
+    for (int64_t c = 0; c < cols; ++c) {
+      const double g = to_float(gate[c]);
+      y[r * cols + c] = from_float<T>(static_cast<float>(g * sigmoid(g) * to_float(up[c])));
+    }
   }
 }
 
 template <typename T>
-void swiglu_backward(const T* dy, const T* gate, const T* up, T* dgate, T* dup, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) {
-    const double g = to_float(gate[i]), u = to_float(up[i]), d = to_float(dy[i]);
-    const double s = sigmoid(g);
-    dgate[i] = from_float<T>(static_cast<float>(d * u * s * (1 + g * (1 - s))));
-    dup[i] = from_float<T>(static_cast<float>(d * g * s));
+void swiglu_backward(const T* dy, const T* gate_up, T* dgate_up, int64_t rows, int64_t cols) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const T* gate = gate_up + r * 2 * cols;
+    const T* up = gate + cols;
+    T* dgate = dgate_up + r * 2 * cols;
+    T* dup = dgate + cols;
+    for (int64_t c = 0; c < cols; ++c) {
+      const double g = to_float(gate[c]), u = to_float(up[c]), d = to_float(dy[r * cols + c]);
+      const double s = sigmoid(g);
+      dgate[c] = from_float<T>(static_cast<float>(d * u * s * (1 + g * (1 - s))));
+      dup[c] = from_float<T>(static_cast<float>(d * g * s));
+    }
   }
 }
 
@@ -114,8 +124,8 @@ void swiglu_backward(const T* dy, const T* gate, const T* up, T* dgate, T* dup, 
   template void adamw_step<T>(const AdamWTensor<T>*, int64_t, const AdamWConfig&);                               \
   template void bias_gelu_forward<T>(const T*, const float*, T*, int64_t, int64_t);                              \
   template void bias_gelu_backward<T>(const T*, const T*, const float*, T*, float*, int64_t, int64_t);           \
-  template void swiglu_forward<T>(const T*, const T*, T*, int64_t);                                              \
-  template void swiglu_backward<T>(const T*, const T*, const T*, T*, T*, int64_t);
+  template void swiglu_forward<T>(const T*, T*, int64_t, int64_t);                                               \
+  template void swiglu_backward<T>(const T*, const T*, T*, int64_t, int64_t);
 INSTANTIATE(float)
 INSTANTIATE(bf16)
 #undef INSTANTIATE

@@ -93,21 +93,25 @@ __global__ void bias_gelu_backward_kernel(const D* dy, const D* x, const float* 
   atomicAdd(&dbias[c], sum);
 }
 
+// Element i of y is (row, col) = (i / cols, i % cols); its gate is gate_up[row * 2 cols + col] and its
+// up cols further.
 template <typename D>
-__global__ void swiglu_forward_kernel(const D* gate, const D* up, D* y, int64_t n) {
-  GRID_STRIDE(i, n) {
-    const float g = load(gate[i]);
-    y[i] = store<D>(g * sigmoidf(g) * load(up[i]));
+__global__ void swiglu_forward_kernel(const D* gate_up, D* y, int64_t rows, int64_t cols) {
+  GRID_STRIDE(i, rows * cols) {
+    const int64_t gate = i + (i / cols) * cols;
+    const float g = load(gate_up[gate]);
+    y[i] = store<D>(g * sigmoidf(g) * load(gate_up[gate + cols]));
   }
 }
 
 template <typename D>
-__global__ void swiglu_backward_kernel(const D* dy, const D* gate, const D* up, D* dgate, D* dup, int64_t n) {
-  GRID_STRIDE(i, n) {
-    const float g = load(gate[i]), u = load(up[i]), d = load(dy[i]);
+__global__ void swiglu_backward_kernel(const D* dy, const D* gate_up, D* dgate_up, int64_t rows, int64_t cols) {
+  GRID_STRIDE(i, rows * cols) {
+    const int64_t gate = i + (i / cols) * cols;
+    const float g = load(gate_up[gate]), u = load(gate_up[gate + cols]), d = load(dy[i]);
     const float s = sigmoidf(g);
-    dgate[i] = store<D>(d * u * s * (1.0f + g * (1.0f - s)));
-    dup[i] = store<D>(d * g * s);
+    dgate_up[gate] = store<D>(d * u * s * (1.0f + g * (1.0f - s)));
+    dgate_up[gate + cols] = store<D>(d * g * s);
   }
 }
 
@@ -186,17 +190,18 @@ void bias_gelu_backward(const T* dy, const T* x, const float* bias, T* dx, float
 }
 
 template <typename T>
-void swiglu_forward(const T* gate, const T* up, T* y, int64_t n, void* stream) {
-  if (n == 0) return;
-  TESSERA_LAUNCH(swiglu_forward_kernel, grid_for(n), kBlock, as_stream(stream))(dev(gate), dev(up), dev(y), n);
+void swiglu_forward(const T* gate_up, T* y, int64_t rows, int64_t cols, void* stream) {
+  if (rows * cols == 0) return;
+  TESSERA_LAUNCH(swiglu_forward_kernel, grid_for(rows * cols), kBlock, as_stream(stream))(
+      dev(gate_up), dev(y), rows, cols);
   check_launch("swiglu_forward");
 }
 
 template <typename T>
-void swiglu_backward(const T* dy, const T* gate, const T* up, T* dgate, T* dup, int64_t n, void* stream) {
-  if (n == 0) return;
-  TESSERA_LAUNCH(swiglu_backward_kernel, grid_for(n), kBlock, as_stream(stream))(
-      dev(dy), dev(gate), dev(up), dev(dgate), dev(dup), n);
+void swiglu_backward(const T* dy, const T* gate_up, T* dgate_up, int64_t rows, int64_t cols, void* stream) {
+  if (rows * cols == 0) return;
+  TESSERA_LAUNCH(swiglu_backward_kernel, grid_for(rows * cols), kBlock, as_stream(stream))(
+      dev(dy), dev(gate_up), dev(dgate_up), rows, cols);
   check_launch("swiglu_backward");
 }
 
@@ -206,8 +211,8 @@ void swiglu_backward(const T* dy, const T* gate, const T* up, T* dgate, T* dup, 
   template void adamw_step<T>(const AdamWTensor<T>*, int64_t, const AdamWConfig&, void*);                        \
   template void bias_gelu_forward<T>(const T*, const float*, T*, int64_t, int64_t, void*);                       \
   template void bias_gelu_backward<T>(const T*, const T*, const float*, T*, float*, int64_t, int64_t, void*);    \
-  template void swiglu_forward<T>(const T*, const T*, T*, int64_t, void*);                                       \
-  template void swiglu_backward<T>(const T*, const T*, const T*, T*, T*, int64_t, void*);
+  template void swiglu_forward<T>(const T*, T*, int64_t, int64_t, void*);                                       \
+  template void swiglu_backward<T>(const T*, const T*, T*, int64_t, int64_t, void*);
 INSTANTIATE(float)
 INSTANTIATE(bf16)
 #undef INSTANTIATE

@@ -4,6 +4,7 @@
 
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include <torch/torch.h>
 
@@ -198,38 +199,39 @@ struct BiasGeluFn : torch::autograd::Function<BiasGeluFn> {
 };
 
 struct SwigluFn : torch::autograd::Function<SwigluFn> {
-  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& gate_up) {
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& gate_up_in) {
     constexpr const char* op = "fused_swiglu";
-    const int64_t width = last_dim(gate_up, op);
+    const int64_t width = last_dim(gate_up_in, op);
     if (width % 2 != 0)
       throw std::invalid_argument(std::string(op) + ": the last dimension (" + std::to_string(width) +
                                   ") must be even: [gate | up]");
-    // The kernel is elementwise on two flat arrays: the halves are made contiguous.
-    const auto halves = gate_up.chunk(2, -1);
-    const at::Tensor gate = halves[0].contiguous(), up = halves[1].contiguous();
-    at::Tensor y = at::empty_like(gate);
+    // The kernels read each row's two halves in place: no copies of the halves.
+    const at::Tensor gate_up = gate_up_in.contiguous();
+    const int64_t cols = width / 2, rows = gate_up.numel() / width;
+    std::vector<int64_t> out_shape = gate_up.sizes().vec();
+    out_shape.back() = cols;
+    at::Tensor y = at::empty(out_shape, gate_up.options());
     Launch l;
-    launch_for(l, gate, op);
-    with_dtype(gate, op, [&](auto tag) {
+    launch_for(l, gate_up, op);
+    with_dtype(gate_up, op, [&](auto tag) {
       using T = decltype(tag);
-      if (gate.numel() > 0) TESSERA_RUN(l, swiglu_forward, ptr<T>(gate), ptr<T>(up), ptr<T>(y), gate.numel());
+      if (rows > 0) TESSERA_RUN(l, swiglu_forward, ptr<T>(gate_up), ptr<T>(y), rows, cols);
     });
-    ctx->save_for_backward({gate, up});
+    ctx->save_for_backward({gate_up});
     return y;
   }
   static variable_list backward(AutogradContext* ctx, variable_list g) {
-    const auto saved = ctx->get_saved_variables();
-    const at::Tensor &gate = saved[0], &up = saved[1];
-    const at::Tensor dy = grad_like(g[0], gate);
-    at::Tensor dgate = at::empty_like(gate), dup = at::empty_like(up);
+    const at::Tensor gate_up = ctx->get_saved_variables()[0];
+    const at::Tensor dy = grad_like(g[0], gate_up);
+    const int64_t width = gate_up.size(-1), cols = width / 2, rows = gate_up.numel() / width;
+    at::Tensor dgate_up = at::empty_like(gate_up);
     Launch l;
-    launch_for(l, gate, "fused_swiglu backward");
-    with_dtype(gate, "fused_swiglu backward", [&](auto tag) {
+    launch_for(l, gate_up, "fused_swiglu backward");
+    with_dtype(gate_up, "fused_swiglu backward", [&](auto tag) {
       using T = decltype(tag);
-      if (gate.numel() > 0)
-        TESSERA_RUN(l, swiglu_backward, ptr<T>(dy), ptr<T>(gate), ptr<T>(up), ptr<T>(dgate), ptr<T>(dup), gate.numel());
+      if (rows > 0) TESSERA_RUN(l, swiglu_backward, ptr<T>(dy), ptr<T>(gate_up), ptr<T>(dgate_up), rows, cols);
     });
-    return {at::cat({dgate, dup}, -1)};
+    return {dgate_up};
   }
 };
 

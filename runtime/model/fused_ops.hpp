@@ -27,8 +27,8 @@ at::Tensor fused_rope(const at::Tensor& x, const at::Tensor& positions, double t
 /// gelu_tanh(x + bias) with x [..., f] and bias [f] (undefined: no bias). Saves x and the fp32 bias.
 at::Tensor fused_bias_gelu(const at::Tensor& x, const at::Tensor& bias);
 
-/// silu(gate) * up where gate_up [..., 2f] holds [gate | up] along the last dimension. Saves the
-/// gate and up halves (contiguous copies, as many values as gate_up).
+/// silu(gate) * up where gate_up [..., 2f] holds [gate | up] along the last dimension. The kernels
+/// read the halves in place; saves gate_up itself (made contiguous if it is not).
 at::Tensor fused_swiglu(const at::Tensor& gate_up);
 
 /// Per-token cross-entropy (fp32 [tokens]) from this rank's vocabulary shard logits [tokens, V/t]

@@ -229,21 +229,25 @@ class TestKernelsCpu : public QObject {
       for (int64_t r = 0; r < rows; ++r) expected += dx[r * cols + c];
       QVERIFY(std::abs(dbias[c] - expected) < 1e-5);
     }
-    const auto up = random_vector(rows * cols, rng);
-    std::vector<float> dgate(x.size()), dup(x.size());
-    k::cpu::swiglu_backward(dy.data(), x.data(), up.data(), dgate.data(), dup.data(), rows * cols);
-    auto swiglu_gate_loss = [&](const std::vector<float>& gate) {
-      std::vector<float> out(gate.size());
-      k::cpu::swiglu_forward(gate.data(), up.data(), out.data(), rows * cols);
+    // SwiGLU on rows of [gate | up]: both halves' gradients against finite differences, and the
+    // layout: row r's output reads only row r's two halves.
+    const auto gate_up = random_vector(rows * 2 * cols, rng, 2.0f);
+    std::vector<float> dgate_up(gate_up.size());
+    k::cpu::swiglu_backward(dy.data(), gate_up.data(), dgate_up.data(), rows, cols);
+    auto swiglu_loss = [&](const std::vector<float>& in) {
+      std::vector<float> out(rows * cols);
+      k::cpu::swiglu_forward(in.data(), out.data(), rows, cols);
       return dot(dy, out);
     };
-    auto swiglu_up_loss = [&](const std::vector<float>& u) {
-      std::vector<float> out(u.size());
-      k::cpu::swiglu_forward(x.data(), u.data(), out.data(), rows * cols);
-      return dot(dy, out);
-    };
-    QVERIFY(gradient_error(x, dgate, swiglu_gate_loss, x.size(), 1e-3f) < 2e-3);
-    QVERIFY(gradient_error(up, dup, swiglu_up_loss, up.size(), 1e-3f) < 2e-3);
+    QVERIFY(gradient_error(gate_up, dgate_up, swiglu_loss, gate_up.size(), 1e-3f) < 2e-3);
+    std::vector<float> one_row(2 * cols);
+    std::copy(gate_up.begin() + 2 * 2 * cols, gate_up.begin() + 3 * 2 * cols, one_row.begin());
+    std::vector<float> all_out(rows * cols), row_out(cols);
+    k::cpu::swiglu_forward(gate_up.data(), all_out.data(), rows, cols);
+    k::cpu::swiglu_forward(one_row.data(), row_out.data(), 1, cols);
+    QVERIFY(std::equal(row_out.begin(), row_out.end(), all_out.begin() + 2 * cols));
+    const float g0 = gate_up[2 * 2 * cols], u0 = gate_up[2 * 2 * cols + cols];
+    QVERIFY(std::abs(row_out[0] - g0 / (1 + std::exp(-g0)) * u0) < 1e-5);
   }
 };
 

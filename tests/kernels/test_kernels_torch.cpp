@@ -243,19 +243,20 @@ class TestKernelsTorch : public QObject {
   }
 
   template <typename T>
-  void swiglu(int64_t n, uint32_t seed) {
+  void swiglu(int64_t rows, int64_t cols, uint32_t seed) {
     std::mt19937 rng(seed);
-    const auto gate = cast<T>(random_vector(n, rng, 3.0f)), up = cast<T>(random_vector(n, rng));
-    const auto dy = cast<T>(random_vector(n, rng));
-    std::vector<T> y(n), dgate(n), dup(n);
-    k::cpu::swiglu_forward(gate.data(), up.data(), y.data(), n);
-    k::cpu::swiglu_backward(dy.data(), gate.data(), up.data(), dgate.data(), dup.data(), n);
-    auto tg = reference_input(gate, {n}, true), tu = reference_input(up, {n}, true);
-    auto ty = at::silu(tg) * tu;
-    ty.backward(reference_input(dy, {n}));
-    EXPECT_MATCH(widen(y), ty, out_tol<T>());
-    EXPECT_MATCH(widen(dgate), tg.grad(), out_tol<T>());
-    EXPECT_MATCH(widen(dup), tu.grad(), out_tol<T>());
+    const auto gate_up = cast<T>(random_vector(rows * 2 * cols, rng, 3.0f));
+    const auto dy = cast<T>(random_vector(rows * cols, rng));
+    std::vector<T> y(rows * cols), dgate_up(rows * 2 * cols);
+    k::cpu::swiglu_forward(gate_up.data(), y.data(), rows, cols);
+    k::cpu::swiglu_backward(dy.data(), gate_up.data(), dgate_up.data(), rows, cols);
+    // The model's ATen composition: chunk the last dimension into [gate | up].
+    auto tx = reference_input(gate_up, {rows, 2 * cols}, true);
+    const auto halves = tx.chunk(2, -1);
+    auto ty = at::silu(halves[0]) * halves[1];
+    ty.backward(reference_input(dy, {rows, cols}));
+    EXPECT_MATCH(widen(y), ty.reshape({-1}), out_tol<T>());
+    EXPECT_MATCH(widen(dgate_up), tx.grad().reshape({-1}), out_tol<T>());
   }
 
   /// Several steps of the multi-tensor AdamW against torch::optim::AdamW in float64 on three tensors
@@ -316,8 +317,8 @@ class TestKernelsTorch : public QObject {
   void ropeBf16() { rope<bf16>(11, 5, 128, 9); }
   void biasGeluFp32() { bias_gelu<float>(7, 333, 10); }
   void biasGeluBf16() { bias_gelu<bf16>(6, 517, 11); }
-  void swigluFp32() { swiglu<float>(3001, 12); }
-  void swigluBf16() { swiglu<bf16>(2049, 13); }
+  void swigluFp32() { swiglu<float>(37, 81, 12); }
+  void swigluBf16() { swiglu<bf16>(19, 107, 13); }
   void adamwFp32() { adamw<float>(14); }
   void adamwBf16Model() { adamw<bf16>(15); }
 };
