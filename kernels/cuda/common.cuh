@@ -37,13 +37,14 @@ inline void check(cudaError_t status, const char* what) {
 }
 inline void check_launch(const char* kernel) { check(cudaGetLastError(), kernel); }
 
-// TESSERA_LAUNCH(kernel, grid, block, stream)(args...) is kernel<<<grid, block, 0, stream>>>(args...),
-// and under the CPU emulator (kernels/emu) the same launch run on the host.
+// TESSERA_LAUNCH(grid, block, stream, kernel)(args...) is kernel<<<grid, block, 0, stream>>>(args...)
+// (the kernel last, so that a template's arguments may hold commas), and under the CPU emulator
+// (kernels/emu) the same launch run on the host.
 #ifdef TESSERA_CUDA_EMULATION
-#define TESSERA_LAUNCH(kernel, grid, block, stream) \
-  ::tessera::kernels::emu::Launch(#kernel, (grid), (block), [](auto... args) { kernel(args...); })
+#define TESSERA_LAUNCH(grid, block, stream, ...) \
+  ::tessera::kernels::emu::Launch(#__VA_ARGS__, (grid), (block), [](auto... args) { __VA_ARGS__(args...); })
 #else
-#define TESSERA_LAUNCH(kernel, grid, block, stream) kernel<<<(grid), (block), 0, (stream)>>>
+#define TESSERA_LAUNCH(grid, block, stream, ...) __VA_ARGS__<<<(grid), (block), 0, (stream)>>>
 #endif
 
 constexpr int kBlock = 256;

@@ -122,7 +122,7 @@ void rope_forward(const T* x, T* y, const int64_t* positions, int64_t tokens, in
                   void* stream) {
   const int64_t n = tokens * heads * (head_dim / 2);
   if (n == 0) return;
-  TESSERA_LAUNCH(rope_kernel, grid_for(n), kBlock, as_stream(stream))(
+  TESSERA_LAUNCH(grid_for(n), kBlock, as_stream(stream), rope_kernel)(
       dev(x), dev(y), positions, tokens, heads, head_dim, theta, 1.0f);
   check_launch("rope_forward");
 }
@@ -132,7 +132,7 @@ void rope_backward(const T* dy, T* dx, const int64_t* positions, int64_t tokens,
                    void* stream) {
   const int64_t n = tokens * heads * (head_dim / 2);
   if (n == 0) return;
-  TESSERA_LAUNCH(rope_kernel, grid_for(n), kBlock, as_stream(stream))(
+  TESSERA_LAUNCH(grid_for(n), kBlock, as_stream(stream), rope_kernel)(
       dev(dy), dev(dx), positions, tokens, heads, head_dim, theta, -1.0f);
   check_launch("rope_backward");
 }
@@ -165,7 +165,7 @@ void adamw_step(const AdamWTensor<T>* tensors, int64_t count, const AdamWConfig&
   check(cudaMemcpyAsync(d_chunk_offset, chunk_offset.data(), chunk_bytes, cudaMemcpyHostToDevice, s), "adamw_step");
   const float bc1 = 1.0f - powf(cfg.beta1, static_cast<float>(cfg.step));
   const float bc2 = 1.0f - powf(cfg.beta2, static_cast<float>(cfg.step));
-  TESSERA_LAUNCH(adamw_kernel<D>, static_cast<unsigned>(chunk_tensor.size()), kBlock, s)(
+  TESSERA_LAUNCH(static_cast<unsigned>(chunk_tensor.size()), kBlock, s, adamw_kernel<D>)(
       d_table, d_chunk_tensor, d_chunk_offset, cfg.lr, cfg.beta1, cfg.beta2, cfg.eps, cfg.weight_decay, bc1, bc2);
   check_launch("adamw_step");
   check(cudaFreeAsync(device_buffer, s), "adamw_step");
@@ -174,7 +174,7 @@ void adamw_step(const AdamWTensor<T>* tensors, int64_t count, const AdamWConfig&
 template <typename T>
 void bias_gelu_forward(const T* x, const float* bias, T* y, int64_t rows, int64_t cols, void* stream) {
   if (rows * cols == 0) return;
-  TESSERA_LAUNCH(bias_gelu_forward_kernel, grid_for(rows * cols), kBlock, as_stream(stream))(
+  TESSERA_LAUNCH(grid_for(rows * cols), kBlock, as_stream(stream), bias_gelu_forward_kernel)(
       dev(x), bias, dev(y), rows, cols);
   check_launch("bias_gelu_forward");
 }
@@ -184,7 +184,7 @@ void bias_gelu_backward(const T* dy, const T* x, const float* bias, T* dx, float
                         void* stream) {
   check(cudaMemsetAsync(dbias, 0, cols * sizeof(float), as_stream(stream)), "bias_gelu_backward");
   if (rows * cols == 0) return;
-  TESSERA_LAUNCH(bias_gelu_backward_kernel, column_tile_grid(rows, cols), kBlock, as_stream(stream))(
+  TESSERA_LAUNCH(column_tile_grid(rows, cols), kBlock, as_stream(stream), bias_gelu_backward_kernel)(
       dev(dy), dev(x), bias, dev(dx), dbias, rows, cols);
   check_launch("bias_gelu_backward");
 }
@@ -192,7 +192,7 @@ void bias_gelu_backward(const T* dy, const T* x, const float* bias, T* dx, float
 template <typename T>
 void swiglu_forward(const T* gate_up, T* y, int64_t rows, int64_t cols, void* stream) {
   if (rows * cols == 0) return;
-  TESSERA_LAUNCH(swiglu_forward_kernel, grid_for(rows * cols), kBlock, as_stream(stream))(
+  TESSERA_LAUNCH(grid_for(rows * cols), kBlock, as_stream(stream), swiglu_forward_kernel)(
       dev(gate_up), dev(y), rows, cols);
   check_launch("swiglu_forward");
 }
@@ -200,7 +200,7 @@ void swiglu_forward(const T* gate_up, T* y, int64_t rows, int64_t cols, void* st
 template <typename T>
 void swiglu_backward(const T* dy, const T* gate_up, T* dgate_up, int64_t rows, int64_t cols, void* stream) {
   if (rows * cols == 0) return;
-  TESSERA_LAUNCH(swiglu_backward_kernel, grid_for(rows * cols), kBlock, as_stream(stream))(
+  TESSERA_LAUNCH(grid_for(rows * cols), kBlock, as_stream(stream), swiglu_backward_kernel)(
       dev(dy), dev(gate_up), dev(dgate_up), rows, cols);
   check_launch("swiglu_backward");
 }

@@ -98,10 +98,10 @@ void norm_backward(const T* dy, const T* x, const float* weight, const float* me
   using D = device_t<T>;
   void* sums = nullptr;
   check(cudaMallocAsync(&sums, 2 * rows * sizeof(float), s), name);
-  TESSERA_LAUNCH((norm_backward_row_sums_kernel<D, Centered>), rows, kBlock, s)(
+  TESSERA_LAUNCH(rows, kBlock, s, norm_backward_row_sums_kernel<D, Centered>)(
       dev(dy), dev(x), weight, mean, rstd, static_cast<float*>(sums), cols);
   check_launch(name);
-  TESSERA_LAUNCH((norm_backward_tiles_kernel<D, Centered>), column_tile_grid(rows, cols), kBlock, s)(
+  TESSERA_LAUNCH(column_tile_grid(rows, cols), kBlock, s, norm_backward_tiles_kernel<D, Centered>)(
       dev(dy), dev(x), weight, mean, rstd, static_cast<const float*>(sums), dev(dx), dweight, dbias, rows, cols);
   check_launch(name);
   check(cudaFreeAsync(sums, s), name);
@@ -113,7 +113,7 @@ template <typename T>
 void layernorm_forward(const T* x, const float* weight, const float* bias, T* y, float* mean, float* rstd, int64_t rows,
                        int64_t cols, float eps, void* stream) {
   if (rows == 0) return;
-  TESSERA_LAUNCH(layernorm_forward_kernel, rows, kBlock, as_stream(stream))(
+  TESSERA_LAUNCH(rows, kBlock, as_stream(stream), layernorm_forward_kernel)(
       dev(x), weight, bias, dev(y), mean, rstd, cols, eps);
   check_launch("layernorm_forward");
 }
@@ -127,7 +127,7 @@ void layernorm_backward(const T* dy, const T* x, const float* weight, const floa
 template <typename T>
 void rmsnorm_forward(const T* x, const float* weight, T* y, float* rstd, int64_t rows, int64_t cols, float eps, void* stream) {
   if (rows == 0) return;
-  TESSERA_LAUNCH(rmsnorm_forward_kernel, rows, kBlock, as_stream(stream))(dev(x), weight, dev(y), rstd, cols, eps);
+  TESSERA_LAUNCH(rows, kBlock, as_stream(stream), rmsnorm_forward_kernel)(dev(x), weight, dev(y), rstd, cols, eps);
   check_launch("rmsnorm_forward");
 }
 

@@ -57,7 +57,7 @@ __global__ void shard_backward_kernel(const D* logits, const float* global_max, 
 template <typename T>
 void vocab_shard_max(const T* logits, float* row_max, int64_t rows, int64_t cols, void* stream) {
   if (rows == 0) return;
-  TESSERA_LAUNCH(shard_max_kernel, rows, kBlock, as_stream(stream))(dev(logits), row_max, cols);
+  TESSERA_LAUNCH(rows, kBlock, as_stream(stream), shard_max_kernel)(dev(logits), row_max, cols);
   check_launch("vocab_shard_max");
 }
 
@@ -65,7 +65,7 @@ template <typename T>
 void vocab_shard_sumexp(const T* logits, const float* global_max, const int64_t* targets, int64_t shard_start,
                         float* row_sumexp, float* target_logit, int64_t rows, int64_t cols, void* stream) {
   if (rows == 0) return;
-  TESSERA_LAUNCH(shard_sumexp_kernel, rows, kBlock, as_stream(stream))(
+  TESSERA_LAUNCH(rows, kBlock, as_stream(stream), shard_sumexp_kernel)(
       dev(logits), global_max, targets, shard_start, row_sumexp, target_logit, cols);
   check_launch("vocab_shard_sumexp");
 }
@@ -73,7 +73,7 @@ void vocab_shard_sumexp(const T* logits, const float* global_max, const int64_t*
 void vocab_loss(const float* global_max, const float* global_sumexp, const float* target_logit, float* loss, int64_t rows,
                 void* stream) {
   if (rows == 0) return;
-  TESSERA_LAUNCH(loss_kernel, grid_for(rows), kBlock, as_stream(stream))(
+  TESSERA_LAUNCH(grid_for(rows), kBlock, as_stream(stream), loss_kernel)(
       global_max, global_sumexp, target_logit, loss, rows);
   check_launch("vocab_loss");
 }
@@ -82,7 +82,7 @@ template <typename T>
 void vocab_shard_backward(const T* logits, const float* global_max, const float* global_sumexp, const int64_t* targets,
                           int64_t shard_start, const float* dloss, T* dlogits, int64_t rows, int64_t cols, void* stream) {
   if (rows * cols == 0) return;
-  TESSERA_LAUNCH(shard_backward_kernel, grid_for(rows * cols), kBlock, as_stream(stream))(
+  TESSERA_LAUNCH(grid_for(rows * cols), kBlock, as_stream(stream), shard_backward_kernel)(
       dev(logits), global_max, global_sumexp, targets, shard_start, dloss, dev(dlogits), rows, cols);
   check_launch("vocab_shard_backward");
 }

@@ -65,7 +65,7 @@ void run_grid(const char* kernel, int64_t grid, int64_t block, const std::functi
 void sync_threads();
 uint64_t shuffle_xor(unsigned mask, uint64_t bits, int lane_mask);
 
-/// What TESSERA_LAUNCH(kernel, grid, block, stream)(args...) builds under emulation.
+/// What TESSERA_LAUNCH(grid, block, stream, kernel)(args...) builds under emulation.
 template <typename Body>
 class Launch {
  public:

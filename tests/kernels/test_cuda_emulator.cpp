@@ -96,7 +96,7 @@ class TestCudaEmulator : public QObject {
     std::iota(in.begin(), in.end(), 0.0f);
     Buffer d_in(in.size()), d_out(2 * blocks);
     d_in.upload(in);
-    TESSERA_LAUNCH(block_sum_kernel, blocks, kBlock, nullptr)(d_in.ptr, d_out.ptr, n);
+    TESSERA_LAUNCH(blocks, kBlock, nullptr, block_sum_kernel)(d_in.ptr, d_out.ptr, n);
     QCOMPARE(launch_error("block_sum"), std::string());
     const auto out = d_out.download();
     for (int64_t b = 0; b < blocks; ++b) {
@@ -117,7 +117,7 @@ class TestCudaEmulator : public QObject {
 
   void aBarrierSomeThreadsSkipFailsTheLaunch() {
     Buffer out(kBlock);
-    TESSERA_LAUNCH(skipped_sync_kernel, 2, kBlock, nullptr)(out.ptr);
+    TESSERA_LAUNCH(2, kBlock, nullptr, skipped_sync_kernel)(out.ptr);
     const std::string error = launch_error("skipped_sync");
     QVERIFY2(error.find("skipped_sync_kernel") != std::string::npos, error.c_str());
     QVERIFY2(error.find("block 0") != std::string::npos, error.c_str());
@@ -127,7 +127,7 @@ class TestCudaEmulator : public QObject {
 
   void aShuffleHalfAWarpSkipsFailsTheLaunch() {
     Buffer out(64);
-    TESSERA_LAUNCH(half_warp_shuffle_kernel, 1, 64, nullptr)(out.ptr);
+    TESSERA_LAUNCH(1, 64, nullptr, half_warp_shuffle_kernel)(out.ptr);
     const std::string error = launch_error("half_warp_shuffle");
     QVERIFY2(error.find("warp 0") != std::string::npos, error.c_str());
     QVERIFY2(error.find("warp shuffle") != std::string::npos, error.c_str());
@@ -137,20 +137,20 @@ class TestCudaEmulator : public QObject {
   void aWriteOutOfBoundsFailsTheLaunch() {
     const int64_t n = 37;
     Buffer out(n), bystander(n);
-    TESSERA_LAUNCH(one_past_the_end_kernel, 1, kBlock, nullptr)(out.ptr, n);
+    TESSERA_LAUNCH(1, kBlock, nullptr, one_past_the_end_kernel)(out.ptr, n);
     const std::string error = launch_error("one_past_the_end");
     QVERIFY2(error.find("one_past_the_end_kernel") != std::string::npos, error.c_str());
     QVERIFY2(error.find("148-byte buffer, at byte offset 148") != std::string::npos, error.c_str());
     // The guards are restored: the next, correct launch is not blamed.
-    TESSERA_LAUNCH(one_past_the_end_kernel, 1, kBlock, nullptr)(out.ptr, n - 1);
+    TESSERA_LAUNCH(1, kBlock, nullptr, one_past_the_end_kernel)(out.ptr, n - 1);
     QCOMPARE(launch_error("in bounds"), std::string());
   }
 
   void badLaunchConfigurationsAreRefused() {
     Buffer out(4);
-    TESSERA_LAUNCH(copy_kernel, 0, kBlock, nullptr)(out.ptr, out.ptr, int64_t{4});
+    TESSERA_LAUNCH(0, kBlock, nullptr, copy_kernel)(out.ptr, out.ptr, int64_t{4});
     QVERIFY(launch_error("no blocks").find("0 blocks of 256 threads") != std::string::npos);
-    TESSERA_LAUNCH(copy_kernel, 1, 2048, nullptr)(out.ptr, out.ptr, int64_t{4});
+    TESSERA_LAUNCH(1, 2048, nullptr, copy_kernel)(out.ptr, out.ptr, int64_t{4});
     QVERIFY(launch_error("too many threads").find("1 blocks of 2048 threads") != std::string::npos);
     QCOMPARE(cudaGetLastError(), cudaSuccess);  // reading the error cleared it
   }
@@ -158,19 +158,19 @@ class TestCudaEmulator : public QObject {
   void unwrittenDeviceMemoryReadsAsNaN() {
     const int64_t n = 1000;
     Buffer in(n), out(n);
-    TESSERA_LAUNCH(copy_kernel, 3, kBlock, nullptr)(in.ptr, out.ptr, n);
+    TESSERA_LAUNCH(3, kBlock, nullptr, copy_kernel)(in.ptr, out.ptr, n);
     QCOMPARE(launch_error("copy"), std::string());
     for (float v : out.download()) QVERIFY(std::isnan(v));
   }
 
   void aReductionMissingItsBarrierGivesAWrongSum() {
     Buffer out(2);
-    TESSERA_LAUNCH(shared_sum_kernel<true>, 2, kBlock, nullptr)(out.ptr);
+    TESSERA_LAUNCH(2, kBlock, nullptr, shared_sum_kernel<true>)(out.ptr);
     QCOMPARE(launch_error("with barrier"), std::string());
     QCOMPARE(out.download(), std::vector<float>(2, 255.0f * 256.0f / 2.0f));
     // Without it, thread 0 of the first block sums before threads 1..255 have written their values: the
     // fibers run in thread order, so a thread's reads of what later threads write before a barrier go wrong.
-    TESSERA_LAUNCH(shared_sum_kernel<false>, 2, kBlock, nullptr)(out.ptr);
+    TESSERA_LAUNCH(2, kBlock, nullptr, shared_sum_kernel<false>)(out.ptr);
     QCOMPARE(launch_error("without barrier"), std::string());
     QVERIFY(out.download()[0] != 255.0f * 256.0f / 2.0f);
   }
