@@ -6,9 +6,13 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <queue>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -114,6 +118,8 @@ class Stacks {
 
 struct BlockRun {
   ucontext_t scheduler{};
+  bool random = false;
+  std::mt19937_64 rng;
   std::vector<Fiber> fibers;
   std::vector<uint64_t> slots[2];  // shuffle values by thread, two banks
   Fiber* current = nullptr;
@@ -121,6 +127,21 @@ struct BlockRun {
 };
 
 std::mutex launch_mutex;  // one launch at a time: __shared__ variables exist once
+std::optional<uint64_t> random_seed;  // the random schedule's seed; none: in order
+uint64_t launches = 0;
+
+// TESSERA_CUDA_EMU_SCHEDULE=random:SEED (or random) picks the random schedule for the whole process.
+const bool schedule_from_environment = [] {
+  const char* value = std::getenv("TESSERA_CUDA_EMU_SCHEDULE");
+  if (value == nullptr || std::string(value) == "in-order") return true;
+  const std::string text = value;
+  if (text.rfind("random", 0) != 0 || (text.size() > 6 && text[6] != ':')) {
+    std::fprintf(stderr, "TESSERA_CUDA_EMU_SCHEDULE=%s: expected in-order, random or random:SEED\n", value);
+    std::exit(2);
+  }
+  random_seed = text.size() > 7 ? std::strtoull(text.c_str() + 7, nullptr, 10) : 1;
+  return true;
+}();
 Stacks stacks;
 thread_local BlockRun* active = nullptr;
 
@@ -155,41 +176,73 @@ std::string thread_list(const std::vector<unsigned>& threads) {
   makecontext(&f.context, fiber_main, 0);
 }
 
-// Runs block `block` to its end; returns an empty string, or what went wrong.
+// Runs block `block` to its end; returns an empty string, or what went wrong. In order, runnable fibers
+// wait in a queue and each runs in turn (thread order at first). Under the random schedule each thread
+// gets a random priority (drawn again at every __syncthreads) and the runnable one with the highest
+// priority runs next: some threads run far ahead of others, which is what shows a missing barrier (a
+// uniformly random pick keeps every warp at about the same pace). A warp whose lanes all wait at a
+// shuffle becomes runnable at once; when nothing is runnable the block is at __syncthreads (all go
+// on), finished, or stuck (an error).
 std::string run_block(BlockRun& run, unsigned block) {
   blockIdx = {block, 1, 1};
   const unsigned threads = static_cast<unsigned>(run.fibers.size());
-  for (unsigned t = 0; t < threads; ++t) start_fiber(run.fibers[t], stacks.stack(t), &run.scheduler);
+  std::vector<uint64_t> priority(threads, 0);
+  auto draw_priorities = [&] {
+    for (auto& p : priority) p = run.rng();
+  };
+  std::deque<unsigned> queue;                                 // in order
+  std::priority_queue<std::pair<uint64_t, unsigned>> ranked;  // random
+  auto make_runnable = [&](unsigned t) {
+    run.fibers[t].state = FiberState::Runnable;
+    if (run.random)
+      ranked.push({priority[t], t});
+    else
+      queue.push_back(t);
+  };
+  if (run.random) draw_priorities();
+  for (unsigned t = 0; t < threads; ++t) {
+    start_fiber(run.fibers[t], stacks.stack(t), &run.scheduler);
+    make_runnable(t);
+  }
   const std::string where = "block " + std::to_string(block);
   for (;;) {
-    for (Fiber& f : run.fibers) {
-      if (f.state != FiberState::Runnable) continue;
+    while (!queue.empty() || !ranked.empty()) {
+      unsigned t;
+      if (run.random) {
+        t = ranked.top().second;
+        ranked.pop();
+      } else {
+        t = queue.front();
+        queue.pop_front();
+      }
+      Fiber& f = run.fibers[t];
       run.current = &f;
       threadIdx = {f.thread, 1, 1};
       swapcontext(&run.scheduler, &f.context);
+      if (f.state != FiberState::AtShuffle) continue;
+      const unsigned first = t & ~31u, last = std::min(threads, first + 32);
+      bool whole_warp = true;
+      for (unsigned lane = first; lane < last; ++lane) whole_warp &= run.fibers[lane].state == FiberState::AtShuffle;
+      if (!whole_warp) continue;
+      for (unsigned lane = first; lane < last; ++lane) make_runnable(lane);
     }
-    // Everyone waits or is done. Complete warps at a shuffle go on first; then the whole block at a barrier.
-    bool released = false;
     for (unsigned warp = 0; warp * 32 < threads; ++warp) {
       const unsigned first = warp * 32, last = std::min(threads, first + 32);
       std::vector<unsigned> waiting, elsewhere;
       for (unsigned t = first; t < last; ++t)
         (run.fibers[t].state == FiberState::AtShuffle ? waiting : elsewhere).push_back(t);
-      if (waiting.empty()) continue;
-      if (!elsewhere.empty())
+      if (!waiting.empty())
         return where + ", warp " + std::to_string(warp) + ": threads " + thread_list(waiting) +
                " wait at a warp shuffle that threads " + thread_list(elsewhere) + " did not reach";
-      for (unsigned t = first; t < last; ++t) run.fibers[t].state = FiberState::Runnable;
-      released = true;
     }
-    if (released) continue;
     std::vector<unsigned> at_sync, done;
     for (const Fiber& f : run.fibers) (f.state == FiberState::AtSync ? at_sync : done).push_back(f.thread);
     if (at_sync.empty()) return {};
     if (!done.empty())
       return where + ": threads " + thread_list(at_sync) + " wait at __syncthreads, which threads " + thread_list(done) +
              " finished without reaching";
-    for (Fiber& f : run.fibers) f.state = FiberState::Runnable;
+    if (run.random) draw_priorities();
+    for (unsigned t = 0; t < threads; ++t) make_runnable(t);
   }
 }
 
@@ -205,6 +258,8 @@ void run_grid(const char* kernel, int64_t grid, int64_t block, const std::functi
   }
   BlockRun run;
   run.thread = &thread;
+  run.random = random_seed.has_value();
+  run.rng.seed(random_seed.value_or(0) * 1000003 + launches++);
   run.fibers.resize(block);
   for (unsigned t = 0; t < block; ++t) run.fibers[t].thread = t;
   run.slots[0].assign(block, 0);
@@ -228,6 +283,12 @@ void run_grid(const char* kernel, int64_t grid, int64_t block, const std::functi
     fail(cudaErrorLaunchFailure, std::string(kernel) + ": wrote out of bounds of a " + std::to_string(allocation.bytes) +
                                      "-byte buffer, at byte offset " + std::to_string(offset));
   }
+}
+
+void set_schedule(std::optional<uint64_t> seed) {
+  std::lock_guard<std::mutex> lock(launch_mutex);
+  random_seed = seed;
+  launches = 0;
 }
 
 void sync_threads() { wait_as(FiberState::AtSync); }

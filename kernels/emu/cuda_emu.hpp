@@ -4,12 +4,12 @@
 //
 // Execution model (cuda_emu.cpp): the blocks of a launch run one after another; the threads of a block
 // run as fibers on the calling thread, each until it finishes or reaches __syncthreads or a warp shuffle,
-// where it waits for the others. A barrier that not every thread of the block (or lane of the warp)
+// where it waits for the others; in thread order, or in a random order from a seed (set_schedule). A barrier that not every thread of the block (or lane of the warp)
 // reaches is reported as a launch error naming the block and thread, never a hang. Memory from
 // cudaMalloc is host memory filled with 0xff bytes (NaN for fp32 and bf16, so reads of unwritten memory
 // show), with guard bytes on both sides that are checked after every launch: a kernel that writes out
 // of bounds fails its launch. Streams are ignored (everything is synchronous). Not emulated: reads out
-// of bounds, races between threads (the fibers run in thread order), partial-warp masks.
+// of bounds, partial-warp masks; races only show in the orders the schedule happens to run.
 //
 // Never link this library into a program with the real CUDA kernels: both define tessera::kernels::cuda.
 #pragma once
@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <cstring>
 #include <functional>
+#include <optional>
 #include <type_traits>
 
 #include "bf16.hpp"
@@ -61,6 +62,11 @@ namespace tessera::kernels::emu {
 /// error that cudaGetLastError returns (invalid configuration, a divergent barrier, an out-of-bounds
 /// write named with the kernel).
 void run_grid(const char* kernel, int64_t grid, int64_t block, const std::function<void()>& thread);
+
+/// The order in which a block's waiting threads run: in order (no seed; the default) or, with a seed, by
+/// random priorities, reproducible from the seed — races that one order hides show under others. The
+/// environment can set it for a whole process: TESSERA_CUDA_EMU_SCHEDULE=in-order | random | random:SEED.
+void set_schedule(std::optional<uint64_t> random_seed);
 
 void sync_threads();
 uint64_t shuffle_xor(unsigned mask, uint64_t bits, int lane_mask);

@@ -2,7 +2,7 @@
 // and __syncthreads give the right sums, a barrier that some threads skip or a write out of bounds fails
 // the launch with a message naming the kernel, a bad launch configuration is refused, unwritten device
 // memory reads as NaN, and a reduction missing its barrier gives a wrong result (so the CUDA kernels'
-// emulated tests can catch that class of bug).
+// emulated tests can catch that class of bug), and random schedules show a race that thread order hides.
 #include <QtTest/QtTest>
 
 #include <cmath>
@@ -53,6 +53,27 @@ __global__ void shared_sum_kernel(float* out) {
     for (unsigned i = 0; i < blockDim.x; ++i) sum += partial[i];
     out[blockIdx.x] = sum;
   }
+}
+
+// block_reduce without its first barrier: in the second of two sums, warp 0 may write partial[0] before a
+// slower thread has read the first sum from it.
+__device__ float racy_block_sum(float v) {
+  __shared__ float partial[32];
+  const unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  v = warp_sum(v);
+  if (lane == 0) partial[warp] = v;
+  __syncthreads();
+  float r = threadIdx.x < blockDim.x / 32 ? partial[threadIdx.x] : 0.0f;
+  if (warp == 0) r = warp_sum(r);
+  if (threadIdx.x == 0) partial[0] = r;
+  __syncthreads();
+  return partial[0];
+}
+
+__global__ void two_racy_sums_kernel(float* out) {
+  const float first = racy_block_sum(1.0f);
+  racy_block_sum(2.0f);
+  out[blockIdx.x * blockDim.x + threadIdx.x] = first;  // each thread's view of the first sum
 }
 
 __global__ void copy_kernel(const float* in, float* out, int64_t n) {
@@ -173,6 +194,30 @@ class TestCudaEmulator : public QObject {
     TESSERA_LAUNCH(2, kBlock, nullptr, shared_sum_kernel<false>)(out.ptr);
     QCOMPARE(launch_error("without barrier"), std::string());
     QVERIFY(out.download()[0] != 255.0f * 256.0f / 2.0f);
+  }
+
+  // The race above never shows in thread order (every thread reads the first sum before warp 0 gets to
+  // run again); random schedules show it, and they still run correct kernels exactly.
+  void randomSchedulesShowARaceThreadOrderHides() {
+    Buffer out(2 * kBlock);
+    auto wrong_views = [&] {
+      TESSERA_LAUNCH(2, kBlock, nullptr, two_racy_sums_kernel)(out.ptr);
+      check_launch("two racy sums");
+      int wrong = 0;
+      for (float v : out.download()) wrong += v != 256.0f ? 1 : 0;
+      return wrong;
+    };
+    QCOMPARE(wrong_views(), 0);
+    int seeds_showing_it = 0;
+    for (uint64_t seed = 1; seed <= 8; ++seed) {
+      tessera::kernels::emu::set_schedule(seed);
+      seeds_showing_it += wrong_views() > 0 ? 1 : 0;
+      blockReductionsThroughShufflesAndBarriersAreExact();
+    }
+    tessera::kernels::emu::set_schedule(std::nullopt);
+    qInfo("%d of 8 random schedules showed the race", seeds_showing_it);
+    QVERIFY(seeds_showing_it > 0);
+    QCOMPARE(wrong_views(), 0);
   }
 
   void copiesRefuseHostPointersAsDeviceMemory() {
