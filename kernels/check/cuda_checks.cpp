@@ -232,7 +232,8 @@ template <typename T>
 void check_all(Recorder& out) {
   for (auto [rows, cols] : {std::pair<int64_t, int64_t>{1, 1}, {37, 1531}, {130, 300}, {256, 4096}, {3, 12289}}) check_norms<T>(out, rows, cols);
   for (auto [rows, cols] : {std::pair<int64_t, int64_t>{7, 50257}, {64, 16032}, {1, 3}}) check_vocab<T>(out, rows, cols, 1000);
-  for (auto [rows, cols] : {std::pair<int64_t, int64_t>{5, 17}, {129, 1000}}) check_elementwise<T>(out, rows, cols);
+  for (auto [rows, cols] : {std::pair<int64_t, int64_t>{5, 17}, {129, 1000}, {3, 2500}})
+    check_elementwise<T>(out, rows, cols);
   check_adamw<T>(out);
 }
 

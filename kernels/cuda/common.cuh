@@ -80,6 +80,34 @@ inline unsigned grid_for(int64_t n) {
   return static_cast<unsigned>(blocks < 65535 * 8 ? blocks : 65535 * 8);
 }
 
+// Row chunks, for elementwise kernels over rows: a block takes (row, chunk of kChunkCols columns) pairs
+// in turn and its threads stride over the chunk's columns, so that no thread divides a flat index into
+// row and column per element (a 64-bit division is a long instruction sequence on the GPU, longer than
+// the memory access it would serve) — one division per pair. In a kernel:
+//   for (int64_t pair = blockIdx.x; pair < row_chunk_pairs(rows, cols); pair += gridDim.x) {
+//     const RowChunk chunk = row_chunk(pair, cols);
+//     for (int64_t c = chunk.first + threadIdx.x; c < chunk.end; c += blockDim.x) ... chunk.row, c ...
+constexpr int64_t kChunkCols = 4 * kBlock;
+
+__host__ __device__ inline int64_t row_chunk_pairs(int64_t rows, int64_t cols) {
+  return rows * ((cols + kChunkCols - 1) / kChunkCols);
+}
+
+inline unsigned row_chunk_grid(int64_t rows, int64_t cols) {
+  const int64_t pairs = row_chunk_pairs(rows, cols);
+  return static_cast<unsigned>(pairs < 65535 * 8 ? pairs : 65535 * 8);
+}
+
+struct RowChunk {
+  int64_t row, first, end;  // columns [first, end) of row
+};
+
+__device__ inline RowChunk row_chunk(int64_t pair, int64_t cols) {
+  const int64_t chunks = (cols + kChunkCols - 1) / kChunkCols;
+  const int64_t row = pair / chunks, first = (pair - row * chunks) * kChunkCols;
+  return {row, first, first + kChunkCols < cols ? first + kChunkCols : cols};
+}
+
 // Column tiles, for gradients summed over rows (a bias's, a norm weight's): block b covers kBlock
 // consecutive columns (one per thread: coalesced) of kTileRows consecutive rows, sums its column over
 // them in a register and adds that with one atomic — rows / kTileRows atomics per column instead of

@@ -1,5 +1,6 @@
-// CUDA RoPE, bias+GELU, SwiGLU (grid-stride elementwise kernels) and the multi-tensor AdamW step
-// (one launch for all tensors: a table of (tensor, offset) chunks).
+// CUDA RoPE, bias+GELU, SwiGLU (elementwise over row chunks; bias+GELU's backward over column tiles, both
+// in common.cuh) and the multi-tensor AdamW step (one launch for all tensors: a table of (tensor, offset)
+// chunks).
 #include <vector>
 
 #include "common.cuh"
@@ -19,23 +20,23 @@ __device__ inline float gelu_tanh_grad(float x) {
 }
 __device__ inline float sigmoidf(float x) { return 1.0f / (1.0f + __expf(-x)); }
 
-#define GRID_STRIDE(i, n)                                                                      \
-  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < (n); \
-       i += static_cast<int64_t>(gridDim.x) * blockDim.x)
-
+// Rows are (token, head) pairs of head_dim values, columns the head_dim/2 rotated pairs (i, i + half).
 template <typename D>
 __global__ void rope_kernel(const D* in, D* out, const int64_t* positions, int64_t tokens, int64_t heads, int64_t head_dim,
                             float theta, float sign) {
-  const int64_t half = head_dim / 2;
-  GRID_STRIDE(k, tokens * heads * half) {
-    const int64_t i = k % half, th = k / half, t = th / heads;
-    const int64_t base = th * head_dim;
-    const float freq = powf(theta, -2.0f * static_cast<float>(i) / static_cast<float>(head_dim));
-    float s, c;
-    sincosf(sign * static_cast<float>(positions[t]) * freq, &s, &c);
-    const float a = load(in[base + i]), b = load(in[base + i + half]);
-    out[base + i] = store<D>(a * c - b * s);
-    out[base + i + half] = store<D>(a * s + b * c);
+  const int64_t half = head_dim / 2, rows = tokens * heads;
+  for (int64_t pair = blockIdx.x; pair < row_chunk_pairs(rows, half); pair += gridDim.x) {
+    const RowChunk chunk = row_chunk(pair, half);
+    const int64_t base = chunk.row * head_dim;
+    const float position = static_cast<float>(positions[chunk.row / heads]);
+    for (int64_t i = chunk.first + threadIdx.x; i < chunk.end; i += blockDim.x) {
+      const float freq = powf(theta, -2.0f * static_cast<float>(i) / static_cast<float>(head_dim));
+      float s, c;
+      sincosf(sign * position * freq, &s, &c);
+      const float a = load(in[base + i]), b = load(in[base + i + half]);
+      out[base + i] = store<D>(a * c - b * s);
+      out[base + i + half] = store<D>(a * s + b * c);
+    }
   }
 }
 
@@ -72,7 +73,12 @@ __global__ void adamw_kernel(const DeviceAdamWTensor<D>* tensors, const int64_t*
 
 template <typename D>
 __global__ void bias_gelu_forward_kernel(const D* x, const float* bias, D* y, int64_t rows, int64_t cols) {
-  GRID_STRIDE(i, rows * cols) { y[i] = store<D>(gelu_tanh(load(x[i]) + bias[i % cols])); }
+  for (int64_t pair = blockIdx.x; pair < row_chunk_pairs(rows, cols); pair += gridDim.x) {
+    const RowChunk chunk = row_chunk(pair, cols);
+    const int64_t base = chunk.row * cols;
+    for (int64_t c = chunk.first + threadIdx.x; c < chunk.end; c += blockDim.x)
+      y[base + c] = store<D>(gelu_tanh(load(x[base + c]) + bias[c]));
+  }
 }
 
 // dx elementwise; dbias summed per column tile (common.cuh) before one atomic.
@@ -93,25 +99,31 @@ __global__ void bias_gelu_backward_kernel(const D* dy, const D* x, const float* 
   atomicAdd(&dbias[c], sum);
 }
 
-// Element i of y is (row, col) = (i / cols, i % cols); its gate is gate_up[row * 2 cols + col] and its
-// up cols further.
+// y[row, c] = silu(gate_up[row, c]) * gate_up[row, cols + c].
 template <typename D>
 __global__ void swiglu_forward_kernel(const D* gate_up, D* y, int64_t rows, int64_t cols) {
-  GRID_STRIDE(i, rows * cols) {
-    const int64_t gate = i + (i / cols) * cols;
-    const float g = load(gate_up[gate]);
-    y[i] = store<D>(g * sigmoidf(g) * load(gate_up[gate + cols]));
+  for (int64_t pair = blockIdx.x; pair < row_chunk_pairs(rows, cols); pair += gridDim.x) {
+    const RowChunk chunk = row_chunk(pair, cols);
+    const D* gate = gate_up + chunk.row * 2 * cols;
+    for (int64_t c = chunk.first + threadIdx.x; c < chunk.end; c += blockDim.x) {
+      const float g = load(gate[c]);
+      y[chunk.row * cols + c] = store<D>(g * sigmoidf(g) * load(gate[cols + c]));
+    }
   }
 }
 
 template <typename D>
 __global__ void swiglu_backward_kernel(const D* dy, const D* gate_up, D* dgate_up, int64_t rows, int64_t cols) {
-  GRID_STRIDE(i, rows * cols) {
-    const int64_t gate = i + (i / cols) * cols;
-    const float g = load(gate_up[gate]), u = load(gate_up[gate + cols]), d = load(dy[i]);
-    const float s = sigmoidf(g);
-    dgate_up[gate] = store<D>(d * u * s * (1.0f + g * (1.0f - s)));
-    dgate_up[gate + cols] = store<D>(d * g * s);
+  for (int64_t pair = blockIdx.x; pair < row_chunk_pairs(rows, cols); pair += gridDim.x) {
+    const RowChunk chunk = row_chunk(pair, cols);
+    const D* gate = gate_up + chunk.row * 2 * cols;
+    D* dgate = dgate_up + chunk.row * 2 * cols;
+    for (int64_t c = chunk.first + threadIdx.x; c < chunk.end; c += blockDim.x) {
+      const float g = load(gate[c]), u = load(gate[cols + c]), d = load(dy[chunk.row * cols + c]);
+      const float s = sigmoidf(g);
+      dgate[c] = store<D>(d * u * s * (1.0f + g * (1.0f - s)));
+      dgate[cols + c] = store<D>(d * g * s);
+    }
   }
 }
 
@@ -122,7 +134,7 @@ void rope_forward(const T* x, T* y, const int64_t* positions, int64_t tokens, in
                   void* stream) {
   const int64_t n = tokens * heads * (head_dim / 2);
   if (n == 0) return;
-  TESSERA_LAUNCH(grid_for(n), kBlock, as_stream(stream), rope_kernel)(
+  TESSERA_LAUNCH(row_chunk_grid(tokens * heads, head_dim / 2), kBlock, as_stream(stream), rope_kernel)(
       dev(x), dev(y), positions, tokens, heads, head_dim, theta, 1.0f);
   check_launch("rope_forward");
 }
@@ -132,7 +144,7 @@ void rope_backward(const T* dy, T* dx, const int64_t* positions, int64_t tokens,
                    void* stream) {
   const int64_t n = tokens * heads * (head_dim / 2);
   if (n == 0) return;
-  TESSERA_LAUNCH(grid_for(n), kBlock, as_stream(stream), rope_kernel)(
+  TESSERA_LAUNCH(row_chunk_grid(tokens * heads, head_dim / 2), kBlock, as_stream(stream), rope_kernel)(
       dev(dy), dev(dx), positions, tokens, heads, head_dim, theta, -1.0f);
   check_launch("rope_backward");
 }
@@ -174,7 +186,7 @@ void adamw_step(const AdamWTensor<T>* tensors, int64_t count, const AdamWConfig&
 template <typename T>
 void bias_gelu_forward(const T* x, const float* bias, T* y, int64_t rows, int64_t cols, void* stream) {
   if (rows * cols == 0) return;
-  TESSERA_LAUNCH(grid_for(rows * cols), kBlock, as_stream(stream), bias_gelu_forward_kernel)(
+  TESSERA_LAUNCH(row_chunk_grid(rows, cols), kBlock, as_stream(stream), bias_gelu_forward_kernel)(
       dev(x), bias, dev(y), rows, cols);
   check_launch("bias_gelu_forward");
 }
@@ -192,7 +204,7 @@ void bias_gelu_backward(const T* dy, const T* x, const float* bias, T* dx, float
 template <typename T>
 void swiglu_forward(const T* gate_up, T* y, int64_t rows, int64_t cols, void* stream) {
   if (rows * cols == 0) return;
-  TESSERA_LAUNCH(grid_for(rows * cols), kBlock, as_stream(stream), swiglu_forward_kernel)(
+  TESSERA_LAUNCH(row_chunk_grid(rows, cols), kBlock, as_stream(stream), swiglu_forward_kernel)(
       dev(gate_up), dev(y), rows, cols);
   check_launch("swiglu_forward");
 }
@@ -200,7 +212,7 @@ void swiglu_forward(const T* gate_up, T* y, int64_t rows, int64_t cols, void* st
 template <typename T>
 void swiglu_backward(const T* dy, const T* gate_up, T* dgate_up, int64_t rows, int64_t cols, void* stream) {
   if (rows * cols == 0) return;
-  TESSERA_LAUNCH(grid_for(rows * cols), kBlock, as_stream(stream), swiglu_backward_kernel)(
+  TESSERA_LAUNCH(row_chunk_grid(rows, cols), kBlock, as_stream(stream), swiglu_backward_kernel)(
       dev(dy), dev(gate_up), dev(dgate_up), rows, cols);
   check_launch("swiglu_backward");
 }

@@ -42,13 +42,14 @@ template <typename D>
 __global__ void shard_backward_kernel(const D* logits, const float* global_max, const float* global_sumexp,
                                       const int64_t* targets, int64_t shard_start, const float* dloss, D* dlogits,
                                       int64_t rows, int64_t cols) {
-  const int64_t n = rows * cols;
-  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    const int64_t row = i / cols, col = i % cols;
-    const float p = __expf(load(logits[i]) - global_max[row]) / global_sumexp[row];
-    const float onehot = (targets[row] - shard_start == col) ? 1.0f : 0.0f;
-    dlogits[i] = store<D>((p - onehot) * dloss[row]);
+  for (int64_t pair = blockIdx.x; pair < row_chunk_pairs(rows, cols); pair += gridDim.x) {
+    const RowChunk chunk = row_chunk(pair, cols);
+    const int64_t row = chunk.row, target = targets[row] - shard_start;
+    const float row_max = global_max[row], scale = dloss[row] / global_sumexp[row], grad = dloss[row];
+    for (int64_t c = chunk.first + threadIdx.x; c < chunk.end; c += blockDim.x) {
+      const int64_t i = row * cols + c;
+      dlogits[i] = store<D>(__expf(load(logits[i]) - row_max) * scale - (c == target ? grad : 0.0f));
+    }
   }
 }
 
@@ -82,7 +83,7 @@ template <typename T>
 void vocab_shard_backward(const T* logits, const float* global_max, const float* global_sumexp, const int64_t* targets,
                           int64_t shard_start, const float* dloss, T* dlogits, int64_t rows, int64_t cols, void* stream) {
   if (rows * cols == 0) return;
-  TESSERA_LAUNCH(grid_for(rows * cols), kBlock, as_stream(stream), shard_backward_kernel)(
+  TESSERA_LAUNCH(row_chunk_grid(rows, cols), kBlock, as_stream(stream), shard_backward_kernel)(
       dev(logits), global_max, global_sumexp, targets, shard_start, dloss, dev(dlogits), rows, cols);
   check_launch("vocab_shard_backward");
 }
