@@ -4,6 +4,7 @@
 // or bf16; statistics, norm weights and optimizer state are fp32. Layouts are row-major.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 #include "bf16.hpp"
@@ -95,6 +96,17 @@ namespace cuda {
 TESSERA_KERNEL_DECLARATIONS(TESSERA_STREAM_PARAM)
 /// Number of CUDA devices visible (0 when there is no driver or no GPU).
 int device_count();
+
+/// Where the kernels take their short-lived device scratch (the norms' backward: 8 bytes per row;
+/// adamw_step: its table of tensors and chunks), used in stream order on `stream` and returned before
+/// the call returns. Default: cudaMallocAsync / cudaFreeAsync. The runtime points it at LibTorch's
+/// caching allocator, so that the scratch comes from its cache and counts in its peak.
+struct ScratchAllocator {
+  void* (*allocate)(size_t bytes, void* stream) = nullptr;  ///< throws on failure
+  void (*release)(void* pointer, void* stream) = nullptr;
+};
+/// Installs `allocator` (both members set) for the process, or the default with ScratchAllocator{}.
+void set_scratch_allocator(ScratchAllocator allocator);
 }  // namespace cuda
 
 #undef TESSERA_KERNEL_DECLARATIONS

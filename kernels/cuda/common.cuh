@@ -47,6 +47,23 @@ inline void check_launch(const char* kernel) { check(cudaGetLastError(), kernel)
 #define TESSERA_LAUNCH(grid, block, stream, ...) __VA_ARGS__<<<(grid), (block), 0, (stream)>>>
 #endif
 
+// Scratch memory for one call, in stream order (kernels.hpp, set_scratch_allocator); freed on scope exit.
+class Scratch {
+ public:
+  Scratch(size_t bytes, cudaStream_t stream, const char* what);
+  ~Scratch();
+  Scratch(const Scratch&) = delete;
+  Scratch& operator=(const Scratch&) = delete;
+  template <typename T>
+  T* as() const {
+    return static_cast<T*>(pointer_);
+  }
+
+ private:
+  void* pointer_ = nullptr;
+  cudaStream_t stream_;
+};
+
 constexpr int kBlock = 256;
 
 __device__ inline float warp_sum(float v) {

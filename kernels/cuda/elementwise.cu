@@ -166,10 +166,9 @@ void adamw_step(const AdamWTensor<T>* tensors, int64_t count, const AdamWConfig&
   const cudaStream_t s = as_stream(stream);
   const size_t table_bytes = table.size() * sizeof(DeviceAdamWTensor<D>);
   const size_t chunk_bytes = chunk_tensor.size() * sizeof(int64_t);
-  void* device_buffer = nullptr;
-  check(cudaMallocAsync(&device_buffer, table_bytes + 2 * chunk_bytes, s), "adamw_step");
-  auto* d_table = static_cast<DeviceAdamWTensor<D>*>(device_buffer);
-  auto* d_chunk_tensor = reinterpret_cast<int64_t*>(static_cast<char*>(device_buffer) + table_bytes);
+  const Scratch buffer(table_bytes + 2 * chunk_bytes, s, "adamw_step");
+  auto* d_table = buffer.as<DeviceAdamWTensor<D>>();
+  auto* d_chunk_tensor = reinterpret_cast<int64_t*>(buffer.as<char>() + table_bytes);
   auto* d_chunk_offset = d_chunk_tensor + chunk_tensor.size();
   // Pageable sources: the copies are staged before cudaMemcpyAsync returns, so the vectors may go.
   check(cudaMemcpyAsync(d_table, table.data(), table_bytes, cudaMemcpyHostToDevice, s), "adamw_step");
@@ -180,7 +179,6 @@ void adamw_step(const AdamWTensor<T>* tensors, int64_t count, const AdamWConfig&
   TESSERA_LAUNCH(static_cast<unsigned>(chunk_tensor.size()), kBlock, s, adamw_kernel<D>)(
       d_table, d_chunk_tensor, d_chunk_offset, cfg.lr, cfg.beta1, cfg.beta2, cfg.eps, cfg.weight_decay, bc1, bc2);
   check_launch("adamw_step");
-  check(cudaFreeAsync(device_buffer, s), "adamw_step");
 }
 
 template <typename T>

@@ -96,15 +96,13 @@ void norm_backward(const T* dy, const T* x, const float* weight, const float* me
   if (Centered) check(cudaMemsetAsync(dbias, 0, cols * sizeof(float), s), name);
   if (rows == 0 || cols == 0) return;
   using D = device_t<T>;
-  void* sums = nullptr;
-  check(cudaMallocAsync(&sums, 2 * rows * sizeof(float), s), name);
+  const Scratch sums(2 * rows * sizeof(float), s, name);
   TESSERA_LAUNCH(rows, kBlock, s, norm_backward_row_sums_kernel<D, Centered>)(
-      dev(dy), dev(x), weight, mean, rstd, static_cast<float*>(sums), cols);
+      dev(dy), dev(x), weight, mean, rstd, sums.as<float>(), cols);
   check_launch(name);
   TESSERA_LAUNCH(column_tile_grid(rows, cols), kBlock, s, norm_backward_tiles_kernel<D, Centered>)(
-      dev(dy), dev(x), weight, mean, rstd, static_cast<const float*>(sums), dev(dx), dweight, dbias, rows, cols);
+      dev(dy), dev(x), weight, mean, rstd, sums.as<const float>(), dev(dx), dweight, dbias, rows, cols);
   check_launch(name);
-  check(cudaFreeAsync(sums, s), name);
 }
 
 }  // namespace
@@ -148,6 +146,31 @@ void rmsnorm_backward(const T* dy, const T* x, const float* weight, const float*
 INSTANTIATE(float)
 INSTANTIATE(bf16)
 #undef INSTANTIATE
+
+namespace {
+ScratchAllocator scratch_allocator;  // set before the first kernel runs (the runtime does so at start)
+}  // namespace
+
+void set_scratch_allocator(ScratchAllocator allocator) {
+  if ((allocator.allocate == nullptr) != (allocator.release == nullptr))
+    throw std::invalid_argument("set_scratch_allocator: set both allocate and release, or neither");
+  scratch_allocator = allocator;
+}
+
+namespace detail {
+Scratch::Scratch(size_t bytes, cudaStream_t stream, const char* what) : stream_(stream) {
+  if (scratch_allocator.allocate)
+    pointer_ = scratch_allocator.allocate(bytes, stream);
+  else
+    check(cudaMallocAsync(&pointer_, bytes, stream), what);
+}
+Scratch::~Scratch() {
+  if (scratch_allocator.release)
+    scratch_allocator.release(pointer_, stream_);
+  else
+    cudaFreeAsync(pointer_, stream_);
+}
+}  // namespace detail
 
 int device_count() {
   int count = 0;

@@ -4,6 +4,7 @@
 // the optimizer; internal to tessera_runtime (TESSERA_WITH_CUDA_KERNELS is its private definition).
 #pragma once
 
+#include <mutex>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -12,6 +13,7 @@
 #include <ATen/ATen.h>
 #ifdef TESSERA_WITH_CUDA_KERNELS
 #include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAGuard.h>
 #endif
 
@@ -29,10 +31,26 @@ struct Launch {
 #endif
 };
 
+#ifdef TESSERA_WITH_CUDA_KERNELS
+/// The kernels' scratch (norm backward row sums, AdamW's table) from LibTorch's caching allocator, on
+/// the launch's stream: served from its cache and counted in the peak the metrics report.
+inline void use_torch_scratch_allocator() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    kernels::cuda::set_scratch_allocator(
+        {[](size_t bytes, void* stream) {
+           return c10::cuda::CUDACachingAllocator::raw_alloc_with_stream(bytes, static_cast<cudaStream_t>(stream));
+         },
+         [](void* pointer, void*) { c10::cuda::CUDACachingAllocator::raw_delete(pointer); }});
+  });
+}
+#endif
+
 inline void launch_for(Launch& l, const at::Tensor& x, const char* op) {
   if (x.is_cpu()) return;
   if (x.is_cuda()) {
 #ifdef TESSERA_WITH_CUDA_KERNELS
+    use_torch_scratch_allocator();
     l.cuda = true;
     l.guard.emplace(x.device());
     l.stream = at::cuda::getCurrentCUDAStream(x.device().index()).stream();

@@ -2,7 +2,8 @@
 // and __syncthreads give the right sums, a barrier that some threads skip or a write out of bounds fails
 // the launch with a message naming the kernel, a bad launch configuration is refused, unwritten device
 // memory reads as NaN, and a reduction missing its barrier gives a wrong result (so the CUDA kernels'
-// emulated tests can catch that class of bug), and random schedules show a race that thread order hides.
+// emulated tests can catch that class of bug), random schedules show a race that thread order hides, and
+// the kernels' scratch comes from the installed allocator.
 #include <QtTest/QtTest>
 
 #include <cmath>
@@ -218,6 +219,46 @@ class TestCudaEmulator : public QObject {
     qInfo("%d of 8 random schedules showed the race", seeds_showing_it);
     QVERIFY(seeds_showing_it > 0);
     QCOMPARE(wrong_views(), 0);
+  }
+
+  // The kernels take their scratch from the installed allocator (the runtime installs LibTorch's), give
+  // all of it back, and still compute the same; a half-installed allocator is refused.
+  void scratchComesFromTheInstalledAllocator() {
+    static int allocations = 0, releases = 0;
+    namespace k = tessera::kernels;
+    k::cuda::set_scratch_allocator({[](size_t bytes, void*) {
+                                      ++allocations;
+                                      void* p = nullptr;
+                                      check(cudaMalloc(&p, bytes), "scratch");
+                                      return p;
+                                    },
+                                    [](void* p, void*) {
+                                      ++releases;
+                                      cudaFree(p);
+                                    }});
+    const int64_t rows = 5, cols = 300;
+    std::vector<float> x(rows * cols), dy(rows * cols), w(cols, 1.5f);
+    for (size_t i = 0; i < x.size(); ++i) {
+      x[i] = std::sin(0.37f * static_cast<float>(i));
+      dy[i] = std::cos(0.11f * static_cast<float>(i));
+    }
+    std::vector<float> rstd(rows), dx(rows * cols), dw(cols), y(rows * cols);
+    k::cpu::rmsnorm_forward(x.data(), w.data(), y.data(), rstd.data(), rows, cols, 1e-6f);
+    k::cpu::rmsnorm_backward(dy.data(), x.data(), w.data(), rstd.data(), dx.data(), dw.data(), rows, cols);
+    Buffer d_x(x.size()), d_dy(dy.size()), d_w(cols), d_rstd(rows), d_dx(dx.size()), d_dw(cols);
+    d_x.upload(x);
+    d_dy.upload(dy);
+    d_w.upload(w);
+    d_rstd.upload(rstd);
+    k::cuda::rmsnorm_backward(d_dy.ptr, d_x.ptr, d_w.ptr, d_rstd.ptr, d_dx.ptr, d_dw.ptr, rows,
+                              cols, nullptr);
+    k::cuda::set_scratch_allocator({});
+    QCOMPARE(allocations, 1);
+    QCOMPARE(releases, 1);
+    const auto got = d_dx.download();
+    for (size_t i = 0; i < got.size(); ++i) QVERIFY(std::abs(got[i] - dx[i]) < 1e-4f);
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument,
+                             k::cuda::set_scratch_allocator({[](size_t, void*) -> void* { return nullptr; }, nullptr}));
   }
 
   void copiesRefuseHostPointersAsDeviceMemory() {
