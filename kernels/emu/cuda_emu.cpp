@@ -184,7 +184,7 @@ std::string thread_list(const std::vector<unsigned>& threads) {
 // shuffle becomes runnable at once; when nothing is runnable the block is at __syncthreads (all go
 // on), finished, or stuck (an error).
 std::string run_block(BlockRun& run, unsigned block) {
-  blockIdx = {block, 1, 1};
+  blockIdx = {block, 0, 0};
   const unsigned threads = static_cast<unsigned>(run.fibers.size());
   std::vector<uint64_t> priority(threads, 0);
   auto draw_priorities = [&] {
@@ -217,7 +217,7 @@ std::string run_block(BlockRun& run, unsigned block) {
       }
       Fiber& f = run.fibers[t];
       run.current = &f;
-      threadIdx = {f.thread, 1, 1};
+      threadIdx = {f.thread, 0, 0};
       swapcontext(&run.scheduler, &f.context);
       if (f.state != FiberState::AtShuffle) continue;
       const unsigned first = t & ~31u, last = std::min(threads, first + 32);

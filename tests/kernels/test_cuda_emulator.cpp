@@ -1,6 +1,6 @@
 // The CPU emulator of CUDA (kernels/emu) keeps CUDA's rules: block-wide reductions through warp shuffles
 // and __syncthreads give the right sums, a barrier that some threads skip or a write out of bounds fails
-// the launch with a message naming the kernel, a bad launch configuration is refused, unwritten device
+// the launch with a message naming the kernel, a bad launch configuration is refused, a 1-D launch has CUDA's unused coordinates (0) and dimensions (1), unwritten device
 // memory reads as NaN, and a reduction missing its barrier gives a wrong result (so the CUDA kernels'
 // emulated tests can catch that class of bug), random schedules show a race that thread order hides, and
 // the kernels' scratch comes from the installed allocator.
@@ -75,6 +75,13 @@ __global__ void two_racy_sums_kernel(float* out) {
   const float first = racy_block_sum(1.0f);
   racy_block_sum(2.0f);
   out[blockIdx.x * blockDim.x + threadIdx.x] = first;  // each thread's view of the first sum
+}
+
+// A 1-D launch: the unused coordinates of blockIdx and threadIdx are 0, of gridDim and blockDim 1 (as in CUDA).
+__global__ void coordinates_kernel(float* out) {
+  if (blockIdx.x != 1 || threadIdx.x != 5) return;
+  const unsigned values[] = {blockIdx.y, blockIdx.z, threadIdx.y, threadIdx.z, gridDim.y, gridDim.z, blockDim.y, blockDim.z};
+  for (int i = 0; i < 8; ++i) out[i] = static_cast<float>(values[i]);
 }
 
 __global__ void copy_kernel(const float* in, float* out, int64_t n) {
@@ -175,6 +182,13 @@ class TestCudaEmulator : public QObject {
     TESSERA_LAUNCH(1, 2048, nullptr, copy_kernel)(out.ptr, out.ptr, int64_t{4});
     QVERIFY(launch_error("too many threads").find("1 blocks of 2048 threads") != std::string::npos);
     QCOMPARE(cudaGetLastError(), cudaSuccess);  // reading the error cleared it
+  }
+
+  void unusedCoordinatesAreZeroAndUnusedDimensionsOne() {
+    Buffer out(8);
+    TESSERA_LAUNCH(2, 64, nullptr, coordinates_kernel)(out.ptr);
+    QCOMPARE(launch_error("coordinates"), std::string());
+    QCOMPARE(out.download(), (std::vector<float>{0, 0, 0, 0, 1, 1, 1, 1}));
   }
 
   void unwrittenDeviceMemoryReadsAsNaN() {
