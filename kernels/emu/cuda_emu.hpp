@@ -9,7 +9,9 @@
 // cudaMalloc is host memory filled with 0xff bytes (NaN for fp32 and bf16, so reads of unwritten memory
 // show), with guard bytes on both sides that are checked after every launch: a kernel that writes out
 // of bounds fails its launch. Streams are ignored (everything is synchronous). Not emulated: reads out
-// of bounds, partial-warp masks; races only show in the orders the schedule happens to run.
+// of bounds, partial-warp masks; races only show in the orders the schedule happens to run, and lost
+// updates never (blocks run in turn, a thread runs uninterrupted between barriers: a missing atomicAdd
+// passes); __shared__ is a zero-initialised static kept between blocks (stale reads are not flagged).
 //
 // Never link this library into a program with the real CUDA kernels: both define tessera::kernels::cuda.
 #pragma once
