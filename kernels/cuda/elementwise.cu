@@ -20,16 +20,21 @@ __device__ inline float gelu_tanh_grad(float x) {
 }
 __device__ inline float sigmoidf(float x) { return 1.0f / (1.0f + __expf(-x)); }
 
-// Rows are (token, head) pairs of head_dim values, columns the head_dim/2 rotated pairs (i, i + half).
+// Rows are tokens; a token's columns are its heads' rotated pairs (i, i + half), head by head, so that
+// a block's threads all have work however small head_dim is (a row of one head's half pairs would
+// leave most of them idle). The 32-bit division of a column into (head, i) is small next to the powf
+// and sincosf each pair needs.
 template <typename D>
 __global__ void rope_kernel(const D* in, D* out, const int64_t* positions, int64_t tokens, int64_t heads, int64_t head_dim,
                             float theta, float sign) {
-  const int64_t half = head_dim / 2, rows = tokens * heads;
-  for (int64_t pair = blockIdx.x; pair < row_chunk_pairs(rows, half); pair += gridDim.x) {
-    const RowChunk chunk = row_chunk(pair, half);
-    const int64_t base = chunk.row * head_dim;
-    const float position = static_cast<float>(positions[chunk.row / heads]);
-    for (int64_t i = chunk.first + threadIdx.x; i < chunk.end; i += blockDim.x) {
+  const int64_t half = head_dim / 2, width = heads * half;
+  for (int64_t pair = blockIdx.x; pair < row_chunk_pairs(tokens, width); pair += gridDim.x) {
+    const RowChunk chunk = row_chunk(pair, width);
+    const float position = static_cast<float>(positions[chunk.row]);
+    for (int64_t j = chunk.first + threadIdx.x; j < chunk.end; j += blockDim.x) {
+      const uint32_t head = static_cast<uint32_t>(j) / static_cast<uint32_t>(half);
+      const uint32_t i = static_cast<uint32_t>(j) - head * static_cast<uint32_t>(half);
+      const int64_t base = (chunk.row * heads + head) * head_dim;
       const float freq = powf(theta, -2.0f * static_cast<float>(i) / static_cast<float>(head_dim));
       float s, c;
       sincosf(sign * position * freq, &s, &c);
@@ -134,7 +139,7 @@ void rope_forward(const T* x, T* y, const int64_t* positions, int64_t tokens, in
                   void* stream) {
   const int64_t n = tokens * heads * (head_dim / 2);
   if (n == 0) return;
-  TESSERA_LAUNCH(row_chunk_grid(tokens * heads, head_dim / 2), kBlock, as_stream(stream), rope_kernel)(
+  TESSERA_LAUNCH(row_chunk_grid(tokens, heads * (head_dim / 2)), kBlock, as_stream(stream), rope_kernel)(
       dev(x), dev(y), positions, tokens, heads, head_dim, theta, 1.0f);
   check_launch("rope_forward");
 }
@@ -144,7 +149,7 @@ void rope_backward(const T* dy, T* dx, const int64_t* positions, int64_t tokens,
                    void* stream) {
   const int64_t n = tokens * heads * (head_dim / 2);
   if (n == 0) return;
-  TESSERA_LAUNCH(row_chunk_grid(tokens * heads, head_dim / 2), kBlock, as_stream(stream), rope_kernel)(
+  TESSERA_LAUNCH(row_chunk_grid(tokens, heads * (head_dim / 2)), kBlock, as_stream(stream), rope_kernel)(
       dev(dy), dev(dx), positions, tokens, heads, head_dim, theta, -1.0f);
   check_launch("rope_backward");
 }

@@ -159,14 +159,16 @@ void set_scratch_allocator(ScratchAllocator allocator) {
 
 namespace detail {
 Scratch::Scratch(size_t bytes, cudaStream_t stream, const char* what) : stream_(stream) {
-  if (scratch_allocator.allocate)
+  if (scratch_allocator.allocate) {
     pointer_ = scratch_allocator.allocate(bytes, stream);
-  else
+    release_ = scratch_allocator.release;
+  } else {
     check(cudaMallocAsync(&pointer_, bytes, stream), what);
+  }
 }
 Scratch::~Scratch() {
-  if (scratch_allocator.release)
-    scratch_allocator.release(pointer_, stream_);
+  if (release_)
+    release_(pointer_, stream_);
   else
     cudaFreeAsync(pointer_, stream_);
 }

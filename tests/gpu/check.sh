@@ -217,4 +217,5 @@ if [ "$kernels" -eq 77 ] || [ "$nccl" -eq 77 ]; then
   exit 1
 fi
 [ "$skipped_rows" -eq 0 ] || echo "($skipped_rows rows skipped for the time budget: rerun them with a larger TESSERA_GPU_CHECK_BUDGET_S)"
-[ "$kernels" -eq 0 ] && [ "$nccl" -eq 0 ] && [ "$fused" -eq 0 ] && [ "$failed_rows" -eq 0 ]
+# Complete only when every check passed and every row was measured.
+[ "$kernels" -eq 0 ] && [ "$nccl" -eq 0 ] && [ "$fused" -eq 0 ] && [ "$failed_rows" -eq 0 ] && [ "$skipped_rows" -eq 0 ]
