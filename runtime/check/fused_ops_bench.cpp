@@ -1,5 +1,6 @@
 // fused_ops_bench: each of Tessera's fused ops (runtime/model/fused_ops.hpp), forward and backward, next
-// to the ATen composition it replaces in the model, timed in the same run on one device and dtype: the
+// to the ATen composition it replaces in the model (and the AdamW step next to LibTorch's fused AdamW
+// plus the model-copy update), timed in the same run on one device and dtype: the
 // median of --repeats runs after two warm-ups, the ratio, and how far the two results (output and input
 // gradient) are apart. Qt-free, so that tests/gpu/check.sh builds and runs it on a GPU at GPT-1.3B
 // sizes; CTest runs it on the CPU at small sizes (test_fused_ops_bench fails when a result disagrees,
@@ -18,6 +19,7 @@
 
 #include "runtime/comm/solo_communicator.hpp"
 #include "runtime/model/fused_ops.hpp"
+#include "runtime/train/optimizer.hpp"
 
 using namespace tessera::runtime;
 
@@ -25,6 +27,7 @@ namespace {
 
 struct Sizes {
   int64_t tokens = 16384, hidden = 2048, ffn = 8192, heads = 16, vocab = 50304;
+  int64_t params = 1'300'000'000;  ///< AdamW: the weights of GPT-1.3B in one flat buffer
 };
 
 // One implementation of an op: runs forward and backward from fresh leaves, returns {output, input grad}.
@@ -76,6 +79,8 @@ int main(int argc, char** argv) {
   app.add_option("--ffn", n.ffn, "MLP width (bias+GELU; each SwiGLU half)")->check(CLI::PositiveNumber);
   app.add_option("--heads", n.heads, "attention heads (RoPE: hidden/heads per head, even)")->check(CLI::PositiveNumber);
   app.add_option("--vocab", n.vocab, "vocabulary (cross-entropy)")->check(CLI::PositiveNumber);
+  app.add_option("--params", n.params, "weights updated by AdamW (fp32 masters and moments)")
+      ->check(CLI::PositiveNumber);
   app.add_option("--repeats", repeats, "timed runs per implementation (the median is shown)")
       ->check(CLI::Range(1, 1000));
   CLI11_PARSE(app, argc, argv);
@@ -191,10 +196,32 @@ int main(int argc, char** argv) {
         {"cross_entropy", shape({n.tokens, n.vocab}), [=] { return run(true); }, [=] { return run(false); }});
   }
 
+  {
+    // One optimizer step over a flat buffer (half of it with weight decay, as the trainer splits it),
+    // writing the model's copy in --dtype: Tessera's kernel does both in one pass; the ATen path is
+    // LibTorch's fused AdamW and then the copy, as the trainer does without --kernels fused. Each
+    // side has its own state from the same start, so their first steps compare.
+    const at::Tensor master = at::randn({n.params}, fp32), grads = at::randn({n.params}, fp32) * 0.01;
+    tessera::spec::TrainingSpec training;
+    training.weight_decay = 0.1;
+    const std::vector<ElementRange> decay = {{0, n.params / 2}};
+    auto make = [=, &training](bool fused) {
+      auto optimizer = std::make_shared<AdamW>(training, n.params, decay, device, fused);
+      auto values = std::make_shared<at::Tensor>(master.clone());
+      const at::Tensor model = at::empty({n.params}, on);
+      return [=]() mutable {
+        if (!optimizer->step(*values, grads, 3e-4, model)) model.copy_(*values);
+        return std::make_pair(*values, model);
+      };
+    };
+    rows.push_back({"adamw (+copy)", shape({n.params}), make(true), make(false)});
+  }
+
   std::printf("fused ops on %s, %s, forward + backward, median of %d (after 2 warm-ups)\n", device_name.c_str(),
               dtype_name.c_str(), repeats);
   std::printf("%-14s %-18s %11s %11s %10s %12s %10s  %s\n", "op", "shape", "fused ms", "ATen ms", "ATen/fused",
               "output apart", "grad apart", "result");
+  // (AdamW's row: "output" = the fp32 weights after the first step, "grad" = the model's copy.)
   int failed = 0;
   for (const Row& row : rows) {
     const auto [y, dx] = row.ours();
