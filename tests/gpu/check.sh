@@ -90,7 +90,7 @@ build_and_check() {
   step "NCCL communicator"
   "$build/runtime/nccl_check" | tee "$out/nccl_check.txt"
   nccl=${PIPESTATUS[0]}
-  step "fused ops against ATen: bf16, 16384 tokens, hidden 2048, MLP 8192, 16 heads, vocabulary 50304"
+  step "fused ops against ATen: bf16, 16384 tokens, hidden 2048, MLP 8192, 16 heads, vocabulary 50304, AdamW over 1.3B weights"
   timeout 120 "$build/runtime/fused_ops_bench" --device cuda --dtype bf16 | tee "$out/fused_ops_bench.txt"
   fused=${PIPESTATUS[0]}
   set -e
