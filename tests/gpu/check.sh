@@ -22,8 +22,25 @@
 # agent.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
-out="${OUT:-${TMPDIR:-/tmp}/tessera-gpu-check}"
+# Every log, spec and metrics file goes to a fresh work folder; what comes back from a device machine
+# ($OUT: it returns 8 files at most) is the tables and one archive of the rest, copied on exit, also
+# when the check stops early.
+out="${TESSERA_GPU_CHECK_DIR:-$(mktemp -d "${TMPDIR:-/tmp}/tessera-gpu-check.XXXXXX")}"
 mkdir -p "$out"
+results="${OUT:-}"
+collect() {
+  [ -n "$results" ] || return 0
+  mkdir -p "$results"
+  [ "$results" -ef "$out" ] && return 0
+  for f in table.txt kernel_check.txt nccl_check.txt fused_ops_bench.txt; do
+    if [ -f "$out/$f" ]; then cp "$out/$f" "$results/"; fi
+  done
+  if tar -czf "$results/logs.tar.gz" -C "$out" . 2>/dev/null && [ -z "${TESSERA_GPU_CHECK_DIR:-}" ]; then
+    rm -rf "$out"  # a folder of our own, all of it in the archive
+  fi
+}
+trap collect EXIT
+echo "logs in $out${results:+; tables and logs.tar.gz to $results}"
 # In the working tree (ignored by git) so that a second call on a still-warm device machine, which
 # keeps ignored build outputs, rebuilds only what changed.
 build="${TESSERA_GPU_BUILD_DIR:-$root/build-gpu}"
