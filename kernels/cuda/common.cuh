@@ -47,7 +47,8 @@ inline void check_launch(const char* kernel) { check(cudaGetLastError(), kernel)
 #define TESSERA_LAUNCH(grid, block, stream, ...) __VA_ARGS__<<<(grid), (block), 0, (stream)>>>
 #endif
 
-// Scratch memory for one call, in stream order (kernels.hpp, set_scratch_allocator); freed on scope exit.
+// Scratch memory for one call, in stream order (kernels.hpp, set_scratch_allocator; scratch.cu); freed on
+// scope exit.
 class Scratch {
  public:
   Scratch(size_t bytes, cudaStream_t stream, const char* what);

@@ -134,24 +134,29 @@ __global__ void swiglu_backward_kernel(const D* dy, const D* gate_up, D* dgate_u
 
 }  // namespace
 
+namespace {
+// Rotation by +angle (forward) or -angle (backward: the gradient rotated back).
+template <typename T>
+void rope(const T* in, T* out, const int64_t* positions, int64_t tokens, int64_t heads, int64_t head_dim, float theta,
+          float sign, void* stream, const char* name) {
+  const int64_t width = heads * (head_dim / 2);
+  if (tokens * width == 0) return;
+  TESSERA_LAUNCH(row_chunk_grid(tokens, width), kBlock, as_stream(stream), rope_kernel)(
+      dev(in), dev(out), positions, tokens, heads, head_dim, theta, sign);
+  check_launch(name);
+}
+}  // namespace
+
 template <typename T>
 void rope_forward(const T* x, T* y, const int64_t* positions, int64_t tokens, int64_t heads, int64_t head_dim, float theta,
                   void* stream) {
-  const int64_t n = tokens * heads * (head_dim / 2);
-  if (n == 0) return;
-  TESSERA_LAUNCH(row_chunk_grid(tokens, heads * (head_dim / 2)), kBlock, as_stream(stream), rope_kernel)(
-      dev(x), dev(y), positions, tokens, heads, head_dim, theta, 1.0f);
-  check_launch("rope_forward");
+  rope(x, y, positions, tokens, heads, head_dim, theta, 1.0f, stream, "rope_forward");
 }
 
 template <typename T>
 void rope_backward(const T* dy, T* dx, const int64_t* positions, int64_t tokens, int64_t heads, int64_t head_dim, float theta,
                    void* stream) {
-  const int64_t n = tokens * heads * (head_dim / 2);
-  if (n == 0) return;
-  TESSERA_LAUNCH(row_chunk_grid(tokens, heads * (head_dim / 2)), kBlock, as_stream(stream), rope_kernel)(
-      dev(dy), dev(dx), positions, tokens, heads, head_dim, theta, -1.0f);
-  check_launch("rope_backward");
+  rope(dy, dx, positions, tokens, heads, head_dim, theta, -1.0f, stream, "rope_backward");
 }
 
 template <typename T>

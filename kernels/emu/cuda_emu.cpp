@@ -48,7 +48,6 @@ struct Allocation {
 
 std::mutex memory_mutex;
 std::map<uintptr_t, Allocation> allocations;  // by the data's address
-int64_t corruptions = 0;
 
 unsigned char* data_of(const Allocation& a) { return a.base + kGuardBytes; }
 
@@ -61,8 +60,8 @@ const Allocation* find_allocation(const void* pointer, size_t bytes) {
   return address + bytes <= it->first + it->second.bytes ? &it->second : nullptr;
 }
 
-// Offset of the first overwritten guard byte relative to the data (negative: before it), or 0 if intact;
-// restores the guards so that the next launch is not blamed too.
+// Whether both guards are intact; if not, `offset` is the first overwritten guard byte's relative to the
+// data (negative: before it), and the guards are restored so that the next launch is not blamed too.
 bool check_guards(Allocation& a, int64_t& offset) {
   unsigned char* data = data_of(a);
   bool intact = true;
@@ -279,7 +278,6 @@ void run_grid(const char* kernel, int64_t grid, int64_t block, const std::functi
   for (auto& [address, allocation] : allocations) {
     int64_t offset = 0;
     if (check_guards(allocation, offset)) continue;
-    ++corruptions;
     fail(cudaErrorLaunchFailure, std::string(kernel) + ": wrote out of bounds of a " + std::to_string(allocation.bytes) +
                                      "-byte buffer, at byte offset " + std::to_string(offset));
   }
@@ -302,11 +300,6 @@ uint64_t shuffle_xor(unsigned mask, uint64_t bits, int lane_mask) {
   wait_as(FiberState::AtShuffle);
   const unsigned source = (self->thread & ~31u) | ((self->thread & 31u) ^ (static_cast<unsigned>(lane_mask) & 31u));
   return source < bank.size() ? bank[source] : bits;
-}
-
-int64_t corrupted_allocations() {
-  std::lock_guard<std::mutex> lock(memory_mutex);
-  return corruptions;
 }
 
 }  // namespace tessera::kernels::emu
@@ -356,8 +349,6 @@ cudaError_t cudaFree(void* pointer) {
   std::lock_guard<std::mutex> lock(memory_mutex);
   auto it = allocations.find(reinterpret_cast<uintptr_t>(pointer));
   if (it == allocations.end()) return cudaErrorInvalidValue;
-  int64_t offset = 0;
-  if (!check_guards(it->second, offset)) ++corruptions;
   std::free(it->second.base);
   allocations.erase(it);
   return cudaSuccess;

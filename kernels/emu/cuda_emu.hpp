@@ -90,9 +90,6 @@ class Launch {
   Body body_;
 };
 
-/// Guard bytes found overwritten since the process started (each launch also reports its own).
-int64_t corrupted_allocations();
-
 }  // namespace tessera::kernels::emu
 
 inline void __syncthreads() { tessera::kernels::emu::sync_threads(); }

@@ -3,3 +3,4 @@
 #include "../cuda/norms.cu"
 #include "../cuda/vocab_ce.cu"
 #include "../cuda/elementwise.cu"
+#include "../cuda/scratch.cu"
