@@ -8,6 +8,8 @@
 // backfilling every step exactly once.
 #include <signal.h>
 
+#include <QtCore/QDeadlineTimer>
+#include <QtCore/QFile>
 #include <QtCore/QSettings>
 #include <QtCore/QTemporaryDir>
 #include <QtTest/QtTest>
@@ -67,14 +69,52 @@ class TestDashboardRun : public QObject {
     dashboard.setController(&controller);
   }
 
-  // Launches a run too long to end by itself and waits until the dashboard shows its first step.
+  // What a failed wait prints: the controller's outcome, the dashboard's status, the run's last log
+  // lines and the local agent's log (a run that does not reach its first step says why).
+  QString diagnosis(const RunController& controller, const DashboardWidget& dashboard, const QString& what) const {
+    QString text = what + QString("\ncontroller: %1 (%2)")
+                              .arg(launch::to_string(controller.outcome()), controller.reason());
+    if (const auto* feed = dashboard.feed()) {
+      text += QString("\nrun status: %1, last step %2")
+                  .arg(QString::fromUtf8(std::string(store::to_string(feed->run().status)).c_str()))
+                  .arg(feed->lastStep());
+      const auto& logs = feed->logs();
+      for (size_t i = logs.size() > 20 ? logs.size() - 20 : 0; i < logs.size(); ++i)
+        text += QString("\n  [rank %1] %2").arg(logs[i].rank).arg(QString::fromStdString(logs[i].line));
+    } else {
+      text += "\nthe dashboard has no run open";
+    }
+    QFile agent_log(dir_.path() + "/config/local-agent/agent.log");
+    if (agent_log.open(QIODevice::ReadOnly)) text += "\nagent.log:\n" + QString::fromUtf8(agent_log.readAll().right(3000));
+    return text;
+  }
+
+  // Launches a run too long to end by itself and waits until the dashboard shows its first step; a
+  // run that ends first fails the wait at once, naming why.
   void launchUntilFirstStep(RunController& controller, DashboardWidget& dashboard, const std::string& name) {
     follow(controller, dashboard, db());
     QSignalSpy launched(&controller, &RunController::launched);
+    QSignalSpy finished(&controller, &RunController::finished);
     controller.launch(request(name, 100000));
-    QVERIFY(launched.wait(60000));
-    QTRY_VERIFY_WITH_TIMEOUT(dashboard.feed() && dashboard.feed()->lastStep() >= 1, 60000);
+    QVERIFY2(launched.wait(60000), qPrintable(diagnosis(controller, dashboard, "the run did not start within 60 s")));
+    const auto first_step = [&] { return dashboard.feed() && dashboard.feed()->lastStep() >= 1; };
+    QDeadlineTimer deadline(120000);
+    while (!first_step() && finished.isEmpty() && !deadline.hasExpired()) QTest::qWait(20);
+    QVERIFY2(first_step(), qPrintable(diagnosis(controller, dashboard,
+                                                finished.isEmpty() ? "no step within 120 s of the launch"
+                                                                   : "the run ended before its first step")));
   }
+
+  // Ends a run a failed test left going (a detached controller leaves it running for 100,000 steps,
+  // slowing the next tests) and waits for it.
+  struct StopLeftRun {
+    RunController& controller;
+    ~StopLeftRun() {
+      if (!controller.busy()) return;
+      controller.stop();
+      controller.wait(30000);
+    }
+  };
 
  private slots:
   void initTestCase() {
@@ -197,6 +237,7 @@ class TestDashboardRun : public QObject {
 
   void stopButtonStopsTheRunAndLeavesNoRank() {
     RunController controller;
+    StopLeftRun stop_left{controller};
     DashboardWidget dashboard;
     launchUntilFirstStep(controller, dashboard, "gui-stopped");
     if (QTest::currentTestFailed()) return;
@@ -217,6 +258,7 @@ class TestDashboardRun : public QObject {
 
   void killedRankFailsTheRunNamingIt() {
     RunController controller;
+    StopLeftRun stop_left{controller};
     DashboardWidget dashboard;
     launchUntilFirstStep(controller, dashboard, "gui-killed");
     if (QTest::currentTestFailed()) return;
