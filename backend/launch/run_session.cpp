@@ -242,9 +242,14 @@ RunOutcome RunSession::follow(RunSink& sink, const std::atomic<bool>& stop_flag,
     }
     if (now - last_heartbeat >= interval) {
       for (size_t node = 0; node < nodes_.size(); ++node) {
-        if (nodes_[node].lost) continue;
+        const NodeState& state = nodes_[node];
+        if (state.lost) continue;
         try {
-          connections_[node]->send("heartbeat");
+          // While its part of the run goes on, the heartbeat is an ack naming the run: an agent that
+          // gave up on this workbench (3 s unheard: a stall, a late start of following) resumes
+          // sending from the acknowledged number, even when nothing new waits to be acknowledged.
+          if (state.ended) connections_[node]->send("heartbeat");
+          else connections_[node]->send("ack", {{"run", run_id_}, {"seq", state.acked_seq}});
         } catch (const AgentError&) {
           // Found lost below once it stays silent.
         }

@@ -2,6 +2,7 @@
 // tested without LibTorch. Takes the runtime's arguments (--spec FILE --out DIR) and environment (RANK,
 // WORLD_SIZE, TESSERA_REPORT_ENDPOINT), reports one "step" record per step through protocol::Reporter
 // and prints a log line every 10 steps. Knobs, read from the environment the agent passes on:
+//   TESSERA_FAKE_START_MS      silent before its first output, as a rank loading LibTorch (default 0)
 //   TESSERA_FAKE_STEP_MS       sleep per step (default 10)
 //   TESSERA_FAKE_FAIL_RANK/_STEP  that rank exits with code 3 at that step
 //   TESSERA_FAKE_METRICS_PER_STEP  extra "metric" records per step (benchmark load; default 0)
@@ -54,6 +55,8 @@ int main(int argc, char** argv) {
     std::cerr << "fake_rank: TESSERA_REPORT_ENDPOINT is not set\n";
     return 2;
   }
+  if (const auto start_ms = env_int("TESSERA_FAKE_START_MS", 0); start_ms > 0)
+    std::this_thread::sleep_for(std::chrono::milliseconds(start_ms));
   std::cout << "fake_rank " << rank << "/" << world << " starting " << steps << " steps" << std::endl;
   const double start = now_s();
   for (int64_t step = 1; step <= steps; ++step) {

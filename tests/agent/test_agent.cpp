@@ -1,6 +1,7 @@
 // tessera-agent end to end on loopback: two agents (127.0.0.1 and 127.0.0.2, CURVE) act as two nodes of a
 // TP2×DP2 run of the fake_rank TEST DOUBLE; completion with every step exactly once, a rank killed with
-// SIGKILL, an agent killed with SIGKILL, a follower that crashes and resumes, an unknown client key, a
+// SIGKILL, an agent killed with SIGKILL, a follower that crashes and resumes, a follower away at the start
+// and resumed, an unknown client key, a
 // non-loopback bind without keys, and a few thousand malformed frames (and one above ZMQ_MAXMSGSIZE).
 #include "agent_test_support.hpp"
 
@@ -181,6 +182,23 @@ class TestAgent : public QObject {
     QCOMPARE(sink.duplicate_frames, int64_t{0});
     QCOMPARE(second.lost_frames(), int64_t{0});
     QCOMPARE(second.duplicate_frames(), int64_t{0});  // the agents resumed exactly after the stored position
+    QCOMPARE(sink.ends.size(), size_t{2});
+  }
+
+  // A workbench that does not listen for longer than the liveness (a stalled follower, or one slow to
+  // start following after the launch) is detached by the agents; while the ranks are still silent
+  // (loading) nothing of the run waits to be acknowledged. Once it follows, its heartbeats name the run
+  // and the agents resume sending: the run is followed to its end, every step once.
+  void workbenchAwayAtTheStartIsResumed() {
+    TwoNodes nodes(dir_.path() + "/away", {"TESSERA_FAKE_START_MS=4500", "TESSERA_FAKE_STEP_MS=5"});
+    launch::RunSession session(test::new_run_id(), nodes.endpoints(), nodes.keys.credentials);
+    session.launch(test::tiny_spec(40));
+    std::this_thread::sleep_for(4000ms);  // the agents give up on this workbench after 3 s
+    MemorySink sink;
+    std::atomic<bool> stop{false};
+    QCOMPARE(test::follow_for(session, sink, stop, 30s), launch::RunOutcome::done);
+    QVERIFY(sink.complete_exactly_once(4, 40));
+    QCOMPARE(session.lost_frames(), int64_t{0});
     QCOMPARE(sink.ends.size(), size_t{2});
   }
 
