@@ -163,6 +163,18 @@ void RunSession::handle(size_t node, const protocol::Frame& frame, RunSink& sink
   const auto& type = message["type"].get_ref<const std::string&>();
   try {
     if (type == "attached" && protocol::get_run_id(message) == run_id_) resumed(node, message);
+    if (type == "error" && message.value("in_reply_to", std::string()) == "ack" &&
+        message.value("code", std::string()) == "unknown_run") {
+      // Our acks name this run only: an agent that answers, but without the run, was restarted (its
+      // ranks died with the old one). Its heartbeats would keep the node alive for ever.
+      NodeState& state = nodes_[node];
+      if (!state.lost && !state.ended) {
+        state.lost = true;
+        fail("node " + std::to_string(node) + " (" + state.endpoint +
+             ") lost: its agent answers but no longer holds the run (restarted)");
+      }
+      return;
+    }
     if (type != "data") return;  // heartbeats only refresh last_heard; late replies are ignored
     if (protocol::get_run_id(message) != run_id_) return;
     const int64_t seq = protocol::get_int(message, "seq", 1, int64_t{1} << 53);

@@ -27,11 +27,11 @@ namespace tessera::test {
 /// A tessera-agent process running `runtime`: the test double fake_rank unless told otherwise.
 class AgentProcess {
  public:
-  /// host: "127.0.0.1" or "127.0.0.2"; keys_dir/authorized: CURVE when given.
+  /// host: "127.0.0.1" or "127.0.0.2" (a free port), or HOST:PORT; keys_dir/authorized: CURVE when given.
   AgentProcess(const QString& host, const QString& workdir, const QString& keys_dir = {},
                const QString& authorized = {}, const QStringList& extra_env = {}, const QStringList& extra_args = {},
                const QString& runtime = TESSERA_FAKE_RANK) {
-    QStringList args{"--bind", "tcp://" + host + ":0", "--runtime", runtime, "--workdir", workdir,
+    QStringList args{"--bind", "tcp://" + host + (host.contains(':') ? "" : ":0"), "--runtime", runtime, "--workdir", workdir,
                      "--max-ranks", "8", "--grace-s", "1"};
     args << extra_args;
     if (!keys_dir.isEmpty()) args << "--keys" << keys_dir << "--authorized-keys" << authorized;

@@ -1,7 +1,7 @@
 // tessera-agent end to end on loopback: two agents (127.0.0.1 and 127.0.0.2, CURVE) act as two nodes of a
 // TP2×DP2 run of the fake_rank TEST DOUBLE; completion with every step exactly once, a rank killed with
-// SIGKILL, an agent killed with SIGKILL, a follower that crashes and resumes, a follower away at the start
-// and resumed, an unknown client key, a
+// SIGKILL, an agent killed with SIGKILL, an agent restarted without the run, a follower that crashes and
+// resumes, a follower away at the start and resumed, an unknown client key, a
 // non-loopback bind without keys, and a few thousand malformed frames (and one above ZMQ_MAXMSGSIZE).
 #include "agent_test_support.hpp"
 
@@ -152,6 +152,38 @@ class TestAgent : public QObject {
     QCOMPARE(session.nodes()[0].end_state, std::string("stopped"));
     // Node 0's ranks were stopped; node 1's died with their agent (parent-death signal).
     QVERIFY(none_alive(all_pids(session), 2000ms));
+  }
+
+  // An agent killed and started again on the same address within the liveness: ZeroMQ reconnects and
+  // its heartbeats arrive, but it does not hold the run (the ranks died with the old agent). The
+  // follower's acks name the run; the new agent's unknown_run answer makes the node lost.
+  void restartedAgentWithoutTheRunIsLost() {
+    test::TestKeys keys(dir_.path() + "/restart");
+    const QString agent_keys = keys.agent("a");
+    auto first = std::make_unique<AgentProcess>("127.0.0.1", dir_.path() + "/restart/work-1", agent_keys, keys.authorized,
+                                                QStringList{"TESSERA_FAKE_STEP_MS=20"});
+    const std::string endpoint = first->endpoint();
+    QVERIFY(!endpoint.empty());
+    keys.pin(endpoint, "a");
+    launch::RunSession session(test::new_run_id(), {endpoint}, keys.credentials);
+    session.launch(test::tiny_spec(100000, 1));
+    MemorySink sink;
+    std::atomic<bool> stop{false};
+    auto outcome = launch::RunOutcome::running;
+    std::thread follower([&] { outcome = test::follow_for(session, sink, stop, 20s); });
+    std::this_thread::sleep_for(700ms);
+    first->kill9();
+    AgentProcess second(QString::fromStdString(endpoint.substr(6)), dir_.path() + "/restart/work-2", agent_keys,
+                        keys.authorized);
+    const auto restarted_at = std::chrono::steady_clock::now();
+    follower.join();
+    const auto took = std::chrono::steady_clock::now() - restarted_at;
+    QCOMPARE(second.endpoint(), endpoint);
+    QCOMPARE(outcome, launch::RunOutcome::failed);
+    QVERIFY2(took < 5s, std::to_string(std::chrono::duration<double>(took).count()).c_str());
+    QVERIFY(session.nodes()[0].lost);
+    QVERIFY2(session.reason().find("no longer holds the run") != std::string::npos, session.reason().c_str());
+    QVERIFY(none_alive(all_pids(session), 2000ms));  // they died with the first agent
   }
 
   void crashedFollowerResumesWithoutGapsOrDuplicates() {
