@@ -265,6 +265,14 @@ struct Agent::Impl {
     }
   }
 
+  static std::string attached_frame(const Run& run) {
+    return protocol::make_frame("attached", {{"run", run.id},
+                                             {"acked", run.outbox.acked()},
+                                             {"last_seq", run.outbox.last_seq()},
+                                             {"state", state_name(run.state)},
+                                             {"reason", run.reason.substr(0, 1024)}});
+  }
+
   void handle(const std::string& client, const std::string& type, const nlohmann::json& message) {
     if (type == "hello") return hello(client);
     if (type == "heartbeat") return;
@@ -281,10 +289,7 @@ struct Agent::Impl {
       if (acked >= 0) run.outbox.acknowledge(acked);
       run.client = client;
       run.next_send = run.outbox.acked() + 1;
-      reply(client, protocol::make_frame("attached", {{"run", run.id},
-                                                      {"acked", run.outbox.acked()},
-                                                      {"last_seq", run.outbox.last_seq()},
-                                                      {"state", state_name(run.state)}}));
+      reply(client, attached_frame(run));
     } else if (type == "ack") {
       const int64_t seq = protocol::get_int(message, "seq", 0, int64_t{1} << 53);
       if (seq > run.outbox.last_seq())
@@ -293,6 +298,9 @@ struct Agent::Impl {
       if (run.client.empty()) {  // a workbench it had given up on is following again: resume sending
         run.client = client;
         run.next_send = run.outbox.acked() + 1;
+        // As for an attach: where the stream resumes, and whether the run's end was acknowledged
+        // already (by another follower), in which case nothing more comes.
+        reply(client, attached_frame(run));
       }
     } else if (type == "stop") {
       const std::string reason = protocol::get_string(message, "reason", 1024);

@@ -97,10 +97,31 @@ void RunSession::attach(RunSink& sink) {
 void RunSession::resumed(size_t node, const nlohmann::json& attached) {
   // The agent resends from its acknowledged sequence number + 1; anything between ours and its is gone.
   const int64_t agent_acked = protocol::get_int(attached, "acked", 0, int64_t{1} << 53);
+  const int64_t last_seq = protocol::get_int(attached, "last_seq", 0, int64_t{1} << 53);
+  const std::string agent_state = protocol::get_string(attached, "state", 64);
   NodeState& state = nodes_[node];
   if (agent_acked > state.received_seq) {
     lost_frames_ += agent_acked - state.received_seq;
     state.received_seq = state.acked_seq = agent_acked;
+  }
+  // Its part ended and the run_end was acknowledged already (by an earlier follower, or by another
+  // one of two): nothing more will come, so the node ends here instead of being waited on for ever.
+  const bool finished = agent_state == "done" || agent_state == "failed" || agent_state == "stopped";
+  if (finished && agent_acked >= last_seq && !state.ended)
+    node_ended(node, agent_state, attached.contains("reason") ? protocol::get_string(attached, "reason", 4096) : "");
+}
+
+void RunSession::node_ended(size_t node, const std::string& end_state, const std::string& reason) {
+  NodeState& state = nodes_[node];
+  state.ended = true;
+  state.end_state = end_state;
+  if (end_state == "stopped" && stop_reason_.empty()) stop_reason_ = reason;
+  if (end_state == "failed" && !stop_sent_) {
+    if (outcome_ == RunOutcome::running) {
+      outcome_ = RunOutcome::failed;
+      reason_ = reason.empty() ? "node " + std::to_string(node) + " failed" : reason;
+    }
+    stop(reason_);
   }
 }
 
@@ -145,16 +166,7 @@ void RunSession::note_record(size_t node, const nlohmann::json& record) {
     }
     if (!stop_sent_) stop(reason_);
   } else if (type == "run_end") {
-    nodes_[node].ended = true;
-    nodes_[node].end_state = record.value("state", std::string());
-    if (nodes_[node].end_state == "stopped" && stop_reason_.empty()) stop_reason_ = record.value("reason", std::string());
-    if (nodes_[node].end_state == "failed" && !stop_sent_) {
-      if (outcome_ == RunOutcome::running) {
-        outcome_ = RunOutcome::failed;
-        reason_ = record.value("reason", std::string("node ") + std::to_string(node) + " failed");
-      }
-      stop(reason_);
-    }
+    node_ended(node, record.value("state", std::string()), record.value("reason", std::string()));
   }
 }
 
@@ -163,8 +175,8 @@ void RunSession::handle(size_t node, const protocol::Frame& frame, RunSink& sink
   const auto& type = message["type"].get_ref<const std::string&>();
   try {
     if (type == "attached" && protocol::get_run_id(message) == run_id_) resumed(node, message);
-    if (type == "error" && message.value("in_reply_to", std::string()) == "ack" &&
-        message.value("code", std::string()) == "unknown_run") {
+    if (type == "error" && protocol::get_string(message, "in_reply_to", 64) == "ack" &&
+        protocol::get_string(message, "code", 64) == "unknown_run") {
       // Our acks name this run only: an agent that answers, but without the run, was restarted (its
       // ranks died with the old one). Its heartbeats would keep the node alive for ever.
       NodeState& state = nodes_[node];

@@ -91,6 +91,8 @@ class RunSession {
   void note_record(size_t node, const nlohmann::json& record);  ///< a rank_exit or run_end record
   void acknowledge(RunSink& sink, bool wait);
   void resumed(size_t node, const nlohmann::json& attached);
+  /// The node's part of the run ended (its run_end record, or an attach that found it ended).
+  void node_ended(size_t node, const std::string& end_state, const std::string& reason);
   void fail(const std::string& reason);
 
   std::string run_id_;

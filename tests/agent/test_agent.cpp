@@ -1,7 +1,8 @@
 // tessera-agent end to end on loopback: two agents (127.0.0.1 and 127.0.0.2, CURVE) act as two nodes of a
 // TP2×DP2 run of the fake_rank TEST DOUBLE; completion with every step exactly once, a rank killed with
 // SIGKILL, an agent killed with SIGKILL, an agent restarted without the run, a follower that crashes and
-// resumes, a follower away at the start and resumed, an unknown client key, a
+// resumes, a follower away at the start and resumed, a follower attaching after the end was stored, two
+// followers of one run, an unknown client key, a
 // non-loopback bind without keys, and a few thousand malformed frames (and one above ZMQ_MAXMSGSIZE).
 #include "agent_test_support.hpp"
 
@@ -232,6 +233,62 @@ class TestAgent : public QObject {
     QVERIFY(sink.complete_exactly_once(4, 40));
     QCOMPARE(session.lost_frames(), int64_t{0});
     QCOMPARE(sink.ends.size(), size_t{2});
+  }
+
+  // A follower that attaches after the run's end was stored (the previous follower acknowledged the
+  // run_end, then stopped before recording the outcome) gets nothing more: the agent's attach reply
+  // says the part ended, and the follow returns at once instead of waiting for ever.
+  void attachAfterTheEndWasStoredReturnsAtOnce() {
+    AgentProcess agent("127.0.0.1", dir_.path() + "/ended", {}, {}, {"TESSERA_FAKE_STEP_MS=2"});
+    test::TestKeys keys(dir_.path() + "/ended-client");
+    const auto id = test::new_run_id();
+    MemorySink sink;
+    {
+      launch::RunSession first(id, {agent.endpoint()}, keys.credentials);
+      first.launch(test::tiny_spec(20, 1));
+      std::atomic<bool> stop{false};
+      QCOMPARE(test::follow_for(first, sink, stop, 20s), launch::RunOutcome::done);
+    }
+    QCOMPARE(sink.ends.size(), size_t{1});
+    launch::RunSession again(id, {agent.endpoint()}, keys.credentials);
+    again.attach(sink);
+    std::atomic<bool> stop{false};
+    const auto started = std::chrono::steady_clock::now();
+    QCOMPARE(test::follow_for(again, sink, stop, 10s), launch::RunOutcome::done);
+    QVERIFY(std::chrono::steady_clock::now() - started < 2s);
+    QVERIFY(again.nodes()[0].ended);
+    QCOMPARE(again.nodes()[0].end_state, std::string("done"));
+    QVERIFY(sink.complete_exactly_once(4, 20));
+    QCOMPARE(sink.ends.size(), size_t{1});  // nothing delivered twice
+  }
+
+  // Two followers of one run (the GUI reattaching a run a CLI still follows): the second takes the
+  // stream, the first only hears heartbeats. Once the second is done and gone, the agent gives up on it;
+  // the first's next ack takes the run back and the agent's reply says its end was acknowledged, so
+  // the first ends too (done, with the frames the second took counted as lost to it).
+  void secondFollowerTakesTheRunAndTheFirstStillEnds() {
+    AgentProcess agent("127.0.0.1", dir_.path() + "/two-followers", {}, {}, {"TESSERA_FAKE_STEP_MS=5"});
+    test::TestKeys keys(dir_.path() + "/two-followers-client");
+    const auto id = test::new_run_id();
+    launch::RunSession first(id, {agent.endpoint()}, keys.credentials);
+    first.launch(test::tiny_spec(200, 1));
+    MemorySink first_sink;
+    std::atomic<bool> first_stop{false};
+    auto first_outcome = launch::RunOutcome::running;
+    std::thread first_follower([&] { first_outcome = test::follow_for(first, first_sink, first_stop, 30s); });
+    std::this_thread::sleep_for(300ms);
+    {
+      MemorySink second_sink;
+      launch::RunSession second(id, {agent.endpoint()}, keys.credentials);
+      second.attach(second_sink);
+      std::atomic<bool> stop{false};
+      QCOMPARE(test::follow_for(second, second_sink, stop, 20s), launch::RunOutcome::done);
+      QCOMPARE(second_sink.ends.size(), size_t{1});
+    }  // the second follower is gone
+    first_follower.join();
+    QCOMPARE(first_outcome, launch::RunOutcome::done);
+    QVERIFY(first.nodes()[0].ended);
+    QVERIFY(first.lost_frames() > 0);  // what the second one took
   }
 
   // No follower acknowledges: the agent fills its outbox to the caps (16 KiB in memory, 128 KiB on
