@@ -125,6 +125,12 @@ void RunSession::node_ended(size_t node, const std::string& end_state, const std
   }
 }
 
+void RunSession::node_lost(size_t node, const std::string& cause) {
+  NodeState& state = nodes_[node];
+  state.lost = true;
+  fail("node " + std::to_string(node) + " (" + state.endpoint + ") lost: " + cause);
+}
+
 void RunSession::stop(const std::string& reason) {
   stop_sent_ = true;
   for (size_t node = 0; node < nodes_.size(); ++node) {
@@ -179,12 +185,7 @@ void RunSession::handle(size_t node, const protocol::Frame& frame, RunSink& sink
         protocol::get_string(message, "code", 64) == "unknown_run") {
       // Our acks name this run only: an agent that answers, but without the run, was restarted (its
       // ranks died with the old one). Its heartbeats would keep the node alive for ever.
-      NodeState& state = nodes_[node];
-      if (!state.lost && !state.ended) {
-        state.lost = true;
-        fail("node " + std::to_string(node) + " (" + state.endpoint +
-             ") lost: its agent answers but no longer holds the run (restarted)");
-      }
+      if (!nodes_[node].lost && !nodes_[node].ended) node_lost(node, "its agent answers but no longer holds the run (restarted)");
       return;
     }
     if (type != "data") return;  // heartbeats only refresh last_heard; late replies are ignored
@@ -283,11 +284,8 @@ RunOutcome RunSession::follow(RunSink& sink, const std::atomic<bool>& stop_flag,
     for (size_t node = 0; node < nodes_.size(); ++node) {
       NodeState& state = nodes_[node];
       if (state.lost || state.ended) continue;
-      if (now - connections_[node]->last_heard() > interval * protocol::kHeartbeatLiveness) {
-        state.lost = true;
-        fail("node " + std::to_string(node) + " (" + state.endpoint + ") lost: no heartbeat for " +
-             std::to_string(protocol::kHeartbeatLiveness) + " s");
-      }
+      if (now - connections_[node]->last_heard() > interval * protocol::kHeartbeatLiveness)
+        node_lost(node, "no heartbeat for " + std::to_string(protocol::kHeartbeatLiveness) + " s");
     }
     if (outcome_ == RunOutcome::failed && !failed_at) failed_at = now;
     bool all_over = true;

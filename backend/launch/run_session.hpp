@@ -93,6 +93,8 @@ class RunSession {
   void resumed(size_t node, const nlohmann::json& attached);
   /// The node's part of the run ended (its run_end record, or an attach that found it ended).
   void node_ended(size_t node, const std::string& end_state, const std::string& reason);
+  /// The node's agent is gone or no longer holds the run: the run fails with `cause`.
+  void node_lost(size_t node, const std::string& cause);
   void fail(const std::string& reason);
 
   std::string run_id_;

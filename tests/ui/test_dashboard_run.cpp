@@ -75,8 +75,9 @@ class TestDashboardRun : public QObject {
     QString text = what + QString("\ncontroller: %1 (%2)")
                               .arg(launch::to_string(controller.outcome()), controller.reason());
     if (const auto* feed = dashboard.feed()) {
+      const std::string_view status = store::to_string(feed->run().status);
       text += QString("\nrun status: %1, last step %2")
-                  .arg(QString::fromUtf8(std::string(store::to_string(feed->run().status)).c_str()))
+                  .arg(QString::fromUtf8(status.data(), static_cast<qsizetype>(status.size())))
                   .arg(feed->lastStep());
       const auto& logs = feed->logs();
       for (size_t i = logs.size() > 20 ? logs.size() - 20 : 0; i < logs.size(); ++i)
