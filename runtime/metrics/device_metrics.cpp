@@ -88,7 +88,7 @@ class CudaEventTimer final : public OpTimer {
 };
 #endif
 
-[[noreturn]] void no_cuda() {
+[[noreturn, maybe_unused]] void no_cuda() {  // unused where CUDA is built in
   throw std::runtime_error("this tessera-train was built without CUDA (TESSERA_WITH_CUDA=OFF): use --device cpu");
 }
 

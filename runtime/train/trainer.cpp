@@ -37,6 +37,17 @@
 
 namespace tessera::runtime {
 
+int cuda_device_of(int local_rank, int visible_gpus) {
+  if (visible_gpus < 1) throw std::invalid_argument("--device cuda: no CUDA device is visible to this process");
+  if (visible_gpus == 1) return 0;
+  if (local_rank < visible_gpus) return local_rank;
+  throw std::invalid_argument("LOCAL_RANK=" + std::to_string(local_rank) + " but this process sees " +
+                              std::to_string(visible_gpus) +
+                              " GPUs: more ranks on this node than GPUs would share one; start at most " +
+                              std::to_string(visible_gpus) + " ranks on this node, or make one GPU visible to "
+                              "each rank (CUDA_VISIBLE_DEVICES)");
+}
+
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -104,12 +115,9 @@ std::unique_ptr<TokenSource> make_token_source(const spec::RunSpec& spec, const 
 
 Placement placement_of(const spec::RunSpec& spec, const TrainOptions& options, const RankEnvironment& env) {
   Placement placement;
-  // GPU LOCAL_RANK of the node's, or GPU 0 when the launcher made one GPU visible per rank (the agent
-  // sets CUDA_VISIBLE_DEVICES so): the local rank modulo the GPUs this process sees.
-  if (options.device == "cuda") {
-    const auto visible = std::max<int64_t>(1, static_cast<int64_t>(torch::cuda::device_count()));
-    placement.device = at::Device(at::kCUDA, static_cast<c10::DeviceIndex>(env.local_rank % visible));
-  }
+  if (options.device == "cuda")
+    placement.device = at::Device(at::kCUDA, static_cast<c10::DeviceIndex>(cuda_device_of(
+                                                 env.local_rank, static_cast<int>(torch::cuda::device_count()))));
   if (spec.training.precision == spec::Precision::bf16) placement.model_dtype = at::kBFloat16;
   return placement;
 }
@@ -388,8 +396,17 @@ void train(const spec::RunSpec& spec, const TrainOptions& options, const RankEnv
       const int64_t saved_step = resumable_step(options.out_dir, spec);
       std::ifstream in(metrics);
       std::string line, kept;
-      while (std::getline(in, line))
-        if (nlohmann::json::parse(line).at("step").get<int64_t>() <= saved_step) kept += line + "\n";
+      for (int64_t number = 1; std::getline(in, line); ++number) {
+        // A record cut short (the disk filled, the run was killed mid-write) is dropped with a word,
+        // not left to stop the resume: its step is written again after the checkpoint anyway.
+        const auto record = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+        if (!record.is_object() || !record.contains("step") || !record["step"].is_number_integer()) {
+          std::fprintf(stderr, "--resume: dropping line %lld of %s, not a whole record: %.80s\n",
+                       static_cast<long long>(number), metrics.c_str(), line.c_str());
+          continue;
+        }
+        if (record["step"].get<int64_t>() <= saved_step) kept += line + "\n";
+      }
       std::ofstream(metrics, std::ios::trunc) << kept;
     } else {
       std::filesystem::remove(metrics);

@@ -22,6 +22,12 @@ struct RankEnvironment {
 /// variable that is malformed or missing.
 RankEnvironment rank_environment_from_env();
 
+/// The CUDA device index of a rank: GPU `local_rank` of the `visible_gpus` this process sees, or GPU 0
+/// when the launcher made one GPU visible per rank (the agent sets CUDA_VISIBLE_DEVICES so). Throws
+/// std::invalid_argument when none is visible, or when local_rank ≥ visible_gpus > 1 (two ranks would
+/// share a GPU).
+int cuda_device_of(int local_rank, int visible_gpus);
+
 struct TrainOptions {
   std::string out_dir;            ///< "" = no files, stdout only
   std::string data = "synthetic";  ///< "synthetic" or a token file

@@ -1,9 +1,12 @@
 // Checkpoints: a run resumed from its newest complete checkpoint continues with bit-identical losses
-// and grad norms (CPU, fixed threads); a checkpoint without manifest is skipped as incomplete; another
-// layout, a truncated rank file or no checkpoint at all is refused with exit code 2.
+// and grad norms (CPU, fixed threads); a checkpoint without manifest is skipped as incomplete, a metrics
+// record cut short is dropped; another layout, a truncated rank file or no checkpoint at all is refused
+// with exit code 2.
 #include <QtTest/QtTest>
 
+#include <algorithm>
 #include <filesystem>
+#include <fstream>
 
 #include "train_runner.hpp"
 
@@ -39,12 +42,22 @@ class TestTrainCheckpoint : public QObject {
     QVERIFY(std::filesystem::exists(last + "/rank_00000.pt") && std::filesystem::exists(last + "/rank_00001.pt"));
     // As if the run had died while writing step 20's checkpoint: no manifest, so not complete.
     std::filesystem::remove(last + "/manifest.json");
+    // and as if the disk had filled while step 21's record was written: the line is cut short.
+    const std::string metrics = b.toStdString() + "/metrics.jsonl";
+    const auto whole_lines = [&] {
+      std::ifstream in(metrics);
+      return std::count(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>(), '\n');
+    }();
+    std::ofstream(metrics, std::ios::app) << "{\"type\":\"step\",\"step\":21,\"lo";  // (moc reads no raw strings)
 
     run = tessera_train(common + QStringList{"--out", b, "--resume"});
     QVERIFY2(run.exit_code == 0, run.err.c_str());
     QVERIFY2(run.out.find("resumed from " + b.toStdString() + "/checkpoints/step_00000010") != std::string::npos,
              run.out.c_str());
     QVERIFY(run.out.find("step   11/20") != std::string::npos && run.out.find("step   10/20") == std::string::npos);
+    QVERIFY2(run.err.find("dropping line " + std::to_string(whole_lines + 1) + " of " + metrics + ", not a whole record") !=
+                 std::string::npos,
+             run.err.c_str());
     const auto uninterrupted = exact_steps(a.toStdString()), resumed = exact_steps(b.toStdString());
     QCOMPARE(resumed.size(), size_t(20));  // steps 11-20 of the first run replaced, not duplicated
     QVERIFY(resumed == uninterrupted);     // bit-identical

@@ -15,6 +15,7 @@
 #include <sstream>
 #include <thread>
 
+#include "runtime/train/trainer.hpp"
 #include "train_runner.hpp"
 
 using namespace tessera::test;
@@ -153,6 +154,26 @@ class TestTrainErrors : public QObject {
     QVERIFY(p.waitForFinished(30000));
     QVERIFY(p.exitCode() != 0);
     QVERIFY(p.readAllStandardError().contains("--device"));
+  }
+
+  // The GPU of a rank: LOCAL_RANK among the GPUs it sees, GPU 0 when it sees one (the agent makes one
+  // visible per rank); more ranks on a node than GPUs is refused, not two ranks put on one GPU.
+  void cudaDeviceOfALocalRank() {
+    using tessera::runtime::cuda_device_of;
+    QCOMPARE(cuda_device_of(0, 1), 0);
+    QCOMPARE(cuda_device_of(5, 1), 0);
+    QCOMPARE(cuda_device_of(3, 8), 3);
+    QCOMPARE(cuda_device_of(7, 8), 7);
+    auto refusal = [](int local_rank, int visible) -> std::string {
+      try {
+        cuda_device_of(local_rank, visible);
+      } catch (const std::invalid_argument& e) {
+        return e.what();
+      }
+      return "";
+    };
+    QVERIFY2(refusal(8, 8).find("LOCAL_RANK=8 but this process sees 8 GPUs") != std::string::npos, refusal(8, 8).c_str());
+    QVERIFY2(refusal(2, 0).find("no CUDA device is visible") != std::string::npos, refusal(2, 0).c_str());
   }
 
   void badDataFilesAreRefusedBeforeAnyRankStarts() {
