@@ -23,6 +23,7 @@
 #include "agent/rank_process.hpp"
 #include "protocol/json_scan.hpp"
 #include "protocol/wire.hpp"
+#include "spec/json_nesting.hpp"
 #include "spec/run_spec.hpp"
 
 namespace tessera::agent {
@@ -481,8 +482,10 @@ struct Agent::Impl {
       if (!run.pull.recv(message, zmq::recv_flags::dontwait)) break;
       const std::string_view text = message.to_string_view();
       // A record is a JSON object; anything else from a rank is dropped and counted. Checked without a
-      // DOM: the workbench parses it (the frame holding it) in any case.
-      if (message.more() || text.empty() || text.front() != '{' || !protocol::is_json(text)) {
+      // DOM: the workbench parses it (the frame holding it) in any case. Nested within the frame's
+      // limit, the frame's own levels (frame, records, record) left over.
+      if (message.more() || text.empty() || text.front() != '{' || !protocol::is_json(text) ||
+          spec::json_too_deep_at(text, spec::kMaxJsonNesting - 3) != std::string_view::npos) {
         ++run.records_dropped;
         continue;
       }

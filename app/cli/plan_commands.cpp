@@ -6,6 +6,7 @@
 
 #include "cli/commands.hpp"
 #include "spec/interop.hpp"
+#include "spec/json_nesting.hpp"
 #include "cli/text_table.hpp"
 #include "planner/plan.hpp"
 #include "spec/run_spec.hpp"
@@ -77,6 +78,8 @@ json read_json_file(const std::string& path) {
   if (!in) throw UsageError("cannot read " + path);
   std::stringstream buffer;
   buffer << in.rdbuf();
+  if (const size_t at = spec::json_too_deep_at(buffer.str()); at != std::string_view::npos)
+    throw spec::SpecError({{"", spec::json_nesting_message(path, at)}});
   try {
     return json::parse(buffer.str());
   } catch (const json::exception& e) {  // syntax errors, and numbers out of range

@@ -15,6 +15,7 @@
 #include "launch_dialog.hpp"
 #include "main_window.hpp"
 #include "rank_grid_view.hpp"
+#include "spec/json_nesting.hpp"
 #include "store/location.hpp"
 
 namespace {
@@ -167,7 +168,9 @@ int main(int argc, char* argv[]) {
     if (eq <= 0) return fail(QStringLiteral("--set must be FIELD=VALUE, got \"%1\"").arg(edit));
     // The value is JSON when it parses as JSON (4, true, 3e-4), else a string (selective).
     const std::string text = edit.mid(eq + 1).toStdString();
-    nlohmann::json value = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+    nlohmann::json value = tessera::spec::json_too_deep_at(text) == std::string_view::npos
+                               ? nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false)
+                               : nlohmann::json(nlohmann::json::value_t::discarded);
     if (value.is_discarded()) value = text;
     QString error;
     if (!window.session()->setField(edit.left(eq), value, &error)) return fail(error);

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "protocol/json_scan.hpp"
+#include "spec/json_nesting.hpp"
 
 namespace tessera::protocol {
 
@@ -55,6 +56,8 @@ void check_size(std::string_view bytes, Side receiver) {
     throw ProtocolError(ErrorCode::too_large, "frame of " + std::to_string(bytes.size()) + " bytes exceeds " +
                                                   std::to_string(most));
   if (bytes.empty() || bytes.front() != '{') throw ProtocolError(ErrorCode::bad_json, "frame is not a JSON object");
+  if (const size_t at = spec::json_too_deep_at(bytes); at != std::string_view::npos)
+    throw ProtocolError(ErrorCode::bad_json, spec::json_nesting_message("the frame", at));
 }
 
 // The version, a known type, and the size limit of that type.

@@ -1,5 +1,6 @@
 // Parsing and writing the run spec: one table of fields drives reading, writing, suggestions and set_field.
 #include "spec/run_spec.hpp"
+#include "spec/json_nesting.hpp"
 
 #include <fstream>
 #include <functional>
@@ -13,7 +14,13 @@ using nlohmann::json;
 
 namespace {
 
-std::string show(const json& value) { return value.dump(); }
+// A value quoted in an error: its JSON, cut at 120 bytes (the whole of a 10 MB array is no help).
+std::string show(const json& value) {
+  constexpr size_t kMost = 120;
+  std::string text = value.dump();
+  if (text.size() > kMost) text = text.substr(0, kMost) + "… (" + std::to_string(text.size()) + " bytes)";
+  return text;
+}
 
 struct Field {
   std::string name;
@@ -296,6 +303,8 @@ RunSpec parse_spec(const json& document, const PresetCatalog& presets) {
 }
 
 RunSpec parse_spec_text(const std::string& text, const PresetCatalog& presets) {
+  if (const size_t at = json_too_deep_at(text); at != std::string_view::npos)
+    throw SpecError({{"", json_nesting_message("the spec", at)}});
   json document;
   try {
     document = json::parse(text);

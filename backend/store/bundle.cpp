@@ -7,6 +7,7 @@
 #include <ostream>
 #include <sys/stat.h>
 
+#include "spec/json_nesting.hpp"
 #include "store/csv.hpp"
 #include "store/errors.hpp"
 #include "store/history.hpp"
@@ -120,8 +121,11 @@ void check_bundle_header(const ojson& document, const std::string& file) {
 ojson read_json_file(const fs::path& path) {
   std::ifstream in(path);
   if (!in) throw StoreError(ErrorKind::invalid, "cannot read " + path.string());
+  const std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  if (const size_t at = spec::json_too_deep_at(text); at != std::string_view::npos)
+    throw StoreError(ErrorKind::invalid, spec::json_nesting_message(path.string(), at));
   try {
-    return ojson::parse(in);
+    return ojson::parse(text);
   } catch (const nlohmann::json::parse_error& e) {
     throw StoreError(ErrorKind::invalid, path.string() + " is not valid JSON: " + e.what());
   }
@@ -411,6 +415,8 @@ RunCounts import_train_output(Connection& connection, const fs::path& directory,
   for (int64_t number = 1; std::getline(in, line); ++number) {
     const std::string where = "metrics.jsonl line " + std::to_string(number);
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    if (const size_t at = spec::json_too_deep_at(line); at != std::string_view::npos)
+      throw StoreError(ErrorKind::invalid, spec::json_nesting_message(where, at));
     ojson object;
     try {
       object = ojson::parse(line);

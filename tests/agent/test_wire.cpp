@@ -73,6 +73,16 @@ class TestWire : public QObject {
     const std::string padded = nlohmann::json{{"v", 1}, {"type", "ack"}, {"pad", std::string(5000, 'x')}}.dump();
     QCOMPARE(code_of(padded), ErrorCode::too_large);
     QCOMPARE(code_of(std::string((2 << 20), '{')), ErrorCode::too_large);  // never parsed
+    // Nested deeper than a dump of it could recurse (it used to end the agent with SIGSEGV): refused.
+    const std::string deep = "{\"v\":1,\"type\":\"launch\",\"spec\":" + std::string(100000, '[') + std::string(100000, ']') + "}";
+    QCOMPARE(code_of(deep), ErrorCode::bad_json);
+    QCOMPARE(code_of(deep, protocol::Side::workbench), ErrorCode::bad_json);
+    try {
+      protocol::read_frame(deep);
+      QFAIL("read");
+    } catch (const protocol::ProtocolError& e) {
+      QVERIFY2(std::string(e.what()).find("the frame nests arrays and objects more than 64 deep") != std::string::npos, e.what());
+    }
   }
 
   void jsonScannerAcceptsWhatNlohmannAccepts() {

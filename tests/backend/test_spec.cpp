@@ -192,6 +192,35 @@ class TestSpec : public QObject {
     }
   }
 
+  // Text nested deeper than a dump's recursion can take is refused before it is parsed; 64 levels are
+  // read as usual; a huge value quoted in an error is cut short.
+  void deepOrHugeInputGivesAShortError() {
+    const std::string deep = "{\"model\": " + std::string(100000, '[') + std::string(100000, ']') + "}";
+    try {
+      parse_spec_text(deep);
+      QFAIL("no error");
+    } catch (const SpecError& e) {
+      // "{" is level 1 at byte 0, the k-th "[" level k + 1 at byte 9 + k: level 65 at byte 73.
+      QVERIFY2(std::string(e.what()).find("the spec nests arrays and objects more than 64 deep (at byte 73)") !=
+                   std::string::npos,
+               e.what());
+    }
+    const std::string levels_64 = "{\"model\": {\"num_layers\": " + std::string(62, '[') + std::string(62, ']') + "}}";
+    try {
+      parse_spec_text(levels_64);
+      QFAIL("no error");
+    } catch (const SpecError& e) {
+      QVERIFY2(has_error(e.errors(), "model.num_layers", "must be an integer, got [[["), dump(e.errors()).c_str());
+    }
+    auto doc = base_spec();
+    doc["parallel"]["tp"] = json::array();
+    for (int i = 0; i < 100000; ++i) doc["parallel"]["tp"].push_back(1);
+    const auto errors = errors_of(doc);
+    QVERIFY2(has_error(errors, "parallel.tp", "must be an integer, got [1,1,"), dump(errors).c_str());
+    QVERIFY2(has_error(errors, "parallel.tp", "(200001 bytes)"), dump(errors).c_str());
+    for (const auto& e : errors) QVERIFY2(e.message.size() < 300, e.message.c_str());
+  }
+
   void gpuPresetFromDeviceName() {
     const int64_t gib = int64_t{1} << 30;
     QCOMPARE(gpu_preset_id_for_device("NVIDIA H200", 141 * gib), std::string("h200"));

@@ -674,6 +674,15 @@ class TestStore : public QObject {
     QVERIFY2(contains(error.what(), "metrics.jsonl line 6") && contains(error.what(), "wall_time_s"), error.what());
     QCOMPARE(history.runs().size(), size_t{2});
     QCOMPARE(error_of([&] { history.import_run(db("no-such-dir")); }).kind(), ErrorKind::invalid);
+
+    // Nesting that would overflow a dump's recursion: refused with where, nothing imported.
+    const auto deep = write_out("deep-run", 5, "{\"step\": 6, \"x\": " + std::string(100000, '[') + std::string(100000, ']') + "}\n");
+    const auto deep_error = error_of([&] { history.import_run(deep); });
+    QVERIFY2(contains(deep_error.what(), "metrics.jsonl line 6 nests arrays and objects more than 64 deep"), deep_error.what());
+    std::ofstream(deep + "/spec.json") << "{\"model\": " + std::string(100000, '[') + std::string(100000, ']') + "}";
+    const auto deep_spec = error_of([&] { history.import_run(deep); });
+    QVERIFY2(contains(deep_spec.what(), "spec.json nests arrays and objects more than 64 deep (at byte 73)"), deep_spec.what());
+    QCOMPARE(history.runs().size(), size_t{2});
   }
 
   void tagsNotesAndDelete() {

@@ -1,0 +1,44 @@
+// The nesting limit for JSON read from outside (spec files, run bundles, metrics lines, wire frames).
+// nlohmann/json parses iteratively, but dumping, comparing and copying a document recurse once per
+// level: 200 KB of brackets nested 100,000 deep overflow the stack of whatever touches the document
+// next. Such text is refused before it is parsed; no document of Tessera's nests beyond ~10 levels.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+namespace tessera::spec {
+
+inline constexpr int kMaxJsonNesting = 64;
+
+/// The byte offset at which `text` opens its (limit + 1)-th nested array or object (brackets inside
+/// strings not counted), or std::string_view::npos when it nests no deeper than `limit`. Does not
+/// check the text is JSON.
+inline size_t json_too_deep_at(std::string_view text, int limit = kMaxJsonNesting) {
+  int depth = 0;
+  bool in_string = false, escaped = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (escaped) escaped = false;
+      else if (c == '\\') escaped = true;
+      else if (c == '"') in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > limit) return i;
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return std::string_view::npos;
+}
+
+/// "<what> nests arrays and objects more than 64 deep (at byte N)".
+inline std::string json_nesting_message(std::string_view what, size_t at) {
+  return std::string(what) + " nests arrays and objects more than " + std::to_string(kMaxJsonNesting) +
+         " deep (at byte " + std::to_string(at) + ")";
+}
+
+}  // namespace tessera::spec
