@@ -139,7 +139,12 @@ struct Client {
 }  // namespace
 
 void check_options(const AgentOptions& options) {
-  if (options.bind.rfind("tcp://", 0) != 0) throw std::invalid_argument("--bind must be tcp://HOST:PORT");
+  const auto colon = options.bind.rfind(':');
+  const std::string port = colon == std::string::npos ? "" : options.bind.substr(colon + 1);
+  // ZeroMQ would take 99999 as some free port, and "abc" with an "Invalid argument".
+  if (options.bind.rfind("tcp://", 0) != 0 || colon <= 6 || port.empty() || port.size() > 5 ||
+      port.find_first_not_of("0123456789") != std::string::npos || std::stoi(port) > 65535)
+    throw std::invalid_argument("--bind " + options.bind + " must be tcp://HOST:PORT, PORT 0-65535 (0: a free port)");
   if (!options.keys && !protocol::is_loopback_endpoint(options.bind))
     throw std::invalid_argument("--bind " + options.bind +
                                 " is not a loopback address: give --keys DIR (from `tessera-agent keygen DIR`) and "
@@ -175,6 +180,8 @@ struct Agent::Impl {
     router.set(zmq::sockopt::sndhwm, 10000);
     std::string bind = options.bind;
     if (bind.size() > 2 && bind.substr(bind.size() - 2) == ":0") bind = bind.substr(0, bind.size() - 1) + "*";
+    // ZeroMQ reads a bind's host as an interface name or an address: "localhost" is neither.
+    if (bind.rfind("tcp://localhost:", 0) == 0) bind = "tcp://127.0.0.1:" + bind.substr(16);
     router.bind(bind);
     endpoint = router.get(zmq::sockopt::last_endpoint);
   }

@@ -64,7 +64,7 @@ int main(int argc, char** argv) {
   app.add_option("--nproc", nproc, "launch this many local ranks (must equal the spec's world size)")
       ->check(CLI::PositiveNumber);
   app.add_option("--threads", threads, "intra-op threads per rank (default: cores / local ranks)")
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Range(1, 1024));
   std::string device = "cpu";
   app.add_option("--device", device, "cpu (Gloo) or cuda (NCCL, bf16; see docs/performance.md)")
       ->check(CLI::IsMember({"cpu", "cuda"}));
@@ -82,7 +82,7 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    return app.exit(e) == 0 ? 0 : 2;  // --help, or a bad argument: 2 as for every refusal
   }
 
   tessera::spec::RunSpec spec;

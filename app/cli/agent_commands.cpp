@@ -19,7 +19,11 @@ std::vector<std::string> split_agents(const std::string& list) {
   std::stringstream items(list);
   for (std::string item; std::getline(items, item, ',');) {
     if (item.empty()) continue;
-    if (item.rfind("tcp://", 0) != 0) throw UsageError("--agents: \"" + item + "\" is not tcp://HOST:PORT");
+    try {
+      launch::endpoint_host(item);
+    } catch (const std::invalid_argument& e) {
+      throw UsageError(std::string("--agents: ") + e.what());
+    }
     endpoints.push_back(item);
   }
   if (endpoints.empty()) throw UsageError("--agents lists no agent");
@@ -81,7 +85,11 @@ void add_agent_commands(CLI::App& app) {
     cmd->add_option("endpoint", endpoint, "tcp://HOST:PORT")->required();
     cmd->add_option("key", key_file, "the agent's agent.pub")->required();
     cmd->callback([] {
-      if (endpoint.rfind("tcp://", 0) != 0) throw UsageError(endpoint + " is not tcp://HOST:PORT");
+      try {
+        launch::endpoint_host(endpoint);
+      } catch (const std::invalid_argument& e) {
+        throw UsageError(e.what());
+      }
       std::string key;
       try {
         key = protocol::read_public_key(key_file);

@@ -76,10 +76,13 @@ TokenFile read_token_file(const std::string& path) {
   if (out.bytes_per_token != 2 && out.bytes_per_token != 4)
     throw DataError("data file " + path + " has " + std::to_string(out.bytes_per_token) +
                     " bytes per token; must be 2 (uint16) or 4 (uint32)");
-  const uint64_t expected = kTokenFileHeaderBytes + count * static_cast<uint64_t>(out.bytes_per_token);
-  if (bytes.size() != expected)
+  // Compared by division: count x width of a corrupt count wraps around 2^64 (2^62 tokens of 4 bytes
+  // "promised" 32 bytes).
+  const uint64_t body_bytes = bytes.size() - kTokenFileHeaderBytes;
+  if (body_bytes % out.bytes_per_token != 0 || count != body_bytes / out.bytes_per_token)
     throw DataError("data file " + path + " is " + std::to_string(bytes.size()) + " bytes but its header promises " +
-                    std::to_string(count) + " tokens (" + std::to_string(expected) + " bytes): truncated or corrupt");
+                    std::to_string(count) + " tokens of " + std::to_string(out.bytes_per_token) +
+                    " bytes after the " + std::to_string(kTokenFileHeaderBytes) + "-byte header: truncated or corrupt");
   out.tokens.resize(count);
   const unsigned char* body = p + kTokenFileHeaderBytes;
   for (uint64_t i = 0; i < count; ++i) {

@@ -59,7 +59,8 @@ class AgentConnection {
   int64_t malformed_ = 0;
 };
 
-/// HOST of tcp://HOST:PORT. Throws std::invalid_argument for anything else.
+/// HOST of tcp://HOST:PORT (PORT 1-65535, no spaces or control characters anywhere). Throws
+/// std::invalid_argument for anything else.
 std::string endpoint_host(const std::string& endpoint);
 
 }  // namespace tessera::launch

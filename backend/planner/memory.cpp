@@ -27,6 +27,14 @@ bool plans_fused_kernels(const spec::RunSpec& spec) { return spec.cluster.gpu !=
 
 namespace {
 
+// Bytes as an integer, capped at 1 EiB: sizes beyond any machine (say 2^24 tokens x a micro-batch of
+// 2^20) would overflow int64 (llround is undefined there, and a plan showed negative memory that
+// "fits"); a stage's five terms, each capped, still sum within int64 and never fit.
+int64_t bytes_of(double bytes) {
+  constexpr int64_t kCap = int64_t{1} << 60;
+  return bytes < static_cast<double>(kCap) ? static_cast<int64_t>(std::llround(bytes)) : kCap;
+}
+
 bool has_dropout(Arch arch) { return arch == Arch::gpt || arch == Arch::bert || arch == Arch::t5; }
 
 struct LayerActivation {
@@ -158,10 +166,10 @@ std::vector<StageMemory> megatron_stages(const spec::RunSpec& spec, const Schedu
     const double params = stage == 0 ? most_loaded : other;
     auto& st = out[stage];
     st.stage = stage;
-    st.weights_bytes = static_cast<int64_t>(std::llround(params * 2));
-    st.gradients_bytes = static_cast<int64_t>(std::llround(params * 4));
-    st.optimizer_bytes = static_cast<int64_t>(std::llround(params * optimizer_per_param));
-    st.activations_bytes = static_cast<int64_t>(std::llround(act));
+    st.weights_bytes = bytes_of(params * 2);
+    st.gradients_bytes = bytes_of(params * 4);
+    st.optimizer_bytes = bytes_of(params * optimizer_per_param);
+    st.activations_bytes = bytes_of(act);
   }
   return out;
 }
@@ -323,9 +331,9 @@ std::vector<StageMemory> tessera_stages(const spec::RunSpec& spec, const ModelPa
     };
     auto& st = out[stage];
     st.stage = stage;
-    st.weights_bytes = static_cast<int64_t>(std::llround(sharded(weight_bytes, zero >= 3)));
-    st.gradients_bytes = static_cast<int64_t>(std::llround(sharded(grad_bytes, zero >= 2)));
-    st.optimizer_bytes = static_cast<int64_t>(std::llround(sharded(optimizer_bytes, zero >= 1)));
+    st.weights_bytes = bytes_of(sharded(weight_bytes, zero >= 3));
+    st.gradients_bytes = bytes_of(sharded(grad_bytes, zero >= 2));
+    st.optimizer_bytes = bytes_of(sharded(optimizer_bytes, zero >= 1));
 
     // Activations: stored bytes per layer x layers per chunk x chunk-microbatches in flight.
     const double in_flight = in_flight_of[stage];
@@ -344,15 +352,15 @@ std::vector<StageMemory> tessera_stages(const spec::RunSpec& spec, const ModelPa
       const double norm_input = e * tokens * h / (p.sequence_parallel ? t : 1);
       act += last_in_flight * (norm_input + 4 * tokens * vocab_rank);  // fp32 logits kept for the loss
     }
-    st.activations_bytes = static_cast<int64_t>(std::llround(act));
+    st.activations_bytes = bytes_of(act);
 
     if (has_runtime_terms(m)) {
       // tessera-train runs this model: its own stored tensors and buffers (docs/formulas.md §2).
       const RuntimePeak peak = runtime_activation_peak(spec, schedule, stage);
       const double batches = static_cast<double>(schedule.microbatches) * 8 *
                              static_cast<double>((m.seq_length + 1) * spec.training.micro_batch_size);
-      st.activations_bytes = static_cast<int64_t>(std::llround(peak.activations));
-      st.buffers_bytes = static_cast<int64_t>(std::llround(peak.buffers + batches));
+      st.activations_bytes = bytes_of(peak.activations);
+      st.buffers_bytes = bytes_of(peak.buffers + batches);
       continue;
     }
 
@@ -366,7 +374,7 @@ std::vector<StageMemory> tessera_stages(const spec::RunSpec& spec, const ModelPa
                                                         params.layers[layer].expert_on_rank(p.tp, p.ep)));
       buffers += 2 * largest * weight_bytes;  // the gathered layer and the prefetched next one
     }
-    st.buffers_bytes = static_cast<int64_t>(std::llround(buffers));
+    st.buffers_bytes = bytes_of(buffers);
   }
   return out;
 }

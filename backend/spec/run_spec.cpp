@@ -4,6 +4,7 @@
 
 #include <fstream>
 #include <functional>
+#include <limits>
 #include <map>
 #include <set>
 #include <sstream>
@@ -41,6 +42,14 @@ Field make_field(std::string name, S RunSpec::*section, T S::*member, bool requi
       target = v.get<bool>();
     } else if constexpr (std::is_integral_v<T>) {
       if (!v.is_number_integer()) return errors.push_back({path, path + " must be an integer, got " + show(v)});
+      // Not wrapped into range: 2^32 + 1 is no ZeRO stage 1, 2^63 no negative size.
+      using Limits = std::numeric_limits<T>;
+      const bool fits = v.is_number_unsigned() ? v.get<uint64_t>() <= static_cast<uint64_t>(Limits::max())
+                                               : v.get<int64_t>() >= static_cast<int64_t>(Limits::min()) &&
+                                                     v.get<int64_t>() <= static_cast<int64_t>(Limits::max());
+      if (!fits)
+        return errors.push_back({path, path + " must be an integer from " + std::to_string(Limits::min()) + " to " +
+                                           std::to_string(Limits::max()) + ", got " + show(v)});
       target = static_cast<T>(v.get<int64_t>());
     } else if constexpr (std::is_floating_point_v<T>) {
       if (!v.is_number()) return errors.push_back({path, path + " must be a number, got " + show(v)});

@@ -404,6 +404,15 @@ class TestWire : public QObject {
     QCOMPARE(launch::endpoint_host("tcp://127.0.0.2:7070"), std::string("127.0.0.2"));
     QCOMPARE(launch::endpoint_host("tcp://[::1]:7070"), std::string("::1"));
     QVERIFY_THROWS_EXCEPTION(std::invalid_argument, launch::endpoint_host("ipc:///tmp/x"));
+    for (const char* bad : {"tcp://gpu1:7070\ntcp://x:1 AAAA", "tcp://gpu 1:7070", "tcp://gpu1:99999", "tcp://gpu1:0",
+                            "tcp://gpu1:abc", "tcp://gpu1:", "tcp://:7070"})
+      QVERIFY_THROWS_EXCEPTION(std::invalid_argument, launch::endpoint_host(bad));
+    try {
+      launch::endpoint_host("tcp://gpu1:7070\ntcp://x:1");
+    } catch (const std::invalid_argument& e) {
+      QCOMPARE(std::string(e.what()),
+               std::string("agent endpoint tcp://gpu1:7070?tcp://x:1 is not tcp://HOST:PORT (no spaces or control characters)"));
+    }
   }
 };
 

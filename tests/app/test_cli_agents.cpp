@@ -71,6 +71,28 @@ class TestCliAgents : public QObject {
     const auto refused = cli({"agents", "trust", "tcp://gpu1:7070", bad.fileName()});
     QCOMPARE(refused.exit_code, 2);
     QVERIFY(refused.err.contains("not a Z85 public key"));
+    // An endpoint with a line break would have written a second, forged entry into known_agents.
+    const auto forged = cli({"agents", "trust", "tcp://gpu1:7070\ntcp://x:1 AAAA", bad.fileName()});
+    QCOMPARE(forged.exit_code, 2);
+    QVERIFY2(forged.err.contains("agent endpoint tcp://gpu1:7070?tcp://x:1?AAAA is not tcp://HOST:PORT (no spaces or control characters)"),
+             qPrintable(forged.err));
+    QVERIFY(!QFile::exists(dir_.path() + "/config/known_agents"));
+  }
+
+  // Bad arguments exit 2 with the option named (NaN passed the range checks; CLI11's own codes were 105+).
+  void agentRefusesBadArguments() {
+    for (const QStringList& args : {QStringList{"--bind", "tcp://127.0.0.1:1", "--grace-s", "nan"},
+                                    QStringList{"--bind", "tcp://127.0.0.1:1", "--exit-when-idle-s", "nan"},
+                                    QStringList{"--bind", "tcp://127.0.0.1:1", "--max-ranks", "-1"},
+                                    QStringList{"--bind", "tcp://127.0.0.1:99999", "--workdir", "."},
+                                    QStringList{"--bind", "tcp://127.0.0.1:abc", "--workdir", "."}}) {
+      QProcess agent;
+      agent.start(TESSERA_AGENT, args);
+      QVERIFY(agent.waitForFinished(10000));
+      QCOMPARE(agent.exitCode(), 2);
+      const QByteArray err = agent.readAllStandardError();
+      QVERIFY2(err.contains((args[2] == "--workdir" ? args[0] : args[2]).toUtf8()), err.constData());
+    }
   }
 
   void statusShowsTheInventoryAndFlagsUnreachableAgents() {
@@ -109,6 +131,22 @@ class TestCliAgents : public QObject {
     syntax.start("bash", {"-n", script});
     QVERIFY(syntax.waitForFinished(10000));
     QCOMPARE(syntax.exitCode(), 0);
+
+    // A name with line breaks stays inside its comment and its quotes: no line of the script runs it.
+    const QString named = dir_.path() + "/named.sbatch";
+    QCOMPARE(cli({"slurm", TESSERA_SOURCE_DIR "/resources/examples/tiny-3d.json", "-o", named, "--name",
+                  "x\ntouch pwned\n#SBATCH --evil"})
+                 .exit_code,
+             0);
+    QFile named_file(named);
+    QVERIFY(named_file.open(QIODevice::ReadOnly));
+    const QString named_text = QString::fromUtf8(named_file.readAll());
+    // The header (sbatch reads its directives there, up to the first command): the name on its line.
+    const QStringList header = named_text.left(named_text.indexOf("set -euo pipefail")).split('\n');
+    QVERIFY(header.contains("# Tessera run \"x?touch pwned?#SBATCH --evil\" on Slurm: one tessera-agent per node (srun), then the launch."));
+    for (const auto& line : header) QVERIFY2(!line.startsWith("touch") && !line.startsWith("#SBATCH --evil"), qPrintable(line));
+    // Further down, one single-quoted argument.
+    QVERIFY(named_text.contains("--name 'x\ntouch pwned\n#SBATCH --evil' --follow\n"));
 
     // The per-node command, as srun would start it on node 0 of job 4242.
     const QString job = dir_.path() + "/job-4242";

@@ -105,12 +105,30 @@ class TestCliPlan : public QObject {
     f.write(R"({"model": {"preset": "llama3-8b"}, "parallel": {"tp": 2, "pipeline_parallel": 2}})");
     f.close();
     for (const QStringList& args : {QStringList{"plan", bad}, QStringList{"validate", bad}, QStringList{"plan", "/no/such.json"},
-                                    QStringList{"plan", example("tiny-3d.json"), "--tp", "abc"}, QStringList{"frobnicate"}}) {
+                                    QStringList{"plan", example("tiny-3d.json"), "--tp", "abc"}, QStringList{"frobnicate"},
+                                    // NaN passes a range check (it waited for ever): refused
+                                    QStringList{"launch", example("tiny-3d.json"), "--agents", "tcp://127.0.0.1:1",
+                                                "--connect-timeout-s", "nan"}}) {
       const auto r = cli(args);
       QCOMPARE(r.exit_code, 2);
       QVERIFY(!r.err.empty());
       QVERIFY(r.err.find("terminate") == std::string::npos);
     }
+    // Out of an integer field's range: refused, not wrapped (2^32 + 1 was ZeRO-1, 2^63 a negative tp).
+    const auto zero = cli({"plan", example("tiny-3d.json"), "--zero", "4294967297"});
+    QCOMPARE(zero.exit_code, 2);
+    QVERIFY2(zero.err.find("parallel.zero_stage must be an integer from -2147483648 to 2147483647, got 4294967297") !=
+                 std::string::npos,
+             zero.err.c_str());
+    // Sizes beyond any machine: memory that does not fit, never negative.
+    const auto huge = cli({"plan", example("llama3-8b-8xh100.json"), "--seq", "16777216", "--mbs", "1048576", "--gbs",
+                           "8388608", "--json"});
+    QCOMPARE(huge.exit_code, 0);
+    const auto plan = nlohmann::json::parse(huge.out);
+    QCOMPARE(plan["memory"]["fits"], false);
+    for (const auto& stage : plan["memory"]["stages"])
+      for (const auto& [term, bytes] : stage.items()) QVERIFY2(bytes.get<int64_t>() >= 0, (term + " " + bytes.dump()).c_str());
+
     const auto r = cli({"validate", bad});
     QVERIFY2(r.err.find("unknown field parallel.pipeline_parallel (did you mean parallel.pp?)") != std::string::npos,
              r.err.c_str());

@@ -70,6 +70,16 @@ class TestTokenFile : public QObject {
     write_token_file(truncated, std::vector<uint32_t>(100, 5), 256);
     std::filesystem::resize_file(truncated, 32 + 150);
     expect_error(truncated, "truncated or corrupt");
+    // A count whose size wraps around 2^64: 2^62 tokens of 4 bytes, a header and no body.
+    const std::string wrapped = dir.filePath("wrapped.tokens").toStdString();
+    write_token_file(wrapped, {}, 100000);  // 4 bytes a token
+    {
+      std::fstream patch(wrapped, std::ios::in | std::ios::out | std::ios::binary);
+      patch.seekp(24);
+      const uint64_t count = uint64_t{1} << 62;
+      patch.write(reinterpret_cast<const char*>(&count), sizeof count);
+    }
+    expect_error(wrapped, "promises 4611686018427387904 tokens of 4 bytes after the 32-byte header: truncated or corrupt");
     const std::string outside = dir.filePath("outside.tokens").toStdString();
     write_token_file(outside, {1, 2}, 256);
     std::fstream patch(outside, std::ios::in | std::ios::out | std::ios::binary);

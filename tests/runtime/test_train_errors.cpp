@@ -97,6 +97,9 @@ class TestTrainErrors : public QObject {
     run = tessera_train({"--spec", spec, "--nproc", "2", "--out", "/proc/tessera-out"});
     QCOMPARE(run.exit_code, 2);
     QVERIFY2(run.err.find("--out /proc/tessera-out is not a writable directory") != std::string::npos, run.err.c_str());
+    run = tessera_train({"--spec", spec, "--threads", "100000"});  // accepted, it never finished a step
+    QCOMPARE(run.exit_code, 2);
+    QVERIFY2(run.err.find("--threads") != std::string::npos && run.err.find("not in range 1 to 1024") != std::string::npos, run.err.c_str());
     QProcess p;
     auto env = QProcessEnvironment::systemEnvironment();
     env.insert("RANK", "0");
