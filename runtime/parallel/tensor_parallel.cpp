@@ -161,6 +161,8 @@ at::Tensor column_parallel_linear(const at::Tensor& x, const at::Tensor& weight,
 
 at::Tensor row_parallel_linear(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias,
                                const TensorParallel& tp) {
+  // Alone, the bias goes into the GEMM (cuBLASLt's epilogue on a GPU) instead of a pass of its own.
+  if (tp.size() == 1) return at::linear(x, weight, bias);
   const at::Tensor partial = at::linear(x, weight);
   at::Tensor y = tp.sequence_parallel ? reduce_scatter_to_sequence(partial, *tp.group) : reduce_from_tp(partial, *tp.group);
   return bias.defined() ? y + bias : y;
