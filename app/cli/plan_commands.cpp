@@ -48,7 +48,11 @@ struct Overrides {
 
   void apply(json& doc) const {
     auto set = [&](const char* section, const char* field, const auto& value) {
-      if (value) doc[section][field] = *value;
+      if (!value) return;
+      // Not silently made an object (null) or thrown out of nlohmann ("x"): the spec's error.
+      if (doc.contains(section) && !doc[section].is_object())
+        throw spec::SpecError({{section, std::string(section) + " must be a JSON object, got " + doc[section].dump().substr(0, 120)}});
+      doc[section][field] = *value;
     };
     if (preset) doc["model"] = json{{"preset", *preset}};
     set("model", "seq_length", seq);
@@ -69,7 +73,9 @@ struct Overrides {
     set("cluster", "nodes", nodes);
     set("cluster", "gpus_per_node", gpus_per_node);
     // A new layout that no longer matches an explicit dp: derive dp again unless it was given here.
-    if (!dp && (tp || pp || cp || nodes || gpus_per_node) && doc.contains("parallel")) doc["parallel"].erase("dp");
+    if (!dp && (tp || pp || cp || nodes || gpus_per_node) && doc.contains("parallel") &&
+        doc["parallel"].is_object())
+      doc["parallel"].erase("dp");
   }
 };
 

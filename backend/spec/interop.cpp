@@ -26,11 +26,24 @@ int64_t required_int(const json& config, std::initializer_list<const char*> keys
   return v->get<int64_t>();
 }
 
+// An optional field of a type of its own (json::value would throw a type_error naming no field).
+template <typename T>
+T optional_field(const json& config, const char* key, T fallback, const char* type, const std::string& source) {
+  if (!config.contains(key) || config[key].is_null()) return fallback;
+  const json& v = config[key];
+  if constexpr (std::is_same_v<T, bool>) {
+    if (!v.is_boolean()) throw SpecError({{"", source + ": config field " + key + " must be " + type}});
+  } else {
+    if (!v.is_string()) throw SpecError({{"", source + ": config field " + key + " must be " + type}});
+  }
+  return v.get<T>();
+}
+
 }  // namespace
 
 json spec_from_hf_config(const json& config, const std::string& source) {
   if (!config.is_object()) throw SpecError({{"", source + ": a config.json must be a JSON object"}});
-  const std::string type = config.value("model_type", "");
+  const std::string type = optional_field<std::string>(config, "model_type", "", "a string", source);
   json model;
   if (type == "llama" || type == "mistral" || type == "mixtral") {
     model["arch"] = type == "mixtral" ? "mixtral" : "llama";
@@ -45,7 +58,7 @@ json spec_from_hf_config(const json& config, const std::string& source) {
     model["normalization"] = "rmsnorm";
     model["activation"] = "swiglu";
     model["position_embedding"] = "rope";
-    model["tie_embeddings"] = config.value("tie_word_embeddings", false);
+    model["tie_embeddings"] = optional_field(config, "tie_word_embeddings", false, "true or false", source);
     if (config.contains("head_dim") && config["head_dim"].is_number_integer() &&
         config["head_dim"].get<int64_t>() * model["num_attention_heads"].get<int64_t>() != model["hidden_size"].get<int64_t>())
       throw SpecError({{"", source + ": head_dim * num_attention_heads != hidden_size is not supported"}});
@@ -66,7 +79,7 @@ json spec_from_hf_config(const json& config, const std::string& source) {
     model["normalization"] = "layernorm";
     model["activation"] = "gelu";
     model["position_embedding"] = "learned";
-    model["tie_embeddings"] = config.value("tie_word_embeddings", true);
+    model["tie_embeddings"] = optional_field(config, "tie_word_embeddings", true, "true or false", source);
   } else {
     throw SpecError({{"", source + ": model_type \"" + type + "\" is not supported (llama, mistral, mixtral, gpt2)"}});
   }

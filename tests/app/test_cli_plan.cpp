@@ -4,6 +4,8 @@
 #include <QtCore/QTemporaryDir>
 #include <QtTest/QtTest>
 
+#include <fstream>
+
 #include <nlohmann/json.hpp>
 
 namespace {
@@ -175,6 +177,34 @@ class TestCliPlan : public QObject {
     const auto bad = cli({"import", "hf", example("tiny-3d.json")});
     QCOMPARE(bad.exit_code, 2);
     QVERIFY(bad.err.find("model_type") != std::string::npos);
+    // Fields of the wrong type are named (they were nlohmann's type_error, exit 1).
+    auto config = nlohmann::json::parse(std::ifstream(data("gpt2-config.json").toStdString()));
+    for (const auto& [field, value] : {std::pair{"model_type", nlohmann::json(5)}, std::pair{"tie_word_embeddings", nlohmann::json("yes")}}) {
+      auto odd = config;
+      odd[field] = value;
+      const QString path = dir.filePath(QString("odd-%1.json").arg(field));
+      std::ofstream(path.toStdString()) << odd.dump();
+      const auto refused = cli({"import", "hf", path});
+      QCOMPARE(refused.exit_code, 2);
+      QVERIFY2(refused.err.find(std::string("config field ") + field + " must be") != std::string::npos, refused.err.c_str());
+    }
+  }
+
+  // A spec section that is not an object, with an override into it: the spec's error, exit 2.
+  void overridesIntoASectionThatIsNoObject() {
+    QTemporaryDir dir;
+    for (const char* section : {"\"x\"", "null", "[1]"}) {
+      auto doc = nlohmann::json::parse(std::ifstream(example("tiny-3d.json").toStdString()));
+      doc["parallel"] = nlohmann::json::parse(section);
+      const QString path = dir.filePath("odd.json");
+      std::ofstream(path.toStdString()) << doc.dump();
+      for (const QStringList& args : {QStringList{"plan", path, "--tp", "2"}, QStringList{"plan", path, "--nodes", "1"}}) {
+        const auto r = cli(args);
+        QCOMPARE(r.exit_code, 2);
+        QVERIFY2(r.err.find("parallel must be a JSON object, got " + doc["parallel"].dump()) != std::string::npos, r.err.c_str());
+        QVERIFY2(r.err.find("json.exception") == std::string::npos, r.err.c_str());
+      }
+    }
   }
 };
 
