@@ -21,6 +21,12 @@ using ojson = nlohmann::ordered_json;
 namespace {
 
 constexpr int kBundleFormat = 1;
+
+// JSON text of a value, bytes that are not UTF-8 (a CSV bundle or a hand-edited history can hold them)
+// as U+FFFD: an export never stops half-written on a type_error.
+std::string json_text(const ojson& value, int indent = -1) {
+  return value.dump(indent, ' ', false, ojson::error_handler_t::replace);
+}
 const std::vector<std::string> kMetricsHeader = {"name", "rank", "step", "wall_time_s", "value"};
 const std::vector<std::string> kTimelineHeader = {"step", "rank", "stage", "op", "microbatch", "chunk", "start_s", "end_s"};
 const std::vector<std::string> kLogsHeader = {"rank", "stream", "time_s", "line"};
@@ -160,7 +166,7 @@ void close_file(std::ofstream& out, const fs::path& path) {
 void History::export_json(const std::string& id, std::ostream& out) const {
   const RunRecord record = run(id);
   const int64_t key = key_of(id);
-  out << "{\n\"tessera_bundle\": " << kBundleFormat << ",\n\"run\": " << run_to_json(record).dump() << ",\n\"metrics\": [";
+  out << "{\n\"tessera_bundle\": " << kBundleFormat << ",\n\"run\": " << json_text(run_to_json(record)) << ",\n\"metrics\": [";
   {
     Statement rows(connection_,
                    "SELECT n.name, s.id, s.rank, m.step, m.wall_time_s, m.value FROM series s JOIN metric_names n ON n.id = s.metric "
@@ -172,7 +178,7 @@ void History::export_json(const std::string& id, std::ostream& out) const {
       if (rows.column_int(1) != series) {
         series = rows.column_int(1);
         const int64_t rank = rows.column_int(2);
-        out << (first_series ? "\n" : "]},\n") << "{\"name\": " << ojson(rows.column_text(0)).dump() << ", \"rank\": " << rank
+        out << (first_series ? "\n" : "]},\n") << "{\"name\": " << json_text(ojson(rows.column_text(0))) << ", \"rank\": " << rank
             << ", \"points\": [";
         first_series = false;
         first_point = true;
@@ -189,22 +195,22 @@ void History::export_json(const std::string& id, std::ostream& out) const {
   for (size_t i = 0; i < events.size(); ++i) {
     const auto& e = events[i];
     out << (i ? ",\n" : "\n") << "{\"step\": " << e.step << ", \"rank\": " << e.rank << ", \"stage\": " << e.stage
-        << ", \"op\": " << ojson(e.op).dump() << ", \"microbatch\": " << e.microbatch << ", \"chunk\": " << e.chunk
+        << ", \"op\": " << json_text(ojson(e.op)) << ", \"microbatch\": " << e.microbatch << ", \"chunk\": " << e.chunk
         << ", \"start_s\": " << format_number(e.start_s) << ", \"end_s\": " << format_number(e.end_s) << "}";
   }
   out << "],\n\"logs\": [";
   const auto lines = logs(id);
   for (size_t i = 0; i < lines.size(); ++i) {
     const auto& l = lines[i];
-    out << (i ? ",\n" : "\n") << "{\"rank\": " << l.rank << ", \"stream\": " << ojson(l.stream).dump()
-        << ", \"time_s\": " << format_number(l.time_s) << ", \"line\": " << ojson(l.line).dump() << "}";
+    out << (i ? ",\n" : "\n") << "{\"rank\": " << l.rank << ", \"stream\": " << json_text(ojson(l.stream))
+        << ", \"time_s\": " << format_number(l.time_s) << ", \"line\": " << json_text(ojson(l.line)) << "}";
   }
   out << "],\n\"artifacts\": [";
   const auto files = artifacts(id);
   for (size_t i = 0; i < files.size(); ++i) {
     const auto& a = files[i];
     out << (i ? ",\n" : "\n")
-        << ojson{{"kind", a.kind}, {"path", a.path}, {"step", a.step}, {"size_bytes", a.size_bytes}, {"created", format_time_utc(a.created_ms)}}.dump();
+        << json_text(ojson{{"kind", a.kind}, {"path", a.path}, {"step", a.step}, {"size_bytes", a.size_bytes}, {"created", format_time_utc(a.created_ms)}});
   }
   out << "]\n}\n";
   if (!out) throw StoreError(ErrorKind::io, "writing the bundle of run " + id + " failed (disk full?)");
@@ -255,7 +261,7 @@ void History::export_csv(const std::string& id, const std::string& directory) co
   }
   {  // run.json last: its presence marks a complete bundle
     auto out = create_file(dir / "run.json");
-    out << ojson{{"tessera_bundle", kBundleFormat}, {"run", run_to_json(record)}}.dump(2) << "\n";
+    out << json_text(ojson{{"tessera_bundle", kBundleFormat}, {"run", run_to_json(record)}}, 2) << "\n";
     close_file(out, dir / "run.json");
   }
 }
@@ -452,6 +458,11 @@ RunCounts import_train_output(Connection& connection, const fs::path& directory,
     const auto& wall = field(object, "wall_time_s", where);
     if (!wall.is_number()) throw StoreError(ErrorKind::invalid, where + ": wall_time_s must be a number");
     const double wall_time_s = wall.get<double>();
+    // Seconds since the rank started, or Unix seconds: either way before the year 3000 (1e300 made a
+    // run of the year 10850, whose export could not be imported again).
+    if (!(wall_time_s >= 0 && wall_time_s < 32503680000.0))
+      throw StoreError(ErrorKind::invalid, where + ": wall_time_s must be from 0 to 32503680000 (the year 3000), got " +
+                                               wall.dump());
     for (const auto& [name, value] : object.items()) {
       if (name == "step" || name == "rank" || name == "wall_time_s") continue;
       const bool numeric = value.is_number() || value.is_null() ||

@@ -565,6 +565,18 @@ class TestStore : public QObject {
     QCOMPARE(*from_csv.summary(id).final_loss, *source.summary(id).final_loss);
     QString why;
     QVERIFY2(same_buckets(source.downsample(id, "grad_norm", 1, 7), from_json.downsample(id, "grad_norm", 1, 7), &why), qPrintable(why));
+
+    // A CSV bundle may hold bytes that are not UTF-8 (a log line); the run still exports as JSON, whole,
+    // those bytes as U+FFFD (it stopped half-written on nlohmann's type_error 316).
+    const auto odd_dir = db("bundle-odd");
+    fs::copy(csv_dir, odd_dir);
+    std::ofstream(odd_dir + "/logs.csv", std::ios::app) << "0,stdout,1.5,caf\xff\n";
+    History odd(db("odd.sqlite"));
+    odd.import_run(odd_dir);
+    std::stringstream exported;
+    odd.export_json(id, exported);
+    const auto document = nlohmann::json::parse(exported.str());
+    QCOMPARE(document["logs"].back()["line"].get<std::string>(), std::string("caf\xef\xbf\xbd"));
   }
 
   void duplicateImportRefusedByIdAndName() {
@@ -674,6 +686,10 @@ class TestStore : public QObject {
     QVERIFY2(contains(error.what(), "metrics.jsonl line 6") && contains(error.what(), "wall_time_s"), error.what());
     QCOMPARE(history.runs().size(), size_t{2});
     QCOMPARE(error_of([&] { history.import_run(db("no-such-dir")); }).kind(), ErrorKind::invalid);
+
+    const auto far = write_out("far-run", 5, "{\"step\": 6, \"rank\": 0, \"wall_time_s\": 1e300, \"loss\": 1}\n");
+    const auto far_error = error_of([&] { history.import_run(far); });
+    QVERIFY2(contains(far_error.what(), "metrics.jsonl line 6: wall_time_s must be from 0 to 32503680000"), far_error.what());
 
     // Nesting that would overflow a dump's recursion: refused with where, nothing imported.
     const auto deep = write_out("deep-run", 5, "{\"step\": 6, \"x\": " + std::string(100000, '[') + std::string(100000, ']') + "}\n");
