@@ -1,5 +1,6 @@
 // `tessera-cli data prepare TEXT... -o FILE`: byte-level tokenization of text files into a token
 // file (docs/data.md) for tessera-train.
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -20,6 +21,11 @@ void add_data_commands(CLI::App& app) {
   prepare->callback([inputs, output] {
     std::string text;
     for (const auto& path : *inputs) {
+      std::error_code ec;
+      if (std::filesystem::is_directory(path, ec)) throw UsageError(path + " is a directory: give the text files in it");
+      // The token file would replace the text it was made from.
+      if (std::filesystem::equivalent(path, *output, ec))
+        throw UsageError("the output " + *output + " is the input " + path + ": write the token file elsewhere");
       std::ifstream in(path, std::ios::binary);
       if (!in) throw UsageError("cannot read " + path);
       std::ostringstream contents;

@@ -1,4 +1,5 @@
 // tessera-cli presets | validate | plan | schedule | export megatron | import hf: the planning commands.
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <optional>
@@ -80,6 +81,8 @@ struct Overrides {
 };
 
 json read_json_file(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) throw UsageError(path + " is a directory, not a JSON file");
   std::ifstream in(path);
   if (!in) throw UsageError("cannot read " + path);
   std::stringstream buffer;

@@ -2,6 +2,7 @@
 #include "spec/run_spec.hpp"
 #include "spec/json_nesting.hpp"
 
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <limits>
@@ -324,6 +325,8 @@ RunSpec parse_spec_text(const std::string& text, const PresetCatalog& presets) {
 }
 
 RunSpec load_spec_file(const std::string& path, const PresetCatalog& presets) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) throw SpecError({{"", "spec file " + path + " is a directory"}});
   std::ifstream in(path);
   if (!in) throw SpecError({{"", "cannot read spec file " + path}});
   std::stringstream buffer;

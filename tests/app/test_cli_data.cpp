@@ -34,6 +34,31 @@ class TestCliData : public QObject {
     QCOMPARE(p.exitCode(), 2);
     QVERIFY(p.readAllStandardError().contains("nope.txt"));
   }
+
+  // A directory is no text file (it was read as empty, or skipped with exit 0); the output never
+  // replaces an input (the text was lost under its own token file).
+  void directoriesAndTheInputAsOutputAreRefused() {
+    QTemporaryDir dir;
+    const QString text = dir.filePath("a.txt");
+    QFile file(text);
+    QVERIFY(file.open(QIODevice::WriteOnly));
+    file.write("in the beginning");
+    file.close();
+    auto refused = [&](const QStringList& args, const char* fragment) {
+      QProcess p;
+      p.start(TESSERA_CLI, QStringList{"data", "prepare"} + args);
+      QVERIFY(p.waitForFinished(30000));
+      QCOMPARE(p.exitCode(), 2);
+      const QByteArray err = p.readAllStandardError();
+      QVERIFY2(err.contains(fragment), err.constData());
+    };
+    refused({dir.path(), "-o", dir.filePath("t.tokens")}, "is a directory: give the text files in it");
+    refused({text, dir.path(), "-o", dir.filePath("t.tokens")}, "is a directory");
+    refused({text, "-o", text}, "is the input");
+    QVERIFY(file.open(QIODevice::ReadOnly));
+    QCOMPARE(file.readAll(), QByteArray("in the beginning"));
+    QVERIFY(!QFile::exists(dir.filePath("t.tokens")));
+  }
 };
 
 QTEST_APPLESS_MAIN(TestCliData)

@@ -131,6 +131,10 @@ class TestCliPlan : public QObject {
     for (const auto& stage : plan["memory"]["stages"])
       for (const auto& [term, bytes] : stage.items()) QVERIFY2(bytes.get<int64_t>() >= 0, (term + " " + bytes.dump()).c_str());
 
+    const auto directory = cli({"validate", dir.path()});
+    QCOMPARE(directory.exit_code, 2);
+    QVERIFY2(directory.err.find(dir.path().toStdString() + " is a directory") != std::string::npos, directory.err.c_str());
+
     const auto r = cli({"validate", bad});
     QVERIFY2(r.err.find("unknown field parallel.pipeline_parallel (did you mean parallel.pp?)") != std::string::npos,
              r.err.c_str());
