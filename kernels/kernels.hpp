@@ -26,6 +26,9 @@ struct AdamWTensor {
 struct AdamWConfig {
   float lr = 1e-3f, beta1 = 0.9f, beta2 = 0.95f, eps = 1e-8f, weight_decay = 0.0f;
   int64_t step = 1;  ///< 1-based, for the bias corrections
+  /// Every gradient is multiplied by this as it is read: gradient clipping's max_norm / norm without a
+  /// pass of its own over the gradients.
+  float grad_scale = 1.0f;
 };
 
 #define TESSERA_KERNEL_DECLARATIONS(EXTRA_PARAM)                                                                     \

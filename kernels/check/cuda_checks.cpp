@@ -214,6 +214,7 @@ void check_adamw(Recorder& out) {
   cfg.lr = 3e-4f;
   cfg.weight_decay = 0.1f;
   cfg.step = 7;
+  cfg.grad_scale = 0.37f;  // clipping, applied as each gradient is read
   cpu::adamw_step(host_tensors.data(), static_cast<int64_t>(host_tensors.size()), cfg);
   cuda::adamw_step(device_tensors.data(), static_cast<int64_t>(device_tensors.size()), cfg, nullptr);
   if (cudaDeviceSynchronize() != cudaSuccess) throw std::runtime_error("adamw_step failed on the device");

@@ -57,7 +57,7 @@ void adamw_step(const AdamWTensor<T>* tensors, int64_t count, const AdamWConfig&
   for (int64_t k = 0; k < count; ++k) {
     const auto& t = tensors[k];
     for (int64_t i = 0; i < t.numel; ++i) {
-      const float g = t.grad[i];
+      const float g = t.grad[i] * cfg.grad_scale;
       const float m = cfg.beta1 * t.exp_avg[i] + (1 - cfg.beta1) * g;
       const float v = cfg.beta2 * t.exp_avg_sq[i] + (1 - cfg.beta2) * g * g;
       t.exp_avg[i] = m;

@@ -59,12 +59,13 @@ constexpr int64_t kAdamChunk = 65536;
 
 template <typename D>
 __global__ void adamw_kernel(const DeviceAdamWTensor<D>* tensors, const int64_t* chunk_tensor, const int64_t* chunk_offset,
-                             float lr, float beta1, float beta2, float eps, float weight_decay, float bc1, float bc2) {
+                             float lr, float beta1, float beta2, float eps, float weight_decay, float bc1, float bc2,
+                             float grad_scale) {
   const auto& t = tensors[chunk_tensor[blockIdx.x]];
   const int64_t begin = chunk_offset[blockIdx.x];
   const int64_t end = begin + kAdamChunk < t.numel ? begin + kAdamChunk : t.numel;
   for (int64_t i = begin + threadIdx.x; i < end; i += blockDim.x) {
-    const float g = t.grad[i];
+    const float g = t.grad[i] * grad_scale;
     const float m = beta1 * t.exp_avg[i] + (1.0f - beta1) * g;
     const float v = beta2 * t.exp_avg_sq[i] + (1.0f - beta2) * g * g;
     t.exp_avg[i] = m;
@@ -187,7 +188,8 @@ void adamw_step(const AdamWTensor<T>* tensors, int64_t count, const AdamWConfig&
   const float bc1 = 1.0f - powf(cfg.beta1, static_cast<float>(cfg.step));
   const float bc2 = 1.0f - powf(cfg.beta2, static_cast<float>(cfg.step));
   TESSERA_LAUNCH(static_cast<unsigned>(chunk_tensor.size()), kBlock, s, adamw_kernel<D>)(
-      d_table, d_chunk_tensor, d_chunk_offset, cfg.lr, cfg.beta1, cfg.beta2, cfg.eps, cfg.weight_decay, bc1, bc2);
+      d_table, d_chunk_tensor, d_chunk_offset, cfg.lr, cfg.beta1, cfg.beta2, cfg.eps, cfg.weight_decay, bc1, bc2,
+      cfg.grad_scale);
   check_launch("adamw_step");
 }
 

@@ -72,16 +72,20 @@ AdamW::AdamW(const spec::TrainingSpec& training, int64_t numel, const std::vecto
   add(false, covered, numel - covered);
 }
 
-bool AdamW::step(at::Tensor& values, const at::Tensor& grads, double lr, const at::Tensor& model) {
+bool AdamW::step(at::Tensor& values, const at::Tensor& grads, double lr, const at::Tensor& model, float grad_scale) {
   ++steps_;
   if (tessera_kernel_) {
     if (!values.is_contiguous() || !grads.is_contiguous() || (model.defined() && !model.is_contiguous()))
       throw std::invalid_argument("AdamW: Tessera's kernel needs contiguous weights, gradients and model copy");
     for (int with_decay = 0; with_decay < 2; ++with_decay) {
       if (ranges_[with_decay].empty()) continue;
-      const kernels::AdamWConfig config{static_cast<float>(lr), static_cast<float>(beta1_), static_cast<float>(beta2_),
+      const kernels::AdamWConfig config{static_cast<float>(lr),
+                                        static_cast<float>(beta1_),
+                                        static_cast<float>(beta2_),
                                         static_cast<float>(eps_),
-                                        static_cast<float>(with_decay ? weight_decay_ : 0.0), steps_};
+                                        static_cast<float>(with_decay ? weight_decay_ : 0.0),
+                                        steps_,
+                                        grad_scale};
       // fp32 without a model copy: the weights are written in place.
       tessera_adamw(ranges_[with_decay], values, model.defined() ? model : values, grads, exp_avg_, exp_avg_sq_, config);
     }
@@ -89,6 +93,7 @@ bool AdamW::step(at::Tensor& values, const at::Tensor& grads, double lr, const a
   }
   // LibTorch's fused AdamW: one vectorised pass over weights, gradients and moments instead of eight
   // elementwise ones, no temporary. Two calls: the ranges that decay, and the rest with no decay.
+  if (grad_scale != 1.0f) grads.mul_(grad_scale);
   const at::Tensor step = at::full({}, static_cast<double>(steps_), exp_avg_.options());
   for (int with_decay = 0; with_decay < 2; ++with_decay) {
     const auto& ranges = ranges_[with_decay];

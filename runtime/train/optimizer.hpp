@@ -32,10 +32,11 @@ class AdamW {
   /// reference on the CPU, the CUDA kernel on a GPU), else LibTorch's fused AdamW.
   AdamW(const spec::TrainingSpec& training, int64_t numel, const std::vector<ElementRange>& decay_ranges,
         at::Device device = at::kCPU, bool tessera_kernel = false);
-  /// One update of `values` (fp32) from `grads` (fp32, both `numel` long) at learning rate `lr`.
-  /// `model` (optional, `numel` long, float or bfloat16) is the model's copy of the same weights:
-  /// Tessera's kernel writes it in the same pass. Returns whether `model` was written.
-  bool step(at::Tensor& values, const at::Tensor& grads, double lr, const at::Tensor& model = {});
+  /// One update of `values` (fp32) from `grads` (fp32, both `numel` long) times `grad_scale` (gradient
+  /// clipping's factor: read so by Tessera's kernel; LibTorch's AdamW gets `grads` scaled in place first)
+  /// at learning rate `lr`. `model` (optional, `numel` long, float or bfloat16) is the model's copy of
+  /// the same weights: Tessera's kernel writes it in the same pass. Returns whether `model` was written.
+  bool step(at::Tensor& values, const at::Tensor& grads, double lr, const at::Tensor& model = {}, float grad_scale = 1.0f);
   int64_t steps_taken() const { return steps_; }
   /// The state a checkpoint keeps: the moments and the number of updates.
   at::Tensor& exp_avg() { return exp_avg_; }

@@ -189,14 +189,16 @@ class Trainer {
       const PipelineResult pipeline = executor_.run(microbatches);
       at::Tensor grads = reducer_->finish();
       const double grad_norm = global_grad_norm(grads);
-      if (spec_.training.grad_clip > 0 && grad_norm > spec_.training.grad_clip)
-        grads.mul_(spec_.training.grad_clip / (grad_norm + 1e-6));
+      // Clipping is a factor the optimizer applies as it reads each gradient (no pass of its own).
+      const float grad_scale = spec_.training.grad_clip > 0 && grad_norm > spec_.training.grad_clip
+                                   ? static_cast<float>(spec_.training.grad_clip / (grad_norm + 1e-6))
+                                   : 1.0f;
       const double lr = learning_rate(spec_.training, step);
       {
         at::NoGradGuard no_grad;
         // Tessera's kernel writes the bf16 model copy in the same pass; otherwise it is cast from the masters.
         const bool wrote_model =
-            optimizer_->step(store_.master(), grads, lr, store_.model_values().narrow(0, shard_offset_, shard_numel_));
+            optimizer_->step(store_.master(), grads, lr, store_.model_values().narrow(0, shard_offset_, shard_numel_), grad_scale);
         refresh_model_values(/*cast=*/!wrote_model);
       }
       const double loss = global_loss(pipeline.loss_sum, static_cast<double>(microbatches.size()));

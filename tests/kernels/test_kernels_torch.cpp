@@ -260,9 +260,11 @@ class TestKernelsTorch : public QObject {
   }
 
   /// Several steps of the multi-tensor AdamW against torch::optim::AdamW in float64 on three tensors
-  /// of odd sizes; the model copy is the master rounded to T.
+  /// of odd sizes; the model copy is the master rounded to T. With `grad_scale` (clipping) on every
+  /// other step the reference gets those steps' gradients multiplied by it (on every step alike Adam's
+  /// update would hardly notice a scale).
   template <typename T>
-  void adamw(uint32_t seed) {
+  void adamw(uint32_t seed, float grad_scale = 1.0f) {
     std::mt19937 rng(seed);
     const std::vector<int64_t> sizes = {1, 1001, 77};
     k::AdamWConfig cfg;
@@ -289,7 +291,10 @@ class TestKernelsTorch : public QObject {
       std::vector<k::AdamWTensor<T>> tensors;
       for (size_t i = 0; i < sizes.size(); ++i) {
         grad[i] = random_vector(sizes[i], rng, 0.1f * float(step));
-        params[i].mutable_grad() = reference_input(grad[i], {sizes[i]});
+        cfg.grad_scale = step % 2 == 0 ? grad_scale : 1.0f;
+        std::vector<float> scaled = grad[i];
+        for (float& g : scaled) g *= cfg.grad_scale;
+        params[i].mutable_grad() = reference_input(scaled, {sizes[i]});
         tensors.push_back({master[i].data(), model[i].data(), grad[i].data(), m[i].data(), v[i].data(), sizes[i]});
       }
       cfg.step = step;
@@ -321,6 +326,7 @@ class TestKernelsTorch : public QObject {
   void swigluBf16() { swiglu<bf16>(19, 107, 13); }
   void adamwFp32() { adamw<float>(14); }
   void adamwBf16Model() { adamw<bf16>(15); }
+  void adamwClippedGradients() { adamw<bf16>(16, 0.37f); }
 };
 
 QTEST_APPLESS_MAIN(TestKernelsTorch)

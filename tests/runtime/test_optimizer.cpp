@@ -84,9 +84,12 @@ class TestOptimizer : public QObject {
     at::Tensor model = at::zeros({1500}, at::kBFloat16);
     for (int step = 1; step <= 5; ++step) {
       const at::Tensor grads = torch::randn({1500});
-      QVERIFY(!aten.step(by_aten, grads, 3e-3, model));  // LibTorch's path leaves the copy to the caller
-      QVERIFY(kernel.step(by_kernel, grads, 3e-3, model));
-      QVERIFY(!in_place.step(by_kernel_in_place, grads, 3e-3));
+      const at::Tensor unscaled = grads.clone();
+      const float clip = step >= 3 ? 0.37f : 1.0f;  // clipped steps: the kernel scales as it reads
+      QVERIFY(!aten.step(by_aten, grads.clone(), 3e-3, model, clip));  // LibTorch's path leaves the copy to the caller
+      QVERIFY(kernel.step(by_kernel, grads, 3e-3, model, clip));
+      QVERIFY(!in_place.step(by_kernel_in_place, grads, 3e-3, {}, clip));
+      QVERIFY(at::equal(grads, unscaled));  // read, not written
     }
     const double max_error = (by_kernel - by_aten).abs().max().item<double>();
     QVERIFY2(max_error < 1e-6, qPrintable(QString("max |kernel - LibTorch| = %1").arg(max_error)));
