@@ -9,10 +9,9 @@ QString formatGiB(int64_t bytes, int decimals) {
   return QStringLiteral("%1 GiB").arg(static_cast<double>(bytes) / kGiB, 0, 'f', decimals);
 }
 
-QString formatBytes(int64_t bytes) {
-  constexpr double kMiB = 1024.0 * 1024.0;
-  if (static_cast<double>(bytes) >= kGiB) return formatGiB(bytes);
-  return QStringLiteral("%1 MiB").arg(static_cast<double>(bytes) / kMiB, 0, 'f', 1);
+QString formatBytes(int64_t bytes, int decimals) {
+  if (std::fabs(static_cast<double>(bytes)) >= kGiB) return formatGiB(bytes, decimals);
+  return QStringLiteral("%1 MiB").arg(static_cast<double>(bytes) / kMiB, 0, 'f', decimals);
 }
 
 QString formatCount(double count) {

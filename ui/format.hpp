@@ -1,4 +1,4 @@
-// Number formatting shared by the workbench's views: bytes in GiB, counts with SI suffixes, durations.
+// Number formatting shared by the workbench's views: bytes in GiB or MiB, counts with SI suffixes, durations.
 #pragma once
 
 #include <cstdint>
@@ -7,12 +7,13 @@
 
 namespace tessera::ui {
 
-inline constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+inline constexpr double kMiB = 1024.0 * 1024.0;
+inline constexpr double kGiB = 1024.0 * kMiB;
 
 /// "61.2 GiB".
 QString formatGiB(int64_t bytes, int decimals = 1);
 /// GiB from 1 GiB up, MiB below (tiny CPU models would read "0.0 GiB").
-QString formatBytes(int64_t bytes);
+QString formatBytes(int64_t bytes, int decimals = 1);
 /// "70.55 B", "1.05 M", "12.3 k", "512".
 QString formatCount(double count);
 /// "9.87 s", "312 ms", "45 µs".

@@ -107,9 +107,9 @@ void SummaryStrip::refresh() {
   if (s.parallel.cp > 1) layout += tr("·CP%1").arg(s.parallel.cp);
   if (s.parallel.ep > 1) layout += tr("·EP%1").arg(s.parallel.ep);
   set(World, QString::number(s.world_size()), layout);
-  set(Memory, tr("%1 / %2").arg(formatGiB(mem.peak_bytes), formatGiB(mem.capacity_bytes)),
-      mem.fits ? tr("fits · %1 free").arg(formatGiB(mem.capacity_bytes - mem.peak_bytes))
-               : tr("OOM by %1").arg(formatGiB(mem.peak_bytes - mem.capacity_bytes)),
+  set(Memory, tr("%1 / %2").arg(formatBytes(mem.peak_bytes), formatBytes(mem.capacity_bytes)),
+      mem.fits ? tr("fits · %1 free").arg(formatBytes(mem.capacity_bytes - mem.peak_bytes))
+               : tr("OOM by %1").arg(formatBytes(mem.peak_bytes - mem.capacity_bytes)),
       mem.fits ? colors::ok() : colors::warning());
   set(Iteration, formatSeconds(pr.iteration_time_s), tr("pipeline %1").arg(formatSeconds(pr.pipeline_s)));
   values_[Iteration]->setToolTip(tr("pipeline %1 + exposed DP gradient reduction %2 + optimizer step %3")

@@ -56,6 +56,15 @@ class TestMainWindow : public QObject {
     QVERIFY(window.isWindowModified());
   }
 
+  void summaryShowsSizesBelowAGibInMib() {
+    MainWindow window(false);
+    QVERIFY(window.openFile(example("tiny-3d.json"), nullptr));
+    const auto* summary = window.summary();
+    const double peakMiB = window.session()->plan()->memory.peak_bytes / 1048576.0;
+    QCOMPARE(summary->value(SummaryStrip::Memory), QStringLiteral("%1 MiB / 24.0 GiB").arg(peakMiB, 0, 'f', 1));
+    QCOMPARE(summary->detail(SummaryStrip::Memory), QStringLiteral("fits · 24.0 GiB free"));
+  }
+
   void invalidFieldShowsThePlannersMessageThereAndGreysTheViews() {
     MainWindow window(false);
     QVERIFY(window.openFile(example("llama3-70b-64xh100.json"), nullptr));

@@ -168,6 +168,30 @@ class TestViews : public QObject {
     QVERIFY(std::abs(view.axis().secondsPerPixel() - fitted) < 1e-12);
   }
 
+  void memoryViewScalesToASmallPeak() {
+    // tiny-3d on CPU: a peak of a few MiB against 24 GiB of host memory. The axis fits the peak in
+    // MiB (the bars are visible) and every size reads in MiB, never "0.0 GiB".
+    PlanSession session;
+    QVERIFY(session.open(example("tiny-3d.json"), nullptr));
+    StageMemoryModel memory;
+    memory.setPlan(session.plan());
+    MemoryView view(&memory);
+    const int64_t peak = session.plan()->memory.peak_bytes;
+    QVERIFY(peak < int64_t{1} << 30);
+    QCOMPARE(view.valueAxisLabel(), QStringLiteral("MiB per GPU"));
+    QVERIFY(view.valueAxisTopBytes() >= static_cast<double>(peak));
+    QVERIFY(view.valueAxisTopBytes() < 2.0 * static_cast<double>(peak));
+    QVERIFY2(!view.title().contains("0.0 GiB"), qPrintable(view.title()));
+    QVERIFY2(view.title().contains(QStringLiteral("peak %1 MiB").arg(peak / 1048576.0, 0, 'f', 1)), qPrintable(view.title()));
+    QVERIFY(view.describeStage(0).contains(" MiB of 24.00 GiB"));
+    QCOMPARE(memory.data(memory.index(0, StageMemoryModel::Total)).toString().right(3), QStringLiteral("MiB"));
+    // A plan near its capacity keeps GiB and the capacity line on the scale.
+    QVERIFY(session.open(example("llama3-70b-64xh100.json"), nullptr));
+    memory.setPlan(session.plan());
+    QCOMPARE(view.valueAxisLabel(), QStringLiteral("GiB per GPU"));
+    QVERIFY(view.valueAxisTopBytes() > static_cast<double>(session.plan()->memory.capacity_bytes));
+  }
+
   void viewsGrabNonBlankAndChangeWithTheLayout() {
     PlanSession session;
     QVERIFY(session.open(example("llama3-70b-64xh100.json"), nullptr));
