@@ -168,6 +168,38 @@ class TestViews : public QObject {
     QVERIFY(std::abs(view.axis().secondsPerPixel() - fitted) < 1e-12);
   }
 
+  void timelineLegendNeverCoversTheTitle() {
+    // GPT-3 175B (1F1B) compared with ZB-H1 adds the W / B-input entries: at 1400 px the legend no
+    // longer fits beside the title on a narrow window and moves onto lines of its own, above the
+    // first stage's row.
+    PlanSession session, other;
+    QVERIFY(session.open(example("gpt3-175b-table1.json"), nullptr));
+    QVERIFY(other.open(example("gpt3-175b-table1.json"), nullptr));
+    QVERIFY(other.setField("parallel.schedule", "zb-h1"));
+    TimelineModel primary, comparison;
+    primary.setPlan(session.plan());
+    TimelineView view(&primary, &comparison);
+    view.resize(1400, 900);
+    const QRect besideLegend = view.legendBounds();
+    QVERIFY(!besideLegend.isEmpty());
+    QVERIFY(!besideLegend.intersects(view.titleBounds()));
+    QCOMPARE(besideLegend.top(), view.titleBounds().top());  // alone, it fits beside the title
+    comparison.setPlan(other.plan());
+    for (int width : {1400, 900, 500, 300}) {
+      view.resize(width, 900);
+      const QRect legend = view.legendBounds(), title = view.titleBounds();
+      QVERIFY2(!legend.intersects(title), qPrintable(QString("width %1").arg(width)));
+      QVERIFY2(view.rect().contains(legend), qPrintable(QString("width %1").arg(width)));
+      // Nothing of the first band's rows is under the legend.
+      const auto* firstRowEvent = view.eventAt(QPoint(legend.center().x(), legend.bottom()));
+      QVERIFY(firstRowEvent == nullptr);
+    }
+    view.resize(500, 900);
+    QVERIFY(view.legendBounds().top() > view.titleBounds().bottom());  // under the title
+    view.resize(300, 900);
+    QVERIFY(view.legendBounds().height() > besideLegend.height());  // wrapped onto two lines or more
+  }
+
   void memoryViewScalesToASmallPeak() {
     // tiny-3d on CPU: a peak of a few MiB against 24 GiB of host memory. The axis fits the peak in
     // MiB (the bars are visible) and every size reads in MiB, never "0.0 GiB".
