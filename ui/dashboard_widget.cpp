@@ -235,6 +235,7 @@ bool DashboardWidget::openRun(const QString& db_path, const QString& run, QStrin
   curves_.clear();
   smoothed_loss_ = nullptr;
   prediction_lines_.clear();
+  prediction_labels_.clear();
   predicted_memory_.clear();
   log_view_->clear();
   while (log_rank_->count() > 1) log_rank_->removeItem(1);
@@ -353,9 +354,14 @@ DashboardWidget::Curve& DashboardWidget::curveFor(const SeriesKey& key, bool smo
   if (smoothed) curve.graph->setName(tr("smoothed"));
   curve.graph->setPen(QPen(color, smoothed ? 2.0 : 1.4));
   if (per_stage || per_rank) {
-    plot->legend->setVisible(true);
-    // Memory curves sit near the top (the prediction lines lower): the legend goes below them.
-    if (per_rank) plot->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignVCenter | Qt::AlignRight);
+    if (!plot->legend->visible()) {
+      // Under the axes, in a row of the plot's own, never over the curves.
+      plot->axisRect()->insetLayout()->take(plot->legend);
+      plot->plotLayout()->addElement(2, 0, plot->legend);
+      plot->plotLayout()->setRowStretchFactor(2, 0.001);
+      plot->legend->setBrush(Qt::NoBrush);
+      plot->legend->setVisible(true);
+    }
     curve.graph->addToLegend();
   } else {
     curve.graph->removeFromLegend();
@@ -390,22 +396,32 @@ void DashboardWidget::rebuildCurves() {
 }
 
 void DashboardWidget::addPredictionLines() {
+  // The planner's prediction, one dashed line per distinct stage total, in a neutral colour no rank
+  // uses, named at its right end ("predicted: stages 0, 1") rather than by a colour to decode.
   QCustomPlot* plot = plots_.at(QStringLiteral("peak_memory_bytes"));
+  const QColor neutral = palette().color(QPalette::PlaceholderText);
+  std::vector<std::pair<double, QStringList>> levels;  // value in the plot's unit, its stages
   for (size_t s = 0; s < predicted_memory_.size(); ++s) {
-    auto* line = new QCPItemStraightLine(plot);
-    line->point1->setCoords(0, predicted_memory_[s]);
-    line->point2->setCoords(1, predicted_memory_[s]);
-    QPen pen(colors::category(static_cast<int64_t>(s), static_cast<int64_t>(predicted_memory_.size())), 1.2, Qt::DashLine);
-    line->setPen(pen);
-    prediction_lines_.push_back(line);
+    const double v = predicted_memory_[s];
+    auto same = std::find_if(levels.begin(), levels.end(), [&](const auto& l) { return std::abs(l.first - v) <= 0.005 * std::max(1.0, v); });
+    if (same == levels.end()) levels.push_back({v, {QString::number(s)}});
+    else same->second << QString::number(s);
   }
-  if (!predicted_memory_.empty()) {
+  for (const auto& [value, stages] : levels) {
+    auto* line = new QCPItemStraightLine(plot);
+    line->point1->setCoords(0, value);
+    line->point2->setCoords(1, value);
+    line->setPen(QPen(neutral, 1.2, Qt::DashLine));
+    prediction_lines_.push_back(line);
     auto* label = new QCPItemText(plot);
     label->position->setType(QCPItemPosition::ptAxisRectRatio);
-    label->position->setCoords(0.02, 0.96);
-    label->setPositionAlignment(Qt::AlignLeft | Qt::AlignBottom);
-    label->setText(tr("dashed: planner's prediction per stage"));
-    label->setColor(palette().color(QPalette::PlaceholderText));
+    label->position->setTypeY(QCPItemPosition::ptPlotCoords);
+    label->position->setCoords(0.99, value);
+    label->setPositionAlignment(Qt::AlignRight | Qt::AlignBottom);
+    label->setText(stages.size() == 1 ? tr("predicted: stage %1").arg(stages.front()) : tr("predicted: stages %1").arg(stages.join(", ")));
+    label->setColor(neutral);
+    label->setFont(plot->legend->font());
+    prediction_labels_.push_back(label);
   }
 }
 

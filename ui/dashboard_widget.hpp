@@ -84,6 +84,8 @@ class DashboardWidget : public QWidget {
   QLineEdit* logSearch() const { return log_search_; }
   QPushButton* stopButton() const { return stop_; }
   int64_t replots() const { return coalescer_.replots(); }
+  const std::vector<QCPItemStraightLine*>& predictionLines() const { return prediction_lines_; }
+  const std::vector<QCPItemText*>& predictionLabels() const { return prediction_labels_; }
 
  signals:
   /// New data was shown (after a poll that brought any).
@@ -127,7 +129,8 @@ class DashboardWidget : public QWidget {
   std::map<QString, QCustomPlot*> plots_;
   std::vector<Curve> curves_;
   QCPGraph* smoothed_loss_ = nullptr;
-  std::vector<QCPItemStraightLine*> prediction_lines_;
+  std::vector<QCPItemStraightLine*> prediction_lines_;  ///< one per distinct predicted stage total
+  std::vector<QCPItemText*> prediction_labels_;        ///< "predicted: stage 1" at each line's end
   std::vector<double> predicted_memory_;  ///< per stage, in the plot's unit
 
   QLabel* title_ = nullptr;

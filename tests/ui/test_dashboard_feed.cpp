@@ -123,6 +123,20 @@ class TestDashboardFeed : public QObject {
     QCOMPARE(loss->dataCount(), 15);
     QCOMPARE(dashboard.graph("bubble", 4)->data()->at(0)->value, 40.0);  // percent
     QCOMPARE(dashboard.graph("peak_memory_bytes", 7)->data()->at(0)->value, 8.0);  // MiB
+    // The planner's prediction: per stage, named, in a colour no rank's curve has; the legend sits
+    // under the axes, not over the curves.
+    QCOMPARE(dashboard.predictionLabels().size(), size_t{2});
+    QCOMPARE(dashboard.predictionLabels()[0]->text(), QStringLiteral("predicted: stage 0"));
+    QCOMPARE(dashboard.predictionLabels()[1]->text(), QStringLiteral("predicted: stage 1"));
+    for (const auto* line : dashboard.predictionLines())
+      for (int64_t rank = 0; rank < 8; ++rank)
+        QVERIFY(line->pen().color() != dashboard.graph("peak_memory_bytes", rank)->pen().color());
+    QCustomPlot* memory = dashboard.plot("peak_memory_bytes");
+    memory->resize(400, 260);
+    memory->replot();
+    QVERIFY(memory->legend->visible());
+    QVERIFY(!memory->legend->outerRect().intersects(memory->axisRect()->rect()));
+    QVERIFY(memory->legend->outerRect().top() >= memory->axisRect()->rect().bottom());
     QVERIFY(dashboard.failureText().contains("node 0"));
     QVERIFY(dashboard.failureText().contains("rank 3"));
     QCOMPARE(dashboard.rankStateText(3), QString("failed"));
