@@ -457,6 +457,7 @@ void DashboardWidget::poll() {
   }
   if (update.logs_before < feed_->logs().size()) appendLogs(update.logs_before);
   if (update.timeline_changed) updateTimeline();
+  updateMfuTitle();
   updateStatus();
   updateRanks();
   const auto status = feed_->run().status;
@@ -466,6 +467,25 @@ void DashboardWidget::poll() {
   if (!live) poll_timer_.stop();
   ended_ = !live;
   if (update.any() || update.logs_before < feed_->logs().size()) emit updated();
+}
+
+void DashboardWidget::updateMfuTitle() {
+  // Measured MFU is a share of the runtime's peak (on CPU a GEMM it timed), not the cluster preset's
+  // the designer predicts with: the title says which.
+  QString text = tr("MFU");
+  if (const auto peak = feed_->mfuPeakTflops())
+    text += *peak >= 1.0 ? tr(" of %1 TFLOP/s (the runtime's peak)").arg(*peak, 0, 'f', 0)
+                         : tr(" of %1 GFLOP/s (the runtime's peak)").arg(*peak * 1e3, 0, 'f', 1);
+  else if (feed_->firstRankOf(store::metric_name::mfu))
+    text += tr(" of the runtime's peak (see log)");
+  auto* heading = qobject_cast<QCPTextElement*>(plots_.at(QStringLiteral("mfu"))->plotLayout()->element(0, 0));
+  if (heading->text() == text) return;
+  heading->setText(text);
+  coalescer_.schedule(plots_.at(QStringLiteral("mfu")));
+}
+
+QString DashboardWidget::mfuTitle() const {
+  return qobject_cast<QCPTextElement*>(plots_.at(QStringLiteral("mfu"))->plotLayout()->element(0, 0))->text();
 }
 
 void DashboardWidget::updateStatus() {

@@ -84,6 +84,8 @@ class DashboardWidget : public QWidget {
   QLineEdit* logSearch() const { return log_search_; }
   QPushButton* stopButton() const { return stop_; }
   int64_t replots() const { return coalescer_.replots(); }
+  /// The MFU plot's title: "MFU of 22.1 GFLOP/s (the runtime's peak)".
+  QString mfuTitle() const;
   const std::vector<QCPItemStraightLine*>& predictionLines() const { return prediction_lines_; }
   const std::vector<QCPItemText*>& predictionLabels() const { return prediction_labels_; }
 
@@ -107,6 +109,7 @@ class DashboardWidget : public QWidget {
   void feedCurve(Curve& curve, size_t from);
   void rebuildCurves();
   void rescale(QCustomPlot* plot);
+  void updateMfuTitle();
   void updateStatus();
   void updateRanks();
   void appendLogs(size_t from);

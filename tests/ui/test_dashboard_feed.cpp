@@ -38,7 +38,9 @@ void writeSteps(store::Writer& writer, const store::RunHandle& run, int64_t firs
                              {"loss", rank, step, 1000.0 + step, 5.0 - step / 10.0},
                              {"bubble", rank, step, 1000.0 + step, 0.3 + stage / 10.0},
                              {"peak_memory_bytes", rank, step, 1000.0 + step, (1.0 + rank) * 1024 * 1024},
-                             {"comm_s", rank, step, 1000.0 + step, 0.01}});
+                             {"comm_s", rank, step, 1000.0 + step, 0.01},
+                             {"mfu", rank, step, 1000.0 + step, 0.06},
+                             {"peak_tflops", rank, step, 1000.0 + step, 0.0221 + rank * 1e-4}});
     }
     for (int64_t rank : {0, 4}) {
       const int64_t stage = rank / 4;
@@ -82,13 +84,16 @@ class TestDashboardFeed : public QObject {
   void feedReadsOnlyWhatIsNew() {
     RunFeed feed(db_.toStdString(), "feed run");
     auto first = feed.poll();
-    // loss: rank 0 only; bubble: ranks 0 and 4 (one per stage); memory: all 8; comm_s: not plotted.
-    QCOMPARE(feed.series().size(), size_t{1 + 2 + 8});
+    // loss, mfu: rank 0 only; bubble: ranks 0 and 4 (one per stage); memory: all 8; comm_s and
+    // peak_tflops: not plotted (the peak is read once, the MFU rank's, for the MFU plot's title).
+    QCOMPARE(feed.series().size(), size_t{1 + 1 + 2 + 8});
+    QVERIFY(!feed.find("peak_tflops", 0));
+    QCOMPARE(feed.mfuPeakTflops(), std::optional<double>(0.0221));
     QVERIFY(feed.find("loss", 0) && !feed.find("loss", 1));
     QVERIFY(feed.find("bubble", 0) && feed.find("bubble", 4) && !feed.find("bubble", 1));
     QVERIFY(!feed.find("comm_s", 0));
     QCOMPARE(feed.find("loss", 0)->size(), size_t{10});
-    QCOMPARE(first.grown.size(), size_t{11});
+    QCOMPARE(first.grown.size(), size_t{12});
     QCOMPARE(feed.lastStep(), int64_t{10});
     QCOMPARE(feed.lastTimelineStep(), std::optional<int64_t>(10));
     QCOMPARE(feed.rankState(3), RankState::running);
@@ -104,7 +109,7 @@ class TestDashboardFeed : public QObject {
     writer_->flush();
     const auto next = feed.poll();
     QVERIFY(next.run_changed && next.timeline_changed);
-    QCOMPARE(next.grown.size(), size_t{11});
+    QCOMPARE(next.grown.size(), size_t{12});
     for (const auto& [key, before] : next.grown) QCOMPARE(before, size_t{10});  // appended after the 10 read
     QCOMPARE(feed.find("loss", 0)->steps.back(), int64_t{15});
     QCOMPARE(feed.find("loss", 0)->size(), size_t{15});
@@ -137,6 +142,7 @@ class TestDashboardFeed : public QObject {
     QVERIFY(memory->legend->visible());
     QVERIFY(!memory->legend->outerRect().intersects(memory->axisRect()->rect()));
     QVERIFY(memory->legend->outerRect().top() >= memory->axisRect()->rect().bottom());
+    QCOMPARE(dashboard.mfuTitle(), QStringLiteral("MFU of 22.1 GFLOP/s (the runtime's peak)"));  // rank 0's
     QVERIFY(dashboard.failureText().contains("node 0"));
     QVERIFY(dashboard.failureText().contains("rank 3"));
     QCOMPARE(dashboard.rankStateText(3), QString("failed"));
