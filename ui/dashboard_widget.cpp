@@ -32,7 +32,7 @@ const PlotInfo kPlots[] = {
     {"loss", "Loss", "nats/token"},       {"grad_norm", "Grad norm", ""},
     {"lr", "Learning rate", ""},          {"tokens_per_s", "Tokens/s", ""},
     {"model_tflops", "Model TFLOP/s per GPU", ""}, {"mfu", "MFU", "%"},
-    {"bubble", "Bubble per stage", "%"},  {"peak_memory_bytes", "Peak memory per rank", ""},
+    {"bubble", "Bubble per stage (idle in its own span)", "%"},  {"peak_memory_bytes", "Peak memory per rank", ""},
 };
 
 std::optional<planner::OpKind> opKind(const std::string& name) {
@@ -631,7 +631,9 @@ void DashboardWidget::updateTimeline() {
   shown_step_ = step;
   measured_model_.setMeasured(plan_, std::move(measured), tr("Measured, step %1").arg(step));
   predicted_model_.setPlan(plan_);
-  bubble_label_->setText(tr("bubble: measured %1 (step %2) · predicted %3")
+  // Not the per-stage plot's bubble (each stage idle between its own first and last op): the idle
+  // share of the busiest stage over the whole step, as the timelines' titles and the planner count it.
+  bubble_label_->setText(tr("bubble of the busiest stage over the step: measured %1 (step %2) · predicted %3")
                              .arg(formatPercent(measured_model_.bubbleFraction()))
                              .arg(step)
                              .arg(formatPercent(predicted_model_.bubbleFraction())));

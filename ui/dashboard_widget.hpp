@@ -78,6 +78,7 @@ class DashboardWidget : public QWidget {
   std::optional<int64_t> shownTimelineStep() const { return shown_step_; }
   QString rankStateText(int64_t rank) const;
   QString statusText() const { return status_->text(); }
+  QString bubbleText() const { return bubble_label_->text(); }
   QString failureText() const { return failure_->isVisible() || !failure_->text().isEmpty() ? failure_->text() : QString(); }
   QPlainTextEdit* logView() const { return log_view_; }
   QComboBox* logRankFilter() const { return log_rank_; }

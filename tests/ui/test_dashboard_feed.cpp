@@ -151,6 +151,9 @@ class TestDashboardFeed : public QObject {
     QCOMPARE(dashboard.measuredTimeline().events().size(), size_t{8});
     QVERIFY(std::abs(dashboard.measuredTimeline().makespan() - 0.10) < 1e-9);
     QVERIFY(std::abs(dashboard.measuredTimeline().bubbleFraction() - (1 - 0.06 / 0.10)) < 1e-9);
+    // The header's bubble says which one it is: not the per-stage plot's.
+    QVERIFY2(dashboard.bubbleText().startsWith(QStringLiteral("bubble of the busiest stage over the step: measured 40.0 % (step 15)")),
+             qPrintable(dashboard.bubbleText()));
     dashboard.showTimelineStep(3);
     QCOMPARE(dashboard.shownTimelineStep(), std::optional<int64_t>(3));
 
