@@ -253,7 +253,7 @@ bool DashboardWidget::openRun(const QString& db_path, const QString& run, QStrin
       plan_.reset();  // the spec parses but does not plan: no prediction to draw
     }
   }
-  predicted_model_.setPlan(plan_);
+  predicted_model_.setPlan(plan_, tr("Predicted"));
   measured_model_.setPlan(nullptr);
   if (plan_) {
     memory_scale_ = plan_->memory.peak_bytes > 2 * kGiB ? 1.0 / kGiB : 1.0 / (1024.0 * 1024.0);
@@ -264,6 +264,7 @@ bool DashboardWidget::openRun(const QString& db_path, const QString& run, QStrin
   const int64_t world = feed_->worldSize();
   for (int64_t r = 0; r < world && r < 4096; ++r) log_rank_->addItem(tr("rank %1").arg(r), static_cast<qlonglong>(r));
   title_->setText(QString::fromStdString(feed_->run().name));
+  setWindowTitle(runTitle());
   poll();
   return true;
 }
@@ -289,6 +290,13 @@ void DashboardWidget::setController(RunController* controller) {
 }
 
 QString DashboardWidget::runId() const { return feed_ ? QString::fromStdString(feed_->run().id) : QString(); }
+
+QString DashboardWidget::runTitle() const {
+  if (!feed_) return tr("Run");
+  const QString id = runId().left(8);
+  const QString name = QString::fromStdString(feed_->run().name);
+  return name.isEmpty() ? tr("Run %1 — Tessera").arg(id) : tr("%1 (run %2) — Tessera").arg(name, id);
+}
 
 void DashboardWidget::setFocus(Focus focus) {
   const bool all = focus == Focus::all;
@@ -630,7 +638,7 @@ void DashboardWidget::updateTimeline() {
   }
   shown_step_ = step;
   measured_model_.setMeasured(plan_, std::move(measured), tr("Measured, step %1").arg(step));
-  predicted_model_.setPlan(plan_);
+  predicted_model_.setPlan(plan_, tr("Predicted"));
   // Not the per-stage plot's bubble (each stage idle between its own first and last op): the idle
   // share of the busiest stage over the whole step, as the timelines' titles and the planner count it.
   bubble_label_->setText(tr("bubble of the busiest stage over the step: measured %1 (step %2) · predicted %3")

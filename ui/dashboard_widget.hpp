@@ -67,6 +67,8 @@ class DashboardWidget : public QWidget {
   // For tests and the history view.
   const RunFeed* feed() const { return feed_.get(); }
   QString runId() const;
+  /// The window's title once a run is open: "review tiny-3d (run 8633cf72) — Tessera".
+  QString runTitle() const;
   /// The plot of one metric ("loss", "grad_norm", "lr", "tokens_per_s", "model_tflops", "mfu",
   /// "bubble", "peak_memory_bytes"), or nullptr.
   QCustomPlot* plot(const QString& metric) const;

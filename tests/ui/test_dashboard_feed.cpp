@@ -154,6 +154,9 @@ class TestDashboardFeed : public QObject {
     // The header's bubble says which one it is: not the per-stage plot's.
     QVERIFY2(dashboard.bubbleText().startsWith(QStringLiteral("bubble of the busiest stage over the step: measured 40.0 % (step 15)")),
              qPrintable(dashboard.bubbleText()));
+    QCOMPARE(dashboard.predictedTimeline().caption(), QStringLiteral("Predicted"));
+    QCOMPARE(dashboard.measuredTimeline().caption(), QStringLiteral("Measured, step 15"));
+    QCOMPARE(dashboard.windowTitle(), QStringLiteral("feed run (run %1) — Tessera").arg(dashboard.runId().left(8)));
     dashboard.showTimelineStep(3);
     QCOMPARE(dashboard.shownTimelineStep(), std::optional<int64_t>(3));
 
