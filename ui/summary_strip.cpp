@@ -112,11 +112,21 @@ void SummaryStrip::refresh() {
                : tr("OOM by %1").arg(formatBytes(mem.peak_bytes - mem.capacity_bytes)),
       mem.fits ? colors::ok() : colors::warning());
   set(Iteration, formatSeconds(pr.iteration_time_s), tr("pipeline %1").arg(formatSeconds(pr.pipeline_s)));
-  values_[Iteration]->setToolTip(tr("pipeline %1 + exposed DP gradient reduction %2 + optimizer step %3")
-                                     .arg(formatSeconds(pr.pipeline_s), formatSeconds(pr.dp_exposed_s), formatSeconds(pr.optimizer_s)));
   set(Tflops, QString::number(pr.model_tflops_per_gpu, 'f', 0), tr("hardware %1").arg(pr.hardware_tflops_per_gpu, 0, 'f', 0));
   set(Mfu, formatPercent(pr.mfu), tr("HFU %1").arg(formatPercent(pr.hfu)));
   set(Tokens, formatCount(pr.tokens_per_s), tr("%1 tokens / step").arg(formatCount(static_cast<double>(plan->flops.tokens_per_iteration))));
+  // A plan that does not fit cannot reach its speed: those cells greyed, saying why.
+  const QString why = tr("Not achievable: peak memory exceeds the GPU's by %1").arg(formatBytes(mem.peak_bytes - mem.capacity_bytes));
+  for (Metric speed : {Iteration, Tflops, Mfu, Tokens}) {
+    QPalette valuePal = values_[speed]->palette();
+    valuePal.setColor(QPalette::WindowText, palette().color(mem.fits ? QPalette::WindowText : QPalette::PlaceholderText));
+    values_[speed]->setPalette(valuePal);
+    values_[speed]->setToolTip(mem.fits ? QString() : why);
+    if (!mem.fits) set(speed, values_[speed]->text(), tr("— does not fit"), colors::warning());
+  }
+  if (mem.fits)
+    values_[Iteration]->setToolTip(tr("pipeline %1 + exposed DP gradient reduction %2 + optimizer step %3")
+                                       .arg(formatSeconds(pr.pipeline_s), formatSeconds(pr.dp_exposed_s), formatSeconds(pr.optimizer_s)));
   set(Bubble, formatPercent(pr.bubble_fraction),
       tr("%1 · %2 microbatches").arg(QString::fromLatin1(spec::to_string(s.parallel.schedule).data())).arg(plan->schedule.microbatches));
   QStringList crossing, warn;

@@ -65,6 +65,26 @@ class TestMainWindow : public QObject {
     QCOMPARE(summary->detail(SummaryStrip::Memory), QStringLiteral("fits · 24.0 GiB free"));
   }
 
+  void speedsOfAPlanThatDoesNotFitAreGreyed() {
+    MainWindow window(false);
+    QVERIFY(window.openFile(example("llama3-70b-64xh100.json"), nullptr));
+    const auto* summary = window.summary();
+    const QColor normal = summary->valueColor(SummaryStrip::Mfu);
+    QCOMPARE(summary->valueColor(SummaryStrip::Iteration), normal);
+    QVERIFY(summary->detail(SummaryStrip::Mfu).startsWith("HFU"));
+    QVERIFY(window.session()->setField("training.micro_batch_size", 4));
+    QVERIFY(!window.session()->plan()->memory.fits);
+    QVERIFY(summary->detail(SummaryStrip::Memory).startsWith("OOM by"));
+    for (auto metric : {SummaryStrip::Iteration, SummaryStrip::Tflops, SummaryStrip::Mfu, SummaryStrip::Tokens}) {
+      QVERIFY(summary->valueColor(metric) != normal);
+      QCOMPARE(summary->detail(metric), QStringLiteral("— does not fit"));
+    }
+    QCOMPARE(summary->valueColor(SummaryStrip::Parameters), normal);  // not a speed
+    QVERIFY(window.session()->setField("training.micro_batch_size", 1));
+    QCOMPARE(summary->valueColor(SummaryStrip::Mfu), normal);
+    QVERIFY(summary->detail(SummaryStrip::Mfu).startsWith("HFU"));
+  }
+
   void invalidFieldShowsThePlannersMessageThereAndGreysTheViews() {
     MainWindow window(false);
     QVERIFY(window.openFile(example("llama3-70b-64xh100.json"), nullptr));
