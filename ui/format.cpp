@@ -36,6 +36,15 @@ QString formatSeconds(double seconds) {
   return QStringLiteral("%1 µs").arg(seconds * 1e6, 0, 'f', 0);
 }
 
+QString formatDevices(int64_t count, bool cpu) {
+  if (cpu) return count == 1 ? QStringLiteral("1 CPU rank") : QStringLiteral("%1 CPU ranks").arg(count);
+  return count == 1 ? QStringLiteral("1 GPU") : QStringLiteral("%1 GPUs").arg(count);
+}
+
+QString formatNodes(int64_t count) {
+  return count == 1 ? QStringLiteral("1 node") : QStringLiteral("%1 nodes").arg(count);
+}
+
 QString formatPercent(double fraction, int decimals) {
   return QStringLiteral("%1 %").arg(fraction * 100.0, 0, 'f', decimals);
 }

@@ -1,4 +1,5 @@
-// Number formatting shared by the workbench's views: bytes in GiB or MiB, counts with SI suffixes, durations.
+// Number formatting shared by the workbench's views: bytes in GiB or MiB, counts with SI suffixes,
+// durations, counts of devices and nodes in the singular or plural.
 #pragma once
 
 #include <cstdint>
@@ -18,6 +19,10 @@ QString formatBytes(int64_t bytes, int decimals = 1);
 QString formatCount(double count);
 /// "9.87 s", "312 ms", "45 µs".
 QString formatSeconds(double seconds);
+/// "8 GPUs", "1 GPU"; "8 CPU ranks" when the cluster's device preset is "cpu".
+QString formatDevices(int64_t count, bool cpu);
+/// "1 node", "4 nodes".
+QString formatNodes(int64_t count);
 /// "41.6 %".
 QString formatPercent(double fraction, int decimals = 1);
 

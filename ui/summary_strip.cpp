@@ -30,6 +30,7 @@ SummaryStrip::SummaryStrip(PlanSession* session, QWidget* parent) : QWidget(pare
   int column = 0;
   for (const auto& [metric, title] : cells) {
     auto* caption = new QLabel(title, this);
+    captions_[metric] = caption;
     caption->setMinimumWidth(1);
     caption->setFont(captionFont);
     caption->setForegroundRole(QPalette::PlaceholderText);
@@ -106,6 +107,11 @@ void SummaryStrip::refresh() {
   QString layout = tr("TP%1·PP%2·DP%3").arg(s.parallel.tp).arg(s.parallel.pp).arg(s.data_parallel());
   if (s.parallel.cp > 1) layout += tr("·CP%1").arg(s.parallel.cp);
   if (s.parallel.ep > 1) layout += tr("·EP%1").arg(s.parallel.ep);
+  // A CPU cluster's ranks are no GPUs.
+  const bool cpu = s.cluster.gpu == "cpu";
+  captions_[World]->setText(cpu ? tr("CPU ranks") : tr("GPUs"));
+  captions_[Memory]->setText(cpu ? tr("Peak memory / rank") : tr("Peak memory / GPU"));
+  captions_[Tflops]->setText(cpu ? tr("TFLOP/s / rank") : tr("TFLOP/s / GPU"));
   set(World, QString::number(s.world_size()), layout);
   set(Memory, tr("%1 / %2").arg(formatBytes(mem.peak_bytes), formatBytes(mem.capacity_bytes)),
       mem.fits ? tr("fits · %1 free").arg(formatBytes(mem.capacity_bytes - mem.peak_bytes))
@@ -135,8 +141,9 @@ void SummaryStrip::refresh() {
     crossing << QString::fromStdString(kind).toUpper();
     if (kind == "tp" || kind == "cp" || kind == "ep") warn << QString::fromStdString(kind).toUpper();
   }
+  const QString inside = s.cluster.nodes == 1 ? tr("one node") : crossing.isEmpty() ? tr("every group inside a node") : tr("TP/CP/EP inside nodes");
   set(CrossNode, crossing.isEmpty() ? tr("none") : crossing.join(", "),
-      warn.isEmpty() ? tr("TP/CP/EP inside nodes") : tr("⚠ %1 over the network").arg(warn.join(", ")),
+      warn.isEmpty() ? inside : tr("⚠ %1 over the network").arg(warn.join(", ")),
       warn.isEmpty() ? QColor() : colors::warning());
 }
 

@@ -22,6 +22,7 @@ class SummaryStrip : public QWidget {
   /// The value shown for a metric (what the user reads), for tests.
   QString value(Metric metric) const { return values_.at(metric)->text(); }
   QString detail(Metric metric) const { return details_.at(metric)->text(); }
+  QString caption(Metric metric) const { return captions_.at(metric)->text(); }
   /// The colour a value is written in (greyed: a speed the plan cannot reach, it does not fit).
   QColor valueColor(Metric metric) const { return values_.at(metric)->palette().color(QPalette::WindowText); }
   /// The line under the values: the spec's first problem, or the run's name and planning time.
@@ -39,7 +40,7 @@ class SummaryStrip : public QWidget {
   void set(Metric metric, const QString& value, const QString& detail, const QColor& detailColor = {});
 
   PlanSession* session_;
-  std::map<Metric, QLabel*> values_, details_;
+  std::map<Metric, QLabel*> captions_, values_, details_;
   QLabel* status_;
   QString status_text_;
 };

@@ -63,6 +63,13 @@ class TestMainWindow : public QObject {
     const double peakMiB = window.session()->plan()->memory.peak_bytes / 1048576.0;
     QCOMPARE(summary->value(SummaryStrip::Memory), QStringLiteral("%1 MiB / 24.0 GiB").arg(peakMiB, 0, 'f', 1));
     QCOMPARE(summary->detail(SummaryStrip::Memory), QStringLiteral("fits · 24.0 GiB free"));
+    // A CPU cluster's ranks are not called GPUs; one node has no groups across nodes to speak of.
+    QCOMPARE(summary->caption(SummaryStrip::World), QStringLiteral("CPU ranks"));
+    QCOMPARE(summary->caption(SummaryStrip::Memory), QStringLiteral("Peak memory / rank"));
+    QCOMPARE(summary->value(SummaryStrip::CrossNode), QStringLiteral("none"));
+    QCOMPARE(summary->detail(SummaryStrip::CrossNode), QStringLiteral("one node"));
+    QVERIFY(window.session()->setField("cluster.gpu", "h100-sxm"));
+    QCOMPARE(summary->caption(SummaryStrip::World), QStringLiteral("GPUs"));
   }
 
   void speedsOfAPlanThatDoesNotFitAreGreyed() {
