@@ -223,8 +223,10 @@ class TestDashboardFeed : public QObject {
     spec.cluster.gpu = "h100-sxm";
     QVERIFY(fitProblems(spec, {roomy})[0].find("runs 8 ranks on GPU h100-sxm but has 0 GPUs") != std::string::npos);
     QVERIFY(endpointProblem("tcp://gpu-1:7070").empty());
-    QVERIFY(!endpointProblem("gpu-1:7070").empty());
-    QVERIFY(endpointProblem("tcp://gpu-1:99999").find("port 1-65535") != std::string::npos);
+    // Said once (it read "... is not tcp://HOST:PORT (agent endpoint ... is not tcp://HOST:PORT)").
+    QCOMPARE(endpointProblem("gpu-1:7070"), std::string("agent address gpu-1:7070 is not tcp://HOST:PORT — did you mean tcp://gpu-1:7070?"));
+    QCOMPARE(endpointProblem("tcp://gpu-1"), std::string("agent address tcp://gpu-1 is not tcp://HOST:PORT"));
+    QCOMPARE(endpointProblem("tcp://gpu-1:99999"), std::string("agent address tcp://gpu-1:99999 is not tcp://HOST:PORT (PORT is 1-65535)"));
   }
 
   void screenshotsOfAStoredRun() {
