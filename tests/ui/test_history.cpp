@@ -196,6 +196,20 @@ class TestHistory : public QObject {
     QCOMPARE(history.run(a_.id).notes, std::string("first line\nsecond line"));
   }
 
+  void tagsColumnShowsItsTagsWhole() {
+    store::History history(path_.toStdString());
+    HistoryView view(&history);
+    view.setPollInterval(0);
+    view.resize(1200, 500);
+    view.show();
+    const int row = view.model()->rowOfRun(QString::fromStdString(a_.id));
+    QVERIFY(view.model()->setData(view.model()->index(row, RunListModel::Tags), QStringLiteral("baseline, tp-sweep, lr-3e-4")));
+    const QString shown = view.model()->index(row, RunListModel::Tags).data().toString();
+    QCOMPARE(shown, QStringLiteral("baseline, lr-3e-4, tp-sweep"));
+    QVERIFY2(view.table()->columnWidth(RunListModel::Tags) > view.table()->fontMetrics().horizontalAdvance(shown),
+             qPrintable(QString::number(view.table()->columnWidth(RunListModel::Tags))));
+  }
+
   void compareAndOpenAreSignalled() {
     store::History history(path_.toStdString());
     HistoryView view(&history);
