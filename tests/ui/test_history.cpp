@@ -77,6 +77,8 @@ class TestHistory : public QObject {
     QCOMPARE(RunListModel::durationText(3'723'000), QStringLiteral("1h 02m 03s"));
     QCOMPARE(RunListModel::durationText(125'000), QStringLiteral("2m 05s"));
     QCOMPARE(model.allTags(), (QStringList{"baseline", "pp4", "sweep"}));
+    // Which peak the MFU is a share of: the runtime's, said on the column's header.
+    QVERIFY(model.headerData(RunListModel::MeanMfu, Qt::Horizontal, Qt::ToolTipRole).toString().contains("runtime's peak"));
   }
 
   void filterByTextStatusAndTag() {
