@@ -32,7 +32,7 @@ const PlotInfo kPlots[] = {
     {"loss", "Loss", "nats/token"},       {"grad_norm", "Grad norm", ""},
     {"lr", "Learning rate", ""},          {"tokens_per_s", "Tokens/s", ""},
     {"model_tflops", "Model TFLOP/s per GPU", ""}, {"mfu", "MFU", "%"},
-    {"bubble", "Bubble per stage", "%"},  {"peak_memory_bytes", "Peak memory per rank", ""},
+    {"bubble", "Bubble per stage (idle in its own span)", "%"},  {"peak_memory_bytes", "Peak memory per rank", ""},
 };
 
 std::optional<planner::OpKind> opKind(const std::string& name) {
@@ -235,6 +235,7 @@ bool DashboardWidget::openRun(const QString& db_path, const QString& run, QStrin
   curves_.clear();
   smoothed_loss_ = nullptr;
   prediction_lines_.clear();
+  prediction_labels_.clear();
   predicted_memory_.clear();
   log_view_->clear();
   while (log_rank_->count() > 1) log_rank_->removeItem(1);
@@ -252,7 +253,7 @@ bool DashboardWidget::openRun(const QString& db_path, const QString& run, QStrin
       plan_.reset();  // the spec parses but does not plan: no prediction to draw
     }
   }
-  predicted_model_.setPlan(plan_);
+  predicted_model_.setPlan(plan_, tr("Predicted"));
   measured_model_.setPlan(nullptr);
   if (plan_) {
     memory_scale_ = plan_->memory.peak_bytes > 2 * kGiB ? 1.0 / kGiB : 1.0 / (1024.0 * 1024.0);
@@ -263,6 +264,7 @@ bool DashboardWidget::openRun(const QString& db_path, const QString& run, QStrin
   const int64_t world = feed_->worldSize();
   for (int64_t r = 0; r < world && r < 4096; ++r) log_rank_->addItem(tr("rank %1").arg(r), static_cast<qlonglong>(r));
   title_->setText(QString::fromStdString(feed_->run().name));
+  setWindowTitle(runTitle());
   poll();
   return true;
 }
@@ -288,6 +290,13 @@ void DashboardWidget::setController(RunController* controller) {
 }
 
 QString DashboardWidget::runId() const { return feed_ ? QString::fromStdString(feed_->run().id) : QString(); }
+
+QString DashboardWidget::runTitle() const {
+  if (!feed_) return tr("Run");
+  const QString id = runId().left(8);
+  const QString name = QString::fromStdString(feed_->run().name);
+  return name.isEmpty() ? tr("Run %1 — Tessera").arg(id) : tr("%1 (run %2) — Tessera").arg(name, id);
+}
 
 void DashboardWidget::setFocus(Focus focus) {
   const bool all = focus == Focus::all;
@@ -353,9 +362,14 @@ DashboardWidget::Curve& DashboardWidget::curveFor(const SeriesKey& key, bool smo
   if (smoothed) curve.graph->setName(tr("smoothed"));
   curve.graph->setPen(QPen(color, smoothed ? 2.0 : 1.4));
   if (per_stage || per_rank) {
-    plot->legend->setVisible(true);
-    // Memory curves sit near the top (the prediction lines lower): the legend goes below them.
-    if (per_rank) plot->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignVCenter | Qt::AlignRight);
+    if (!plot->legend->visible()) {
+      // Under the axes, in a row of the plot's own, never over the curves.
+      plot->axisRect()->insetLayout()->take(plot->legend);
+      plot->plotLayout()->addElement(2, 0, plot->legend);
+      plot->plotLayout()->setRowStretchFactor(2, 0.001);
+      plot->legend->setBrush(Qt::NoBrush);
+      plot->legend->setVisible(true);
+    }
     curve.graph->addToLegend();
   } else {
     curve.graph->removeFromLegend();
@@ -390,22 +404,32 @@ void DashboardWidget::rebuildCurves() {
 }
 
 void DashboardWidget::addPredictionLines() {
+  // The planner's prediction, one dashed line per distinct stage total, in a neutral colour no rank
+  // uses, named at its right end ("predicted: stages 0, 1") rather than by a colour to decode.
   QCustomPlot* plot = plots_.at(QStringLiteral("peak_memory_bytes"));
+  const QColor neutral = palette().color(QPalette::PlaceholderText);
+  std::vector<std::pair<double, QStringList>> levels;  // value in the plot's unit, its stages
   for (size_t s = 0; s < predicted_memory_.size(); ++s) {
-    auto* line = new QCPItemStraightLine(plot);
-    line->point1->setCoords(0, predicted_memory_[s]);
-    line->point2->setCoords(1, predicted_memory_[s]);
-    QPen pen(colors::category(static_cast<int64_t>(s), static_cast<int64_t>(predicted_memory_.size())), 1.2, Qt::DashLine);
-    line->setPen(pen);
-    prediction_lines_.push_back(line);
+    const double v = predicted_memory_[s];
+    auto same = std::find_if(levels.begin(), levels.end(), [&](const auto& l) { return std::abs(l.first - v) <= 0.005 * std::max(1.0, v); });
+    if (same == levels.end()) levels.push_back({v, {QString::number(s)}});
+    else same->second << QString::number(s);
   }
-  if (!predicted_memory_.empty()) {
+  for (const auto& [value, stages] : levels) {
+    auto* line = new QCPItemStraightLine(plot);
+    line->point1->setCoords(0, value);
+    line->point2->setCoords(1, value);
+    line->setPen(QPen(neutral, 1.2, Qt::DashLine));
+    prediction_lines_.push_back(line);
     auto* label = new QCPItemText(plot);
     label->position->setType(QCPItemPosition::ptAxisRectRatio);
-    label->position->setCoords(0.02, 0.96);
-    label->setPositionAlignment(Qt::AlignLeft | Qt::AlignBottom);
-    label->setText(tr("dashed: planner's prediction per stage"));
-    label->setColor(palette().color(QPalette::PlaceholderText));
+    label->position->setTypeY(QCPItemPosition::ptPlotCoords);
+    label->position->setCoords(0.99, value);
+    label->setPositionAlignment(Qt::AlignRight | Qt::AlignBottom);
+    label->setText(stages.size() == 1 ? tr("predicted: stage %1").arg(stages.front()) : tr("predicted: stages %1").arg(stages.join(", ")));
+    label->setColor(neutral);
+    label->setFont(plot->legend->font());
+    prediction_labels_.push_back(label);
   }
 }
 
@@ -441,6 +465,7 @@ void DashboardWidget::poll() {
   }
   if (update.logs_before < feed_->logs().size()) appendLogs(update.logs_before);
   if (update.timeline_changed) updateTimeline();
+  updateMfuTitle();
   updateStatus();
   updateRanks();
   const auto status = feed_->run().status;
@@ -450,6 +475,25 @@ void DashboardWidget::poll() {
   if (!live) poll_timer_.stop();
   ended_ = !live;
   if (update.any() || update.logs_before < feed_->logs().size()) emit updated();
+}
+
+void DashboardWidget::updateMfuTitle() {
+  // Measured MFU is a share of the runtime's peak (on CPU a GEMM it timed), not the cluster preset's
+  // the designer predicts with: the title says which.
+  QString text = tr("MFU");
+  if (const auto peak = feed_->mfuPeakTflops())
+    text += *peak >= 1.0 ? tr(" of %1 TFLOP/s (the runtime's peak)").arg(*peak, 0, 'f', 0)
+                         : tr(" of %1 GFLOP/s (the runtime's peak)").arg(*peak * 1e3, 0, 'f', 1);
+  else if (feed_->firstRankOf(store::metric_name::mfu))
+    text += tr(" of the runtime's peak (see log)");
+  auto* heading = qobject_cast<QCPTextElement*>(plots_.at(QStringLiteral("mfu"))->plotLayout()->element(0, 0));
+  if (heading->text() == text) return;
+  heading->setText(text);
+  coalescer_.schedule(plots_.at(QStringLiteral("mfu")));
+}
+
+QString DashboardWidget::mfuTitle() const {
+  return qobject_cast<QCPTextElement*>(plots_.at(QStringLiteral("mfu"))->plotLayout()->element(0, 0))->text();
 }
 
 void DashboardWidget::updateStatus() {
@@ -594,8 +638,10 @@ void DashboardWidget::updateTimeline() {
   }
   shown_step_ = step;
   measured_model_.setMeasured(plan_, std::move(measured), tr("Measured, step %1").arg(step));
-  predicted_model_.setPlan(plan_);
-  bubble_label_->setText(tr("bubble: measured %1 (step %2) · predicted %3")
+  predicted_model_.setPlan(plan_, tr("Predicted"));
+  // Not the per-stage plot's bubble (each stage idle between its own first and last op): the idle
+  // share of the busiest stage over the whole step, as the timelines' titles and the planner count it.
+  bubble_label_->setText(tr("bubble of the busiest stage over the step: measured %1 (step %2) · predicted %3")
                              .arg(formatPercent(measured_model_.bubbleFraction()))
                              .arg(step)
                              .arg(formatPercent(predicted_model_.bubbleFraction())));

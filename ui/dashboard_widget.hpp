@@ -67,6 +67,8 @@ class DashboardWidget : public QWidget {
   // For tests and the history view.
   const RunFeed* feed() const { return feed_.get(); }
   QString runId() const;
+  /// The window's title once a run is open: "review tiny-3d (run 8633cf72) — Tessera".
+  QString runTitle() const;
   /// The plot of one metric ("loss", "grad_norm", "lr", "tokens_per_s", "model_tflops", "mfu",
   /// "bubble", "peak_memory_bytes"), or nullptr.
   QCustomPlot* plot(const QString& metric) const;
@@ -78,12 +80,17 @@ class DashboardWidget : public QWidget {
   std::optional<int64_t> shownTimelineStep() const { return shown_step_; }
   QString rankStateText(int64_t rank) const;
   QString statusText() const { return status_->text(); }
+  QString bubbleText() const { return bubble_label_->text(); }
   QString failureText() const { return failure_->isVisible() || !failure_->text().isEmpty() ? failure_->text() : QString(); }
   QPlainTextEdit* logView() const { return log_view_; }
   QComboBox* logRankFilter() const { return log_rank_; }
   QLineEdit* logSearch() const { return log_search_; }
   QPushButton* stopButton() const { return stop_; }
   int64_t replots() const { return coalescer_.replots(); }
+  /// The MFU plot's title: "MFU of 22.1 GFLOP/s (the runtime's peak)".
+  QString mfuTitle() const;
+  const std::vector<QCPItemStraightLine*>& predictionLines() const { return prediction_lines_; }
+  const std::vector<QCPItemText*>& predictionLabels() const { return prediction_labels_; }
 
  signals:
   /// New data was shown (after a poll that brought any).
@@ -105,6 +112,7 @@ class DashboardWidget : public QWidget {
   void feedCurve(Curve& curve, size_t from);
   void rebuildCurves();
   void rescale(QCustomPlot* plot);
+  void updateMfuTitle();
   void updateStatus();
   void updateRanks();
   void appendLogs(size_t from);
@@ -127,7 +135,8 @@ class DashboardWidget : public QWidget {
   std::map<QString, QCustomPlot*> plots_;
   std::vector<Curve> curves_;
   QCPGraph* smoothed_loss_ = nullptr;
-  std::vector<QCPItemStraightLine*> prediction_lines_;
+  std::vector<QCPItemStraightLine*> prediction_lines_;  ///< one per distinct predicted stage total
+  std::vector<QCPItemText*> prediction_labels_;        ///< "predicted: stage 1" at each line's end
   std::vector<double> predicted_memory_;  ///< per stage, in the plot's unit
 
   QLabel* title_ = nullptr;

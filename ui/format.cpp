@@ -9,10 +9,9 @@ QString formatGiB(int64_t bytes, int decimals) {
   return QStringLiteral("%1 GiB").arg(static_cast<double>(bytes) / kGiB, 0, 'f', decimals);
 }
 
-QString formatBytes(int64_t bytes) {
-  constexpr double kMiB = 1024.0 * 1024.0;
-  if (static_cast<double>(bytes) >= kGiB) return formatGiB(bytes);
-  return QStringLiteral("%1 MiB").arg(static_cast<double>(bytes) / kMiB, 0, 'f', 1);
+QString formatBytes(int64_t bytes, int decimals) {
+  if (std::fabs(static_cast<double>(bytes)) >= kGiB) return formatGiB(bytes, decimals);
+  return QStringLiteral("%1 MiB").arg(static_cast<double>(bytes) / kMiB, 0, 'f', decimals);
 }
 
 QString formatCount(double count) {
@@ -35,6 +34,15 @@ QString formatSeconds(double seconds) {
   if (a >= 1.0) return QStringLiteral("%1 s").arg(seconds, 0, 'f', a >= 100 ? 1 : 2);
   if (a >= 1e-3) return QStringLiteral("%1 ms").arg(seconds * 1e3, 0, 'f', a >= 0.1 ? 0 : 1);
   return QStringLiteral("%1 µs").arg(seconds * 1e6, 0, 'f', 0);
+}
+
+QString formatDevices(int64_t count, bool cpu) {
+  if (cpu) return count == 1 ? QStringLiteral("1 CPU rank") : QStringLiteral("%1 CPU ranks").arg(count);
+  return count == 1 ? QStringLiteral("1 GPU") : QStringLiteral("%1 GPUs").arg(count);
+}
+
+QString formatNodes(int64_t count) {
+  return count == 1 ? QStringLiteral("1 node") : QStringLiteral("%1 nodes").arg(count);
 }
 
 QString formatPercent(double fraction, int decimals) {

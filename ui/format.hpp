@@ -1,4 +1,5 @@
-// Number formatting shared by the workbench's views: bytes in GiB, counts with SI suffixes, durations.
+// Number formatting shared by the workbench's views: bytes in GiB or MiB, counts with SI suffixes,
+// durations, counts of devices and nodes in the singular or plural.
 #pragma once
 
 #include <cstdint>
@@ -7,16 +8,21 @@
 
 namespace tessera::ui {
 
-inline constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+inline constexpr double kMiB = 1024.0 * 1024.0;
+inline constexpr double kGiB = 1024.0 * kMiB;
 
 /// "61.2 GiB".
 QString formatGiB(int64_t bytes, int decimals = 1);
 /// GiB from 1 GiB up, MiB below (tiny CPU models would read "0.0 GiB").
-QString formatBytes(int64_t bytes);
+QString formatBytes(int64_t bytes, int decimals = 1);
 /// "70.55 B", "1.05 M", "12.3 k", "512".
 QString formatCount(double count);
 /// "9.87 s", "312 ms", "45 µs".
 QString formatSeconds(double seconds);
+/// "8 GPUs", "1 GPU"; "8 CPU ranks" when the cluster's device preset is "cpu".
+QString formatDevices(int64_t count, bool cpu);
+/// "1 node", "4 nodes".
+QString formatNodes(int64_t count);
 /// "41.6 %".
 QString formatPercent(double fraction, int decimals = 1);
 

@@ -107,6 +107,10 @@ HistoryView::HistoryView(store::History* history, QWidget* parent) : QWidget(par
     if (model_.lastError().isEmpty()) error_->hide();
   });
   connect(table_->selectionModel(), &QItemSelectionModel::selectionChanged, this, &HistoryView::updateButtons);
+  // Tags arrive after the first sizing (an edit, a refresh): the column grows to show them.
+  connect(&model_, &QAbstractItemModel::dataChanged, this, &HistoryView::fitTagsColumn);
+  connect(&model_, &QAbstractItemModel::rowsInserted, this, &HistoryView::fitTagsColumn);
+  connect(&model_, &QAbstractItemModel::modelReset, this, &HistoryView::fitTagsColumn);
   connect(open_, &QPushButton::clicked, this, [this] {
     const QStringList ids = selectedRunIds();
     if (ids.size() == 1) emit openRunRequested(ids.front());
@@ -143,6 +147,15 @@ void HistoryView::refresh() {
   if (model_.refresh()) error_->hide();
   updateTagChoices();
   updateButtons();
+}
+
+void HistoryView::fitTagsColumn() {
+  // Wide enough for the longest tag list, within reason (about 48 characters); never narrower than
+  // the user made it.
+  const int before = table_->columnWidth(RunListModel::Tags);
+  table_->resizeColumnToContents(RunListModel::Tags);
+  const int wanted = std::min(table_->columnWidth(RunListModel::Tags), fontMetrics().averageCharWidth() * 48);
+  table_->setColumnWidth(RunListModel::Tags, std::max(before, wanted));
 }
 
 void HistoryView::showError(const QString& message) {

@@ -54,6 +54,7 @@ class HistoryView : public QWidget {
   void showError(const QString& message);
   void updateButtons();
   void updateTagChoices();
+  void fitTagsColumn();
 
   RunListModel model_;
   RunFilterProxy proxy_;

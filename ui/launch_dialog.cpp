@@ -1,6 +1,8 @@
 // The Launch dialog: agents, inventories, fit check, run metadata.
 #include "launch_dialog.hpp"
 
+#include <algorithm>
+
 #include <QApplication>
 #include <QDialogButtonBox>
 #include <QFormLayout>
@@ -55,14 +57,17 @@ std::vector<std::string> fitProblems(const spec::RunSpec& spec, const std::vecto
 
 std::string endpointProblem(const std::string& endpoint) {
   try {
-    launch::endpoint_host(endpoint);
+    launch::endpoint_host(endpoint);  // checks the scheme, the host and the port 1-65535
   } catch (const std::exception& e) {
-    return "agent address \"" + endpoint + "\" is not tcp://HOST:PORT (" + e.what() + ")";
+    // Its message names the address (control characters shown as '?') and the rule: said once, in
+    // the dialog's words, with the likely fix for a bare HOST:PORT.
+    std::string problem = e.what();
+    const std::string prefix = "agent endpoint ";
+    if (problem.rfind(prefix, 0) == 0) problem = "agent address " + problem.substr(prefix.size());
+    const bool printable = std::all_of(endpoint.begin(), endpoint.end(), [](char c) { return static_cast<unsigned char>(c) > 0x20 && c != 0x7f; });
+    const bool bare = printable && endpoint.find("://") == std::string::npos && endpoint.find(':') != std::string::npos;
+    return bare ? problem + " — did you mean tcp://" + endpoint + "?" : problem;
   }
-  const auto colon = endpoint.rfind(':');
-  const std::string port = endpoint.substr(colon + 1);
-  if (port.empty() || port.find_first_not_of("0123456789") != std::string::npos || std::stol(port) < 1 || std::stol(port) > 65535)
-    return "agent address \"" + endpoint + "\" needs a port 1-65535";
   return {};
 }
 

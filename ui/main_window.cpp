@@ -131,7 +131,7 @@ void MainWindow::buildViews() {
   connect(profile_, &QButtonGroup::idClicked, this,
           [this](int id) { session_.setMemoryProfile(static_cast<planner::MemoryProfile>(id)); });
   ml->addStretch(1);
-  ml->addWidget(hint(tr("hover a bar for its parts in GiB")));
+  ml->addWidget(hint(tr("hover a bar for its parts")));
 
   timeline_view_ = new TimelineView(&timeline_model_, &comparison_model_);
   compare_ = new QComboBox;

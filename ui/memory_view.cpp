@@ -87,11 +87,21 @@ void MemoryView::rebuild() {
   clearItems();
   const auto* memory = model_->memory();
   const int stages = model_->rowCount();
+  // The axis counts GiB, or MiB when its top is below 1 GiB. When the peak is under a twentieth of
+  // the capacity (a tiny model on a CPU's memory) the bars would be invisible against the capacity
+  // line: the axis then fits the peak, and the capacity is named above the plot instead of drawn.
+  const double capacityBytes = memory ? static_cast<double>(memory->capacity_bytes) : 0.0;
+  const double peakBytes = memory ? static_cast<double>(memory->peak_bytes) : 0.0;
+  const bool capacityOnScale = peakBytes * 20.0 >= capacityBytes;
+  const double topBytes = capacityOnScale ? std::max(capacityBytes, peakBytes) * 1.22 : peakBytes * 1.3;
+  const bool inGiB = topBytes >= kGiB;
+  bytes_per_unit_ = inGiB ? kGiB : kMiB;
+  yAxis->setLabel(inGiB ? tr("GiB per GPU") : tr("MiB per GPU"));
   QVector<double> keys(stages);
   for (int s = 0; s < stages; ++s) keys[s] = s;
   for (int i = 0; i < 5; ++i) {
     QVector<double> values(stages);
-    for (int s = 0; s < stages; ++s) values[s] = model_->bytes(s, kParts[i]) / kGiB;
+    for (int s = 0; s < stages; ++s) values[s] = model_->bytes(s, kParts[i]) / bytes_per_unit_;
     bars_[i]->setData(keys, values, true);
     QColor fill = partColor(i);
     if (stale_) fill.setAlphaF(0.3f);
@@ -104,55 +114,60 @@ void MemoryView::rebuild() {
     return;
   }
 
-  const double capacity = memory->capacity_bytes / kGiB;
-  const double peak = memory->peak_bytes / kGiB;
   const QColor text = palette().color(QPalette::WindowText);
   QSharedPointer<QCPAxisTickerText> ticker(new QCPAxisTickerText);
   for (int s = 0; s < stages; ++s) ticker->addTick(s, tr("stage %1").arg(s));
   xAxis->setTicker(ticker);
   xAxis->setRange(-0.6, stages - 0.4);
-  yAxis->setRange(0, std::max(capacity, peak) * 1.22);
+  yAxis->setRange(0, topBytes / bytes_per_unit_);
 
-  // Capacity line and its caption.
-  auto* line = new QCPItemStraightLine(this);
-  line->point1->setCoords(0, capacity);
-  line->point2->setCoords(1, capacity);
-  line->setPen(QPen(colors::warning(), 1.5, Qt::DashLine));
-  auto* cap = new QCPItemText(this);
-  cap->position->setType(QCPItemPosition::ptAxisRectRatio);
-  cap->position->setTypeY(QCPItemPosition::ptPlotCoords);
-  cap->position->setCoords(0.995, capacity);
-  cap->setPositionAlignment(Qt::AlignRight | Qt::AlignBottom);
-  cap->setColor(colors::warning());
+  // Capacity line and its caption; a capacity far above the bars is only named, at the top right.
   const auto* gpu = spec::PresetCatalog::builtin().gpu(model_->plan()->spec.cluster.gpu);
-  cap->setText(tr("capacity %1 (%2)").arg(formatGiB(memory->capacity_bytes), gpu ? QString::fromStdString(gpu->name) : QString()));
+  const QString device = gpu ? QString::fromStdString(gpu->name) : QString();
+  auto* cap = new QCPItemText(this);
+  cap->setColor(colors::warning());
+  cap->position->setType(QCPItemPosition::ptAxisRectRatio);
+  if (capacityOnScale) {
+    auto* line = new QCPItemStraightLine(this);
+    line->point1->setCoords(0, capacityBytes / bytes_per_unit_);
+    line->point2->setCoords(1, capacityBytes / bytes_per_unit_);
+    line->setPen(QPen(colors::warning(), 1.5, Qt::DashLine));
+    cap->position->setTypeY(QCPItemPosition::ptPlotCoords);
+    cap->position->setCoords(0.995, capacityBytes / bytes_per_unit_);
+    cap->setPositionAlignment(Qt::AlignRight | Qt::AlignBottom);
+    cap->setText(tr("capacity %1 (%2)").arg(formatBytes(memory->capacity_bytes), device));
+  } else {
+    cap->position->setCoords(0.995, 0.01);
+    cap->setPositionAlignment(Qt::AlignRight | Qt::AlignTop);
+    cap->setText(tr("capacity %1 (%2), far above this scale").arg(formatBytes(memory->capacity_bytes), device));
+  }
 
   // Totals above the bars; stages over capacity say by how much.
   for (int s = 0; s < stages; ++s) {
     const int64_t total = model_->bytes(s, StageMemoryModel::Total);
     const bool over = total > memory->capacity_bytes;
     auto* label = new QCPItemText(this);
-    label->position->setCoords(s, total / kGiB);
+    label->position->setCoords(s, total / bytes_per_unit_);
     label->setPositionAlignment(Qt::AlignHCenter | Qt::AlignBottom);
     label->setPadding(QMargins(0, 0, 0, 3));
     label->setColor(over ? colors::warning() : text);
     QFont f = font();
     f.setBold(over);
     label->setFont(f);
-    label->setText(over ? tr("%1\nOOM +%2").arg(formatGiB(total), formatGiB(total - memory->capacity_bytes))
-                        : formatGiB(total));
+    label->setText(over ? tr("%1\nOOM +%2").arg(formatBytes(total), formatBytes(total - memory->capacity_bytes))
+                        : formatBytes(total));
     if (over) {
       auto* frame = new QCPItemRect(this);
-      frame->topLeft->setCoords(s - 0.33, total / kGiB);
+      frame->topLeft->setCoords(s - 0.33, total / bytes_per_unit_);
       frame->bottomRight->setCoords(s + 0.33, 0);
       frame->setPen(QPen(colors::warning(), 2.5));
     }
   }
-  const QString fits = memory->fits ? tr("fits, %1 free on the fullest stage").arg(formatGiB(memory->capacity_bytes - memory->peak_bytes))
-                                    : tr("OUT OF MEMORY by %1").arg(formatGiB(memory->peak_bytes - memory->capacity_bytes));
+  const QString fits = memory->fits ? tr("fits, %1 free on the fullest stage").arg(formatBytes(memory->capacity_bytes - memory->peak_bytes))
+                                    : tr("OUT OF MEMORY by %1").arg(formatBytes(memory->peak_bytes - memory->capacity_bytes));
   title_->setText(tr("Per-GPU memory by pipeline stage — %1 profile · peak %2 of %3 · %4%5")
                       .arg(QString::fromLatin1(planner::memory_profile_name(memory->profile).data()))
-                      .arg(formatGiB(memory->peak_bytes), formatGiB(memory->capacity_bytes), fits,
+                      .arg(formatBytes(memory->peak_bytes), formatBytes(memory->capacity_bytes), fits,
                            stale_ ? tr(" · last valid plan") : QString()));
   title_->setTextColor(stale_ ? palette().color(QPalette::PlaceholderText) : (memory->fits ? text : colors::warning()));
   replotWhenShown();
@@ -183,10 +198,10 @@ int MemoryView::stageAt(const QPoint& pos) const {
 QString MemoryView::describeStage(int stage) const {
   const auto* memory = model_->memory();
   if (!memory || stage < 0 || stage >= model_->rowCount()) return {};
-  QString text = tr("stage %1: %2 of %3").arg(stage).arg(formatGiB(model_->bytes(stage, StageMemoryModel::Total), 2),
-                                                       formatGiB(memory->capacity_bytes, 2));
+  QString text = tr("stage %1: %2 of %3").arg(stage).arg(formatBytes(model_->bytes(stage, StageMemoryModel::Total), 2),
+                                                       formatBytes(memory->capacity_bytes, 2));
   for (int i = 4; i >= 0; --i)
-    text += QStringLiteral("\n  %1  %2").arg(bars_[i]->name(), -12).arg(formatGiB(model_->bytes(stage, kParts[i]), 2));
+    text += QStringLiteral("\n  %1  %2").arg(bars_[i]->name(), -12).arg(formatBytes(model_->bytes(stage, kParts[i]), 2));
   return text;
 }
 

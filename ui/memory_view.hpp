@@ -1,6 +1,6 @@
 // The memory view (QCustomPlot): one stacked bar per pipeline stage (weights, gradients, optimizer
 // state, activations, buffers) against the GPU's capacity line; stages over capacity in the warning
-// colour; GiB of every part on hover. Paints from StageMemoryModel.
+// colour; every part's size on hover. The axis counts GiB, or MiB for a peak below 1 GiB. Paints from StageMemoryModel.
 #pragma once
 
 #include <array>
@@ -21,6 +21,10 @@ class MemoryView : public QCustomPlot {
   int stageAt(const QPoint& pos) const;
   /// "stage 2: 61.2 GiB of 79.6 GiB — weights 8.2 GiB, ...".
   QString describeStage(int stage) const;
+  /// The plot's title and the value axis's label and top, as drawn (for tests).
+  QString title() const { return title_->text(); }
+  QString valueAxisLabel() const { return yAxis->label(); }
+  double valueAxisTopBytes() const { return yAxis->range().upper * bytes_per_unit_; }
 
  protected:
   void mouseMoveEvent(QMouseEvent* event) override;
@@ -35,6 +39,7 @@ class MemoryView : public QCustomPlot {
   StageMemoryModel* model_;
   std::array<QCPBars*, 5> bars_{};
   QCPTextElement* title_ = nullptr;
+  double bytes_per_unit_ = 1024.0 * 1024.0 * 1024.0;  // bytes per step of the value axis (GiB or MiB)
   bool stale_ = false;
   bool needs_replot_ = false;
 };

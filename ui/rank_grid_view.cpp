@@ -6,6 +6,7 @@
 #include <QPainter>
 #include <QToolTip>
 
+#include "format.hpp"
 #include "theme.hpp"
 
 namespace tessera::ui {
@@ -109,9 +110,10 @@ void RankGridView::paintHeader(QPainter& p, const planner::RankGrid& grid) {
   // Line 1: layout, and which groups leave a node.
   p.setFont(bold);
   p.setPen(pal.color(QPalette::WindowText));
-  const QString layout = tr("%1 GPUs on %2 nodes · TP %3 · CP %4 · EP %5 · DP %6 · PP %7")
-                             .arg(grid.world).arg(layout_.nodeCount()).arg(grid.tp).arg(grid.cp).arg(grid.ep)
-                             .arg(grid.dp).arg(grid.pp);
+  const bool cpu = model_->plan() && model_->plan()->spec.cluster.gpu == "cpu";
+  const QString layout = tr("%1 on %2 · TP %3 · CP %4 · EP %5 · DP %6 · PP %7")
+                             .arg(formatDevices(grid.world, cpu), formatNodes(layout_.nodeCount()))
+                             .arg(grid.tp).arg(grid.cp).arg(grid.ep).arg(grid.dp).arg(grid.pp);
   p.drawText(header.left(), header.top() + fontMetrics().ascent(), layout);
   int x = header.left() + QFontMetrics(bold).horizontalAdvance(layout) + 18;
   p.setFont(font());
@@ -166,7 +168,7 @@ void RankGridView::paintHeader(QPainter& p, const planner::RankGrid& grid) {
     }
   }
   p.setPen(pal.color(QPalette::PlaceholderText));
-  p.drawText(x + 8, y2, tr("hover a GPU for its coordinates, click to highlight its groups"));
+  p.drawText(x + 8, y2, tr("hover a rank for its coordinates, click to highlight its groups"));
 }
 
 void RankGridView::paintEvent(QPaintEvent*) {

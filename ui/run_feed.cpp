@@ -105,6 +105,13 @@ FeedUpdate RunFeed::poll() {
     }
   }
 
+  // The peak the MFU is a share of, as the MFU's rank recorded it (a preset, or on CPU a GEMM it
+  // measured at start-up): read once, when that rank's first MFU arrives.
+  if (!mfu_peak_tflops_ && lowest.count(store::metric_name::mfu)) {
+    const auto peaks = history_.points_after(run_.id, "peak_tflops", lowest.at(store::metric_name::mfu), -1);
+    if (!peaks.empty() && peaks.back().value > 0) mfu_peak_tflops_ = peaks.back().value;
+  }
+
   update.logs_before = logs_.size();
   for (auto& line : history_.logs_after(run_.id, static_cast<int64_t>(logs_.size()))) {
     noteLog(line);

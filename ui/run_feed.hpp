@@ -68,6 +68,9 @@ class RunFeed {
   const SeriesData* find(const std::string& metric, int64_t rank) const;
   /// The lowest rank with points of `metric`, or nullopt.
   std::optional<int64_t> firstRankOf(const std::string& metric) const;
+  /// The peak TFLOP/s the plotted MFU is measured against (the runtime's, recorded with each step), or
+  /// nullopt before the first step or for a runtime that did not record it.
+  std::optional<double> mfuPeakTflops() const { return mfu_peak_tflops_; }
   const std::vector<store::LogLine>& logs() const { return logs_; }
   /// The highest step with a measured timeline.
   std::optional<int64_t> lastTimelineStep() const { return last_timeline_step_; }
@@ -94,6 +97,7 @@ class RunFeed {
   std::vector<store::LogLine> logs_;
   std::map<int64_t, std::string> exits_;  ///< rank -> its agent's exit description
   std::optional<int64_t> last_timeline_step_;
+  std::optional<double> mfu_peak_tflops_;
 };
 
 }  // namespace tessera::ui

@@ -273,6 +273,9 @@ QVariant RunListModel::data(const QModelIndex& index, int role) const {
 }
 
 QVariant RunListModel::headerData(int section, Qt::Orientation orientation, int role) const {
+  if (orientation == Qt::Horizontal && role == Qt::ToolTipRole && section == MeanMfu)
+    return tr("Model FLOPs against the runtime's peak of each run (on CPU a GEMM it timed at start-up, not the "
+              "cluster preset's peak the designer predicts with); the run's dashboard names it");
   if (orientation != Qt::Horizontal || role != Qt::DisplayRole) return QAbstractTableModel::headerData(section, orientation, role);
   switch (section) {
     case Name: return tr("Name");

@@ -38,7 +38,6 @@ void RunWindows::launch(QWidget* parent, const spec::RunSpec& spec) {
   connect(controller, &RunController::recorded, dashboard, [this, dashboard](const QString& id) {
     QString error;
     if (!dashboard->openRun(db_path_, id, &error)) QMessageBox::warning(dashboard, tr("Dashboard"), error);
-    dashboard->setWindowTitle(tr("Run %1").arg(id.left(8)));
   });
   connect(controller, &RunController::launchFailed, dashboard, [dashboard](const QString& message) {
     QMessageBox::warning(dashboard, tr("Launch failed"), message);
@@ -53,7 +52,6 @@ DashboardWidget* RunWindows::open(const QString& run_id, QString* error) {
     delete dashboard;
     return nullptr;
   }
-  dashboard->setWindowTitle(tr("Run %1").arg(dashboard->runId().left(8)));
   dashboard->show();
   return dashboard;
 }
@@ -75,7 +73,6 @@ int RunWindows::reattach() {
     auto* dashboard = dashboardWindow(controller);
     controller->attach(QString::fromStdString(run.id), db_path_);
     dashboard->openRun(db_path_, QString::fromStdString(run.id));
-    dashboard->setWindowTitle(tr("Run %1").arg(QString::fromStdString(run.id).left(8)));
     dashboard->show();
     ++count;
   }

@@ -148,7 +148,7 @@ QString SpecFieldModel::note(const QString& path) const {
     return tr("%1 microbatches · %2 tokens/step")
         .arg(s.num_microbatches())
         .arg(formatCount(static_cast<double>(s.training.global_batch_size * s.model.seq_length)));
-  if (path == "cluster.nodes") return tr("%1 GPUs").arg(s.world_size());
+  if (path == "cluster.nodes") return formatDevices(s.world_size(), s.cluster.gpu == "cpu");
   if (path == "cluster.gpu") {
     if (const auto* gpu = spec::PresetCatalog::builtin().gpu(s.cluster.gpu))
       return tr("%1 · %2 TFLOP/s").arg(formatGiB(gpu->memory_bytes)).arg(gpu->peak_tflops(s.training.precision), 0, 'f', 0);

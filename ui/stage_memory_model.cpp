@@ -36,7 +36,7 @@ QVariant StageMemoryModel::data(const QModelIndex& index, int role) const {
   const auto column = static_cast<Column>(index.column());
   if (column == Stage) return role == Qt::DisplayRole ? QVariant(QString::number(index.row())) : QVariant();
   if (role == BytesRole) return qlonglong{bytes(index.row(), column)};
-  if (role == Qt::DisplayRole) return formatGiB(bytes(index.row(), column), 2);
+  if (role == Qt::DisplayRole) return formatBytes(bytes(index.row(), column), 2);
   if (role == Qt::TextAlignmentRole) return int(Qt::AlignRight | Qt::AlignVCenter);
   return {};
 }

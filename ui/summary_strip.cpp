@@ -30,6 +30,7 @@ SummaryStrip::SummaryStrip(PlanSession* session, QWidget* parent) : QWidget(pare
   int column = 0;
   for (const auto& [metric, title] : cells) {
     auto* caption = new QLabel(title, this);
+    captions_[metric] = caption;
     caption->setMinimumWidth(1);
     caption->setFont(captionFont);
     caption->setForegroundRole(QPalette::PlaceholderText);
@@ -106,17 +107,32 @@ void SummaryStrip::refresh() {
   QString layout = tr("TP%1·PP%2·DP%3").arg(s.parallel.tp).arg(s.parallel.pp).arg(s.data_parallel());
   if (s.parallel.cp > 1) layout += tr("·CP%1").arg(s.parallel.cp);
   if (s.parallel.ep > 1) layout += tr("·EP%1").arg(s.parallel.ep);
+  // A CPU cluster's ranks are no GPUs.
+  const bool cpu = s.cluster.gpu == "cpu";
+  captions_[World]->setText(cpu ? tr("CPU ranks") : tr("GPUs"));
+  captions_[Memory]->setText(cpu ? tr("Peak memory / rank") : tr("Peak memory / GPU"));
+  captions_[Tflops]->setText(cpu ? tr("TFLOP/s / rank") : tr("TFLOP/s / GPU"));
   set(World, QString::number(s.world_size()), layout);
-  set(Memory, tr("%1 / %2").arg(formatGiB(mem.peak_bytes), formatGiB(mem.capacity_bytes)),
-      mem.fits ? tr("fits · %1 free").arg(formatGiB(mem.capacity_bytes - mem.peak_bytes))
-               : tr("OOM by %1").arg(formatGiB(mem.peak_bytes - mem.capacity_bytes)),
+  set(Memory, tr("%1 / %2").arg(formatBytes(mem.peak_bytes), formatBytes(mem.capacity_bytes)),
+      mem.fits ? tr("fits · %1 free").arg(formatBytes(mem.capacity_bytes - mem.peak_bytes))
+               : tr("OOM by %1").arg(formatBytes(mem.peak_bytes - mem.capacity_bytes)),
       mem.fits ? colors::ok() : colors::warning());
   set(Iteration, formatSeconds(pr.iteration_time_s), tr("pipeline %1").arg(formatSeconds(pr.pipeline_s)));
-  values_[Iteration]->setToolTip(tr("pipeline %1 + exposed DP gradient reduction %2 + optimizer step %3")
-                                     .arg(formatSeconds(pr.pipeline_s), formatSeconds(pr.dp_exposed_s), formatSeconds(pr.optimizer_s)));
   set(Tflops, QString::number(pr.model_tflops_per_gpu, 'f', 0), tr("hardware %1").arg(pr.hardware_tflops_per_gpu, 0, 'f', 0));
   set(Mfu, formatPercent(pr.mfu), tr("HFU %1").arg(formatPercent(pr.hfu)));
   set(Tokens, formatCount(pr.tokens_per_s), tr("%1 tokens / step").arg(formatCount(static_cast<double>(plan->flops.tokens_per_iteration))));
+  // A plan that does not fit cannot reach its speed: those cells greyed, saying why.
+  const QString why = tr("Not achievable: peak memory exceeds the GPU's by %1").arg(formatBytes(mem.peak_bytes - mem.capacity_bytes));
+  for (Metric speed : {Iteration, Tflops, Mfu, Tokens}) {
+    QPalette valuePal = values_[speed]->palette();
+    valuePal.setColor(QPalette::WindowText, palette().color(mem.fits ? QPalette::WindowText : QPalette::PlaceholderText));
+    values_[speed]->setPalette(valuePal);
+    values_[speed]->setToolTip(mem.fits ? QString() : why);
+    if (!mem.fits) set(speed, values_[speed]->text(), tr("— does not fit"), colors::warning());
+  }
+  if (mem.fits)
+    values_[Iteration]->setToolTip(tr("pipeline %1 + exposed DP gradient reduction %2 + optimizer step %3")
+                                       .arg(formatSeconds(pr.pipeline_s), formatSeconds(pr.dp_exposed_s), formatSeconds(pr.optimizer_s)));
   set(Bubble, formatPercent(pr.bubble_fraction),
       tr("%1 · %2 microbatches").arg(QString::fromLatin1(spec::to_string(s.parallel.schedule).data())).arg(plan->schedule.microbatches));
   QStringList crossing, warn;
@@ -125,8 +141,9 @@ void SummaryStrip::refresh() {
     crossing << QString::fromStdString(kind).toUpper();
     if (kind == "tp" || kind == "cp" || kind == "ep") warn << QString::fromStdString(kind).toUpper();
   }
+  const QString inside = s.cluster.nodes == 1 ? tr("one node") : crossing.isEmpty() ? tr("every group inside a node") : tr("TP/CP/EP inside nodes");
   set(CrossNode, crossing.isEmpty() ? tr("none") : crossing.join(", "),
-      warn.isEmpty() ? tr("TP/CP/EP inside nodes") : tr("⚠ %1 over the network").arg(warn.join(", ")),
+      warn.isEmpty() ? inside : tr("⚠ %1 over the network").arg(warn.join(", ")),
       warn.isEmpty() ? QColor() : colors::warning());
 }
 

@@ -1,6 +1,7 @@
 // The summary strip above the views: parameters, world size, peak memory against capacity (fits or
 // OOM by how much), predicted iteration time, TFLOP/s per GPU, MFU, tokens/s, bubble and the groups
-// that cross nodes; greyed, with the spec's first problem beneath, while the plan is the last valid one.
+// that cross nodes; greyed, with the spec's first problem beneath, while the plan is the last valid one;
+// the speeds greyed ("— does not fit") for a plan over the GPU's memory.
 #pragma once
 
 #include <map>
@@ -21,6 +22,9 @@ class SummaryStrip : public QWidget {
   /// The value shown for a metric (what the user reads), for tests.
   QString value(Metric metric) const { return values_.at(metric)->text(); }
   QString detail(Metric metric) const { return details_.at(metric)->text(); }
+  QString caption(Metric metric) const { return captions_.at(metric)->text(); }
+  /// The colour a value is written in (greyed: a speed the plan cannot reach, it does not fit).
+  QColor valueColor(Metric metric) const { return values_.at(metric)->palette().color(QPalette::WindowText); }
   /// The line under the values: the spec's first problem, or the run's name and planning time.
   QString status() const { return status_text_; }
 
@@ -36,7 +40,7 @@ class SummaryStrip : public QWidget {
   void set(Metric metric, const QString& value, const QString& detail, const QColor& detailColor = {});
 
   PlanSession* session_;
-  std::map<Metric, QLabel*> values_, details_;
+  std::map<Metric, QLabel*> captions_, values_, details_;
   QLabel* status_;
   QString status_text_;
 };

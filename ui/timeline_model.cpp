@@ -7,11 +7,11 @@
 
 namespace tessera::ui {
 
-void TimelineModel::setPlan(PlanPtr plan) {
+void TimelineModel::setPlan(PlanPtr plan, const QString& caption) {
   beginResetModel();
   plan_ = std::move(plan);
   measured_ = false;
-  caption_.clear();
+  caption_ = caption;
   events_ = plan_ ? plan_->prediction.simulation.events : std::vector<planner::TimelineEvent>{};
   makespan_s_ = plan_ ? plan_->prediction.simulation.makespan_s : 0.0;
   bubble_ = plan_ ? plan_->prediction.simulation.bubble_fraction : 0.0;

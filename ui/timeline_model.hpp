@@ -19,12 +19,12 @@ class TimelineModel : public QAbstractTableModel {
   static constexpr int SecondsRole = Qt::UserRole + 1;  ///< double seconds of Start and End
 
   explicit TimelineModel(QObject* parent = nullptr) : QAbstractTableModel(parent) {}
-  void setPlan(PlanPtr plan);
+  /// A plan's simulated timeline; a caption ("Predicted") leads the view's title.
+  void setPlan(PlanPtr plan, const QString& caption = {});
   /// Measured events of one step of a run, drawn with `plan`'s schedule (shape and colours); the
   /// caption ("measured · step 12") leads the view's title, makespan and bubble come from the events.
   void setMeasured(PlanPtr plan, std::vector<planner::TimelineEvent> events, const QString& caption);
   const planner::Plan* plan() const { return plan_.get(); }
-  /// "" for a plan's simulation.
   const QString& caption() const { return caption_; }
   bool measured() const { return measured_; }
 

@@ -93,13 +93,87 @@ std::vector<TimelineView::Band> TimelineView::bands() const {
   if (models.empty()) return out;
   int total_rows = 0;
   for (const auto* m : models) total_rows += m->stageCount();
-  const int available = height() - kRulerHeight - static_cast<int>(models.size()) * (kBandHeader + kBandGap) - 4;
+  const int legend_lines_height = legend().below_title_height;
+  const int available = height() - kRulerHeight - static_cast<int>(models.size()) * (kBandHeader + kBandGap) - legend_lines_height - 4;
   const int row = std::clamp(available / std::max(1, total_rows), 3, kMaxRowHeight);
   int top = kRulerHeight;
   for (const auto* m : models) {
-    out.push_back({m, top, kBandHeader, row, m->stageCount()});
-    top += kBandHeader + row * m->stageCount() + kBandGap;
+    const int header = kBandHeader + (out.empty() ? legend_lines_height : 0);
+    out.push_back({m, top, header, row, m->stageCount()});
+    top += header + row * m->stageCount() + kBandGap;
   }
+  return out;
+}
+
+QRect TimelineView::titleBounds() const {
+  const auto* first = primary_->plan() ? primary_ : comparison_->plan() ? comparison_ : nullptr;
+  if (!first) return {};
+  QFont bold = font();
+  bold.setBold(true);
+  const QFontMetrics fm(bold);
+  const int width = std::min(fm.horizontalAdvance(title(*first)), this->width() - 16);
+  return {8, kRulerHeight + (kBandHeader - fm.height()) / 2, width, fm.height()};
+}
+
+TimelineView::Legend TimelineView::legend() const {
+  Legend out;
+  const auto* first = primary_->plan() ? primary_ : comparison_->plan() ? comparison_ : nullptr;
+  if (!first) return out;
+  std::vector<LegendItem> items = {{tr("F forward"), colors::forward(), {}, {}}, {tr("B backward"), colors::backward(), {}, {}}};
+  int vpp = 1;
+  for (const TimelineModel* m : {primary_, comparison_}) {
+    if (!m->plan()) continue;
+    vpp = std::max(vpp, m->plan()->schedule.vpp);
+    if (m->plan()->schedule.schedule == spec::Schedule::zb_h1)
+      items = {{tr("F forward"), colors::forward(), {}, {}},
+               {tr("B input gradient"), colors::backwardInput(), {}, {}},
+               {tr("W weight gradient"), colors::backwardWeight(), {}, {}},
+               {tr("B backward"), colors::backward(), {}, {}}};
+  }
+  if (vpp > 1) items.push_back({tr("lighter: later chunk"), colors::forward().lighter(145), {}, {}});
+  items.push_back({tr("numbers: microbatch"), QColor(), {}, {}});
+
+  // Right-aligned at the right of the first title line when it fits beside the title; otherwise on
+  // lines of their own under it, wrapped to the widget's width.
+  const QFontMetrics fm = fontMetrics();
+  const int sw = fm.height() - 5, gap = 16, right = width() - 14;
+  auto itemWidth = [&](const LegendItem& e) { return fm.horizontalAdvance(e.name) + (e.color.isValid() ? sw + 5 : 0); };
+  int total = 0;
+  for (const auto& e : items) total += itemWidth(e) + gap;
+  total -= gap;
+  const int beside_from = titleBounds().right() + 24;
+  const bool beside = right - total >= beside_from;
+  const int line_height = fm.height() + 4;
+  // Lines of items, filled left to right, each line then right-aligned.
+  std::vector<std::vector<LegendItem*>> lines(1);
+  int line_width = 0;
+  const int max_width = right - 8;
+  for (auto& e : items) {
+    const int w = itemWidth(e);
+    if (!beside && !lines.back().empty() && line_width + gap + w > max_width) {
+      lines.emplace_back();
+      line_width = 0;
+    }
+    line_width += (lines.back().empty() ? 0 : gap) + w;
+    lines.back().push_back(&e);
+  }
+  const int first_baseline = kRulerHeight + (kBandHeader + fm.ascent()) / 2 - 1;
+  for (size_t l = 0; l < lines.size(); ++l) {
+    const int y = beside ? first_baseline : kRulerHeight + kBandHeader + static_cast<int>(l) * line_height + fm.ascent();
+    int x = right;
+    for (auto e = lines[l].rbegin(); e != lines[l].rend(); ++e) {
+      x -= fm.horizontalAdvance((*e)->name);
+      (*e)->baseline = QPoint(x, y);
+      if ((*e)->color.isValid()) {
+        x -= sw + 5;
+        (*e)->swatch = QRect(x, y - sw + 1, sw, sw);
+      }
+      out.bounds |= QRect(x, y - fm.ascent(), (*e)->baseline.x() + fm.horizontalAdvance((*e)->name) - x, fm.height());
+      x -= gap;
+    }
+  }
+  out.below_title_height = beside ? 0 : static_cast<int>(lines.size()) * line_height + 2;
+  out.items = std::move(items);
   return out;
 }
 
@@ -137,7 +211,7 @@ void TimelineView::paintBand(QPainter& p, const Band& band, const QRect& plot) {
   bold.setBold(true);
   p.setFont(bold);
   p.setPen(pal.color(QPalette::WindowText));
-  p.drawText(QRect(8, band.top, width() - 16, band.header), Qt::AlignLeft | Qt::AlignVCenter, title(model));
+  p.drawText(QRect(8, band.top, width() - 16, kBandHeader), Qt::AlignLeft | Qt::AlignVCenter, title(model));
   p.setFont(font());
 
   const int vpp = model.plan()->schedule.vpp;
@@ -207,33 +281,11 @@ void TimelineView::paintEvent(QPaintEvent*) {
   }
   p.restore();
 
-  // Legend, at the right of the first title line.
-  struct Entry {
-    QString name;
-    QColor color;
-  };
-  std::vector<Entry> legend = {{tr("F forward"), colors::forward()}, {tr("B backward"), colors::backward()}};
-  int vpp = 1;
-  for (const auto& band : all) {
-    vpp = std::max(vpp, band.model->plan()->schedule.vpp);
-    if (band.model->plan()->schedule.schedule == spec::Schedule::zb_h1)
-      legend = {{tr("F forward"), colors::forward()}, {tr("B input gradient"), colors::backwardInput()},
-                {tr("W weight gradient"), colors::backwardWeight()}, {tr("B backward"), colors::backward()}};
-  }
-  if (vpp > 1) legend.push_back({tr("lighter: later chunk"), colors::forward().lighter(145)});
-  legend.push_back({tr("numbers: microbatch"), QColor()});
-  int x = width() - 14;
-  const int y = all.front().top + (kBandHeader + fontMetrics().ascent()) / 2 - 1;
-  const int sw = fontMetrics().height() - 5;
-  for (auto e = legend.rbegin(); e != legend.rend(); ++e) {
-    x -= fontMetrics().horizontalAdvance(e->name);
-    p.setPen(e->color.isValid() ? pal.color(QPalette::WindowText) : pal.color(QPalette::PlaceholderText));
-    p.drawText(x, y, e->name);
-    if (e->color.isValid()) {
-      x -= sw + 5;
-      p.fillRect(QRect(x, y - sw + 1, sw, sw), e->color);
-    }
-    x -= 16;
+  // Legend, beside the first title or on lines of its own under it (see legend()).
+  for (const auto& e : legend().items) {
+    p.setPen(e.color.isValid() ? pal.color(QPalette::WindowText) : pal.color(QPalette::PlaceholderText));
+    p.drawText(e.baseline, e.name);
+    if (e.color.isValid()) p.fillRect(e.swatch, e.color);
   }
   p.setOpacity(1.0);
   if (stale_) {

@@ -27,6 +27,9 @@ class TimelineView : public QWidget {
   const planner::TimelineEvent* eventAt(const QPoint& pos) const;
 
   QSize sizeHint() const override { return {1000, 500}; }
+  /// Where the first timeline's title text and the colour legend are drawn (they never overlap).
+  QRect titleBounds() const;
+  QRect legendBounds() const { return legend().bounds; }
 
  protected:
   void paintEvent(QPaintEvent* event) override;
@@ -44,6 +47,19 @@ class TimelineView : public QWidget {
     int top, header, row_height, rows;
     int rowsTop() const { return top + header; }
   };
+  struct LegendItem {
+    QString name;
+    QColor color;  ///< invalid: a note without a swatch
+    QRect swatch;
+    QPoint baseline;  ///< where the name's text starts
+  };
+  struct Legend {
+    std::vector<LegendItem> items;
+    QRect bounds;
+    int below_title_height = 0;  ///< lines the legend takes under the first title (0: beside it)
+  };
+  /// The legend's entries laid out beside the first title when they fit there, else wrapped below it.
+  Legend legend() const;
   std::vector<Band> bands() const;
   void paintBand(QPainter& painter, const Band& band, const QRect& plot);
   void paintRuler(QPainter& painter, const QRect& plot);

@@ -34,7 +34,6 @@ int showRun(QApplication& app, const QString& run, const QString& db, const QStr
   tessera::ui::DashboardWidget dashboard;
   QString error;
   if (!dashboard.openRun(path, run, &error)) return fail(QStringLiteral("--run: %1").arg(error));
-  dashboard.setWindowTitle(QStringLiteral("Tessera — %1").arg(QString::fromStdString(dashboard.feed()->run().name)));
   if (view == QLatin1String("timeline")) dashboard.setFocus(tessera::ui::DashboardWidget::Focus::timeline);
   dashboard.resize(size);
   if (!shot.isEmpty()) {

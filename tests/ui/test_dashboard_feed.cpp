@@ -38,7 +38,9 @@ void writeSteps(store::Writer& writer, const store::RunHandle& run, int64_t firs
                              {"loss", rank, step, 1000.0 + step, 5.0 - step / 10.0},
                              {"bubble", rank, step, 1000.0 + step, 0.3 + stage / 10.0},
                              {"peak_memory_bytes", rank, step, 1000.0 + step, (1.0 + rank) * 1024 * 1024},
-                             {"comm_s", rank, step, 1000.0 + step, 0.01}});
+                             {"comm_s", rank, step, 1000.0 + step, 0.01},
+                             {"mfu", rank, step, 1000.0 + step, 0.06},
+                             {"peak_tflops", rank, step, 1000.0 + step, 0.0221 + rank * 1e-4}});
     }
     for (int64_t rank : {0, 4}) {
       const int64_t stage = rank / 4;
@@ -82,13 +84,16 @@ class TestDashboardFeed : public QObject {
   void feedReadsOnlyWhatIsNew() {
     RunFeed feed(db_.toStdString(), "feed run");
     auto first = feed.poll();
-    // loss: rank 0 only; bubble: ranks 0 and 4 (one per stage); memory: all 8; comm_s: not plotted.
-    QCOMPARE(feed.series().size(), size_t{1 + 2 + 8});
+    // loss, mfu: rank 0 only; bubble: ranks 0 and 4 (one per stage); memory: all 8; comm_s and
+    // peak_tflops: not plotted (the peak is read once, the MFU rank's, for the MFU plot's title).
+    QCOMPARE(feed.series().size(), size_t{1 + 1 + 2 + 8});
+    QVERIFY(!feed.find("peak_tflops", 0));
+    QCOMPARE(feed.mfuPeakTflops(), std::optional<double>(0.0221));
     QVERIFY(feed.find("loss", 0) && !feed.find("loss", 1));
     QVERIFY(feed.find("bubble", 0) && feed.find("bubble", 4) && !feed.find("bubble", 1));
     QVERIFY(!feed.find("comm_s", 0));
     QCOMPARE(feed.find("loss", 0)->size(), size_t{10});
-    QCOMPARE(first.grown.size(), size_t{11});
+    QCOMPARE(first.grown.size(), size_t{12});
     QCOMPARE(feed.lastStep(), int64_t{10});
     QCOMPARE(feed.lastTimelineStep(), std::optional<int64_t>(10));
     QCOMPARE(feed.rankState(3), RankState::running);
@@ -104,7 +109,7 @@ class TestDashboardFeed : public QObject {
     writer_->flush();
     const auto next = feed.poll();
     QVERIFY(next.run_changed && next.timeline_changed);
-    QCOMPARE(next.grown.size(), size_t{11});
+    QCOMPARE(next.grown.size(), size_t{12});
     for (const auto& [key, before] : next.grown) QCOMPARE(before, size_t{10});  // appended after the 10 read
     QCOMPARE(feed.find("loss", 0)->steps.back(), int64_t{15});
     QCOMPARE(feed.find("loss", 0)->size(), size_t{15});
@@ -123,6 +128,21 @@ class TestDashboardFeed : public QObject {
     QCOMPARE(loss->dataCount(), 15);
     QCOMPARE(dashboard.graph("bubble", 4)->data()->at(0)->value, 40.0);  // percent
     QCOMPARE(dashboard.graph("peak_memory_bytes", 7)->data()->at(0)->value, 8.0);  // MiB
+    // The planner's prediction: per stage, named, in a colour no rank's curve has; the legend sits
+    // under the axes, not over the curves.
+    QCOMPARE(dashboard.predictionLabels().size(), size_t{2});
+    QCOMPARE(dashboard.predictionLabels()[0]->text(), QStringLiteral("predicted: stage 0"));
+    QCOMPARE(dashboard.predictionLabels()[1]->text(), QStringLiteral("predicted: stage 1"));
+    for (const auto* line : dashboard.predictionLines())
+      for (int64_t rank = 0; rank < 8; ++rank)
+        QVERIFY(line->pen().color() != dashboard.graph("peak_memory_bytes", rank)->pen().color());
+    QCustomPlot* memory = dashboard.plot("peak_memory_bytes");
+    memory->resize(400, 260);
+    memory->replot();
+    QVERIFY(memory->legend->visible());
+    QVERIFY(!memory->legend->outerRect().intersects(memory->axisRect()->rect()));
+    QVERIFY(memory->legend->outerRect().top() >= memory->axisRect()->rect().bottom());
+    QCOMPARE(dashboard.mfuTitle(), QStringLiteral("MFU of 22.1 GFLOP/s (the runtime's peak)"));  // rank 0's
     QVERIFY(dashboard.failureText().contains("node 0"));
     QVERIFY(dashboard.failureText().contains("rank 3"));
     QCOMPARE(dashboard.rankStateText(3), QString("failed"));
@@ -131,6 +151,12 @@ class TestDashboardFeed : public QObject {
     QCOMPARE(dashboard.measuredTimeline().events().size(), size_t{8});
     QVERIFY(std::abs(dashboard.measuredTimeline().makespan() - 0.10) < 1e-9);
     QVERIFY(std::abs(dashboard.measuredTimeline().bubbleFraction() - (1 - 0.06 / 0.10)) < 1e-9);
+    // The header's bubble says which one it is: not the per-stage plot's.
+    QVERIFY2(dashboard.bubbleText().startsWith(QStringLiteral("bubble of the busiest stage over the step: measured 40.0 % (step 15)")),
+             qPrintable(dashboard.bubbleText()));
+    QCOMPARE(dashboard.predictedTimeline().caption(), QStringLiteral("Predicted"));
+    QCOMPARE(dashboard.measuredTimeline().caption(), QStringLiteral("Measured, step 15"));
+    QCOMPARE(dashboard.windowTitle(), QStringLiteral("feed run (run %1) — Tessera").arg(dashboard.runId().left(8)));
     dashboard.showTimelineStep(3);
     QCOMPARE(dashboard.shownTimelineStep(), std::optional<int64_t>(3));
 
@@ -197,8 +223,10 @@ class TestDashboardFeed : public QObject {
     spec.cluster.gpu = "h100-sxm";
     QVERIFY(fitProblems(spec, {roomy})[0].find("runs 8 ranks on GPU h100-sxm but has 0 GPUs") != std::string::npos);
     QVERIFY(endpointProblem("tcp://gpu-1:7070").empty());
-    QVERIFY(!endpointProblem("gpu-1:7070").empty());
-    QVERIFY(endpointProblem("tcp://gpu-1:99999").find("port 1-65535") != std::string::npos);
+    // Said once (it read "... is not tcp://HOST:PORT (agent endpoint ... is not tcp://HOST:PORT)").
+    QCOMPARE(endpointProblem("gpu-1:7070"), std::string("agent address gpu-1:7070 is not tcp://HOST:PORT — did you mean tcp://gpu-1:7070?"));
+    QCOMPARE(endpointProblem("tcp://gpu-1"), std::string("agent address tcp://gpu-1 is not tcp://HOST:PORT"));
+    QCOMPARE(endpointProblem("tcp://gpu-1:99999"), std::string("agent address tcp://gpu-1:99999 is not tcp://HOST:PORT (PORT is 1-65535)"));
   }
 
   void screenshotsOfAStoredRun() {

@@ -77,6 +77,8 @@ class TestHistory : public QObject {
     QCOMPARE(RunListModel::durationText(3'723'000), QStringLiteral("1h 02m 03s"));
     QCOMPARE(RunListModel::durationText(125'000), QStringLiteral("2m 05s"));
     QCOMPARE(model.allTags(), (QStringList{"baseline", "pp4", "sweep"}));
+    // Which peak the MFU is a share of: the runtime's, said on the column's header.
+    QVERIFY(model.headerData(RunListModel::MeanMfu, Qt::Horizontal, Qt::ToolTipRole).toString().contains("runtime's peak"));
   }
 
   void filterByTextStatusAndTag() {
@@ -194,6 +196,20 @@ class TestHistory : public QObject {
     editor->setPlainText(QStringLiteral("first line\nsecond line"));
     view.table()->itemDelegateForColumn(RunListModel::Notes)->setModelData(editor, view.proxy(), notes);
     QCOMPARE(history.run(a_.id).notes, std::string("first line\nsecond line"));
+  }
+
+  void tagsColumnShowsItsTagsWhole() {
+    store::History history(path_.toStdString());
+    HistoryView view(&history);
+    view.setPollInterval(0);
+    view.resize(1200, 500);
+    view.show();
+    const int row = view.model()->rowOfRun(QString::fromStdString(a_.id));
+    QVERIFY(view.model()->setData(view.model()->index(row, RunListModel::Tags), QStringLiteral("baseline, tp-sweep, lr-3e-4")));
+    const QString shown = view.model()->index(row, RunListModel::Tags).data().toString();
+    QCOMPARE(shown, QStringLiteral("baseline, lr-3e-4, tp-sweep"));
+    QVERIFY2(view.table()->columnWidth(RunListModel::Tags) > view.table()->fontMetrics().horizontalAdvance(shown),
+             qPrintable(QString::number(view.table()->columnWidth(RunListModel::Tags))));
   }
 
   void compareAndOpenAreSignalled() {

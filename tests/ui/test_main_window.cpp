@@ -56,6 +56,42 @@ class TestMainWindow : public QObject {
     QVERIFY(window.isWindowModified());
   }
 
+  void summaryShowsSizesBelowAGibInMib() {
+    MainWindow window(false);
+    QVERIFY(window.openFile(example("tiny-3d.json"), nullptr));
+    const auto* summary = window.summary();
+    const double peakMiB = window.session()->plan()->memory.peak_bytes / 1048576.0;
+    QCOMPARE(summary->value(SummaryStrip::Memory), QStringLiteral("%1 MiB / 24.0 GiB").arg(peakMiB, 0, 'f', 1));
+    QCOMPARE(summary->detail(SummaryStrip::Memory), QStringLiteral("fits · 24.0 GiB free"));
+    // A CPU cluster's ranks are not called GPUs; one node has no groups across nodes to speak of.
+    QCOMPARE(summary->caption(SummaryStrip::World), QStringLiteral("CPU ranks"));
+    QCOMPARE(summary->caption(SummaryStrip::Memory), QStringLiteral("Peak memory / rank"));
+    QCOMPARE(summary->value(SummaryStrip::CrossNode), QStringLiteral("none"));
+    QCOMPARE(summary->detail(SummaryStrip::CrossNode), QStringLiteral("one node"));
+    QVERIFY(window.session()->setField("cluster.gpu", "h100-sxm"));
+    QCOMPARE(summary->caption(SummaryStrip::World), QStringLiteral("GPUs"));
+  }
+
+  void speedsOfAPlanThatDoesNotFitAreGreyed() {
+    MainWindow window(false);
+    QVERIFY(window.openFile(example("llama3-70b-64xh100.json"), nullptr));
+    const auto* summary = window.summary();
+    const QColor normal = summary->valueColor(SummaryStrip::Mfu);
+    QCOMPARE(summary->valueColor(SummaryStrip::Iteration), normal);
+    QVERIFY(summary->detail(SummaryStrip::Mfu).startsWith("HFU"));
+    QVERIFY(window.session()->setField("training.micro_batch_size", 4));
+    QVERIFY(!window.session()->plan()->memory.fits);
+    QVERIFY(summary->detail(SummaryStrip::Memory).startsWith("OOM by"));
+    for (auto metric : {SummaryStrip::Iteration, SummaryStrip::Tflops, SummaryStrip::Mfu, SummaryStrip::Tokens}) {
+      QVERIFY(summary->valueColor(metric) != normal);
+      QCOMPARE(summary->detail(metric), QStringLiteral("— does not fit"));
+    }
+    QCOMPARE(summary->valueColor(SummaryStrip::Parameters), normal);  // not a speed
+    QVERIFY(window.session()->setField("training.micro_batch_size", 1));
+    QCOMPARE(summary->valueColor(SummaryStrip::Mfu), normal);
+    QVERIFY(summary->detail(SummaryStrip::Mfu).startsWith("HFU"));
+  }
+
   void invalidFieldShowsThePlannersMessageThereAndGreysTheViews() {
     MainWindow window(false);
     QVERIFY(window.openFile(example("llama3-70b-64xh100.json"), nullptr));

@@ -24,6 +24,12 @@ class TestModels : public QObject {
     QCOMPARE(tessera::ui::formatBytes(int64_t{5} * 1024 * 1024 + 512 * 1024), QStringLiteral("5.5 MiB"));
     QCOMPARE(tessera::ui::formatBytes(int64_t{3} * 1024 * 1024 * 1024), QStringLiteral("3.0 GiB"));
     QCOMPARE(tessera::ui::formatBytes(0), QStringLiteral("0.0 MiB"));
+    QCOMPARE(tessera::ui::formatBytes(int64_t{3} * 1024 * 1024, 2), QStringLiteral("3.00 MiB"));
+    QCOMPARE(tessera::ui::formatDevices(1, false), QStringLiteral("1 GPU"));
+    QCOMPARE(tessera::ui::formatDevices(8, false), QStringLiteral("8 GPUs"));
+    QCOMPARE(tessera::ui::formatDevices(8, true), QStringLiteral("8 CPU ranks"));
+    QCOMPARE(tessera::ui::formatNodes(1), QStringLiteral("1 node"));
+    QCOMPARE(tessera::ui::formatNodes(4), QStringLiteral("4 nodes"));
   }
   void specModelPassesTesterAcrossEdits() {
     PlanSession session;

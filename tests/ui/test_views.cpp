@@ -168,6 +168,62 @@ class TestViews : public QObject {
     QVERIFY(std::abs(view.axis().secondsPerPixel() - fitted) < 1e-12);
   }
 
+  void timelineLegendNeverCoversTheTitle() {
+    // GPT-3 175B (1F1B) compared with ZB-H1 adds the W / B-input entries: at 1400 px the legend no
+    // longer fits beside the title on a narrow window and moves onto lines of its own, above the
+    // first stage's row.
+    PlanSession session, other;
+    QVERIFY(session.open(example("gpt3-175b-table1.json"), nullptr));
+    QVERIFY(other.open(example("gpt3-175b-table1.json"), nullptr));
+    QVERIFY(other.setField("parallel.schedule", "zb-h1"));
+    TimelineModel primary, comparison;
+    primary.setPlan(session.plan());
+    TimelineView view(&primary, &comparison);
+    view.resize(1400, 900);
+    const QRect besideLegend = view.legendBounds();
+    QVERIFY(!besideLegend.isEmpty());
+    QVERIFY(!besideLegend.intersects(view.titleBounds()));
+    QCOMPARE(besideLegend.top(), view.titleBounds().top());  // alone, it fits beside the title
+    comparison.setPlan(other.plan());
+    for (int width : {1400, 900, 500, 300}) {
+      view.resize(width, 900);
+      const QRect legend = view.legendBounds(), title = view.titleBounds();
+      QVERIFY2(!legend.intersects(title), qPrintable(QString("width %1").arg(width)));
+      QVERIFY2(view.rect().contains(legend), qPrintable(QString("width %1").arg(width)));
+      // Nothing of the first band's rows is under the legend.
+      const auto* firstRowEvent = view.eventAt(QPoint(legend.center().x(), legend.bottom()));
+      QVERIFY(firstRowEvent == nullptr);
+    }
+    view.resize(500, 900);
+    QVERIFY(view.legendBounds().top() > view.titleBounds().bottom());  // under the title
+    view.resize(300, 900);
+    QVERIFY(view.legendBounds().height() > besideLegend.height());  // wrapped onto two lines or more
+  }
+
+  void memoryViewScalesToASmallPeak() {
+    // tiny-3d on CPU: a peak of a few MiB against 24 GiB of host memory. The axis fits the peak in
+    // MiB (the bars are visible) and every size reads in MiB, never "0.0 GiB".
+    PlanSession session;
+    QVERIFY(session.open(example("tiny-3d.json"), nullptr));
+    StageMemoryModel memory;
+    memory.setPlan(session.plan());
+    MemoryView view(&memory);
+    const int64_t peak = session.plan()->memory.peak_bytes;
+    QVERIFY(peak < int64_t{1} << 30);
+    QCOMPARE(view.valueAxisLabel(), QStringLiteral("MiB per GPU"));
+    QVERIFY(view.valueAxisTopBytes() >= static_cast<double>(peak));
+    QVERIFY(view.valueAxisTopBytes() < 2.0 * static_cast<double>(peak));
+    QVERIFY2(!view.title().contains("0.0 GiB"), qPrintable(view.title()));
+    QVERIFY2(view.title().contains(QStringLiteral("peak %1 MiB").arg(peak / 1048576.0, 0, 'f', 1)), qPrintable(view.title()));
+    QVERIFY(view.describeStage(0).contains(" MiB of 24.00 GiB"));
+    QCOMPARE(memory.data(memory.index(0, StageMemoryModel::Total)).toString().right(3), QStringLiteral("MiB"));
+    // A plan near its capacity keeps GiB and the capacity line on the scale.
+    QVERIFY(session.open(example("llama3-70b-64xh100.json"), nullptr));
+    memory.setPlan(session.plan());
+    QCOMPARE(view.valueAxisLabel(), QStringLiteral("GiB per GPU"));
+    QVERIFY(view.valueAxisTopBytes() > static_cast<double>(session.plan()->memory.capacity_bytes));
+  }
+
   void viewsGrabNonBlankAndChangeWithTheLayout() {
     PlanSession session;
     QVERIFY(session.open(example("llama3-70b-64xh100.json"), nullptr));
