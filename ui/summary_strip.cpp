@@ -111,14 +111,18 @@ void SummaryStrip::refresh() {
   const bool cpu = s.cluster.gpu == "cpu";
   captions_[World]->setText(cpu ? tr("CPU ranks") : tr("GPUs"));
   captions_[Memory]->setText(cpu ? tr("Peak memory / rank") : tr("Peak memory / GPU"));
-  captions_[Tflops]->setText(cpu ? tr("TFLOP/s / rank") : tr("TFLOP/s / GPU"));
+  // Below 1 TFLOP/s (CPU ranks) in GFLOP/s: "0" TFLOP/s said nothing.
+  const bool giga = pr.model_tflops_per_gpu < 1.0;
+  const double flops_unit = giga ? 1000.0 : 1.0;
+  captions_[Tflops]->setText((giga ? tr("GFLOP/s") : tr("TFLOP/s")) + (cpu ? tr(" / rank") : tr(" / GPU")));
   set(World, QString::number(s.world_size()), layout);
   set(Memory, tr("%1 / %2").arg(formatBytes(mem.peak_bytes), formatBytes(mem.capacity_bytes)),
       mem.fits ? tr("fits · %1 free").arg(formatBytes(mem.capacity_bytes - mem.peak_bytes))
                : tr("OOM by %1").arg(formatBytes(mem.peak_bytes - mem.capacity_bytes)),
       mem.fits ? colors::ok() : colors::warning());
   set(Iteration, formatSeconds(pr.iteration_time_s), tr("pipeline %1").arg(formatSeconds(pr.pipeline_s)));
-  set(Tflops, QString::number(pr.model_tflops_per_gpu, 'f', 0), tr("hardware %1").arg(pr.hardware_tflops_per_gpu, 0, 'f', 0));
+  set(Tflops, QString::number(pr.model_tflops_per_gpu * flops_unit, 'f', giga ? 1 : 0),
+      tr("hardware %1").arg(pr.hardware_tflops_per_gpu * flops_unit, 0, 'f', giga ? 1 : 0));
   set(Mfu, formatPercent(pr.mfu), tr("HFU %1").arg(formatPercent(pr.hfu)));
   set(Tokens, formatCount(pr.tokens_per_s), tr("%1 tokens / step").arg(formatCount(static_cast<double>(plan->flops.tokens_per_iteration))));
   // A plan that does not fit cannot reach its speed: those cells greyed, saying why.

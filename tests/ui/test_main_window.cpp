@@ -68,6 +68,11 @@ class TestMainWindow : public QObject {
     QCOMPARE(summary->caption(SummaryStrip::Memory), QStringLiteral("Peak memory / rank"));
     QCOMPARE(summary->value(SummaryStrip::CrossNode), QStringLiteral("none"));
     QCOMPARE(summary->detail(SummaryStrip::CrossNode), QStringLiteral("one node"));
+    // Model FLOP/s below a TFLOP/s in GFLOP/s (they read "0").
+    QCOMPARE(summary->caption(SummaryStrip::Tflops), QStringLiteral("GFLOP/s / rank"));
+    QCOMPARE(summary->value(SummaryStrip::Tflops),
+             QString::number(window.session()->plan()->prediction.model_tflops_per_gpu * 1000, 'f', 1));
+    QVERIFY(summary->value(SummaryStrip::Tflops) != QStringLiteral("0.0"));
     QVERIFY(window.session()->setField("cluster.gpu", "h100-sxm"));
     QCOMPARE(summary->caption(SummaryStrip::World), QStringLiteral("GPUs"));
   }
