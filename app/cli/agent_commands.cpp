@@ -36,7 +36,7 @@ void add_agent_commands(CLI::App& app) {
   {
     auto* cmd = agents->add_subcommand("status", "Inventory of each agent: host, cores, memory, GPUs, runs");
     static std::string list;
-    cmd->add_option("--agents", list, "tcp://HOST:PORT,... (default: the local agent)");
+    cmd->add_option("--agents", list, "tcp://HOST:PORT,... (default: the local agent)")->check(non_empty());
     cmd->callback([] {
       const auto credentials = launch::Credentials::from_config_dir();
       std::vector<std::string> endpoints;

@@ -15,6 +15,11 @@ class UsageError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+/// For an option whose empty value would silently mean its default (--db "", --agents "").
+inline CLI::Validator non_empty() {
+  return CLI::Validator([](std::string& text) { return text.empty() ? std::string("must not be empty") : std::string(); }, "");
+}
+
 /// plan, presets, validate, schedule, export megatron, import hf (plan_commands.cpp).
 void add_plan_commands(CLI::App& app);
 /// runs list, show, compare, export, import, tag, note, delete (runs_commands.cpp).

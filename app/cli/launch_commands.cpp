@@ -109,7 +109,8 @@ void add_launch_commands(CLI::App& app) {
     auto o = std::make_shared<LaunchOptions>();
     auto* cmd = app.add_subcommand("launch", "Start a run on the agents (or a local agent) and record it in the history");
     cmd->add_option("spec", o->spec, "Run spec (JSON)")->required();
-    cmd->add_option("--agents", o->agents, "tcp://HOST:PORT,... one agent per node, in node order (default: a local agent)");
+    cmd->add_option("--agents", o->agents, "tcp://HOST:PORT,... one agent per node, in node order (default: a local agent)")
+        ->check(non_empty());
     cmd->add_option("--agent-key", o->agent_key, "pin this agent.pub for every agent given (all share it, as in a Slurm job)");
     cmd->add_option("--name", o->name, "run name (default: the spec's name and the id's first 8 digits)");
     cmd->add_option("--tag", o->tags, "tag the run (repeatable)");
@@ -119,7 +120,8 @@ void add_launch_commands(CLI::App& app) {
         ->check(CLI::Validator(  // CLI::Range lets "nan" through (every comparison with NaN is false)
             [](std::string& text) { return std::isfinite(std::strtod(text.c_str(), nullptr)) ? "" : std::string("must be a finite number"); },
             ""));
-    cmd->add_option("--db", o->db, "History file (default: $TESSERA_DB, else $XDG_DATA_HOME/tessera/history.sqlite)");
+    cmd->add_option("--db", o->db, "History file (default: $TESSERA_DB, else $XDG_DATA_HOME/tessera/history.sqlite)")
+        ->check(non_empty());
     cmd->callback([o] {
       const auto spec = spec::load_spec_file(o->spec);
       const auto credentials = launch::Credentials::from_config_dir();
@@ -198,7 +200,7 @@ void add_launch_commands(CLI::App& app) {
     auto o = std::make_shared<RunOptions>();
     auto* cmd = runs->add_subcommand("follow", "Attach to a running run again and stream it into the history (backfills)");
     cmd->add_option("id", o->id, "Run id, unique id prefix, or name")->required();
-    cmd->add_option("--db", o->db, "History file");
+    cmd->add_option("--db", o->db, "History file")->check(non_empty());
     cmd->add_flag("--quiet", o->quiet, "do not print the steps");
     cmd->callback([o] {
       const std::string path = store::resolve_history_path(o->db);
@@ -231,7 +233,7 @@ void add_launch_commands(CLI::App& app) {
     auto* cmd = runs->add_subcommand("stop", "Stop a run on every agent running it");
     cmd->add_option("id", o->id, "Run id, unique id prefix, or name")->required();
     cmd->add_option("--reason", o->reason, "recorded as the run's exit reason")->default_val("stopped by the user");
-    cmd->add_option("--db", o->db, "History file");
+    cmd->add_option("--db", o->db, "History file")->check(non_empty());
     cmd->callback([o] {
       store::RunRecord record;
       try {

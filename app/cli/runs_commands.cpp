@@ -106,7 +106,8 @@ std::string cell(const std::optional<ojson>& value) {
 }
 
 void add_db_option(CLI::App* command, std::string& db) {
-  command->add_option("--db", db, "History file (default: $TESSERA_DB, else $XDG_DATA_HOME/tessera/history.sqlite)");
+  command->add_option("--db", db, "History file (default: $TESSERA_DB, else $XDG_DATA_HOME/tessera/history.sqlite)")
+      ->check(non_empty());
 }
 
 struct ListOptions {

@@ -110,7 +110,10 @@ class TestCliPlan : public QObject {
                                     QStringList{"plan", example("tiny-3d.json"), "--tp", "abc"}, QStringList{"frobnicate"},
                                     // NaN passes a range check (it waited for ever): refused
                                     QStringList{"launch", example("tiny-3d.json"), "--agents", "tcp://127.0.0.1:1",
-                                                "--connect-timeout-s", "nan"}}) {
+                                                "--connect-timeout-s", "nan"},
+                                    // empty: it meant the default (the local agent, the default history)
+                                    QStringList{"launch", example("tiny-3d.json"), "--agents", ""},
+                                    QStringList{"runs", "list", "--db", ""}, QStringList{"agents", "status", "--agents", ""}}) {
       const auto r = cli(args);
       QCOMPARE(r.exit_code, 2);
       QVERIFY(!r.err.empty());
