@@ -24,6 +24,14 @@ int main(int argc, char** argv) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     std::cerr << "tessera-cli: " << e.what() << "\n";
+    // CLI11 says "A subcommand is required" also of a misspelt one: name the ones there are.
+    const CLI::App* level = &app;
+    while (!level->get_subcommands().empty()) level = level->get_subcommands().front();
+    std::string names;
+    for (const auto* sub : level->get_subcommands({})) names += (names.empty() ? "" : ", ") + sub->get_name();
+    if (!names.empty() && level->get_subcommands().empty())
+      std::cerr << "the commands" << (level == &app ? "" : " of " + level->get_name()) << ": " << names
+                << " (--help for more)\n";
     return 2;
   } catch (const tessera::spec::SpecError& e) {
     for (const auto& error : e.errors()) std::cerr << "error: " << error.message << "\n";

@@ -134,6 +134,9 @@ class TestCliPlan : public QObject {
     for (const auto& stage : plan["memory"]["stages"])
       for (const auto& [term, bytes] : stage.items()) QVERIFY2(bytes.get<int64_t>() >= 0, (term + " " + bytes.dump()).c_str());
 
+    QVERIFY(cli({"frobnicate"}).err.find("the commands: presets, validate, plan,") != std::string::npos);
+    QVERIFY(cli({"runs", "frob"}).err.find("the commands of runs: list, show,") != std::string::npos);
+
     const auto directory = cli({"validate", dir.path()});
     QCOMPARE(directory.exit_code, 2);
     QVERIFY2(directory.err.find(dir.path().toStdString() + " is a directory") != std::string::npos, directory.err.c_str());
