@@ -7,7 +7,6 @@
 
 #include "cli/commands.hpp"
 #include "spec/interop.hpp"
-#include "spec/json_nesting.hpp"
 #include "cli/text_table.hpp"
 #include "planner/plan.hpp"
 #include "spec/run_spec.hpp"
@@ -87,13 +86,7 @@ json read_json_file(const std::string& path) {
   if (!in) throw UsageError("cannot read " + path);
   std::stringstream buffer;
   buffer << in.rdbuf();
-  if (const size_t at = spec::json_too_deep_at(buffer.str()); at != std::string_view::npos)
-    throw spec::SpecError({{"", spec::json_nesting_message(path, at)}});
-  try {
-    return json::parse(buffer.str());
-  } catch (const json::exception& e) {  // syntax errors, and numbers out of range
-    throw spec::SpecError({{"", path + ": not valid JSON: " + e.what()}});
-  }
+  return spec::parse_spec_json(buffer.str(), path);
 }
 
 spec::RunSpec load_with_overrides(const std::string& path, const Overrides& overrides) {

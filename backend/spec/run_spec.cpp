@@ -312,16 +312,41 @@ RunSpec parse_spec(const json& document, const PresetCatalog& presets) {
   return spec;
 }
 
-RunSpec parse_spec_text(const std::string& text, const PresetCatalog& presets) {
+json parse_spec_json(const std::string& text, const std::string& what) {
   if (const size_t at = json_too_deep_at(text); at != std::string_view::npos)
-    throw SpecError({{"", json_nesting_message("the spec", at)}});
+    throw SpecError({{"", json_nesting_message(what, at)}});
+  // Per open object: its keys so far and the latest (the path of a duplicate). nlohmann keeps the
+  // last of two equal keys without a word; "tp": 2, …, "tp": 1 planned TP1.
+  struct Object {
+    std::set<std::string> keys;
+    std::string key;
+  };
+  std::vector<Object> open;
+  std::string duplicate;
+  const json::parser_callback_t note_keys = [&](int, json::parse_event_t event, json& parsed) {
+    if (event == json::parse_event_t::object_start) {
+      open.emplace_back();
+    } else if (event == json::parse_event_t::object_end) {
+      open.pop_back();
+    } else if (event == json::parse_event_t::key && !open.empty()) {
+      open.back().key = parsed.get<std::string>();
+      if (!open.back().keys.insert(open.back().key).second && duplicate.empty())
+        for (const auto& object : open) duplicate += (duplicate.empty() ? "" : ".") + object.key;
+    }
+    return true;
+  };
   json document;
   try {
-    document = json::parse(text);
+    document = json::parse(text, note_keys);
   } catch (const json::exception& e) {  // syntax errors, and numbers out of range
-    throw SpecError({{"", std::string("the spec is not valid JSON: ") + e.what()}});
+    throw SpecError({{"", what + " is not valid JSON: " + e.what()}});
   }
-  return parse_spec(document, presets);
+  if (!duplicate.empty()) throw SpecError({{duplicate, what + " gives " + duplicate + " twice (which one is meant?)"}});
+  return document;
+}
+
+RunSpec parse_spec_text(const std::string& text, const PresetCatalog& presets) {
+  return parse_spec(parse_spec_json(text, "the spec"), presets);
 }
 
 RunSpec load_spec_file(const std::string& path, const PresetCatalog& presets) {

@@ -93,6 +93,9 @@ struct RunSpec {
 /// Reads a spec: presets are applied first, explicit fields override them, defaults fill the
 /// rest, then everything is validated. Throws SpecError listing every problem.
 RunSpec parse_spec(const nlohmann::json& document, const PresetCatalog& presets = PresetCatalog::builtin());
+/// JSON text read as a document the way a spec is (`what` names it in errors): nested at most
+/// kMaxJsonNesting deep, no key twice in one object (which one was meant?). Throws SpecError.
+nlohmann::json parse_spec_json(const std::string& text, const std::string& what);
 /// Reads a spec from JSON text (a syntax error names the line and column).
 RunSpec parse_spec_text(const std::string& text, const PresetCatalog& presets = PresetCatalog::builtin());
 /// Reads a spec file (an unreadable file is a SpecError naming the path).

@@ -221,6 +221,23 @@ class TestSpec : public QObject {
     for (const auto& e : errors) QVERIFY2(e.message.size() < 300, e.message.c_str());
   }
 
+  // A key given twice in one object is refused with its path (nlohmann kept the last one silently).
+  void keyGivenTwiceIsNamed() {
+    const std::string text = R"({"model": {"preset": "llama3-8b"}, "parallel": {"tp": 2, "pp": 1, "tp": 1},
+                                 "cluster": {"gpu": "h100-sxm", "nodes": 1, "gpus_per_node": 8}})";
+    try {
+      parse_spec_text(text);
+      QFAIL("no error");
+    } catch (const SpecError& e) {
+      QVERIFY2(has_error(e.errors(), "parallel.tp", "the spec gives parallel.tp twice"), dump(e.errors()).c_str());
+    }
+    // The same key in two objects is no duplicate.
+    const auto s = parse_spec_text(R"({"model": {"preset": "llama3-8b"}, "parallel": {"tp": 2, "pp": 2},
+                                       "training": {"micro_batch_size": 1, "global_batch_size": 64},
+                                       "cluster": {"gpu": "h100-sxm", "nodes": 1, "gpus_per_node": 8}})");
+    QCOMPARE(s.parallel.tp, int64_t{2});
+  }
+
   void gpuPresetFromDeviceName() {
     const int64_t gib = int64_t{1} << 30;
     QCOMPARE(gpu_preset_id_for_device("NVIDIA H200", 141 * gib), std::string("h200"));
