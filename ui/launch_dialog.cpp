@@ -112,12 +112,12 @@ LaunchDialog::LaunchDialog(const spec::RunSpec& spec, nlohmann::ordered_json spe
   form->addRow(tr("Name"), name_);
   form->addRow(tr("Tags"), tags_);
   form->addRow(tr("Notes"), notes_);
-  form->addRow(tr("Layout"), new QLabel(tr("TP%1 · PP%2 · DP%3 — %4 ranks on %5 node(s), %6 per node")
+  form->addRow(tr("Layout"), new QLabel(tr("TP%1 · PP%2 · DP%3 — %4 ranks on %5, %6 per node")
                                             .arg(spec.parallel.tp)
                                             .arg(spec.parallel.pp)
                                             .arg(spec.data_parallel())
                                             .arg(spec.world_size())
-                                            .arg(spec.cluster.nodes)
+                                            .arg(formatNodes(spec.cluster.nodes))
                                             .arg(spec.cluster.gpus_per_node)));
   form->addRow(tr("History"), new QLabel(db_path));
   root->addWidget(meta);
@@ -271,7 +271,7 @@ void LaunchDialog::showInventories(const std::vector<nlohmann::json>& inventorie
   fits_ = problems.isEmpty();
   resolved_.clear();
   for (const auto& inv : inventories) resolved_.push_back(inv.value("endpoint", std::string()));
-  fit_->setText(fits_ ? tr("✓ The layout fits: %1 ranks on %2 node(s).").arg(spec_.world_size()).arg(inventories.size())
+  fit_->setText(fits_ ? tr("✓ The layout fits: %1 ranks on %2.").arg(spec_.world_size()).arg(formatNodes(static_cast<int64_t>(inventories.size())))
                       : problems.join(QLatin1Char('\n')));
   fit_->setStyleSheet(QStringLiteral("color: %1").arg(fits_ ? colors::ok().name() : colors::warning().name()));
   launch_->setEnabled(fits_);

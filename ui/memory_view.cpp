@@ -96,7 +96,9 @@ void MemoryView::rebuild() {
   const double topBytes = capacityOnScale ? std::max(capacityBytes, peakBytes) * 1.22 : peakBytes * 1.3;
   const bool inGiB = topBytes >= kGiB;
   bytes_per_unit_ = inGiB ? kGiB : kMiB;
-  yAxis->setLabel(inGiB ? tr("GiB per GPU") : tr("MiB per GPU"));
+  // A CPU cluster's ranks are no GPUs (as the summary strip says).
+  const bool cpu = memory && model_->plan()->spec.cluster.gpu == "cpu";
+  yAxis->setLabel((inGiB ? tr("GiB") : tr("MiB")) + (cpu ? tr(" per rank") : tr(" per GPU")));
   QVector<double> keys(stages);
   for (int s = 0; s < stages; ++s) keys[s] = s;
   for (int i = 0; i < 5; ++i) {
@@ -165,7 +167,8 @@ void MemoryView::rebuild() {
   }
   const QString fits = memory->fits ? tr("fits, %1 free on the fullest stage").arg(formatBytes(memory->capacity_bytes - memory->peak_bytes))
                                     : tr("OUT OF MEMORY by %1").arg(formatBytes(memory->peak_bytes - memory->capacity_bytes));
-  title_->setText(tr("Per-GPU memory by pipeline stage — %1 profile · peak %2 of %3 · %4%5")
+  title_->setText(tr("%1 memory by pipeline stage — %2 profile · peak %3 of %4 · %5%6")
+                      .arg(cpu ? tr("Per-rank") : tr("Per-GPU"))
                       .arg(QString::fromLatin1(planner::memory_profile_name(memory->profile).data()))
                       .arg(formatBytes(memory->peak_bytes), formatBytes(memory->capacity_bytes), fits,
                            stale_ ? tr(" · last valid plan") : QString()));

@@ -83,10 +83,10 @@ std::vector<std::string> summary_cells(const store::RunSummary& s) {
           optional_number(s.min_loss, 4),
           optional_number(s.mean_mfu ? std::optional(*s.mean_mfu * 100) : std::nullopt, 1),
           optional_number(s.mean_bubble ? std::optional(*s.mean_bubble * 100) : std::nullopt, 1),
-          s.peak_memory_bytes ? format_gib(*s.peak_memory_bytes) : "-",
+          s.peak_memory_bytes ? format_bytes(*s.peak_memory_bytes) : "-",
           s.mean_tokens_per_s ? (std::isnan(*s.mean_tokens_per_s) ? "nan" : format_si(*s.mean_tokens_per_s, "")) : "-"};
 }
-const std::vector<std::string> kSummaryHeader = {"last step", "final loss", "min loss", "MFU %", "bubble %", "peak GiB", "tokens/s"};
+const std::vector<std::string> kSummaryHeader = {"last step", "final loss", "min loss", "MFU %", "bubble %", "peak memory", "tokens/s"};
 
 ojson summary_json(const store::RunSummary& s) {
   return {{"points", s.points},

@@ -58,6 +58,11 @@ std::string format_count(int64_t value) {
 
 std::string format_gib(int64_t bytes) { return format_fixed(static_cast<double>(bytes) / (1024.0 * 1024 * 1024), 2); }
 
+std::string format_bytes(int64_t bytes) {
+  if (bytes >= int64_t{1} << 30) return format_gib(bytes) + " GiB";
+  return format_fixed(static_cast<double>(bytes) / (1024.0 * 1024), 2) + " MiB";
+}
+
 std::string format_si(double value, const std::string& unit) {
   const char* suffix[] = {"", " K", " M", " B", " T"};
   int i = 0;

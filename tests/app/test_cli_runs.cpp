@@ -158,7 +158,8 @@ class TestCliRuns : public QObject {
     QCOMPARE(cli({"runs", "note", "run-a", "lr warmup too short"}).code, 0);
     const auto show = cli({"runs", "show", id});
     QCOMPARE(show.code, 0);
-    for (const char* part : {"lr warmup too short", "baseline", "done", "final loss", "1.5000", "80 metric points", "tokens_per_s"})
+    for (const char* part : {"lr warmup too short", "baseline", "done", "final loss", "1.5000", "80 metric points", "tokens_per_s",
+                             "peak memory", "1.00 GiB"})
       QVERIFY2(show.out.contains(part), qPrintable(show.out + " lacks " + part));
     const auto untag = cli({"runs", "tag", "run-a", "nope", "--remove"});
     QCOMPARE(untag.code, 2);

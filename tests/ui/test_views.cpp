@@ -210,7 +210,8 @@ class TestViews : public QObject {
     MemoryView view(&memory);
     const int64_t peak = session.plan()->memory.peak_bytes;
     QVERIFY(peak < int64_t{1} << 30);
-    QCOMPARE(view.valueAxisLabel(), QStringLiteral("MiB per GPU"));
+    QCOMPARE(view.valueAxisLabel(), QStringLiteral("MiB per rank"));  // CPU ranks, not GPUs
+    QVERIFY2(view.title().startsWith("Per-rank memory by pipeline stage"), qPrintable(view.title()));
     QVERIFY(view.valueAxisTopBytes() >= static_cast<double>(peak));
     QVERIFY(view.valueAxisTopBytes() < 2.0 * static_cast<double>(peak));
     QVERIFY2(!view.title().contains("0.0 GiB"), qPrintable(view.title()));
@@ -221,6 +222,7 @@ class TestViews : public QObject {
     QVERIFY(session.open(example("llama3-70b-64xh100.json"), nullptr));
     memory.setPlan(session.plan());
     QCOMPARE(view.valueAxisLabel(), QStringLiteral("GiB per GPU"));
+    QVERIFY2(view.title().startsWith("Per-GPU memory by pipeline stage"), qPrintable(view.title()));
     QVERIFY(view.valueAxisTopBytes() > static_cast<double>(session.plan()->memory.capacity_bytes));
   }
 
