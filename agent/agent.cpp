@@ -372,6 +372,11 @@ struct Agent::Impl {
     if (master_port == 0 && !holds_rank0)
       throw ProtocolError(ErrorCode::bad_field, "master_port 0 (agent picks) needs rank 0 on this node");
     if (runs.count(id)) throw ProtocolError(ErrorCode::busy, "run " + id + " exists on this agent");
+    // One GPU per rank: more ranks than GPUs would put two on one GPU (NCCL then fails unclearly).
+    const bool use_gpus = spec.cluster.gpu != "cpu" && !node.gpus.empty();
+    if (use_gpus && ranks.size() > node.gpus.size())
+      throw ProtocolError(ErrorCode::bad_field, std::to_string(ranks.size()) + " ranks requested on a node of " +
+                                                    std::to_string(node.gpus.size()) + " GPUs: one GPU per rank");
     if (ranks_in_use() + static_cast<int64_t>(ranks.size()) > options.max_ranks)
       throw ProtocolError(ErrorCode::busy, std::to_string(ranks.size()) + " ranks requested, " +
                                                std::to_string(options.max_ranks - ranks_in_use()) + " of " +
@@ -399,7 +404,6 @@ struct Agent::Impl {
     run->client = client;
     run->batch_started = Clock::now();
 
-    const bool use_gpus = spec.cluster.gpu != "cpu" && !node.gpus.empty();
     nlohmann::json pids = nlohmann::json::array();
     for (size_t local = 0; local < ranks.size(); ++local) {
       Rank rank;
@@ -414,7 +418,7 @@ struct Agent::Impl {
                                    "MASTER_PORT=" + std::to_string(master_port),
                                    "TESSERA_RUN_ID=" + id,
                                    std::string(protocol::kReportEndpointEnv) + "=" + run->report_endpoint};
-      if (use_gpus) env.push_back("CUDA_VISIBLE_DEVICES=" + std::to_string(local % node.gpus.size()));
+      if (use_gpus) env.push_back("CUDA_VISIBLE_DEVICES=" + std::to_string(local));
       std::vector<std::string> args{"--spec", (dir / "spec.json").string(), "--out", (dir / "out").string()};
       if (use_gpus) {  // a GPU run on a node with GPUs: the CUDA path, one GPU per rank
         args.push_back("--device");

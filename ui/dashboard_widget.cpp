@@ -31,7 +31,7 @@ struct PlotInfo {
 const PlotInfo kPlots[] = {
     {"loss", "Loss", "nats/token"},       {"grad_norm", "Grad norm", ""},
     {"lr", "Learning rate", ""},          {"tokens_per_s", "Tokens/s", ""},
-    {"model_tflops", "Model TFLOP/s per GPU", ""}, {"mfu", "MFU", "%"},
+    {"model_tflops", "Model TFLOP/s per rank", ""}, {"mfu", "MFU", "%"},
     {"bubble", "Bubble per stage (idle in its own span)", "%"},  {"peak_memory_bytes", "Peak memory per rank", ""},
 };
 
@@ -292,10 +292,14 @@ void DashboardWidget::setController(RunController* controller) {
 QString DashboardWidget::runId() const { return feed_ ? QString::fromStdString(feed_->run().id) : QString(); }
 
 QString DashboardWidget::runTitle() const {
-  if (!feed_) return tr("Run");
-  const QString id = runId().left(8);
-  const QString name = QString::fromStdString(feed_->run().name);
-  return name.isEmpty() ? tr("Run %1 — Tessera").arg(id) : tr("%1 (run %2) — Tessera").arg(name, id);
+  return feed_ ? titleOf(QString::fromStdString(feed_->run().name), runId()) : tr("Run");
+}
+
+QString DashboardWidget::titleOf(const QString& name, const QString& run_id) {
+  const QString id = run_id.left(8);
+  if (name.isEmpty()) return tr("Run %1 — Tessera").arg(id);
+  // A default name ("tiny-gpt … ab383daf", tessera-cli launch) ends with the id already.
+  return name.endsWith(id) ? tr("%1 — Tessera").arg(name) : tr("%1 (run %2) — Tessera").arg(name, id);
 }
 
 void DashboardWidget::setFocus(Focus focus) {

@@ -1,5 +1,5 @@
 // The run dashboard: curves of one run (loss raw and smoothed, grad norm, learning rate, tokens/s,
-// model TFLOP/s per GPU, MFU, bubble per stage, peak memory per rank against the planner's
+// model TFLOP/s per rank, MFU, bubble per stage, peak memory per rank against the planner's
 // prediction) over step, tokens or wall time; the measured pipeline timeline of a step next to the
 // predicted one (the designer's TimelineView); a rank/node status grid; the log with a rank filter and
 // search; Stop. Live and replay are one code path: it reads the history incrementally (RunFeed) on a
@@ -69,6 +69,9 @@ class DashboardWidget : public QWidget {
   QString runId() const;
   /// The window's title once a run is open: "review tiny-3d (run 8633cf72) — Tessera".
   QString runTitle() const;
+  /// The window title of run `id` named `name`: "NAME (run ID8) — Tessera", the id left out when the
+  /// name ends with it already (tessera-cli's default names), "Run ID8 — Tessera" without a name.
+  static QString titleOf(const QString& name, const QString& id);
   /// The plot of one metric ("loss", "grad_norm", "lr", "tokens_per_s", "model_tflops", "mfu",
   /// "bubble", "peak_memory_bytes"), or nullptr.
   QCustomPlot* plot(const QString& metric) const;

@@ -38,7 +38,7 @@ const std::vector<CompareMetric>& RunComparison::metrics() {
       {store::metric_name::grad_norm, QObject::tr("Grad norm"), 1.0, QString()},
       {store::metric_name::lr, QObject::tr("Learning rate"), 1.0, QString()},
       {store::metric_name::tokens_per_s, QObject::tr("Tokens/s"), 1.0, QString()},
-      {"model_tflops", QObject::tr("Model TFLOP/s per GPU"), 1.0, QString()},
+      {"model_tflops", QObject::tr("Model TFLOP/s per rank"), 1.0, QString()},
       {store::metric_name::mfu, QObject::tr("MFU"), 100.0, QStringLiteral("%")},
       {store::metric_name::bubble, QObject::tr("Pipeline bubble"), 100.0, QStringLiteral("%")},
       {store::metric_name::peak_memory_bytes, QObject::tr("Peak memory (highest rank)"), 1.0 / kGiB, QStringLiteral("GiB")},

@@ -126,7 +126,7 @@ void SummaryStrip::refresh() {
   set(Mfu, formatPercent(pr.mfu), tr("HFU %1").arg(formatPercent(pr.hfu)));
   set(Tokens, formatCount(pr.tokens_per_s), tr("%1 tokens / step").arg(formatCount(static_cast<double>(plan->flops.tokens_per_iteration))));
   // A plan that does not fit cannot reach its speed: those cells greyed, saying why.
-  const QString why = tr("Not achievable: peak memory exceeds the GPU's by %1").arg(formatBytes(mem.peak_bytes - mem.capacity_bytes));
+  const QString why = tr("Not achievable: peak memory exceeds the device's by %1").arg(formatBytes(mem.peak_bytes - mem.capacity_bytes));
   for (Metric speed : {Iteration, Tflops, Mfu, Tokens}) {
     QPalette valuePal = values_[speed]->palette();
     valuePal.setColor(QPalette::WindowText, palette().color(mem.fits ? QPalette::WindowText : QPalette::PlaceholderText));

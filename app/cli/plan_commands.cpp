@@ -125,7 +125,10 @@ void print_plan(const planner::Plan& plan) {
   const auto& s = plan.spec;
   const auto& gpu = *spec::PresetCatalog::builtin().gpu(s.cluster.gpu);
   std::cout << (s.name.empty() ? "Plan" : s.name) << "\n";
-  std::cout << "  " << s.world_size() << " GPUs (" << s.cluster.nodes << " × " << s.cluster.gpus_per_node << " "
+  // A CPU cluster's ranks are no GPUs; its sizes are MiB and its speeds GFLOP/s.
+  const bool cpu = s.cluster.gpu == "cpu";
+  const std::string per = cpu ? "rank" : "GPU";
+  std::cout << "  " << s.world_size() << (cpu ? " CPU ranks (" : " GPUs (") << s.cluster.nodes << " × " << s.cluster.gpus_per_node << " "
             << gpu.name << ") · " << layout_label(s) << (s.parallel.sequence_parallel ? " · SP" : "")
             << " · ZeRO-" << s.effective_zero_stage() << " · " << spec::to_string(s.training.precision) << " · recompute "
             << spec::to_string(s.training.recompute) << "\n";
@@ -147,17 +150,21 @@ void print_plan(const planner::Plan& plan) {
   std::cout << params.str();
 
   const auto& mem = plan.memory;
-  std::cout << "\nMemory per GPU (" << planner::memory_profile_name(mem.profile) << " profile, GiB; capacity "
-            << format_gib(mem.capacity_bytes) << ")\n";
+  const bool mib = mem.peak_bytes < int64_t{1} << 30;  // a peak of a few MiB read "0.00" GiB
+  const auto in_unit = [&](int64_t bytes) {
+    return format_fixed(static_cast<double>(bytes) / (mib ? 1024.0 * 1024 : 1024.0 * 1024 * 1024), 2);
+  };
+  std::cout << "\nMemory per " << per << " (" << planner::memory_profile_name(mem.profile) << " profile, "
+            << (mib ? "MiB" : "GiB") << "; capacity " << format_bytes(mem.capacity_bytes) << ")\n";
   TextTable memory({"stage", "weights", "gradients", "optimizer", "activations", "buffers", "total", "verdict"});
   for (const auto& st : mem.stages) {
     const int64_t over = st.total_bytes() - mem.capacity_bytes;
-    memory.add_row({std::to_string(st.stage), format_gib(st.weights_bytes), format_gib(st.gradients_bytes),
-                    format_gib(st.optimizer_bytes), format_gib(st.activations_bytes), format_gib(st.buffers_bytes),
-                    format_gib(st.total_bytes()), over > 0 ? "OOM by " + format_gib(over) : "fits"});
+    memory.add_row({std::to_string(st.stage), in_unit(st.weights_bytes), in_unit(st.gradients_bytes),
+                    in_unit(st.optimizer_bytes), in_unit(st.activations_bytes), in_unit(st.buffers_bytes),
+                    in_unit(st.total_bytes()), over > 0 ? "OOM by " + format_bytes(over) : "fits"});
   }
   std::cout << memory.str();
-  std::cout << "  peak " << format_gib(mem.peak_bytes) << " GiB of " << format_gib(mem.capacity_bytes) << " GiB: "
+  std::cout << "  peak " << format_bytes(mem.peak_bytes) << " of " << format_bytes(mem.capacity_bytes) << ": "
             << (mem.fits ? "fits" : "does NOT fit") << "\n";
 
   const auto& pr = plan.prediction;
@@ -166,9 +173,13 @@ void print_plan(const planner::Plan& plan) {
             << "\n";
   std::cout << "\nPredicted (" << (plan.flops.causal ? "causal attention FLOPs halved" : "attention FLOPs counted in full")
             << ")\n";
-  TextTable prediction({"iteration", "model TFLOP/s/GPU", "hardware TFLOP/s/GPU", "MFU", "HFU", "tokens/s"});
-  prediction.add_row({format_fixed(pr.iteration_time_s, 3) + " s", format_fixed(pr.model_tflops_per_gpu, 1),
-                      format_fixed(pr.hardware_tflops_per_gpu, 1), pct(pr.mfu), pct(pr.hfu), format_si(pr.tokens_per_s, "")});
+  const bool giga = pr.model_tflops_per_gpu < 1.0;  // "0.0" TFLOP/s said nothing
+  const std::string flops = (giga ? "GFLOP/s/" : "TFLOP/s/") + per;
+  const double flops_unit = giga ? 1000.0 : 1.0;
+  TextTable prediction({"iteration", "model " + flops, "hardware " + flops, "MFU", "HFU", "tokens/s"});
+  prediction.add_row({format_fixed(pr.iteration_time_s, 3) + " s", format_fixed(pr.model_tflops_per_gpu * flops_unit, 1),
+                      format_fixed(pr.hardware_tflops_per_gpu * flops_unit, 1), pct(pr.mfu), pct(pr.hfu),
+                      format_si(pr.tokens_per_s, "")});
   std::cout << prediction.str();
   std::cout << "  of which: pipeline " << format_fixed(pr.pipeline_s, 3) << " s, exposed DP reduction "
             << format_fixed(pr.dp_exposed_s, 3) << " s, optimizer " << format_fixed(pr.optimizer_s, 3) << " s\n";

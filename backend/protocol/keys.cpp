@@ -137,7 +137,7 @@ std::optional<std::string> KnownAgents::key_of(const std::string& endpoint) cons
 void KnownAgents::pin(const std::string& endpoint, const std::string& public_key) {
   if (!is_z85_key(public_key)) throw std::runtime_error("\"" + public_key + "\" is not a Z85 public key");
   // One "ENDPOINT KEY" line each: an endpoint with a space or line break would write another entry.
-  if (endpoint.empty() || std::any_of(endpoint.begin(), endpoint.end(), [](char c) { return static_cast<unsigned char>(c) <= 0x20; }))
+  if (endpoint.empty() || std::any_of(endpoint.begin(), endpoint.end(), [](char c) { return static_cast<unsigned char>(c) <= 0x20 || c == 0x7f; }))
     throw std::runtime_error("an agent endpoint to pin must have no spaces or control characters");
   std::map<std::string, std::string> entries;
   {

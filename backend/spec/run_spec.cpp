@@ -7,6 +7,7 @@
 #include <functional>
 #include <limits>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -322,7 +323,7 @@ json parse_spec_json(const std::string& text, const std::string& what) {
     std::string key;
   };
   std::vector<Object> open;
-  std::string duplicate;
+  std::optional<std::string> duplicate;
   const json::parser_callback_t note_keys = [&](int, json::parse_event_t event, json& parsed) {
     if (event == json::parse_event_t::object_start) {
       open.emplace_back();
@@ -330,8 +331,10 @@ json parse_spec_json(const std::string& text, const std::string& what) {
       open.pop_back();
     } else if (event == json::parse_event_t::key && !open.empty()) {
       open.back().key = parsed.get<std::string>();
-      if (!open.back().keys.insert(open.back().key).second && duplicate.empty())
-        for (const auto& object : open) duplicate += (duplicate.empty() ? "" : ".") + object.key;
+      if (!open.back().keys.insert(open.back().key).second && !duplicate) {
+        duplicate.emplace();
+        for (const auto& object : open) *duplicate += (duplicate->empty() ? "" : ".") + object.key;
+      }
     }
     return true;
   };
@@ -341,7 +344,8 @@ json parse_spec_json(const std::string& text, const std::string& what) {
   } catch (const json::exception& e) {  // syntax errors, and numbers out of range
     throw SpecError({{"", what + " is not valid JSON: " + e.what()}});
   }
-  if (!duplicate.empty()) throw SpecError({{duplicate, what + " gives " + duplicate + " twice (which one is meant?)"}});
+  if (duplicate)
+    throw SpecError({{*duplicate, what + " gives " + (duplicate->empty() ? "the key \"\"" : *duplicate) + " twice (which one is meant?)"}});
   return document;
 }
 

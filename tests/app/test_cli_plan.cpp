@@ -81,8 +81,16 @@ class TestCliPlan : public QObject {
   void humanOutputShowsTheTables() {
     const auto r = cli({"plan", example("gpt3-175b-table1.json")});
     QCOMPARE(r.exit_code, 0);
-    for (const char* fragment : {"Parameters: 174,", "Memory per GPU", "verdict", "interleaved", "bubble", "MFU"})
+    for (const char* fragment : {"Parameters: 174,", "Memory per GPU (tessera profile, GiB; capacity 80.00 GiB)", "verdict",
+                                 "interleaved", "bubble", "MFU", "model TFLOP/s/GPU"})
       QVERIFY2(r.out.find(fragment) != std::string::npos, fragment);
+    // On CPU ranks: their name, MiB and GFLOP/s (a peak of a few MiB read "0.00" GiB, speeds "0.0" TFLOP/s).
+    const auto tiny = cli({"plan", example("tiny-3d.json")});
+    QCOMPARE(tiny.exit_code, 0);
+    for (const char* fragment : {"8 CPU ranks (", "Memory per rank (tessera profile, MiB; capacity 24.00 GiB)",
+                                 "model GFLOP/s/rank", " MiB of 24.00 GiB: fits"})
+      QVERIFY2(tiny.out.find(fragment) != std::string::npos, (std::string(fragment) + "\n" + tiny.out).c_str());
+    QVERIFY2(tiny.out.find(" 0.00 ") == std::string::npos, tiny.out.c_str());
   }
 
   void overridesReplanAndAreValidated() {

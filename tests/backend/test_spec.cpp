@@ -231,6 +231,12 @@ class TestSpec : public QObject {
     } catch (const SpecError& e) {
       QVERIFY2(has_error(e.errors(), "parallel.tp", "the spec gives parallel.tp twice"), dump(e.errors()).c_str());
     }
+    try {
+      parse_spec_json(R"({"": 1, "": 2})", "x.json");
+      QFAIL("no error");
+    } catch (const SpecError& e) {
+      QVERIFY2(std::string(e.what()).find("x.json gives the key \"\" twice") != std::string::npos, e.what());
+    }
     // The same key in two objects is no duplicate.
     const auto s = parse_spec_text(R"({"model": {"preset": "llama3-8b"}, "parallel": {"tp": 2, "pp": 2},
                                        "training": {"micro_batch_size": 1, "global_batch_size": 64},

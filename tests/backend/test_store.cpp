@@ -507,6 +507,8 @@ class TestStore : public QObject {
     by_spec.spec = {SpecCondition::parse("model.num_layers=4"), SpecCondition::parse("training.lr=0.001")};
     QCOMPARE(ids(by_spec), (std::vector<std::string>{mar}));  // num_layers comes from the tiny-gpt preset
     by_spec.spec = {SpecCondition::parse("model.arch=gpt")};
+    const auto deep = error_of([] { SpecCondition::parse("model.x=" + std::string(100000, '[') + std::string(100000, ']')); });
+    QVERIFY2(contains(deep.what(), "spec condition 'model.x' nests arrays and objects more than 64 deep"), deep.what());
     QCOMPARE(ids(by_spec).size(), size_t{3});
     by_spec.spec = {SpecCondition::parse("model.arch=llama")};
     QVERIFY(ids(by_spec).empty());

@@ -153,8 +153,7 @@ print(f"{sys.argv[2]:<9} {sys.argv[3]:<16} {r['tokens_per_s']:12.0f} {r['model_t
       f"{r['peak_allocated_bytes'] / 2**30:10.1f} GiB {ratio:>10} ({r['peak_reserved_bytes'] / 2**30:.1f} GiB)")
 PY
   else
-    failed_rows=$((failed_rows + 1))
-    printf '%-9s %-16s %s\n' "$name" "pytorch-$impl" "$(status_of "$rc"): $(tail -1 "$out/$name-$impl.err")" >> "$table"
+    row_not_measured "$name" "pytorch-$impl" "$rc" "$(tail -1 "$out/$name-$impl.err")"
   fi
 }
 
@@ -196,20 +195,21 @@ print(f"{sys.argv[2]:<9} {'tessera-train':<16} {tps:12.0f} {tf:10.1f} {100 * mfu
       f"({reserved / 2**30:.1f} GiB{vs})")
 PY
   else
-    failed_rows=$((failed_rows + 1))
-    printf '%-9s %-16s %s\n' "$name" tessera-train "$(status_of "$rc"): $( (grep -m1 -- '--device' "$out/$name-tessera.log" || grep -m1 -i error "$out/$name-tessera.log" || tail -1 "$out/$name-tessera.log") | cut -c1-200)" >> "$table"
+    row_not_measured "$name" tessera-train "$rc" \
+      "$( (grep -m1 -- '--device' "$out/$name-tessera.log" || grep -m1 -i error "$out/$name-tessera.log" || tail -1 "$out/$name-tessera.log") | cut -c1-200)"
   fi
 }
 
 # within_budget EXPECTED LIMIT MODEL IMPL: a row starts only if the time it is expected to take (on one
 # H200: estimates, not yet measured) still fits in the budget (the device machine's command limit is 10
 # minutes), and then runs for at most LIMIT seconds or what is left of the budget ($row_limit);
-# otherwise it is listed as skipped, not failed, and the rows run so far stand.
+# otherwise it is listed as skipped, not failed, and the rows run so far stand (row_not_measured).
 within_budget() {
   local expected=$1 limit=$2 elapsed=$(( $(date +%s) - check_start ))
   local left=$(( budget_s - elapsed ))
   if [ "$expected" -le "$left" ]; then
     row_limit=$(( limit < left ? limit : left ))
+    row_cut=$(( row_limit < limit ))
     return 0
   fi
   printf '%-9s %-16s %s\n' "$3" "$4" "skipped: ${elapsed} s used of the ${budget_s} s budget, the row takes about ${expected} s" >> "$table"
@@ -217,10 +217,23 @@ within_budget() {
   return 1
 }
 
+# row_not_measured MODEL IMPL RC DETAIL: a row killed when the budget it was cut to ran out (timeout's
+# 124) is listed as skipped, like one that did not start; any other end as failed.
+row_not_measured() {
+  if [ "$3" -eq 124 ] && [ "$row_cut" -eq 1 ]; then
+    printf '%-9s %-16s %s\n' "$1" "$2" "skipped: the budget ran out after the row's ${row_limit} s" >> "$table"
+    skipped_rows=$((skipped_rows + 1))
+  else
+    printf '%-9s %-16s %s\n' "$1" "$2" "$(status_of "$3"): $4" >> "$table"
+    failed_rows=$((failed_rows + 1))
+  fi
+}
+
 # Model by model, largest first (GPT-1.3B decides the targets): PyTorch eager, tessera-train, then
 # torch.compile, whose compilation is the slowest and least predictable part.
 skipped_rows=0
 row_limit=0
+row_cut=0
 for m in "${models[@]}"; do
   pytorch_row "$m" eager
   tessera_row "$m"

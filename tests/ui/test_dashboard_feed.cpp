@@ -157,6 +157,9 @@ class TestDashboardFeed : public QObject {
     QCOMPARE(dashboard.predictedTimeline().caption(), QStringLiteral("Predicted"));
     QCOMPARE(dashboard.measuredTimeline().caption(), QStringLiteral("Measured, step 15"));
     QCOMPARE(dashboard.windowTitle(), QStringLiteral("feed run (run %1) — Tessera").arg(dashboard.runId().left(8)));
+    QCOMPARE(DashboardWidget::titleOf("tiny-gpt TP2·PP2·DP2 on CPU ab383daf", "ab383daf0123"),
+             QStringLiteral("tiny-gpt TP2·PP2·DP2 on CPU ab383daf — Tessera"));  // a default name holds the id
+    QCOMPARE(DashboardWidget::titleOf("", "ab383daf0123"), QStringLiteral("Run ab383daf — Tessera"));
     dashboard.showTimelineStep(3);
     QCOMPARE(dashboard.shownTimelineStep(), std::optional<int64_t>(3));
 
