@@ -21,6 +21,7 @@
 #include "agent/inventory.hpp"
 #include "agent/outbox.hpp"
 #include "agent/rank_process.hpp"
+#include "protocol/endpoint.hpp"
 #include "protocol/json_scan.hpp"
 #include "protocol/wire.hpp"
 #include "spec/json_nesting.hpp"
@@ -138,13 +139,23 @@ struct Client {
 
 }  // namespace
 
+std::string zmq_bind_address(const std::string& bind) {
+  const auto endpoint = protocol::parse_tcp_endpoint(bind, protocol::PortRule::bind);
+  // ZeroMQ reads a bind's host as an interface name or an address ("localhost" is neither), and
+  // asks for a free port with '*' (it refuses 0).
+  std::string host = bind.substr(6, bind.rfind(':') - 6);  // IPv6 brackets kept
+  if (endpoint.host == "localhost") host = "127.0.0.1";
+  const bool any_port = endpoint.port.find_first_not_of('0') == std::string::npos;
+  return "tcp://" + host + ":" + (any_port ? std::string("*") : endpoint.port);
+}
+
 void check_options(const AgentOptions& options) {
-  const auto colon = options.bind.rfind(':');
-  const std::string port = colon == std::string::npos ? "" : options.bind.substr(colon + 1);
-  // ZeroMQ would take 99999 as some free port, and "abc" with an "Invalid argument".
-  if (options.bind.rfind("tcp://", 0) != 0 || colon <= 6 || port.empty() || port.size() > 5 ||
-      port.find_first_not_of("0123456789") != std::string::npos || std::stoi(port) > 65535)
-    throw std::invalid_argument("--bind " + options.bind + " must be tcp://HOST:PORT, PORT 0-65535 (0: a free port)");
+  try {
+    // ZeroMQ would take 99999 as some free port, and "abc" with an "Invalid argument".
+    protocol::parse_tcp_endpoint(options.bind, protocol::PortRule::bind);
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument("--bind " + std::string(e.what()));
+  }
   if (!options.keys && !protocol::is_loopback_endpoint(options.bind))
     throw std::invalid_argument("--bind " + options.bind +
                                 " is not a loopback address: give --keys DIR (from `tessera-agent keygen DIR`) and "
@@ -178,11 +189,7 @@ struct Agent::Impl {
     router.set(zmq::sockopt::router_mandatory, true);
     router.set(zmq::sockopt::linger, 0);
     router.set(zmq::sockopt::sndhwm, 10000);
-    std::string bind = options.bind;
-    if (bind.size() > 2 && bind.substr(bind.size() - 2) == ":0") bind = bind.substr(0, bind.size() - 1) + "*";
-    // ZeroMQ reads a bind's host as an interface name or an address: "localhost" is neither.
-    if (bind.rfind("tcp://localhost:", 0) == 0) bind = "tcp://127.0.0.1:" + bind.substr(16);
-    router.bind(bind);
+    router.bind(zmq_bind_address(options.bind));
     endpoint = router.get(zmq::sockopt::last_endpoint);
   }
 

@@ -36,6 +36,10 @@ struct AgentOptions {
 /// keys, keys without authorized keys, a runtime that is not an executable file).
 void check_options(const AgentOptions& options);
 
+/// The address ZeroMQ binds for --bind: localhost as 127.0.0.1, a port of 0 as '*' (a free port).
+/// Throws std::invalid_argument when `bind` is not tcp://HOST:PORT with PORT 0-65535 or '*'.
+std::string zmq_bind_address(const std::string& bind);
+
 class Agent {
  public:
   /// Binds (throws zmq::error_t / std::runtime_error when it cannot).

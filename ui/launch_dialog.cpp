@@ -17,6 +17,7 @@
 #include "format.hpp"
 #include "launch/agent_connection.hpp"
 #include "launch/local_agent.hpp"
+#include "protocol/endpoint.hpp"
 #include "launch/run_session.hpp"
 #include "protocol/keys.hpp"
 #include "theme.hpp"
@@ -64,7 +65,7 @@ std::string endpointProblem(const std::string& endpoint) {
     std::string problem = e.what();
     const std::string prefix = "agent endpoint ";
     if (problem.rfind(prefix, 0) == 0) problem = "agent address " + problem.substr(prefix.size());
-    const bool printable = std::all_of(endpoint.begin(), endpoint.end(), [](char c) { return static_cast<unsigned char>(c) > 0x20 && c != 0x7f; });
+    const bool printable = std::none_of(endpoint.begin(), endpoint.end(), protocol::is_blank_or_control);
     const bool bare = printable && endpoint.find("://") == std::string::npos && endpoint.find(':') != std::string::npos;
     return bare ? problem + " — did you mean tcp://" + endpoint + "?" : problem;
   }

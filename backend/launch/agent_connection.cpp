@@ -1,6 +1,8 @@
 // AgentConnection: socket set-up, checked receive, bounded request/reply.
 #include "launch/agent_connection.hpp"
 
+#include "protocol/endpoint.hpp"
+
 namespace tessera::launch {
 
 using Clock = std::chrono::steady_clock;
@@ -86,24 +88,11 @@ nlohmann::json AgentConnection::request(std::string_view type, nlohmann::json bo
 }
 
 std::string endpoint_host(const std::string& endpoint) {
-  const auto refuse = [&](const std::string& why) {
-    std::string shown;  // a line break or tab shown, not acted on
-    for (char c : endpoint) shown += static_cast<unsigned char>(c) <= 0x20 || c == 0x7f ? '?' : c;
-    throw std::invalid_argument("agent endpoint " + shown + " is not tcp://HOST:PORT" + why);
-  };
-  if (endpoint.rfind("tcp://", 0) != 0) refuse("");
-  for (char c : endpoint)
-    if (static_cast<unsigned char>(c) <= 0x20 || c == 0x7f) refuse(" (no spaces or control characters)");
-  const std::string rest = endpoint.substr(6);
-  const auto colon = rest.rfind(':');
-  if (colon == std::string::npos || colon == 0 || colon + 1 == rest.size()) refuse("");
-  const std::string port = rest.substr(colon + 1);
-  if (port.size() > 5 || port.find_first_not_of("0123456789") != std::string::npos || std::stoi(port) < 1 ||
-      std::stoi(port) > 65535)
-    refuse(" (PORT is 1-65535)");
-  std::string host = rest.substr(0, colon);
-  if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
-  return host;
+  try {
+    return protocol::parse_tcp_endpoint(endpoint).host;
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument("agent endpoint " + std::string(e.what()));
+  }
 }
 
 }  // namespace tessera::launch

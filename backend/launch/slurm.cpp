@@ -3,6 +3,8 @@
 
 #include <sstream>
 
+#include "protocol/endpoint.hpp"
+
 namespace tessera::launch {
 
 namespace {
@@ -16,11 +18,7 @@ std::string quoted(const std::string& text) {
 
 // On one comment line: control characters (a line break would end the comment and make the rest of
 // the name a command) as '?'.
-std::string comment_text(const std::string& text) {
-  std::string out;
-  for (char c : text) out += static_cast<unsigned char>(c) < 0x20 || c == 0x7f ? '?' : c;
-  return out;
-}
+std::string comment_text(const std::string& text) { return protocol::with_unsafe_shown(text, protocol::is_control_byte); }
 
 std::string job_name(const std::string& name) {
   std::string out;

@@ -1,6 +1,8 @@
 // CURVE key files, authorized keys, pinned agent keys and the loopback test.
 #include "protocol/keys.hpp"
 
+#include "protocol/endpoint.hpp"
+
 #include <algorithm>
 #include <sys/stat.h>
 #include <zmq.h>
@@ -137,7 +139,7 @@ std::optional<std::string> KnownAgents::key_of(const std::string& endpoint) cons
 void KnownAgents::pin(const std::string& endpoint, const std::string& public_key) {
   if (!is_z85_key(public_key)) throw std::runtime_error("\"" + public_key + "\" is not a Z85 public key");
   // One "ENDPOINT KEY" line each: an endpoint with a space or line break would write another entry.
-  if (endpoint.empty() || std::any_of(endpoint.begin(), endpoint.end(), [](char c) { return static_cast<unsigned char>(c) <= 0x20 || c == 0x7f; }))
+  if (endpoint.empty() || std::any_of(endpoint.begin(), endpoint.end(), is_blank_or_control))
     throw std::runtime_error("an agent endpoint to pin must have no spaces or control characters");
   std::map<std::string, std::string> entries;
   {
@@ -162,10 +164,13 @@ void KnownAgents::pin(const std::string& endpoint, const std::string& public_key
 
 bool is_loopback_endpoint(const std::string& endpoint) {
   if (endpoint.rfind("ipc://", 0) == 0 || endpoint.rfind("inproc://", 0) == 0) return true;
-  if (endpoint.rfind("tcp://", 0) != 0) return false;
-  const std::string rest = endpoint.substr(6);
-  if (rest.rfind("localhost:", 0) == 0 || rest.rfind("[::1]:", 0) == 0) return true;
-  const std::string host = rest.substr(0, rest.find(':'));
+  std::string host;
+  try {
+    host = parse_tcp_endpoint(endpoint, PortRule::bind).host;
+  } catch (const std::invalid_argument&) {
+    return false;
+  }
+  if (host == "localhost" || host == "::1") return true;
   if (host.rfind("127.", 0) != 0 || host.size() > 15) return false;
   return host.find_first_not_of("0123456789.") == std::string::npos;  // an address, not a host name
 }

@@ -14,6 +14,7 @@
 #include "agent/outbox.hpp"
 #include "launch/history_sink.hpp"
 #include "launch/run_session.hpp"
+#include "protocol/endpoint.hpp"
 #include "protocol/json_scan.hpp"
 #include "protocol/keys.hpp"
 #include "protocol/wire.hpp"
@@ -336,6 +337,38 @@ class TestWire : public QObject {
     known.pin("tcp://b:7070", protocol::generate_keypair().public_key);
     QCOMPARE(*known.key_of("tcp://a:7070"), pair.public_key);
     QVERIFY_THROWS_EXCEPTION(std::runtime_error, known.pin("tcp://c:1", "short"));
+    // A space, tab, line break or DEL would make another field or entry of the file.
+    for (const char* forged : {"tcp://c:1 tcp://d:1", "tcp://c:1\ttcp://d:1", "tcp://c:1\n", "tcp://c\x7f:1", ""})
+      QVERIFY_THROWS_EXCEPTION(std::runtime_error, known.pin(forged, pair.public_key));
+    QVERIFY(!known.key_of("tcp://c:1"));
+  }
+
+  void tcpEndpointsParseByOneRule() {
+    using protocol::PortRule;
+    const auto ipv6 = protocol::parse_tcp_endpoint("tcp://[fe80::1]:7070");
+    QCOMPARE(ipv6.host, std::string("fe80::1"));
+    QCOMPARE(ipv6.port, std::string("7070"));
+    QCOMPARE(protocol::parse_tcp_endpoint("tcp://gpu-1:65535").port, std::string("65535"));
+    QCOMPARE(protocol::parse_tcp_endpoint("tcp://127.0.0.1:0", PortRule::bind).port, std::string("0"));
+    QCOMPARE(protocol::parse_tcp_endpoint("tcp://127.0.0.1:*", PortRule::bind).port, std::string("*"));
+    for (const char* bad : {"tcp://gpu1:0", "tcp://gpu1:*", "tcp://gpu1:65536", "tcp://gpu1:123456", "tcp://gpu1:-1",
+                            "tcp://gpu1:7070 ", "tcp://gpu\x7f:7070", "udp://gpu1:7070", "tcp://gpu1", "tcp://:7070", ""})
+      QVERIFY_THROWS_EXCEPTION(std::invalid_argument, protocol::parse_tcp_endpoint(bad));
+    for (const char* bad : {"tcp://gpu1:65536", "tcp://gpu1:abc", "tcp://gpu1:**", "tcp://gpu1:", "tcp://a b:1"})
+      QVERIFY_THROWS_EXCEPTION(std::invalid_argument, protocol::parse_tcp_endpoint(bad, PortRule::bind));
+    try {
+      protocol::parse_tcp_endpoint("tcp://gpu1:99999", PortRule::bind);
+      QFAIL("port 99999 was accepted");
+    } catch (const std::invalid_argument& e) {
+      QCOMPARE(std::string(e.what()), std::string("tcp://gpu1:99999 is not tcp://HOST:PORT (PORT is 0-65535; 0 or * picks a free port)"));
+    }
+    QCOMPARE(protocol::with_unsafe_shown("a b\tc\x7f"), std::string("a?b?c?"));
+    QCOMPARE(protocol::with_unsafe_shown("a b\tc", protocol::is_control_byte), std::string("a b?c"));
+    // The agent binds what ZeroMQ understands: 127.0.0.1 for localhost, '*' for a free port.
+    QCOMPARE(agent::zmq_bind_address("tcp://localhost:0"), std::string("tcp://127.0.0.1:*"));
+    QCOMPARE(agent::zmq_bind_address("tcp://[::1]:7070"), std::string("tcp://[::1]:7070"));
+    QCOMPARE(agent::zmq_bind_address("tcp://0.0.0.0:00"), std::string("tcp://0.0.0.0:*"));
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, agent::zmq_bind_address("tcp://0.0.0.0:70000"));
   }
 
   void loopbackMeansAnAddressNotAName() {
@@ -364,6 +397,17 @@ class TestWire : public QObject {
     options.keys = protocol::generate_keypair();
     QVERIFY_THROWS_EXCEPTION(std::invalid_argument, agent::check_options(options));  // keys but nobody authorized
     options.authorized_keys = {protocol::generate_keypair().public_key};
+    agent::check_options(options);
+    for (const char* bad : {"tcp://127.0.0.1:99999", "tcp://127.0.0.1:abc", "tcp://127.0.0.1 :7070", "127.0.0.1:7070"}) {
+      options.bind = bad;
+      try {
+        agent::check_options(options);
+        QFAIL(qPrintable(QString("--bind %1 was accepted").arg(bad)));
+      } catch (const std::invalid_argument& e) {
+        QVERIFY2(std::string(e.what()).rfind("--bind ", 0) == 0 && std::string(e.what()).find("is not tcp://HOST:PORT") != std::string::npos, e.what());
+      }
+    }
+    options.bind = "tcp://127.0.0.1:*";
     agent::check_options(options);
     options.runtime = "/nonexistent/tessera-train";
     QVERIFY_THROWS_EXCEPTION(std::invalid_argument, agent::check_options(options));

@@ -1,0 +1,37 @@
+// The agents' addresses: the one parser of tcp://HOST:PORT (workbench side and agent side) and the
+// one test of the bytes that would let an address or a name become another line or field of a file.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace tessera::protocol {
+
+/// A control character (below 0x20: line break, tab, escape) or DEL: it would end a line of a file,
+/// a comment or a header, or move the cursor of a terminal that shows it.
+constexpr bool is_control_byte(char c) {
+  const auto byte = static_cast<unsigned char>(c);
+  return byte < 0x20 || byte == 0x7f;
+}
+/// A control character or a space: it would split a whitespace-separated field (known_agents).
+constexpr bool is_blank_or_control(char c) { return c == ' ' || is_control_byte(c); }
+
+/// `text` with every byte that `unsafe` picks shown as '?', for an error message or a comment line.
+std::string with_unsafe_shown(std::string_view text, bool (*unsafe)(char) = is_blank_or_control);
+
+enum class PortRule {
+  connect,  ///< 1-65535: an address to connect to
+  bind,     ///< 0-65535 or '*': 0 and '*' ask for a free port
+};
+
+struct TcpEndpoint {
+  std::string host;  ///< without the brackets of an IPv6 address
+  std::string port;  ///< digits, or "*" (PortRule::bind)
+};
+
+/// Splits tcp://HOST:PORT. Throws std::invalid_argument "ENDPOINT is not tcp://HOST:PORT (RULE)"
+/// for anything else: another scheme, an empty host or port, a port out of `rule`'s range, and any
+/// space or control character (shown as '?' in the message).
+TcpEndpoint parse_tcp_endpoint(std::string_view endpoint, PortRule rule = PortRule::connect);
+
+}  // namespace tessera::protocol
