@@ -3,8 +3,6 @@
 #include <signal.h>
 
 #include <atomic>
-#include <cmath>
-#include <cstdlib>
 #include <filesystem>
 #include <iostream>
 
@@ -12,6 +10,7 @@
 #include <zmq.hpp>
 
 #include "agent/agent.hpp"
+#include "option_checks.hpp"
 #include "protocol/keys.hpp"
 
 namespace {
@@ -25,10 +24,6 @@ void on_signal(int) { g_stop = true; }
 int main(int argc, char** argv) {
   CLI::App app{"tessera-agent: starts Tessera training ranks on this node for a workbench"};
   tessera::agent::AgentOptions options;
-  // CLI::Range lets "nan" through (every comparison with NaN is false).
-  const CLI::Validator finite(
-      [](std::string& text) { return std::isfinite(std::strtod(text.c_str(), nullptr)) ? "" : std::string("must be a finite number"); },
-      "");
   std::string keys_dir, authorized_keys;
   app.add_option("--bind", options.bind, "endpoint to listen on, tcp://HOST:PORT");
   app.add_option("--keys", keys_dir, "directory holding agent.key (CURVE; required unless HOST is loopback)");
@@ -37,10 +32,10 @@ int main(int argc, char** argv) {
   app.add_option("--workdir", options.workdir, "where run directories go")->default_val("./tessera-runs");
   app.add_option("--max-ranks", options.max_ranks, "ranks running at once (default: the GPUs NVML finds, 64 without GPUs)")->check(CLI::Range(0, 4096));
   app.add_option("--grace-s", options.grace_s, "seconds between SIGTERM and SIGKILL when stopping ranks")
-      ->default_val(3.0)->check(CLI::Range(0.0, 600.0) & finite);
+      ->default_val(3.0)->check(tessera::cli::finite_range(0.0, 600.0));
   app.add_option("--exit-when-idle-s", options.exit_when_idle_s,
                  "exit after this many seconds without runs, unacknowledged data or clients (0 = never)")
-      ->default_val(0.0)->check(CLI::Range(0.0, 1e6) & finite);
+      ->default_val(0.0)->check(tessera::cli::finite_range(0.0, 1e6));
   app.add_option("--outbox-memory-bytes", options.outbox_memory_bytes,
                  "per run, unacknowledged data kept in memory; older frames are spilled to the run directory")
       ->default_val(options.outbox_memory_bytes)->check(CLI::Range(int64_t{0}, int64_t{1} << 40));

@@ -7,6 +7,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include "option_checks.hpp"
+
 namespace tessera::cli {
 
 /// A user error at the edge (bad argument, unreadable file): printed without a trace, exit code 2.
@@ -14,11 +16,6 @@ class UsageError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };
-
-/// For an option whose empty value would silently mean its default (--db "", --agents "").
-inline CLI::Validator non_empty() {
-  return CLI::Validator([](std::string& text) { return text.empty() ? std::string("must not be empty") : std::string(); }, "");
-}
 
 /// plan, presets, validate, schedule, export megatron, import hf (plan_commands.cpp).
 void add_plan_commands(CLI::App& app);

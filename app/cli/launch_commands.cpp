@@ -3,7 +3,6 @@
 #include <signal.h>
 
 #include <atomic>
-#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -116,10 +115,7 @@ void add_launch_commands(CLI::App& app) {
     cmd->add_option("--tag", o->tags, "tag the run (repeatable)");
     cmd->add_flag("--follow", o->follow, "stream the run into the history and print its progress until it ends");
     cmd->add_option("--connect-timeout-s", o->connect_timeout_s, "wait this long for the agents to answer")
-        ->check(CLI::Range(0.1, 3600.0))
-        ->check(CLI::Validator(  // CLI::Range lets "nan" through (every comparison with NaN is false)
-            [](std::string& text) { return std::isfinite(std::strtod(text.c_str(), nullptr)) ? "" : std::string("must be a finite number"); },
-            ""));
+        ->check(finite_range(0.1, 3600.0));
     cmd->add_option("--db", o->db, "History file (default: $TESSERA_DB, else $XDG_DATA_HOME/tessera/history.sqlite)")
         ->check(non_empty());
     cmd->callback([o] {

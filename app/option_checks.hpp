@@ -1,0 +1,27 @@
+// CLI11 checks that the command lines of tessera-cli and tessera-agent share: the rules CLI11's own
+// validators leave open (an empty value meaning the default, NaN passing a range).
+#pragma once
+
+#include <cmath>
+#include <cstdlib>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+namespace tessera::cli {
+
+/// For an option whose empty value would silently mean its default (--db "", --agents "").
+inline CLI::Validator non_empty() {
+  return CLI::Validator([](std::string& text) { return text.empty() ? std::string("must not be empty") : std::string(); }, "");
+}
+
+/// A finite number in [min, max]. CLI::Range alone lets "nan" through (every comparison with NaN is
+/// false), and a NaN timeout waits for ever.
+inline CLI::Validator finite_range(double min, double max) {
+  const CLI::Validator finite(
+      [](std::string& text) { return std::isfinite(std::strtod(text.c_str(), nullptr)) ? std::string() : std::string("must be a finite number"); },
+      "");
+  return CLI::Range(min, max) & finite;
+}
+
+}  // namespace tessera::cli
