@@ -94,8 +94,7 @@ bool PlanSession::importHuggingFace(const QString& path, QString* error) {
     if (!in) throw std::runtime_error("cannot read " + path.toStdString());
     std::stringstream text;
     text << in.rdbuf();
-    if (const size_t at = spec::json_too_deep_at(text.str()); at != std::string_view::npos)
-      throw std::runtime_error(spec::json_nesting_message(path.toStdString(), at));
+    if (auto error = spec::json_nesting_error(text.str(), path.toStdString())) throw std::runtime_error(*error);
     const auto imported = spec::spec_from_hf_config(nlohmann::json::parse(text.str()), QFileInfo(path).fileName().toStdString());
     spec::RunSpec updated = spec_;
     updated.model = spec::ModelSpec{};

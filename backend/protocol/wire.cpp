@@ -56,8 +56,7 @@ void check_size(std::string_view bytes, Side receiver) {
     throw ProtocolError(ErrorCode::too_large, "frame of " + std::to_string(bytes.size()) + " bytes exceeds " +
                                                   std::to_string(most));
   if (bytes.empty() || bytes.front() != '{') throw ProtocolError(ErrorCode::bad_json, "frame is not a JSON object");
-  if (const size_t at = spec::json_too_deep_at(bytes); at != std::string_view::npos)
-    throw ProtocolError(ErrorCode::bad_json, spec::json_nesting_message("the frame", at));
+  if (auto error = spec::json_nesting_error(bytes, "the frame")) throw ProtocolError(ErrorCode::bad_json, *error);
 }
 
 // The version, a known type, and the size limit of that type.

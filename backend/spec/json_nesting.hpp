@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -35,8 +36,11 @@ inline size_t json_too_deep_at(std::string_view text, int limit = kMaxJsonNestin
   return std::string_view::npos;
 }
 
-/// "<what> nests arrays and objects more than 64 deep (at byte N)".
-inline std::string json_nesting_message(std::string_view what, size_t at) {
+/// "<what> nests arrays and objects more than 64 deep (at byte N)" when `text` does, else nothing:
+/// `if (auto error = json_nesting_error(text, what)) throw SomeError(*error);` before parsing.
+inline std::optional<std::string> json_nesting_error(std::string_view text, std::string_view what) {
+  const size_t at = json_too_deep_at(text);
+  if (at == std::string_view::npos) return std::nullopt;
   return std::string(what) + " nests arrays and objects more than " + std::to_string(kMaxJsonNesting) +
          " deep (at byte " + std::to_string(at) + ")";
 }

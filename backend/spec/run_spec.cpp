@@ -314,8 +314,7 @@ RunSpec parse_spec(const json& document, const PresetCatalog& presets) {
 }
 
 json parse_spec_json(const std::string& text, const std::string& what) {
-  if (const size_t at = json_too_deep_at(text); at != std::string_view::npos)
-    throw SpecError({{"", json_nesting_message(what, at)}});
+  if (auto error = json_nesting_error(text, what)) throw SpecError({{"", *error}});
   // Per open object: its keys so far and the latest (the path of a duplicate). nlohmann keeps the
   // last of two equal keys without a word; "tp": 2, …, "tp": 1 planned TP1.
   struct Object {

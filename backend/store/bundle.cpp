@@ -128,8 +128,7 @@ ojson read_json_file(const fs::path& path) {
   std::ifstream in(path);
   if (!in) throw StoreError(ErrorKind::invalid, "cannot read " + path.string());
   const std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-  if (const size_t at = spec::json_too_deep_at(text); at != std::string_view::npos)
-    throw StoreError(ErrorKind::invalid, spec::json_nesting_message(path.string(), at));
+  if (auto error = spec::json_nesting_error(text, path.string())) throw StoreError(ErrorKind::invalid, *error);
   try {
     return ojson::parse(text);
   } catch (const nlohmann::json::parse_error& e) {
@@ -421,8 +420,7 @@ RunCounts import_train_output(Connection& connection, const fs::path& directory,
   for (int64_t number = 1; std::getline(in, line); ++number) {
     const std::string where = "metrics.jsonl line " + std::to_string(number);
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-    if (const size_t at = spec::json_too_deep_at(line); at != std::string_view::npos)
-      throw StoreError(ErrorKind::invalid, spec::json_nesting_message(where, at));
+    if (auto error = spec::json_nesting_error(line, where)) throw StoreError(ErrorKind::invalid, *error);
     ojson object;
     try {
       object = ojson::parse(line);

@@ -85,8 +85,8 @@ SpecCondition SpecCondition::parse(std::string_view text) {
   SpecCondition condition;
   condition.path = std::string(text.substr(0, eq));
   const std::string value(text.substr(eq + 1));
-  if (const size_t at = spec::json_too_deep_at(value); at != std::string_view::npos)
-    throw StoreError(ErrorKind::invalid, spec::json_nesting_message("spec condition '" + condition.path + "'", at));
+  if (auto error = spec::json_nesting_error(value, "spec condition '" + condition.path + "'"))
+    throw StoreError(ErrorKind::invalid, *error);
   condition.value = nlohmann::json::accept(value) ? nlohmann::json::parse(value) : nlohmann::json(value);
   return condition;
 }
