@@ -6,6 +6,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "spec/utf8.hpp"
+
 namespace tessera::protocol {
 
 namespace {
@@ -185,22 +187,9 @@ class Scanner {
     return true;
   }
 
-  // The UTF-8 sequence starting at p_ (a byte >= 0x80), by RFC 3629: no overlong forms, no surrogates,
-  // nothing above U+10FFFF.
+  // The UTF-8 sequence starting at p_ (a byte >= 0x80).
   bool utf8() {
-    const auto byte = [&](size_t i) { return static_cast<unsigned char>(p_[i]); };
-    const auto in = [&](size_t i, unsigned lo, unsigned hi) {
-      return static_cast<size_t>(end_ - p_) > i && byte(i) >= lo && byte(i) <= hi;
-    };
-    const unsigned c = byte(0);
-    size_t n = 0;
-    if (c >= 0xC2 && c <= 0xDF) n = in(1, 0x80, 0xBF) ? 2 : 0;
-    else if (c == 0xE0) n = in(1, 0xA0, 0xBF) && in(2, 0x80, 0xBF) ? 3 : 0;
-    else if ((c >= 0xE1 && c <= 0xEC) || c == 0xEE || c == 0xEF) n = in(1, 0x80, 0xBF) && in(2, 0x80, 0xBF) ? 3 : 0;
-    else if (c == 0xED) n = in(1, 0x80, 0x9F) && in(2, 0x80, 0xBF) ? 3 : 0;
-    else if (c == 0xF0) n = in(1, 0x90, 0xBF) && in(2, 0x80, 0xBF) && in(3, 0x80, 0xBF) ? 4 : 0;
-    else if (c >= 0xF1 && c <= 0xF3) n = in(1, 0x80, 0xBF) && in(2, 0x80, 0xBF) && in(3, 0x80, 0xBF) ? 4 : 0;
-    else if (c == 0xF4) n = in(1, 0x80, 0x8F) && in(2, 0x80, 0xBF) && in(3, 0x80, 0xBF) ? 4 : 0;
+    const size_t n = spec::utf8_sequence_length(std::string_view(p_, static_cast<size_t>(end_ - p_)));
     p_ += n;
     return n > 0;
   }

@@ -1,6 +1,7 @@
 // Run bundles: export of a run as one JSON document or a directory of CSV files + run.json, and the
 // atomic import of those and of `tessera-train --out` directories (spec.json + metrics.jsonl).
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -8,6 +9,7 @@
 #include <sys/stat.h>
 
 #include "spec/json_nesting.hpp"
+#include "spec/utf8.hpp"
 #include "store/csv.hpp"
 #include "store/errors.hpp"
 #include "store/history.hpp"
@@ -22,7 +24,7 @@ namespace {
 
 constexpr int kBundleFormat = 1;
 
-// JSON text of a value, bytes that are not UTF-8 (a CSV bundle or a hand-edited history can hold them)
+// JSON text of a value, bytes that are not UTF-8 (a hand-edited history can hold them)
 // as U+FFFD: an export never stops half-written on a type_error.
 std::string json_text(const ojson& value, int indent = -1) {
   return value.dump(indent, ' ', false, ojson::error_handler_t::replace);
@@ -357,6 +359,15 @@ int64_t for_each_csv_row(const fs::path& directory, const std::string& name, con
     if (fields.size() != header.size())
       throw StoreError(ErrorKind::invalid, reader.where() + ": " + std::to_string(fields.size()) + " fields, expected " +
                                                std::to_string(header.size()) + " (" + join(header) + ")");
+    // The history holds UTF-8 text, as everything the agents and tessera-train write is: a field of
+    // another encoding is refused here, not stored and exported later as U+FFFD.
+    for (size_t i = 0; i < fields.size(); ++i)
+      if (const size_t bad = spec::invalid_utf8_at(fields[i]); bad != std::string_view::npos) {
+        char byte[8];
+        std::snprintf(byte, sizeof byte, "0x%02X", static_cast<unsigned char>(fields[i][bad]));
+        throw StoreError(ErrorKind::invalid, reader.where() + ": " + header[i] + " is not UTF-8 text (byte " + byte +
+                                                 " at offset " + std::to_string(bad) + ")");
+      }
     at(reader.where(), [&] { row(fields, reader.where()); });
     ++rows;
   }

@@ -568,15 +568,27 @@ class TestStore : public QObject {
     QString why;
     QVERIFY2(same_buckets(source.downsample(id, "grad_norm", 1, 7), from_json.downsample(id, "grad_norm", 1, 7), &why), qPrintable(why));
 
-    // A CSV bundle may hold bytes that are not UTF-8 (a log line); the run still exports as JSON, whole,
-    // those bytes as U+FFFD (it stopped half-written on nlohmann's type_error 316).
+    // A CSV bundle whose field is not UTF-8 (a Latin-1 log line) is refused where it is, whole: the
+    // history keeps UTF-8 text, as the agents and tessera-train write it.
     const auto odd_dir = db("bundle-odd");
     fs::copy(csv_dir, odd_dir);
-    std::ofstream(odd_dir + "/logs.csv", std::ios::app) << "0,stdout,1.5,caf\xff\n";
+    std::ofstream(odd_dir + "/logs.csv", std::ios::app) << "0,stdout,1.5,caf\xe9 au lait\n";
     History odd(db("odd.sqlite"));
-    odd.import_run(odd_dir);
+    const auto latin1 = error_of([&] { odd.import_run(odd_dir); });
+    QCOMPARE(latin1.kind(), ErrorKind::invalid);
+    QVERIFY2(contains(latin1.what(), "logs.csv line ") && contains(latin1.what(), ": line is not UTF-8 text (byte 0xE9 at offset 3)"),
+             latin1.what());
+    QVERIFY(odd.runs().empty());
+
+    // A history edited by hand may still hold such bytes: the run exports as JSON, whole, those bytes
+    // as U+FFFD (it stopped half-written on nlohmann's type_error 316).
+    {
+      Connection connection(db("from-csv.sqlite"), false);
+      connection.exec("UPDATE logs SET line = CAST(X'636166FF' AS TEXT) WHERE rowid = (SELECT MAX(rowid) FROM logs)", "test");
+    }
     std::stringstream exported;
-    odd.export_json(id, exported);
+    History edited(db("from-csv.sqlite"));
+    edited.export_json(id, exported);
     const auto document = nlohmann::json::parse(exported.str());
     QCOMPARE(document["logs"].back()["line"].get<std::string>(), std::string("caf\xef\xbf\xbd"));
   }

@@ -1,0 +1,42 @@
+// UTF-8 validity (RFC 3629) for text from outside: the JSON scanner's strings and a CSV bundle's
+// fields. No overlong forms, no surrogates, nothing above U+10FFFF.
+#pragma once
+
+#include <cstddef>
+#include <string_view>
+
+namespace tessera::spec {
+
+/// The length (2-4) of the UTF-8 sequence that `text` starts with when its first byte is 0x80 or
+/// above, or 0 when that sequence is not valid UTF-8.
+inline size_t utf8_sequence_length(std::string_view text) {
+  const auto byte = [&](size_t i) { return static_cast<unsigned char>(text[i]); };
+  const auto in = [&](size_t i, unsigned lo, unsigned hi) { return text.size() > i && byte(i) >= lo && byte(i) <= hi; };
+  if (text.empty()) return 0;
+  const unsigned c = byte(0);
+  if (c >= 0xC2 && c <= 0xDF) return in(1, 0x80, 0xBF) ? 2 : 0;
+  if (c == 0xE0) return in(1, 0xA0, 0xBF) && in(2, 0x80, 0xBF) ? 3 : 0;
+  if ((c >= 0xE1 && c <= 0xEC) || c == 0xEE || c == 0xEF) return in(1, 0x80, 0xBF) && in(2, 0x80, 0xBF) ? 3 : 0;
+  if (c == 0xED) return in(1, 0x80, 0x9F) && in(2, 0x80, 0xBF) ? 3 : 0;
+  if (c == 0xF0) return in(1, 0x90, 0xBF) && in(2, 0x80, 0xBF) && in(3, 0x80, 0xBF) ? 4 : 0;
+  if (c >= 0xF1 && c <= 0xF3) return in(1, 0x80, 0xBF) && in(2, 0x80, 0xBF) && in(3, 0x80, 0xBF) ? 4 : 0;
+  if (c == 0xF4) return in(1, 0x80, 0x8F) && in(2, 0x80, 0xBF) && in(3, 0x80, 0xBF) ? 4 : 0;
+  return 0;
+}
+
+/// The byte offset of the first byte of `text` that does not start a valid UTF-8 sequence, or
+/// std::string_view::npos when all of it is UTF-8.
+inline size_t invalid_utf8_at(std::string_view text) {
+  for (size_t i = 0; i < text.size();) {
+    if (static_cast<unsigned char>(text[i]) < 0x80) {
+      ++i;
+      continue;
+    }
+    const size_t n = utf8_sequence_length(text.substr(i));
+    if (n == 0) return i;
+    i += n;
+  }
+  return std::string_view::npos;
+}
+
+}  // namespace tessera::spec
