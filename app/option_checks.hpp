@@ -2,7 +2,9 @@
 // validators leave open (an empty value meaning the default, NaN passing a range).
 #pragma once
 
+#include <charconv>
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
 #include <string>
 
@@ -22,6 +24,19 @@ inline CLI::Validator finite_range(double min, double max) {
       [](std::string& text) { return std::isfinite(std::strtod(text.c_str(), nullptr)) ? std::string() : std::string("must be a finite number"); },
       "");
   return CLI::Range(min, max) & finite;
+}
+
+/// For an integer option: text beyond the 64-bit range is refused naming it (CLI11 would clamp
+/// 99999999999999999999 to 2^63 - 1, and the spec's range check would then quote that number).
+inline CLI::Validator fits_int64() {
+  return CLI::Validator(
+      [](std::string& text) {
+        int64_t value = 0;
+        const char* begin = text.data() + (!text.empty() && text.front() == '+' ? 1 : 0);
+        const auto [end, error] = std::from_chars(begin, text.data() + text.size(), value);
+        return error == std::errc::result_out_of_range ? text + " is beyond the 64-bit integer range" : std::string();
+      },
+      "");
 }
 
 }  // namespace tessera::cli

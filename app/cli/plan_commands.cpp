@@ -26,23 +26,23 @@ struct Overrides {
   CLI::Option* sp_option = nullptr;
 
   void add_to(CLI::App* cmd) {
-    cmd->add_option("--tp", tp, "Tensor-parallel size");
-    cmd->add_option("--pp", pp, "Pipeline-parallel size");
-    cmd->add_option("--dp", dp, "Data-parallel size (default: derived from the cluster)");
-    cmd->add_option("--cp", cp, "Context-parallel size");
-    cmd->add_option("--ep", ep, "Expert-parallel size");
-    cmd->add_option("--vpp", vpp, "Virtual pipeline stages per rank (interleaved schedule)");
+    cmd->add_option("--tp", tp, "Tensor-parallel size")->check(fits_int64());
+    cmd->add_option("--pp", pp, "Pipeline-parallel size")->check(fits_int64());
+    cmd->add_option("--dp", dp, "Data-parallel size (default: derived from the cluster)")->check(fits_int64());
+    cmd->add_option("--cp", cp, "Context-parallel size")->check(fits_int64());
+    cmd->add_option("--ep", ep, "Expert-parallel size")->check(fits_int64());
+    cmd->add_option("--vpp", vpp, "Virtual pipeline stages per rank (interleaved schedule)")->check(fits_int64());
     sp_option = cmd->add_flag("--sp,!--no-sp", sp, "Sequence parallelism on (--sp) or off (--no-sp)");
-    cmd->add_option("--zero", zero, "ZeRO stage 0-3");
-    cmd->add_option("--mbs", mbs, "Micro-batch size");
-    cmd->add_option("--gbs", gbs, "Global batch size");
-    cmd->add_option("--seq", seq, "Sequence length");
+    cmd->add_option("--zero", zero, "ZeRO stage 0-3")->check(fits_int64());
+    cmd->add_option("--mbs", mbs, "Micro-batch size")->check(fits_int64());
+    cmd->add_option("--gbs", gbs, "Global batch size")->check(fits_int64());
+    cmd->add_option("--seq", seq, "Sequence length")->check(fits_int64());
     cmd->add_option("--recompute", recompute, "none|selective|full");
     cmd->add_option("--precision", precision, "fp32|bf16|fp16");
     cmd->add_option("--schedule", schedule, "gpipe|1f1b|interleaved|zb-h1");
     cmd->add_option("--gpu", gpu, "GPU preset id");
-    cmd->add_option("--nodes", nodes, "Number of nodes");
-    cmd->add_option("--gpus-per-node", gpus_per_node, "GPUs per node");
+    cmd->add_option("--nodes", nodes, "Number of nodes")->check(fits_int64());
+    cmd->add_option("--gpus-per-node", gpus_per_node, "GPUs per node")->check(fits_int64());
     cmd->add_option("--preset", preset, "Model preset id (replaces the spec's model section)");
   }
 
@@ -314,8 +314,8 @@ void add_plan_commands(CLI::App& app) {
     cmd->add_option("config", path, "Hugging Face config.json")->required();
     cmd->add_option("-o,--output", out_path, "Write the spec here instead of stdout");
     cmd->add_option("--gpu", gpu, "GPU preset of the cluster section");
-    cmd->add_option("--nodes", nodes, "Nodes of the cluster section");
-    cmd->add_option("--gpus-per-node", gpus_per_node, "GPUs per node of the cluster section");
+    cmd->add_option("--nodes", nodes, "Nodes of the cluster section")->check(fits_int64());
+    cmd->add_option("--gpus-per-node", gpus_per_node, "GPUs per node of the cluster section")->check(fits_int64());
     cmd->callback([] {
       json doc = spec::spec_from_hf_config(read_json_file(path), path);
       doc["cluster"] = {{"gpu", gpu}, {"nodes", nodes}, {"gpus_per_node", gpus_per_node}};

@@ -133,6 +133,12 @@ class TestCliPlan : public QObject {
     QVERIFY2(zero.err.find("parallel.zero_stage must be an integer from -2147483648 to 2147483647, got 4294967297") !=
                  std::string::npos,
              zero.err.c_str());
+    // Beyond int64: refused with the number given (CLI11 clamped it to 2^63 - 1, and that was quoted).
+    for (const char* beyond : {"99999999999999999999", "-99999999999999999999"}) {
+      const auto r = cli({"plan", example("tiny-3d.json"), "--tp", beyond});
+      QCOMPARE(r.exit_code, 2);
+      QVERIFY2(r.err.find(std::string("--tp: ") + beyond + " is beyond the 64-bit integer range") != std::string::npos, r.err.c_str());
+    }
     // Sizes beyond any machine: memory that does not fit, never negative.
     const auto huge = cli({"plan", example("llama3-8b-8xh100.json"), "--seq", "16777216", "--mbs", "1048576", "--gbs",
                            "8388608", "--json"});
