@@ -276,6 +276,10 @@ struct Agent::Impl {
         error(id, ErrorCode::bad_field, "spec: " + text, type);
       } catch (const nlohmann::json::exception& e) {
         error(id, ErrorCode::bad_field, e.what(), type);
+      } catch (const std::exception& e) {
+        // This node failed to carry out a valid request (a full disk under an outbox spill, say): said
+        // to the workbench; nothing in a message stops the agent.
+        error(id, ErrorCode::internal, e.what(), type);
       }
     }
   }
@@ -390,24 +394,34 @@ struct Agent::Impl {
                                                std::to_string(options.max_ranks) + " free");
     const fs::path dir = fs::path(options.workdir) / "runs" / id;
     std::error_code ec;
-    if (!fs::create_directory(dir, ec))
+    if (!fs::create_directory(dir, ec)) {
+      if (ec) throw ProtocolError(ErrorCode::launch_failed, "cannot create run directory " + dir.string() + ": " + ec.message());
       throw ProtocolError(ErrorCode::busy, "run directory " + dir.string() + " exists already");
-    fs::create_directories(dir / "out");
-    {
-      std::ofstream out(dir / "spec.json");
-      out << spec::to_json(spec).dump(2) << "\n";
-      if (!out.flush()) throw ProtocolError(ErrorCode::launch_failed, "cannot write " + (dir / "spec.json").string());
     }
-    if (master_port == 0) master_port = free_tcp_port();
-
-    auto run = std::make_unique<Run>(id, dir.string(), context, options.outbox_memory_bytes, options.outbox_disk_bytes);
-    run->pull.set(zmq::sockopt::maxmsgsize, protocol::kMaxRecordBytes);
-    run->pull.set(zmq::sockopt::rcvhwm, 10000);  // per rank; with the rank's own 10,000 its bound when paused
-    run->pull.set(zmq::sockopt::linger, 0);
-    const std::string ipc = "ipc://" + (dir / "report.sock").string();
-    run->report_endpoint = ipc.size() < 100 ? ipc : "tcp://127.0.0.1:*";  // ipc paths are limited to 107 bytes
-    run->pull.bind(run->report_endpoint);
-    run->report_endpoint = run->pull.get(zmq::sockopt::last_endpoint);
+    // A node that cannot hold the run (disk full, no permission, no free port) refuses it and keeps
+    // serving; the directory goes, so that the same run can be launched again once that is fixed.
+    std::unique_ptr<Run> run;
+    try {
+      fs::create_directories(dir / "out");
+      {
+        std::ofstream out(dir / "spec.json");
+        out << spec::to_json(spec).dump(2) << "\n";
+        if (!out.flush()) throw std::runtime_error("cannot write " + (dir / "spec.json").string());
+      }
+      if (master_port == 0) master_port = free_tcp_port();
+      run = std::make_unique<Run>(id, dir.string(), context, options.outbox_memory_bytes, options.outbox_disk_bytes);
+      run->pull.set(zmq::sockopt::maxmsgsize, protocol::kMaxRecordBytes);
+      run->pull.set(zmq::sockopt::rcvhwm, 10000);  // per rank; with the rank's own 10,000 its bound when paused
+      run->pull.set(zmq::sockopt::linger, 0);
+      const std::string ipc = "ipc://" + (dir / "report.sock").string();
+      run->report_endpoint = ipc.size() < 100 ? ipc : "tcp://127.0.0.1:*";  // ipc paths are limited to 107 bytes
+      run->pull.bind(run->report_endpoint);
+      run->report_endpoint = run->pull.get(zmq::sockopt::last_endpoint);
+    } catch (const std::exception& e) {
+      run.reset();
+      fs::remove_all(dir, ec);
+      throw ProtocolError(ErrorCode::launch_failed, "cannot prepare run " + id + " on this node: " + e.what());
+    }
     run->client = client;
     run->batch_started = Clock::now();
 

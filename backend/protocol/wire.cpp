@@ -213,6 +213,7 @@ std::string_view to_string(ErrorCode code) {
     case ErrorCode::unknown_run: return "unknown_run";
     case ErrorCode::busy: return "busy";
     case ErrorCode::launch_failed: return "launch_failed";
+    case ErrorCode::internal: return "internal";
   }
   return "unknown";
 }

@@ -40,6 +40,7 @@ enum class ErrorCode {
   unknown_run,    ///< a run this agent does not hold
   busy,           ///< the agent cannot take the run (ranks, duplicate id)
   launch_failed,  ///< the runtime could not be started
+  internal,       ///< a valid request the agent failed to carry out (disk full, no free port)
 };
 std::string_view to_string(ErrorCode code);
 

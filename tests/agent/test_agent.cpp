@@ -3,7 +3,7 @@
 // SIGKILL, an agent killed with SIGKILL, an agent restarted without the run, a follower that crashes and
 // resumes, a follower away at the start and resumed, a follower attaching after the end was stored, two
 // followers of one run, an unknown client key, a
-// non-loopback bind without keys, and a few thousand malformed frames (and one above ZMQ_MAXMSGSIZE).
+// non-loopback bind without keys, a node that cannot make the run's directory, and a few thousand malformed frames (and one above ZMQ_MAXMSGSIZE).
 #include "agent_test_support.hpp"
 
 #include <zmq.hpp>
@@ -357,6 +357,43 @@ class TestAgent : public QObject {
     QVERIFY(agent.waitForFinished(10000));
     QCOMPARE(agent.exitCode(), 2);
     QVERIFY(agent.readAllStandardError().contains("not a loopback address"));
+  }
+
+  void aNodeThatCannotPrepareTheRunRefusesItAndStaysUp() {
+    // A work directory so deep that a run's directory still fits PATH_MAX (4096 bytes with its NUL)
+    // but its out/ does not: as root no permission stops a write, ENAMETOOLONG does. The launch threw
+    // a filesystem_error out of the agent's loop (exit 1); now it is a launch_failed reply.
+    QString workdir = dir_.path() + "/deep";
+    const int run_dir_extra = 5 + 1 + 32;  // "/runs" "/" and the 32-digit run id
+    while (workdir.size() + run_dir_extra < 4092) {
+      const int left = 4092 - run_dir_extra - static_cast<int>(workdir.size()) - 1;
+      workdir += "/" + QString(std::min(200, std::max(1, left)), QChar('d'));
+    }
+    QCOMPARE(workdir.size() + run_dir_extra, 4092);
+    AgentProcess agent("127.0.0.1", workdir);
+    QVERIFY(!agent.endpoint().empty());
+    zmq::context_t context;
+    test::TestKeys none(dir_.path() + "/deep-client");
+    launch::AgentConnection connection(context, agent.endpoint(), none.credentials);
+    const std::string run = "0123456789abcdef0123456789abcdee";
+    const nlohmann::json launch{{"run", run},
+                                {"spec", spec::to_json(test::tiny_spec(20, 1))},
+                                {"node_rank", 0},
+                                {"ranks", {0, 1, 2, 3}},
+                                {"master_addr", "127.0.0.1"},
+                                {"master_port", 0}};
+    // Refused twice the same way: nothing is left behind (the second is not "exists already").
+    for (int attempt = 0; attempt < 2; ++attempt) {
+      try {
+        connection.request("launch", launch, "launched", 5000ms);
+        QFAIL("a launch whose run directory cannot be made was accepted");
+      } catch (const launch::AgentError& e) {
+        QVERIFY2(std::string(e.what()).find("launch_failed: cannot prepare run " + run + " on this node") != std::string::npos, e.what());
+      }
+      QVERIFY(!std::filesystem::exists((workdir + "/runs/").toStdString() + run));
+    }
+    const auto inventory = connection.request("hello", {}, "inventory", 5000ms);
+    QCOMPARE(inventory["errors_counted"].get<int64_t>(), int64_t{2});
   }
 
   void malformedFramesGetErrorRepliesAndTheAgentStaysUp() {
