@@ -116,6 +116,8 @@ int main(int argc, char** argv) {
     if (!errors.empty()) throw SpecError(errors);
     if (!out_dir.empty()) require_writable_dir(out_dir);
     if (resume && out_dir.empty()) throw SpecError({FieldError{"--resume", "--resume needs --out DIR (where the checkpoints are)"}});
+    if (save_every > 0 && out_dir.empty())
+      throw SpecError({FieldError{"--save-every", "--save-every needs --out DIR (where the checkpoints go)"}});
     if (resume) {
       try {
         tessera::runtime::resumable_step(out_dir, spec);

@@ -9,7 +9,6 @@
 
 #include "launch/history_sink.hpp"
 #include "launch/local_agent.hpp"
-#include "planner/plan.hpp"
 #include "store/history.hpp"
 #include "store/location.hpp"
 #include "store/writer.hpp"
@@ -114,20 +113,10 @@ void RunController::runLaunch(const LaunchRequest& request) {
     }
     say("recording the run");
     writer = sharedWriter(request.db_path);
-    store::RunRecord record;
-    record.id = store::new_run_id();
-    const std::string base = request.spec.name.empty() ? std::string("run") : request.spec.name;
-    record.name = request.name.empty() ? base + " " + record.id.substr(0, 8) : request.name;
-    record.spec = request.spec_json;
-    try {
-      record.plan = planner::plan_to_json(planner::make_plan(request.spec));
-    } catch (const std::exception&) {
-      // A spec the planner cannot time (an unknown GPU) still runs; its prediction stays empty.
-    }
-    record.hosts = endpoints;
+    store::RunRecord record = launch::launch_record(request.spec, request.spec_json, endpoints, request.name,
+                                                    request.spec.name.empty() ? std::string("run") : request.spec.name);
     record.tags = request.tags;
     record.notes = request.notes;
-    record.status = store::RunStatus::starting;
     run = writer->create_run(record);
     {
       std::lock_guard lock(mutex_);

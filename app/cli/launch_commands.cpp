@@ -150,15 +150,11 @@ void add_launch_commands(CLI::App& app) {
       const std::string path = store::resolve_history_path(o->db);
       store::ensure_parent_directory(path);
       store::Writer writer(path, follower_writer_options());
-      store::RunRecord record;
-      record.id = store::new_run_id();
-      const std::string base = spec.name.empty() ? std::filesystem::path(o->spec).stem().string() : spec.name;
-      record.name = o->name.empty() ? base + " " + record.id.substr(0, 8) : o->name;
       std::ifstream in(o->spec);
-      record.spec = nlohmann::ordered_json::parse(in);
-      record.hosts = endpoints;
+      store::RunRecord record =
+          launch::launch_record(spec, nlohmann::ordered_json::parse(in), endpoints, o->name,
+                                spec.name.empty() ? std::filesystem::path(o->spec).stem().string() : spec.name);
       record.tags = o->tags;
-      record.status = store::RunStatus::starting;
       store::RunHandle run;
       try {
         run = writer.create_run(record);

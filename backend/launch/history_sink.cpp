@@ -1,8 +1,11 @@
 // HistorySink: record → store rows, then the frame's stream position.
 #include "launch/history_sink.hpp"
 
+#include <algorithm>
+#include <chrono>
 #include <cmath>
 
+#include "planner/plan.hpp"
 #include "store/errors.hpp"
 
 namespace tessera::launch {
@@ -34,6 +37,23 @@ T value_or(const Record& r, std::string_view key, T fallback) {
 }
 
 }  // namespace
+
+store::RunRecord launch_record(const spec::RunSpec& spec, nlohmann::ordered_json spec_json,
+                               const std::vector<std::string>& endpoints, const std::string& name,
+                               const std::string& base_name) {
+  store::RunRecord record;
+  record.id = store::new_run_id();
+  record.name = name.empty() ? base_name + " " + record.id.substr(0, 8) : name;
+  record.spec = std::move(spec_json);
+  try {
+    record.plan = planner::plan_to_json(planner::make_plan(spec));
+  } catch (const std::exception&) {
+    // A spec the planner cannot time (an unknown GPU) still runs; its prediction stays empty.
+  }
+  record.hosts = endpoints;
+  record.status = store::RunStatus::starting;
+  return record;
+}
 
 HistorySink::HistorySink(store::Writer& writer, store::RunHandle run, const std::vector<store::StreamPosition>& stored)
     : writer_(writer), run_(std::move(run)) {
@@ -118,6 +138,19 @@ void HistorySink::add(const Record& r) {
     const std::string stream = value_or(r, "stream", std::string("stdout"));
     writer_.append(run_, store::LogLine{index("rank"), stream == "stderr" ? "stderr" : "stdout", number_or(r, "time_s", 0),
                                         r.find("line")->get<std::string>()});
+    ++weight_;
+  } else if (type == "artifact") {
+    // A checkpoint rank 0 wrote (docs/runtime.md); the same path again replaces the entry.
+    if (!is_string(r, "kind") || !is_string(r, "path") || !is_int(r, "step") ||
+        r.find("kind")->get_ref<const std::string&>().empty() || r.find("path")->get_ref<const std::string&>().empty())
+      return void(++skipped_);
+    const int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                               std::chrono::system_clock::now().time_since_epoch())
+                               .count();
+    int64_t created_ms = value_or(r, "created_ms", now_ms);
+    if (created_ms < 0 || created_ms >= 32503680000000) created_ms = now_ms;  // before the year 3000, or now
+    writer_.append(run_, store::Artifact{r.find("kind")->get<std::string>(), r.find("path")->get<std::string>(), index("step"),
+                                         std::max<int64_t>(0, value_or(r, "size_bytes", int64_t{0})), created_ms});
     ++weight_;
   } else if (type == "rank_exit") {
     if (!is_int(r, "rank")) return void(++skipped_);

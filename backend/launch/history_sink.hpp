@@ -10,12 +10,20 @@
 #include <functional>
 #include <deque>
 #include <map>
+#include <string>
 #include <vector>
 
 #include "launch/run_session.hpp"
 #include "store/writer.hpp"
 
 namespace tessera::launch {
+
+/// The history's record of a run about to be launched on `endpoints`: a new id; `name`, or else
+/// "<base_name> <the id's first 8 digits>"; the spec as given; the planner's prediction (empty for a
+/// spec the planner cannot time, which still runs); the agents as hosts; status starting.
+store::RunRecord launch_record(const spec::RunSpec& spec, nlohmann::ordered_json spec_json,
+                               const std::vector<std::string>& endpoints, const std::string& name,
+                               const std::string& base_name);
 
 class HistorySink : public RunSink {
  public:

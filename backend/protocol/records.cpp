@@ -35,6 +35,11 @@ nlohmann::ordered_json to_json(const TimelineRecord& r) {
           {"end_s", r.end_s}};
 }
 
+nlohmann::ordered_json to_json(const ArtifactRecord& r) {
+  return {{"type", "artifact"}, {"kind", r.kind}, {"path", r.path}, {"step", r.step},
+          {"rank", r.rank}, {"size_bytes", r.size_bytes}, {"created_ms", r.created_ms}};
+}
+
 std::string record_type(const nlohmann::json& line) { return field<std::string>(line, "type"); }
 
 StepRecord step_record_from_json(const nlohmann::json& line) {

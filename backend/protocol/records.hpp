@@ -1,5 +1,5 @@
-// The records a training rank reports: one StepRecord per step and one TimelineRecord per executed
-// pipeline operation. Written one JSON object per line to DIR/metrics.jsonl (docs/runtime.md) and,
+// The records a training rank reports: one StepRecord per step, one TimelineRecord per executed
+// pipeline operation and one ArtifactRecord per file of the run it wrote (a checkpoint). Written one JSON object per line to DIR/metrics.jsonl (docs/runtime.md) and,
 // later, streamed by the agent: both use these definitions.
 #pragma once
 
@@ -42,10 +42,22 @@ struct TimelineRecord {
   bool operator==(const TimelineRecord&) const = default;
 };
 
+/// A file of the run: rank 0 reports a checkpoint once every rank has saved it and the manifest is written.
+struct ArtifactRecord {
+  std::string kind;         ///< "checkpoint"
+  std::string path;         ///< absolute, on the node of the rank that reports it
+  int64_t step = 0;
+  int64_t rank = 0;
+  int64_t size_bytes = 0;   ///< a checkpoint: its files of every rank together
+  int64_t created_ms = 0;   ///< Unix milliseconds
+  bool operator==(const ArtifactRecord&) const = default;
+};
+
 /// {"type":"step", "step", "rank", "wall_time_s", "loss", ...} with the fields in declaration order.
 nlohmann::ordered_json to_json(const StepRecord& record);
 nlohmann::ordered_json to_json(const TimelineRecord& record);
-/// The record type of a line ("step" or "timeline"); throws std::invalid_argument when absent.
+nlohmann::ordered_json to_json(const ArtifactRecord& record);
+/// The record type of a line ("step", "timeline" or "artifact"); throws std::invalid_argument when absent.
 std::string record_type(const nlohmann::json& line);
 /// Throw std::invalid_argument naming the missing or mistyped field.
 StepRecord step_record_from_json(const nlohmann::json& line);

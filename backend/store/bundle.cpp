@@ -23,6 +23,9 @@ using ojson = nlohmann::ordered_json;
 namespace {
 
 constexpr int kBundleFormat = 1;
+// 3000-01-01T00:00:00Z in Unix milliseconds: later times are refused (a run of the year 10850 could
+// not be exported and imported again).
+constexpr int64_t kYear3000Ms = 32503680000000;
 
 // JSON text of a value, bytes that are not UTF-8 (a hand-edited history can hold them)
 // as U+FFFD: an export never stops half-written on a type_error.
@@ -461,6 +464,26 @@ RunCounts import_train_output(Connection& connection, const fs::path& directory,
       ++counts.events;
       continue;
     }
+    if (type == "artifact") {  // a checkpoint tessera-train wrote
+      Artifact artifact;
+      for (auto [name, target] : {std::pair{"kind", &artifact.kind}, std::pair{"path", &artifact.path}}) {
+        const auto& value = field(object, name, where);
+        if (!value.is_string() || value.get_ref<const std::string&>().empty())
+          throw StoreError(ErrorKind::invalid, where + ": " + name + " must be a non-empty string");
+        *target = value.get<std::string>();
+      }
+      artifact.step = get_integer(field(object, "step", where), where + ": step");
+      artifact.size_bytes = object.contains("size_bytes") ? get_integer(object["size_bytes"], where + ": size_bytes") : 0;
+      artifact.created_ms = object.contains("created_ms") ? get_integer(object["created_ms"], where + ": created_ms")
+                                                          : file_mtime_ms(metrics_path);
+      if (artifact.size_bytes < 0) throw StoreError(ErrorKind::invalid, where + ": size_bytes must not be negative");
+      if (artifact.created_ms < 0 || artifact.created_ms >= kYear3000Ms)
+        throw StoreError(ErrorKind::invalid, where + ": created_ms must be Unix milliseconds before the year 3000, got " +
+                                                 std::to_string(artifact.created_ms));
+      at(where, [&] { ingest.artifact(key, artifact); });
+      ++counts.artifacts;
+      continue;
+    }
     if (type != "step") continue;  // other record types (run_end, log) carry no metric points
     const int64_t step = get_integer(field(object, "step", where), where + ": step");
     const int64_t rank = get_integer(field(object, "rank", where), where + ": rank");
@@ -469,7 +492,7 @@ RunCounts import_train_output(Connection& connection, const fs::path& directory,
     const double wall_time_s = wall.get<double>();
     // Seconds since the rank started, or Unix seconds: either way before the year 3000 (1e300 made a
     // run of the year 10850, whose export could not be imported again).
-    if (!(wall_time_s >= 0 && wall_time_s < 32503680000.0))
+    if (!(wall_time_s >= 0 && wall_time_s < kYear3000Ms / 1000.0))
       throw StoreError(ErrorKind::invalid, where + ": wall_time_s must be from 0 to 32503680000 (the year 3000), got " +
                                                wall.dump());
     for (const auto& [name, value] : object.items()) {

@@ -244,7 +244,19 @@ class Trainer {
         const int64_t bytes = save_rank_state(options_.out_dir, step, world_.rank(), rank_state());
         // Sizes go through the store: on several nodes rank 0 does not see the other nodes' files.
         const auto sizes = world_.store_gather("checkpoint-" + std::to_string(step), bytes);
-        if (world_.rank() == 0) write_manifest(options_.out_dir, step, spec_, sizes);
+        if (world_.rank() == 0) {
+          write_manifest(options_.out_dir, step, spec_, sizes);
+          // Reported once complete, so that the history lists the checkpoints a run can resume from.
+          protocol::ArtifactRecord artifact;
+          artifact.kind = "checkpoint";
+          artifact.path = std::filesystem::absolute(checkpoint_dir(options_.out_dir, step)).lexically_normal().string();
+          artifact.step = step;
+          for (const int64_t rank_bytes : sizes) artifact.size_bytes += rank_bytes;
+          artifact.created_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                                    std::chrono::system_clock::now().time_since_epoch())
+                                    .count();
+          metrics_.write(protocol::to_json(artifact));
+        }
       }
     }
     world_.finish();

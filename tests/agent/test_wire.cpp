@@ -248,6 +248,8 @@ class TestWire : public QObject {
         "{\"type\":\"log\",\"rank\":1,\"stream\":\"stderr\",\"time_s\":5.0,\"line\":\"hello\"},"
         "{\"type\":\"rank_exit\",\"rank\":1,\"description\":\"exited with code 1\",\"time_s\":6.0},"
         "{\"type\":\"run_end\",\"state\":\"done\"},"
+        "{\"type\":\"artifact\",\"kind\":\"checkpoint\",\"path\":\"/w/c/step-1\",\"step\":1,\"rank\":0,\"size_bytes\":99,\"created_ms\":1700000000000},"
+        "{\"type\":\"artifact\",\"kind\":\"checkpoint\",\"path\":\"\",\"step\":1},"
         "{\"type\":\"metric\",\"name\":\"\",\"rank\":1,\"step\":5,\"value\":1},"
         "{\"type\":\"metric\",\"name\":\"bench\",\"rank\":-1,\"step\":5,\"value\":1},"
         "{\"type\":\"metric\",\"name\":\"bench\",\"rank\":1,\"step\":5,\"value\":\"1\"},"
@@ -269,7 +271,7 @@ class TestWire : public QObject {
       sink.sync(true);
       QCOMPARE(sink.durable_seq(0), int64_t{1});
       QCOMPARE(sink.points(), int64_t{3});
-      QCOMPARE(sink.skipped(), int64_t{10});
+      QCOMPARE(sink.skipped(), int64_t{11});
       QCOMPARE(steps.size(), size_t{1});
       QCOMPARE(steps[0]["loss"], nlohmann::json(3.0));
       writer.close();
@@ -290,6 +292,7 @@ class TestWire : public QObject {
     QCOMPARE(logs.size(), size_t{2});
     QCOMPARE(logs[0], (store::LogLine{1, "stderr", 5.0, "hello"}));
     QCOMPARE(logs[1], (store::LogLine{1, "stderr", 6.0, "tessera-agent: rank 1 exited with code 1"}));
+    QCOMPARE(history.artifacts(run_id), (std::vector<store::Artifact>{{"checkpoint", "/w/c/step-1", 1, 99, 1'700'000'000'000}}));
     QCOMPARE(history.stream_positions(run_id).size(), size_t{1});
   }
 

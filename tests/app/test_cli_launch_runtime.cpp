@@ -66,6 +66,15 @@ class TestCliLaunchRuntime : public QObject {
     const auto loss = history.points(run.id, "loss", 0);
     QCOMPARE(loss.size(), size_t(kSteps));
     QVERIFY(loss[0].value > 5.0 && loss[0].value < 6.0);  // ln 256 = 5.55 at initialisation
+    // The planner's prediction beside the measurement (it was left empty by the CLI), and the final
+    // checkpoint rank 0 reported, on the agent's node.
+    QVERIFY2(run.plan.contains("memory") && run.plan["memory"]["stages"].size() == 2, run.plan.dump().c_str());
+    const auto artifacts = history.artifacts(run.id);
+    QCOMPARE(artifacts.size(), size_t(1));
+    QCOMPARE(artifacts[0].kind, std::string("checkpoint"));
+    QCOMPARE(artifacts[0].step, kSteps);
+    QVERIFY2(QFile::exists(QString::fromStdString(artifacts[0].path) + "/manifest.json"), artifacts[0].path.c_str());
+    QVERIFY(artifacts[0].size_bytes > 0);
 
     // The local agent would exit after 60 idle seconds; the test stops it now.
     std::ifstream pid_file((dir_.path() + "/home/.config/tessera/local-agent/agent.pid").toStdString());

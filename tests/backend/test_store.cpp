@@ -675,8 +675,14 @@ class TestStore : public QObject {
       return out;
     };
     History history(db("train-out.sqlite"));
-    const auto finished = write_out("finished-run", 20, "");
+    // The checkpoint rank 0 reported (docs/runtime.md) becomes the run's artifact.
+    const auto finished = write_out("finished-run", 20,
+                                    "{\"type\":\"artifact\",\"kind\":\"checkpoint\",\"path\":\"/w/out/checkpoints/step-20\","
+                                    "\"step\":20,\"rank\":0,\"size_bytes\":4096,\"created_ms\":1700000021000}\n");
     const auto imported = history.import_run(finished + "/");
+    QCOMPARE(imported.counts.artifacts, int64_t{1});
+    QCOMPARE(history.artifacts(imported.run.id),
+             (std::vector<Artifact>{{"checkpoint", "/w/out/checkpoints/step-20", 20, 4096, 1'700'000'021'000}}));
     QCOMPARE(imported.format, std::string("tessera-train output"));
     QCOMPARE(imported.run.name, std::string("finished-run"));
     QCOMPARE(imported.run.status, RunStatus::done);
@@ -704,6 +710,16 @@ class TestStore : public QObject {
     const auto far = write_out("far-run", 5, "{\"step\": 6, \"rank\": 0, \"wall_time_s\": 1e300, \"loss\": 1}\n");
     const auto far_error = error_of([&] { history.import_run(far); });
     QVERIFY2(contains(far_error.what(), "metrics.jsonl line 6: wall_time_s must be from 0 to 32503680000"), far_error.what());
+
+    for (const char* bad : {"{\"type\":\"artifact\",\"kind\":\"checkpoint\",\"path\":\"\",\"step\":5}",
+                            "{\"type\":\"artifact\",\"kind\":\"checkpoint\",\"path\":\"/c\",\"step\":5,\"created_ms\":1e300}",
+                            "{\"type\":\"artifact\",\"kind\":\"checkpoint\",\"path\":\"/c\",\"step\":5,\"size_bytes\":-1}"}) {
+      const auto odd = write_out("odd-artifact", 5, std::string(bad) + "\n");
+      const auto odd_error = error_of([&] { history.import_run(odd); });
+      QVERIFY2(contains(odd_error.what(), "metrics.jsonl line 6"), odd_error.what());
+      fs::remove_all(odd);
+    }
+    QCOMPARE(history.runs().size(), size_t{2});
 
     // Nesting that would overflow a dump's recursion: refused with where, nothing imported.
     const auto deep = write_out("deep-run", 5, "{\"step\": 6, \"x\": " + std::string(100000, '[') + std::string(100000, ']') + "}\n");

@@ -1,7 +1,7 @@
 // Checkpoints: a run resumed from its newest complete checkpoint continues with bit-identical losses
 // and grad norms (CPU, fixed threads); a checkpoint without manifest is skipped as incomplete, a metrics
 // record cut short is dropped; another layout, a truncated rank file or no checkpoint at all is refused
-// with exit code 2.
+// with exit code 2, as is --save-every without --out.
 #include <QtTest/QtTest>
 
 #include <algorithm>
@@ -91,6 +91,10 @@ class TestTrainCheckpoint : public QObject {
     QVERIFY2(run.exit_code == 0, run.err.c_str());
     QCOMPARE(read_steps(out.toStdString()).size(), size_t(3));
     QVERIFY(!std::filesystem::exists(out.toStdString() + "/checkpoints"));
+    // Checkpoints need somewhere to go: --save-every without --out is refused (it wrote nothing).
+    const Run nowhere = tessera_train({"--spec", spec, "--threads", "1", "--data", "synthetic", "--save-every", "1"});
+    QCOMPARE(nowhere.exit_code, 2);
+    QVERIFY2(nowhere.err.find("--save-every needs --out DIR") != std::string::npos, nowhere.err.c_str());
   }
 };
 

@@ -1,8 +1,10 @@
 // What tessera-train reports: DIR/spec.json (the full spec) and DIR/metrics.jsonl with one step
-// record per step and rank carrying every documented field with sane values, and one timeline record
-// per executed F and B.
+// record per step and rank carrying every documented field with sane values, one timeline record
+// per executed F and B, and one artifact record for the final checkpoint (rank 0, once complete).
 #include <QtTest/QtTest>
 
+#include <chrono>
+#include <filesystem>
 #include <set>
 
 #include "train_runner.hpp"
@@ -33,6 +35,7 @@ class TestTrainMetrics : public QObject {
     std::string line;
     std::map<int, int> steps_of_rank;
     std::map<std::pair<int, int>, std::vector<nlohmann::json>> ops;  // (rank, step)
+    std::vector<nlohmann::json> artifacts;
     while (std::getline(in, line)) {
       const auto j = nlohmann::json::parse(line);
       if (j["type"] == "step") {
@@ -47,6 +50,8 @@ class TestTrainMetrics : public QObject {
         // Live memory includes at least the weights, gradients and two Adam moments (fp32).
         QVERIFY(j["live_memory_bytes"].get<int64_t>() > 4 * 4 * 100000);
         QVERIFY(j["peak_memory_bytes"].get<int64_t>() >= j["live_memory_bytes"].get<int64_t>());
+      } else if (j["type"] == "artifact") {
+        artifacts.push_back(j);
       } else {
         QCOMPARE(j["type"].get<std::string>(), std::string("timeline"));
         QCOMPARE(j["stage"].get<int>(), j["rank"].get<int>());  // pp=2, tp=dp=1: rank = stage
@@ -63,6 +68,22 @@ class TestTrainMetrics : public QObject {
       for (size_t i = 1; i < list.size(); ++i) QVERIFY(list[i]["start_s"].get<double>() >= list[i - 1]["end_s"].get<double>());
     }
     QCOMPARE(ops.size(), size_t(12));
+
+    // The checkpoint at the end, reported by rank 0 with the bytes of both ranks' files.
+    QCOMPARE(artifacts.size(), size_t(1));
+    const auto& checkpoint = artifacts[0];
+    QCOMPARE(checkpoint["kind"].get<std::string>(), std::string("checkpoint"));
+    QCOMPARE(checkpoint["step"].get<int64_t>(), int64_t{6});
+    QCOMPARE(checkpoint["rank"].get<int64_t>(), int64_t{0});
+    const std::filesystem::path path = checkpoint["path"].get<std::string>();
+    QVERIFY2(path.is_absolute() && std::filesystem::equivalent(path, out + "/checkpoints/step_00000006"), path.c_str());
+    int64_t rank_files_bytes = 0;
+    for (const char* file : {"rank_00000.pt", "rank_00001.pt"})
+      rank_files_bytes += static_cast<int64_t>(std::filesystem::file_size(path / file));
+    QCOMPARE(checkpoint["size_bytes"].get<int64_t>(), rank_files_bytes);
+    const int64_t now_ms =
+        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+    QVERIFY(checkpoint["created_ms"].get<int64_t>() <= now_ms && checkpoint["created_ms"].get<int64_t>() > now_ms - 600'000);
   }
 };
 
