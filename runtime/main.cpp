@@ -71,7 +71,7 @@ int main(int argc, char** argv) {
   std::string kernels;  // default: fused on a GPU, aten on the CPU (where the references are plain loops)
   app.add_option("--kernels", kernels,
                  "aten (LibTorch's ops) or fused (Tessera's kernels: the CPU references on CPU, the CUDA kernels on "
-                 "GPUs) for the norms, RoPE, the activation and the cross-entropy; default: fused with --device cuda, "
+                 "GPUs) for the norms, RoPE, the activation, the cross-entropy and AdamW; default: fused with --device cuda, "
                  "aten with --device cpu")
       ->check(CLI::IsMember({"aten", "fused"}));
   std::string pipeline_links;  // default: directed with NCCL (which matches by order), group with Gloo

@@ -20,7 +20,7 @@ inline constexpr int kProtocolVersion = 1;
 inline constexpr int64_t kMaxTransportFrameBytes = 64LL << 20;
 /// Protocol bound: a larger frame below the transport bound gets a too_large error reply.
 inline constexpr int64_t kMaxFrameBytes = 16LL << 20;
-/// Control messages (everything but launch and data) are small.
+/// Control messages are small (all but launch, inventory, launched, error and data: wire.cpp's tables).
 inline constexpr int64_t kMaxControlFrameBytes = 4096;
 /// One record a rank reports (a JSON line).
 inline constexpr int64_t kMaxRecordBytes = 64 * 1024;
