@@ -186,8 +186,8 @@ void show_run(const std::string& db, const std::string& reference) {
   }
   const auto artifacts = history.artifacts(id);
   if (!artifacts.empty()) {
-    TextTable table({"artifact", "step", "GiB", "path"}, {false, true, true, false});
-    for (const auto& a : artifacts) table.add_row({a.kind, std::to_string(a.step), format_gib(a.size_bytes), a.path});
+    TextTable table({"artifact", "step", "size", "path"}, {false, true, true, false});
+    for (const auto& a : artifacts) table.add_row({a.kind, std::to_string(a.step), format_bytes(a.size_bytes), a.path});
     std::cout << "\n" << table.str();
   }
 }

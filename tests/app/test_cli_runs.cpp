@@ -30,6 +30,11 @@ QString write_train_output(const QTemporaryDir& dir, const QString& name, int tp
                               {"mfu", 0.25 * tp}, {"tokens_per_s", 1000}, {"peak_memory_bytes", 1 << 30}}
                    .dump()
             << "\n";
+  // The final checkpoint as tessera-train reports it.
+  metrics << nlohmann::json{{"type", "artifact"}, {"kind", "checkpoint"}, {"path", out.toStdString() + "/checkpoints/last"},
+                            {"step", steps}, {"rank", 0}, {"size_bytes", 10 << 20}, {"created_ms", int64_t{1'700'000'100'000}}}
+                 .dump()
+          << "\n";
   return out;
 }
 
@@ -210,6 +215,8 @@ class TestCliRuns : public QObject {
     QCOMPARE(cli({"runs", "import", csv}).code, 0);
     const auto show = cli({"runs", "show", "run-a"});
     QVERIFY2(show.out.contains("lr warmup too short") && show.out.contains("80 metric points"), qPrintable(show.out));
+    // Its checkpoint, sized in MiB (a few MiB read "0.01" GiB).
+    QVERIFY2(QRegularExpression("checkpoint +20 +10.00 MiB +\\S+/checkpoints/last").match(show.out).hasMatch(), qPrintable(show.out));
   }
 
   void errorsExitWithTwo() {
