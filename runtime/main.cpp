@@ -171,7 +171,7 @@ int main(int argc, char** argv) {
   tessera::runtime::TrainOptions options;
   options.out_dir = out_dir;
   options.data = data;
-  options.save_every = save_every;
+  options.save_every = save_every > 0 ? save_every : spec.training.save_every;  // the flag overrides the spec
   options.checkpoint = !no_checkpoint;
   options.resume = resume;
   options.device = device;

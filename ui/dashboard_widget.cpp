@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include <QDateTime>
 #include <QGridLayout>
 #include <QHBoxLayout>
 #include <QHeaderView>
@@ -213,6 +214,16 @@ void DashboardWidget::buildUi() {
   connect(log_rank_, &QComboBox::currentIndexChanged, this, &DashboardWidget::rebuildLog);
   connect(log_search_, &QLineEdit::textChanged, this, &DashboardWidget::rebuildLog);
   tabs_->addTab(log_panel, tr("Log"));
+
+  checkpoints_ = new QTableWidget(0, 4);
+  checkpoints_->setHorizontalHeaderLabels({tr("Step"), tr("Size"), tr("Written"), tr("Path (on its node)")});
+  checkpoints_->setEditTriggers(QAbstractItemView::NoEditTriggers);
+  checkpoints_->setSelectionBehavior(QAbstractItemView::SelectRows);
+  checkpoints_->verticalHeader()->hide();
+  checkpoints_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+  checkpoints_->horizontalHeader()->setStretchLastSection(true);
+  checkpoints_->setToolTip(tr("Checkpoints the run's rank 0 reported complete; tessera-train --resume continues from the newest"));
+  tabs_->addTab(checkpoints_, tr("Checkpoints"));
   splitter->addWidget(tabs_);
   splitter->setStretchFactor(0, 3);
   splitter->setStretchFactor(1, 2);
@@ -239,6 +250,8 @@ bool DashboardWidget::openRun(const QString& db_path, const QString& run, QStrin
   predicted_memory_.clear();
   log_view_->clear();
   while (log_rank_->count() > 1) log_rank_->removeItem(1);
+  checkpoints_->setRowCount(0);
+  tabs_->setTabText(tabs_->indexOf(checkpoints_), tr("Checkpoints"));
   ended_ = false;
   chosen_step_.reset();
   shown_step_.reset();
@@ -469,6 +482,7 @@ void DashboardWidget::poll() {
   }
   if (update.logs_before < feed_->logs().size()) appendLogs(update.logs_before);
   if (update.timeline_changed) updateTimeline();
+  if (update.artifacts_changed) updateCheckpoints();
   updateMfuTitle();
   updateStatus();
   updateRanks();
@@ -479,6 +493,25 @@ void DashboardWidget::poll() {
   if (!live) poll_timer_.stop();
   ended_ = !live;
   if (update.any() || update.logs_before < feed_->logs().size()) emit updated();
+}
+
+void DashboardWidget::updateCheckpoints() {
+  const auto& artifacts = feed_->artifacts();
+  checkpoints_->setRowCount(static_cast<int>(artifacts.size()));
+  for (int row = 0; row < static_cast<int>(artifacts.size()); ++row) {
+    const auto& a = artifacts[static_cast<size_t>(row)];
+    const QString kind = a.kind == "checkpoint" ? QString() : QStringLiteral(" (%1)").arg(QString::fromStdString(a.kind));
+    const QStringList cells{QString::number(a.step) + kind, formatBytes(a.size_bytes),
+                            QDateTime::fromMSecsSinceEpoch(a.created_ms).toString(QStringLiteral("yyyy-MM-dd HH:mm:ss")),
+                            QString::fromStdString(a.path)};
+    for (int column = 0; column < cells.size(); ++column) {
+      auto* item = new QTableWidgetItem(cells[column]);
+      if (column < 2) item->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
+      checkpoints_->setItem(row, column, item);
+    }
+  }
+  tabs_->setTabText(tabs_->indexOf(checkpoints_),
+                    artifacts.empty() ? tr("Checkpoints") : tr("Checkpoints (%1)").arg(artifacts.size()));
 }
 
 void DashboardWidget::updateMfuTitle() {

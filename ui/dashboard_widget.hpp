@@ -86,6 +86,8 @@ class DashboardWidget : public QWidget {
   QString bubbleText() const { return bubble_label_->text(); }
   QString failureText() const { return failure_->isVisible() || !failure_->text().isEmpty() ? failure_->text() : QString(); }
   QPlainTextEdit* logView() const { return log_view_; }
+  /// The Checkpoints tab's table: step, size, written, path; one row per checkpoint recorded.
+  QTableWidget* checkpointTable() const { return checkpoints_; }
   QComboBox* logRankFilter() const { return log_rank_; }
   QLineEdit* logSearch() const { return log_search_; }
   QPushButton* stopButton() const { return stop_; }
@@ -118,6 +120,7 @@ class DashboardWidget : public QWidget {
   void updateMfuTitle();
   void updateStatus();
   void updateRanks();
+  void updateCheckpoints();
   void appendLogs(size_t from);
   void rebuildLog();
   bool logLineShown(const store::LogLine& line) const;
@@ -159,6 +162,7 @@ class DashboardWidget : public QWidget {
   QCheckBox* follow_latest_ = nullptr;
   QLabel* bubble_label_ = nullptr;
   QTableWidget* ranks_ = nullptr;
+  QTableWidget* checkpoints_ = nullptr;
   QComboBox* log_rank_ = nullptr;
   QLineEdit* log_search_ = nullptr;
   QPlainTextEdit* log_view_ = nullptr;

@@ -118,6 +118,12 @@ FeedUpdate RunFeed::poll() {
     logs_.push_back(std::move(line));
   }
 
+  // A handful of rows (one per checkpoint), read whole.
+  auto artifacts = history_.artifacts(run_.id);
+  std::stable_sort(artifacts.begin(), artifacts.end(), [](const auto& a, const auto& b) { return a.step < b.step; });
+  update.artifacts_changed = artifacts != artifacts_;
+  if (update.artifacts_changed) artifacts_ = std::move(artifacts);
+
   const auto timeline_step = history_.last_timeline_step(run_.id);
   // The latest step is complete once a later one started or the run ended.
   update.timeline_changed = timeline_step != last_timeline_step_;

@@ -1,6 +1,6 @@
 // What the dashboard knows of one run, read from the history incrementally: the run record, the curves
-// it plots (appended, never re-read), the log lines, the latest step with a measured timeline and
-// each rank's state. Qt-free; one read-only History connection of its own, so a live run (written by
+// it plots (appended, never re-read), the log lines, the checkpoints, the latest step with a measured
+// timeline and each rank's state. Qt-free; one read-only History connection of its own, so a live run (written by
 // the follower's Writer on another connection) and a stored run are read by the same code.
 #pragma once
 
@@ -36,7 +36,8 @@ struct FeedUpdate {
   size_t logs_before = 0;                           ///< logs() size before; new lines follow it
   bool run_changed = false;                         ///< status, reason or end time changed
   bool timeline_changed = false;                    ///< a later step has a measured timeline
-  bool any() const { return !grown.empty() || run_changed || timeline_changed; }
+  bool artifacts_changed = false;                   ///< a checkpoint was recorded (or replaced)
+  bool any() const { return !grown.empty() || run_changed || timeline_changed || artifacts_changed; }
 };
 
 class RunFeed {
@@ -72,6 +73,8 @@ class RunFeed {
   /// nullopt before the first step or for a runtime that did not record it.
   std::optional<double> mfuPeakTflops() const { return mfu_peak_tflops_; }
   const std::vector<store::LogLine>& logs() const { return logs_; }
+  /// The run's checkpoints (and any other artifacts) as recorded, in step order.
+  const std::vector<store::Artifact>& artifacts() const { return artifacts_; }
   /// The highest step with a measured timeline.
   std::optional<int64_t> lastTimelineStep() const { return last_timeline_step_; }
   /// Measured events of one step (from the history).
@@ -95,6 +98,7 @@ class RunFeed {
   int64_t last_step_ = 0;
   std::map<SeriesKey, SeriesData> series_;
   std::vector<store::LogLine> logs_;
+  std::vector<store::Artifact> artifacts_;
   std::map<int64_t, std::string> exits_;  ///< rank -> its agent's exit description
   std::optional<int64_t> last_timeline_step_;
   std::optional<double> mfu_peak_tflops_;

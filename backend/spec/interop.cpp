@@ -158,6 +158,7 @@ MegatronExport megatron_command(const RunSpec& spec) {
   arg("weight-decay", t.weight_decay);
   arg("clip-grad", t.grad_clip);
   arg("seed", t.seed);
+  if (t.save_every > 0) arg("save-interval", t.save_every);
   out.command = a.str();
   return out;
 }

@@ -134,7 +134,7 @@ const std::vector<Section>& sections() {
                   make_field("train_steps", t, &T::train_steps), make_field("lr", t, &T::lr),
                   make_field("min_lr", t, &T::min_lr), make_field("warmup_steps", t, &T::warmup_steps),
                   make_field("weight_decay", t, &T::weight_decay), make_field("grad_clip", t, &T::grad_clip),
-                  make_field("seed", t, &T::seed)}});
+                  make_field("seed", t, &T::seed), make_field("save_every", t, &T::save_every)}});
     s.push_back({"cluster",
                  {make_field("gpu", c, &C::gpu), make_field("nodes", c, &C::nodes),
                   make_field("gpus_per_node", c, &C::gpus_per_node)}});
@@ -162,7 +162,7 @@ std::string alias_of(const std::string& key) {
       {"max_position_embeddings", "seq_length"}, {"seq_len", "seq_length"}, {"recompute_granularity", "recompute"},
       {"num_local_experts", "num_experts"}, {"num_experts_per_tok", "moe_top_k"}, {"mbs", "micro_batch_size"},
       {"gbs", "global_batch_size"}, {"clip_grad", "grad_clip"}, {"lr_warmup_iters", "warmup_steps"},
-      {"train_iters", "train_steps"}};
+      {"train_iters", "train_steps"}, {"save_interval", "save_every"}};
   auto it = aliases.find(key);
   return it == aliases.end() ? std::string{} : it->second;
 }

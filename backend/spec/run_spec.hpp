@@ -63,6 +63,7 @@ struct TrainingSpec {
   double weight_decay = 0.1;
   double grad_clip = 1.0;
   int64_t seed = 1234;
+  int64_t save_every = 0;  ///< checkpoint every N steps; 0: only at the end (tessera-train --save-every overrides)
   bool operator==(const TrainingSpec&) const = default;
 };
 

@@ -85,6 +85,8 @@ std::vector<FieldError> validate(const RunSpec& spec, const PresetCatalog& prese
   if (!(t.grad_clip >= 0) || !std::isfinite(t.grad_clip))
     c.fail("training.grad_clip", "training.grad_clip must be a finite number, 0 (off) or more");
   if (t.seed < 0) c.fail("training.seed", "training.seed=" + n(t.seed) + " must be 0 or more");
+  if (t.save_every < 0)
+    c.fail("training.save_every", "training.save_every=" + n(t.save_every) + " must be 0 (a checkpoint at the end only) or more");
   if (!presets.gpu(cl.gpu)) {
     std::string message = "cluster.gpu=\"" + cl.gpu + "\" is not a known GPU preset";
     if (auto near = closest_name(cl.gpu, presets.gpu_ids()); !near.empty()) message += " (did you mean \"" + near + "\"?)";

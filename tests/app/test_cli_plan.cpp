@@ -181,6 +181,15 @@ class TestCliPlan : public QObject {
                                  "--swiglu", "--sequence-parallel", "--use-distributed-optimizer", "--bf16",
                                  "--recompute-granularity selective", "--untie-embeddings-and-output-weights"})
       QVERIFY2(r.out.find(fragment) != std::string::npos, fragment);
+    QVERIFY(r.out.find("--save-interval") == std::string::npos);  // training.save_every 0: at the end only
+    QTemporaryDir dir;
+    nlohmann::json spec;
+    std::ifstream(example("llama3-70b-64xh100.json").toStdString()) >> spec;
+    spec["training"]["save_every"] = 500;
+    std::ofstream(dir.filePath("70b.json").toStdString()) << spec.dump();
+    const auto interval = cli({"export", "megatron", dir.filePath("70b.json")});
+    QCOMPARE(interval.exit_code, 0);
+    QVERIFY2(interval.out.find("--save-interval 500") != std::string::npos, interval.out.c_str());
   }
 
   void importHuggingFace() {

@@ -156,6 +156,9 @@ class TestSpec : public QObject {
     row("groups divide heads", R"({"model": {"num_query_groups": 5}})", "model.num_query_groups",
         "must divide model.num_attention_heads=32");
     row("min_lr <= lr", R"({"training": {"lr": 0.001, "min_lr": 0.01}})", "training.min_lr", "must be between 0");
+    row("save_every not negative", R"({"training": {"save_every": -1}})", "training.save_every", "must be 0 (a checkpoint at the end only) or more");
+    row("megatron save interval", R"({"training": {"save_interval": 100}})", "training.save_interval",
+        "did you mean training.save_every");
     row("top-k <= experts", R"({"model": {"preset": "mixtral-8x7b", "moe_top_k": 9}})", "model.moe_top_k",
         "must not exceed model.num_experts=8");
   }

@@ -1,6 +1,7 @@
 // What tessera-train reports: DIR/spec.json (the full spec) and DIR/metrics.jsonl with one step
 // record per step and rank carrying every documented field with sane values, one timeline record
-// per executed F and B, and one artifact record for the final checkpoint (rank 0, once complete).
+// per executed F and B, and one artifact record per checkpoint (training.save_every and the end; rank 0,
+// once complete).
 #include <QtTest/QtTest>
 
 #include <chrono>
@@ -19,7 +20,9 @@ class TestTrainMetrics : public QObject {
     Layout layout;
     layout.pp = 2;
     layout.global_batch = 8;  // 4 microbatches of 2
-    const std::string spec = write_file(dir, "pp2.json", tiny_spec("tiny-gpt", layout, 6).dump());
+    auto doc = tiny_spec("tiny-gpt", layout, 6);
+    doc["training"]["save_every"] = 4;  // a checkpoint at step 4 and, as always, at the end
+    const std::string spec = write_file(dir, "pp2.json", doc.dump());
     const std::string out = dir.filePath("out").toStdString();
     const Run run = tessera_train({"--spec", QString::fromStdString(spec), "--out", QString::fromStdString(out),
                                    "--nproc", "2", "--threads", "1", "--data", "synthetic"});
@@ -69,9 +72,11 @@ class TestTrainMetrics : public QObject {
     }
     QCOMPARE(ops.size(), size_t(12));
 
-    // The checkpoint at the end, reported by rank 0 with the bytes of both ranks' files.
-    QCOMPARE(artifacts.size(), size_t(1));
-    const auto& checkpoint = artifacts[0];
+    // The checkpoints of training.save_every and the end, reported by rank 0 with the bytes of both
+    // ranks' files.
+    QCOMPARE(artifacts.size(), size_t(2));
+    QCOMPARE(artifacts[0]["step"].get<int64_t>(), int64_t{4});
+    const auto& checkpoint = artifacts[1];
     QCOMPARE(checkpoint["kind"].get<std::string>(), std::string("checkpoint"));
     QCOMPARE(checkpoint["step"].get<int64_t>(), int64_t{6});
     QCOMPARE(checkpoint["rank"].get<int64_t>(), int64_t{0});

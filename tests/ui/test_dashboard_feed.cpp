@@ -105,10 +105,16 @@ class TestDashboardFeed : public QObject {
 
     writeSteps(*writer_, run_, 11, 15);
     writer_->append(run_, store::LogLine{3, "stderr", 1020, "tessera-agent: rank 3 killed by signal 9 (Killed)"});
+    // Checkpoints as rank 0 reported them, not in step order.
+    writer_->append(run_, store::Artifact{"checkpoint", "/w/out/checkpoints/step_00000010", 10, 3 << 20, 1'700'000'000'000});
+    writer_->append(run_, store::Artifact{"checkpoint", "/w/out/checkpoints/step_00000005", 5, 3 << 20, 1'699'999'000'000});
     writer_->set_status(run_, store::RunStatus::failed, "rank 3 killed by signal 9 (Killed)");
     writer_->flush();
     const auto next = feed.poll();
-    QVERIFY(next.run_changed && next.timeline_changed);
+    QVERIFY(next.run_changed && next.timeline_changed && next.artifacts_changed);
+    QCOMPARE(feed.artifacts().size(), size_t{2});
+    QCOMPARE(feed.artifacts()[0].step, int64_t{5});
+    QCOMPARE(feed.artifacts()[1].path, std::string("/w/out/checkpoints/step_00000010"));
     QCOMPARE(next.grown.size(), size_t{12});
     for (const auto& [key, before] : next.grown) QCOMPARE(before, size_t{10});  // appended after the 10 read
     QCOMPARE(feed.find("loss", 0)->steps.back(), int64_t{15});
@@ -118,6 +124,7 @@ class TestDashboardFeed : public QObject {
     QCOMPARE(feed.rankState(3), RankState::failed);
     QCOMPARE(feed.rankState(2), RankState::stopped);
     QCOMPARE(feed.rankExit(3), std::string("killed by signal 9 (Killed)"));
+    QVERIFY(!feed.poll().any());  // the checkpoints are not news twice
   }
 
   void dashboardAppendsAndSwitchesAxis() {
@@ -146,6 +153,13 @@ class TestDashboardFeed : public QObject {
     QVERIFY(dashboard.failureText().contains("node 0"));
     QVERIFY(dashboard.failureText().contains("rank 3"));
     QCOMPARE(dashboard.rankStateText(3), QString("failed"));
+    // The Checkpoints tab: one row each, in step order, sized with a unit.
+    const QTableWidget* checkpoints = dashboard.checkpointTable();
+    QCOMPARE(checkpoints->rowCount(), 2);
+    QCOMPARE(checkpoints->item(0, 0)->text(), QStringLiteral("5"));
+    QCOMPARE(checkpoints->item(1, 0)->text(), QStringLiteral("10"));
+    QCOMPARE(checkpoints->item(1, 1)->text(), QStringLiteral("3.0 MiB"));
+    QCOMPARE(checkpoints->item(1, 3)->text(), QStringLiteral("/w/out/checkpoints/step_00000010"));
     // Measured timeline: stage 1 starts later; bubble of the busiest stage over the step's span.
     QCOMPARE(dashboard.shownTimelineStep(), std::optional<int64_t>(15));
     QCOMPARE(dashboard.measuredTimeline().events().size(), size_t{8});
