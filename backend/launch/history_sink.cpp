@@ -148,7 +148,7 @@ void HistorySink::add(const Record& r) {
                                std::chrono::system_clock::now().time_since_epoch())
                                .count();
     int64_t created_ms = value_or(r, "created_ms", now_ms);
-    if (created_ms < 0 || created_ms >= 32503680000000) created_ms = now_ms;  // before the year 3000, or now
+    if (created_ms < 0 || created_ms >= store::kYear3000Ms) created_ms = now_ms;  // before the year 3000, or now
     writer_.append(run_, store::Artifact{r.find("kind")->get<std::string>(), r.find("path")->get<std::string>(), index("step"),
                                          std::max<int64_t>(0, value_or(r, "size_bytes", int64_t{0})), created_ms});
     ++weight_;

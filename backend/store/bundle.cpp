@@ -23,9 +23,6 @@ using ojson = nlohmann::ordered_json;
 namespace {
 
 constexpr int kBundleFormat = 1;
-// 3000-01-01T00:00:00Z in Unix milliseconds: later times are refused (a run of the year 10850 could
-// not be exported and imported again).
-constexpr int64_t kYear3000Ms = 32503680000000;
 
 // JSON text of a value, bytes that are not UTF-8 (a hand-edited history can hold them)
 // as U+FFFD: an export never stops half-written on a type_error.
