@@ -81,11 +81,11 @@ struct StreamPosition {
   bool operator==(const StreamPosition&) const = default;
 };
 
-/// A file a run produced (a checkpoint).
 /// 3000-01-01T00:00:00Z in Unix milliseconds: times from outside at or after it are refused (a run of
 /// the year 10850 could not be exported and imported again).
 inline constexpr int64_t kYear3000Ms = 32503680000000;
 
+/// A file a run produced (a checkpoint).
 struct Artifact {
   std::string kind;  ///< "checkpoint", ...
   std::string path;
