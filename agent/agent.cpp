@@ -141,8 +141,8 @@ struct Client {
 
 std::string zmq_bind_address(const std::string& bind) {
   const auto endpoint = protocol::parse_tcp_endpoint(bind, protocol::PortRule::bind);
-  // ZeroMQ reads a bind's host as an interface name or an address ("localhost" is neither), and
-  // asks for a free port with '*' (it refuses 0).
+  // Older libzmq read a bind's host as an interface name or an address ("localhost" is neither) and
+  // asked for a free port with '*' only: the forms every version takes.
   std::string host = bind.substr(6, bind.rfind(':') - 6);  // IPv6 brackets kept
   if (endpoint.host == "localhost") host = "127.0.0.1";
   const bool any_port = endpoint.port.find_first_not_of('0') == std::string::npos;
@@ -189,6 +189,8 @@ struct Agent::Impl {
     router.set(zmq::sockopt::router_mandatory, true);
     router.set(zmq::sockopt::linger, 0);
     router.set(zmq::sockopt::sndhwm, 10000);
+    if (protocol::is_ipv6_host(protocol::parse_tcp_endpoint(options.bind, protocol::PortRule::bind)))
+      router.set(zmq::sockopt::ipv6, true);  // only then: it would show IPv4 binds as [::ffff:a.b.c.d]
     router.bind(zmq_bind_address(options.bind));
     endpoint = router.get(zmq::sockopt::last_endpoint);
   }
@@ -691,8 +693,9 @@ struct Agent::Impl {
       run.paused_at = Clock::now();
       ++run.pauses;
       std::cerr << "tessera-agent: run " << run.id << ": outbox full (" << run.outbox.memory_bytes()
-                << " bytes in memory, " << run.outbox.spill_file_bytes() << " spilled, cap "
-                << options.outbox_disk_bytes << "): its ranks are paused until the workbench acknowledges" << std::endl;
+                << " bytes in memory, " << run.outbox.spill_file_bytes() << " spilled, cap " << options.outbox_disk_bytes
+                << (run.outbox.spill_error().empty() ? std::string() : "; " + run.outbox.spill_error())
+                << "): its ranks are paused until the workbench acknowledges" << std::endl;
     } else {
       const double paused_s = std::chrono::duration<double>(Clock::now() - run.paused_at).count();
       run.paused_s += paused_s;

@@ -19,9 +19,16 @@ void Outbox::push(std::string frame) {
 }
 
 void Outbox::spill_what_fits() {
-  while (memory_used_ > memory_limit_ && memory_.size() > 1 &&
-         spill_end_ + static_cast<int64_t>(memory_.front().second.size()) <= disk_limit_)
-    spill_oldest();
+  try {
+    while (memory_used_ > memory_limit_ && memory_.size() > 1 &&
+           spill_end_ + static_cast<int64_t>(memory_.front().second.size()) <= disk_limit_)
+      spill_oldest();
+    spill_error_.clear();
+  } catch (const std::runtime_error& e) {
+    // A full disk: the frame stays in memory (spill_oldest moves it only once written), the outbox
+    // reads as full, so the producer pauses; the next push or acknowledgement tries again.
+    spill_error_ = e.what();
+  }
 }
 
 void Outbox::spill_oldest() {

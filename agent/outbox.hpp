@@ -1,7 +1,8 @@
 // The per-run outbox of an agent: every data frame it has sent or will send, kept until the workbench
 // acknowledges it. The newest frames stay in memory up to a byte bound; older ones are spilled to a file
 // in the run directory and read back when a reconnecting workbench asks to resend them. The spill file
-// is bounded too: once it cannot take the oldest in-memory frame, the outbox is full() and the agent
+// is bounded too: once it cannot take the oldest in-memory frame (no room under its cap, or a write that
+// failed), the outbox is full() and the agent
 // stops taking records from the run's ranks (they block: back-pressure) until acknowledgements make
 // room. Nothing unacknowledged is ever dropped.
 #pragma once
@@ -39,6 +40,9 @@ class Outbox {
   /// Memory is over its bound and the spill file has no room for the oldest frame in memory: the
   /// producer must stop adding frames until acknowledge() makes room.
   bool full() const { return memory_used_ > memory_limit_ && memory_.size() > 1; }
+  /// Why the last spill failed (the file could not be created or written: a full disk), "" when the
+  /// last attempt succeeded. Such an outbox keeps the frame in memory and is full() until room is made.
+  const std::string& spill_error() const { return spill_error_; }
 
  private:
   struct Spilled {
@@ -55,6 +59,7 @@ class Outbox {
   std::deque<std::pair<int64_t, std::string>> memory_;  ///< the newest, in sequence order
   std::FILE* spill_ = nullptr;
   int64_t spill_end_ = 0;
+  std::string spill_error_;
 };
 
 }  // namespace tessera::agent

@@ -22,6 +22,7 @@ Credentials Credentials::from_config_dir() {
 AgentConnection::AgentConnection(zmq::context_t& context, std::string endpoint, const Credentials& credentials)
     : endpoint_(std::move(endpoint)), socket_(context, zmq::socket_type::dealer), last_heard_(Clock::now()) {
   endpoint_host(endpoint_);
+  if (protocol::is_ipv6_host(protocol::parse_tcp_endpoint(endpoint_))) socket_.set(zmq::sockopt::ipv6, true);
   if (const auto key = credentials.server_key(endpoint_)) {
     socket_.set(zmq::sockopt::curve_serverkey, *key);
     socket_.set(zmq::sockopt::curve_publickey, credentials.client.public_key);

@@ -29,6 +29,10 @@ struct TcpEndpoint {
   std::string port;  ///< digits, or "*" (PortRule::bind)
 };
 
+/// An IPv6 address as HOST (tcp://[::1]:7070): its socket needs ZMQ_IPV6 set, or ZeroMQ refuses the
+/// bind ("No such device") and a connect never completes.
+inline bool is_ipv6_host(const TcpEndpoint& endpoint) { return endpoint.host.find(':') != std::string::npos; }
+
 /// Splits tcp://HOST:PORT. Throws std::invalid_argument "ENDPOINT is not tcp://HOST:PORT (RULE)"
 /// for anything else: another scheme, an empty host or port, a port out of `rule`'s range, and any
 /// space or control character (shown as '?' in the message).

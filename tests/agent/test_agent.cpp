@@ -359,6 +359,17 @@ class TestAgent : public QObject {
     QVERIFY(agent.readAllStandardError().contains("not a loopback address"));
   }
 
+  void anAgentOnIpv6LoopbackIsReached() {
+    // tcp://[::1]:PORT is loopback (no keys needed): the agent binds it and a workbench gets through.
+    AgentProcess agent("[::1]:0", dir_.path() + "/ipv6");
+    QVERIFY2(agent.endpoint().rfind("tcp://[::1]:", 0) == 0, agent.endpoint().c_str());
+    zmq::context_t context;
+    test::TestKeys none(dir_.path() + "/ipv6-client");
+    launch::AgentConnection connection(context, agent.endpoint(), none.credentials);
+    const auto inventory = connection.request("hello", {}, "inventory", 5000ms);
+    QCOMPARE(inventory["encrypted"].get<bool>(), false);
+  }
+
   void aNodeThatCannotPrepareTheRunRefusesItAndStaysUp() {
     // A work directory so deep that a run's directory still fits PATH_MAX (4096 bytes with its NUL)
     // but its out/ does not: as root no permission stops a write, ENAMETOOLONG does. The launch threw

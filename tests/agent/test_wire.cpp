@@ -440,6 +440,23 @@ class TestWire : public QObject {
     QCOMPARE(outbox.frame(101), frame(101));
   }
 
+  void outboxThatCannotSpillPausesAndLosesNothing() {
+    // The spill file cannot be created (a full disk reads the same): pushing goes on without an
+    // exception escaping into the agent's loop; the frames stay in memory, the outbox reads full (the
+    // ranks pause), and acknowledgements make room again.
+    agent::Outbox outbox("/nonexistent-dir/outbox.spill", 1000, int64_t{1} << 20);
+    auto frame = [](int64_t seq) { return "frame " + std::to_string(seq) + std::string(190, '.'); };
+    for (int64_t seq = 1; seq <= 10; ++seq) outbox.push(frame(seq));
+    QVERIFY(outbox.full());
+    QVERIFY2(outbox.spill_error().find("cannot create the outbox spill file") != std::string::npos, outbox.spill_error().c_str());
+    QCOMPARE(outbox.spilled_frames(), int64_t{0});
+    for (int64_t seq = 1; seq <= 10; ++seq) QCOMPARE(outbox.frame(seq), frame(seq));
+    outbox.acknowledge(8);
+    QVERIFY(!outbox.full());
+    QVERIFY(outbox.spill_error().empty());  // nothing left to spill: the last attempt did not fail
+    QCOMPARE(outbox.frame(10), frame(10));
+  }
+
   void ranksSplitIntoNodeSharesInGridOrder() {
     auto spec = spec::parse_spec(nlohmann::json{
         {"model", {{"preset", "tiny-gpt"}}},
