@@ -2,9 +2,8 @@
 // validators leave open (an empty value meaning the default, NaN passing a range).
 #pragma once
 
-#include <charconv>
+#include <cerrno>
 #include <cmath>
-#include <cstdint>
 #include <cstdlib>
 #include <string>
 
@@ -31,10 +30,12 @@ inline CLI::Validator finite_range(double min, double max) {
 inline CLI::Validator fits_int64() {
   return CLI::Validator(
       [](std::string& text) {
-        int64_t value = 0;
-        const char* begin = text.data() + (!text.empty() && text.front() == '+' ? 1 : 0);
-        const auto [end, error] = std::from_chars(begin, text.data() + text.size(), value);
-        return error == std::errc::result_out_of_range ? text + " is beyond the 64-bit integer range" : std::string();
+        // The conversion CLI11 itself makes (strtoll, base 0: 0x… and 0… too), so that what it would
+        // clamp is what is refused.
+        errno = 0;
+        char* end = nullptr;
+        std::strtoll(text.c_str(), &end, 0);
+        return errno == ERANGE ? text + " is beyond the 64-bit integer range" : std::string();
       },
       "");
 }

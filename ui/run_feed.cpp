@@ -118,9 +118,8 @@ FeedUpdate RunFeed::poll() {
     logs_.push_back(std::move(line));
   }
 
-  // A handful of rows (one per checkpoint), read whole.
+  // A handful of rows (one per checkpoint), read whole, in step order (History::artifacts' order).
   auto artifacts = history_.artifacts(run_.id);
-  std::stable_sort(artifacts.begin(), artifacts.end(), [](const auto& a, const auto& b) { return a.step < b.step; });
   update.artifacts_changed = artifacts != artifacts_;
   if (update.artifacts_changed) artifacts_ = std::move(artifacts);
 

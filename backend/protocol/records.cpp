@@ -37,7 +37,8 @@ nlohmann::ordered_json to_json(const TimelineRecord& r) {
 
 nlohmann::ordered_json to_json(const ArtifactRecord& r) {
   return {{"type", "artifact"}, {"kind", r.kind}, {"path", r.path}, {"step", r.step},
-          {"rank", r.rank}, {"size_bytes", r.size_bytes}, {"created_ms", r.created_ms}};
+          {"rank", r.rank}, {"size_bytes", r.size_bytes}, {"created_ms", r.created_ms},
+          {"wall_time_s", r.wall_time_s}};
 }
 
 std::string record_type(const nlohmann::json& line) { return field<std::string>(line, "type"); }

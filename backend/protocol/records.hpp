@@ -50,6 +50,7 @@ struct ArtifactRecord {
   int64_t rank = 0;
   int64_t size_bytes = 0;   ///< a checkpoint: its files of every rank together
   int64_t created_ms = 0;   ///< Unix milliseconds
+  double wall_time_s = 0;   ///< when written, in the step records' clock (seconds since the rank started training)
   bool operator==(const ArtifactRecord&) const = default;
 };
 

@@ -376,6 +376,9 @@ nlohmann::ordered_json to_json(const RunSpec& spec) {
     for (const auto& f : section.fields) {
       if (section.name == "model" && f.name == "preset" && spec.model.preset.empty()) continue;
       if (section.name == "parallel" && f.name == "dp" && spec.parallel.dp == 0) continue;
+      // Left out at its default, so that a spec sent to an agent of the release before it (which
+      // refuses unknown fields) still launches when it does not checkpoint along the way.
+      if (section.name == "training" && f.name == "save_every" && spec.training.save_every == 0) continue;
       if (section.name == "model" && (f.name == "encoder_layers" || f.name == "decoder_layers") &&
           spec.model.arch != Arch::t5)
         continue;

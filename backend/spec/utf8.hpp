@@ -1,8 +1,10 @@
 // UTF-8 validity (RFC 3629) for text from outside: the JSON scanner's strings and a CSV bundle's
-// fields. No overlong forms, no surrogates, nothing above U+10FFFF.
+// fields (refused on import, replaced on export). No overlong forms, no surrogates, nothing above
+// U+10FFFF.
 #pragma once
 
 #include <cstddef>
+#include <string>
 #include <string_view>
 
 namespace tessera::spec {
@@ -37,6 +39,24 @@ inline size_t invalid_utf8_at(std::string_view text) {
     i += n;
   }
   return std::string_view::npos;
+}
+
+/// `text` with every byte that does not start a valid UTF-8 sequence replaced by U+FFFD.
+inline std::string utf8_replacing_invalid(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (size_t i = 0; i < text.size();) {
+    const auto byte = static_cast<unsigned char>(text[i]);
+    const size_t n = byte < 0x80 ? 1 : utf8_sequence_length(text.substr(i));
+    if (n == 0) {
+      out += "\xEF\xBF\xBD";
+      ++i;
+    } else {
+      out.append(text.substr(i, n));
+      i += n;
+    }
+  }
+  return out;
 }
 
 }  // namespace tessera::spec

@@ -426,6 +426,7 @@ RunCounts import_train_output(Connection& connection, const fs::path& directory,
   Ingest ingest(connection, Ingest::OnDuplicate::fail);
   RunCounts counts;
   std::optional<double> first_wall_s, last_wall_s;
+  std::optional<double> origin_from_artifact_s;  // Unix seconds of wall_time_s 0, from an artifact record
   int64_t last_step = -1;
   std::string line;
   for (int64_t number = 1; std::getline(in, line); ++number) {
@@ -477,6 +478,10 @@ RunCounts import_train_output(Connection& connection, const fs::path& directory,
       if (artifact.created_ms < 0 || artifact.created_ms >= kYear3000Ms)
         throw StoreError(ErrorKind::invalid, where + ": created_ms must be Unix milliseconds before the year 3000, got " +
                                                  std::to_string(artifact.created_ms));
+      // Its Unix time beside the step records' clock places the run exactly (the file's mtime is
+      // later by the time the checkpoint took to write).
+      if (object.contains("created_ms") && object.contains("wall_time_s") && object["wall_time_s"].is_number())
+        origin_from_artifact_s = static_cast<double>(artifact.created_ms) / 1000.0 - object["wall_time_s"].get<double>();
       at(where, [&] { ingest.artifact(key, artifact); });
       ++counts.artifacts;
       continue;
@@ -514,8 +519,10 @@ RunCounts import_train_output(Connection& connection, const fs::path& directory,
     // Unix seconds, or (as tessera-train writes them) seconds since the rank started training: then the
     // run ended when metrics.jsonl was last written and started last_wall_s before that.
     constexpr double kYear2000_s = 946684800.0;
-    const double origin_s =
-        *first_wall_s >= kYear2000_s ? 0.0 : static_cast<double>(file_mtime_ms(metrics_path)) / 1000.0 - *last_wall_s;
+    const double origin_s = *first_wall_s >= kYear2000_s ? 0.0
+                            : origin_from_artifact_s
+                                ? *origin_from_artifact_s
+                                : static_cast<double>(file_mtime_ms(metrics_path)) / 1000.0 - *last_wall_s;
     run.started_ms = std::llround((origin_s + *first_wall_s) * 1000);
     run.created_ms = *run.started_ms;
     run.ended_ms = std::llround((origin_s + *last_wall_s) * 1000);

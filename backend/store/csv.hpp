@@ -16,6 +16,7 @@ std::string format_number(double value);
 double parse_number(std::string_view text, const std::string& where);
 int64_t parse_integer(std::string_view text, const std::string& where);
 
+/// One row, fields quoted where needed; bytes that are not UTF-8 are written as U+FFFD.
 void write_csv_row(std::ostream& out, const std::vector<std::string>& fields);
 
 /// Reads rows one by one; quoted fields may hold commas, quotes ("") and line breaks.

@@ -255,6 +255,7 @@ class Trainer {
           artifact.created_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                                     std::chrono::system_clock::now().time_since_epoch())
                                     .count();
+          artifact.wall_time_s = std::chrono::duration<double>(Clock::now() - start).count();
           metrics_.write(protocol::to_json(artifact));
         }
       }

@@ -134,7 +134,7 @@ class TestCliPlan : public QObject {
                  std::string::npos,
              zero.err.c_str());
     // Beyond int64: refused with the number given (CLI11 clamped it to 2^63 - 1, and that was quoted).
-    for (const char* beyond : {"99999999999999999999", "-99999999999999999999"}) {
+    for (const char* beyond : {"99999999999999999999", "-99999999999999999999", "0x1ffffffffffffffff"}) {
       const auto r = cli({"plan", example("tiny-3d.json"), "--tp", beyond});
       QCOMPARE(r.exit_code, 2);
       QVERIFY2(r.err.find(std::string("--tp: ") + beyond + " is beyond the 64-bit integer range") != std::string::npos, r.err.c_str());

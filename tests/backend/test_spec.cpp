@@ -86,6 +86,12 @@ class TestSpec : public QObject {
     const RunSpec again = parse_spec(json::parse(to_json(s).dump()));
     QVERIFY(s == again);
     QCOMPARE(again.name, std::string("round trip"));
+    // save_every is written when set, and left out at 0 (agents of the release before it refuse it).
+    QVERIFY(!to_json(s)["training"].contains("save_every"));
+    doc["training"]["save_every"] = 50;
+    const RunSpec saving = parse_spec(doc);
+    QCOMPARE(to_json(saving)["training"]["save_every"].get<int64_t>(), int64_t{50});
+    QVERIFY(parse_spec(json::parse(to_json(saving).dump())) == saving);
   }
 
   void setFieldChecksTypes() {

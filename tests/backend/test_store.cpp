@@ -591,6 +591,12 @@ class TestStore : public QObject {
     edited.export_json(id, exported);
     const auto document = nlohmann::json::parse(exported.str());
     QCOMPARE(document["logs"].back()["line"].get<std::string>(), std::string("caf\xef\xbf\xbd"));
+    // and as a CSV bundle that imports again (import refuses bytes that are not UTF-8).
+    const auto edited_csv = db("bundle-edited");
+    edited.export_csv(id, edited_csv);
+    History reimported(db("reimported.sqlite"));
+    reimported.import_run(edited_csv);
+    QCOMPARE(reimported.logs(id).back().line, std::string("caf\xef\xbf\xbd"));
   }
 
   void duplicateImportRefusedByIdAndName() {
@@ -711,6 +717,23 @@ class TestStore : public QObject {
     const auto far_error = error_of([&] { history.import_run(far); });
     QVERIFY2(contains(far_error.what(), "metrics.jsonl line 6: wall_time_s must be from 0 to 32503680000"), far_error.what());
 
+    // tessera-train's own clock (seconds since training started): the checkpoint record's Unix time
+    // beside that clock places the run, not the file's mtime (later by the checkpoint's writing).
+    {
+      const auto relative = db("relative-run");
+      fs::create_directories(relative);
+      std::ofstream(relative + "/spec.json") << tiny_spec("relative-run", 1, 3e-4, 3).dump(2);
+      std::ofstream metrics(relative + "/metrics.jsonl");
+      for (int64_t step = 1; step <= 3; ++step)
+        metrics << nlohmann::json{{"type", "step"}, {"step", step}, {"rank", 0}, {"wall_time_s", 2.0 * step}, {"loss", 1.0}}.dump() << "\n";
+      metrics << "{\"type\":\"artifact\",\"kind\":\"checkpoint\",\"path\":\"/c/step_3\",\"step\":3,\"rank\":0,"
+                 "\"size_bytes\":1,\"created_ms\":1700000100000,\"wall_time_s\":100.0}\n";
+      metrics.close();
+      const auto placed = history.import_run(relative);
+      QCOMPARE(*placed.run.started_ms, int64_t{1'700'000'000'000} + 2'000);  // origin 1700000000 s, first step at 2 s
+      QCOMPARE(*placed.run.ended_ms, int64_t{1'700'000'000'000} + 6'000);
+      history.delete_run(placed.run.id);
+    }
     for (const char* bad : {"{\"type\":\"artifact\",\"kind\":\"checkpoint\",\"path\":\"\",\"step\":5}",
                             "{\"type\":\"artifact\",\"kind\":\"checkpoint\",\"path\":\"/c\",\"step\":5,\"created_ms\":1e300}",
                             "{\"type\":\"artifact\",\"kind\":\"checkpoint\",\"path\":\"/c\",\"step\":5,\"size_bytes\":-1}"}) {

@@ -105,7 +105,7 @@ class TestDashboardFeed : public QObject {
 
     writeSteps(*writer_, run_, 11, 15);
     writer_->append(run_, store::LogLine{3, "stderr", 1020, "tessera-agent: rank 3 killed by signal 9 (Killed)"});
-    // Checkpoints as rank 0 reported them, not in step order.
+    // Checkpoints as rank 0 reported them, not in step order: the feed gives them in step order.
     writer_->append(run_, store::Artifact{"checkpoint", "/w/out/checkpoints/step_00000010", 10, 3 << 20, 1'700'000'000'000});
     writer_->append(run_, store::Artifact{"checkpoint", "/w/out/checkpoints/step_00000005", 5, 3 << 20, 1'699'999'000'000});
     writer_->set_status(run_, store::RunStatus::failed, "rank 3 killed by signal 9 (Killed)");
