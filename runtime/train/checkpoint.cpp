@@ -1,6 +1,7 @@
 // Checkpoint files and the manifest.
 #include "runtime/train/checkpoint.hpp"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -96,6 +97,34 @@ int64_t resumable_step(const std::string& out_dir, const spec::RunSpec& spec) {
                                                                           std::to_string(sizes.at(r).get<int64_t>()) + ")"));
   }
   return manifest.at("step").get<int64_t>();
+}
+
+protocol::ArtifactRecord checkpoint_record(const std::string& out_dir, int64_t step,
+                                           const std::vector<int64_t>& rank_file_bytes, int64_t created_ms,
+                                           double wall_time_s) {
+  protocol::ArtifactRecord record;
+  record.kind = "checkpoint";
+  record.path = fs::absolute(checkpoint_dir(out_dir, step)).lexically_normal().string();
+  record.step = step;
+  for (const int64_t bytes : rank_file_bytes) record.size_bytes += bytes;
+  record.created_ms = created_ms;
+  record.wall_time_s = wall_time_s;
+  return record;
+}
+
+protocol::ArtifactRecord checkpoint_record_from_manifest(const std::string& out_dir, int64_t step, double wall_time_s) {
+  const std::string manifest_path = checkpoint_dir(out_dir, step) + "/manifest.json";
+  std::ifstream in(manifest_path);
+  const auto manifest = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  std::vector<int64_t> sizes;
+  if (manifest.is_object() && manifest.contains("rank_file_bytes") && manifest["rank_file_bytes"].is_array())
+    for (const auto& bytes : manifest["rank_file_bytes"])
+      if (bytes.is_number_integer()) sizes.push_back(bytes.get<int64_t>());
+  struct stat info {};
+  const int64_t written_ms = ::stat(manifest_path.c_str(), &info) == 0
+                                 ? static_cast<int64_t>(info.st_mtim.tv_sec) * 1000 + info.st_mtim.tv_nsec / 1000000
+                                 : 0;
+  return checkpoint_record(out_dir, step, sizes, written_ms, wall_time_s);
 }
 
 void load_rank_state(const std::string& out_dir, int64_t step, int rank, RankState& state) {

@@ -11,6 +11,7 @@
 
 #include <ATen/core/Tensor.h>
 
+#include "protocol/records.hpp"
 #include "spec/run_spec.hpp"
 
 namespace tessera::runtime {
@@ -40,6 +41,16 @@ void write_manifest(const std::string& out_dir, int64_t step, const spec::RunSpe
 /// layout, every rank file present with the size the manifest records). Throws CheckpointError with
 /// the reason (none found, another layout, a truncated file).
 int64_t resumable_step(const std::string& out_dir, const spec::RunSpec& spec);
+
+/// What rank 0 reports of complete checkpoint `step` (docs/runtime.md): kind "checkpoint", the
+/// directory's absolute path, the bytes of every rank's file, `created_ms` (Unix ms) and
+/// `wall_time_s` (the step records' clock).
+protocol::ArtifactRecord checkpoint_record(const std::string& out_dir, int64_t step,
+                                           const std::vector<int64_t>& rank_file_bytes, int64_t created_ms,
+                                           double wall_time_s);
+/// The record of checkpoint `step` from its manifest (written when the manifest was), for a resume
+/// that finds no record of the checkpoint it continues from (the run died between the two).
+protocol::ArtifactRecord checkpoint_record_from_manifest(const std::string& out_dir, int64_t step, double wall_time_s);
 
 /// Reads this rank's file into `state` (tensors of the same sizes). Throws CheckpointError.
 void load_rank_state(const std::string& out_dir, int64_t step, int rank, RankState& state);

@@ -247,16 +247,11 @@ class Trainer {
         if (world_.rank() == 0) {
           write_manifest(options_.out_dir, step, spec_, sizes);
           // Reported once complete, so that the history lists the checkpoints a run can resume from.
-          protocol::ArtifactRecord artifact;
-          artifact.kind = "checkpoint";
-          artifact.path = std::filesystem::absolute(checkpoint_dir(options_.out_dir, step)).lexically_normal().string();
-          artifact.step = step;
-          for (const int64_t rank_bytes : sizes) artifact.size_bytes += rank_bytes;
-          artifact.created_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                                    std::chrono::system_clock::now().time_since_epoch())
-                                    .count();
-          artifact.wall_time_s = std::chrono::duration<double>(Clock::now() - start).count();
-          metrics_.write(protocol::to_json(artifact));
+          const int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                                     std::chrono::system_clock::now().time_since_epoch())
+                                     .count();
+          metrics_.write(protocol::to_json(checkpoint_record(options_.out_dir, step, sizes, now_ms,
+                                                             std::chrono::duration<double>(Clock::now() - start).count())));
         }
       }
     }
@@ -411,6 +406,8 @@ void train(const spec::RunSpec& spec, const TrainOptions& options, const RankEnv
       const int64_t saved_step = resumable_step(options.out_dir, spec);
       std::ifstream in(metrics);
       std::string line, kept;
+      bool reported = false;        // the checkpoint resumed from has its artifact record
+      double saved_step_wall_s = 0;  // rank 0's clock at the end of that step
       for (int64_t number = 1; std::getline(in, line); ++number) {
         // A record cut short (the disk filled, the run was killed mid-write) is dropped with a word,
         // not left to stop the resume: its step is written again after the checkpoint anyway.
@@ -420,8 +417,18 @@ void train(const spec::RunSpec& spec, const TrainOptions& options, const RankEnv
                        static_cast<long long>(number), metrics.c_str(), line.c_str());
           continue;
         }
-        if (record["step"].get<int64_t>() <= saved_step) kept += line + "\n";
+        if (record["step"].get<int64_t>() > saved_step) continue;
+        kept += line + "\n";
+        if (record["step"].get<int64_t>() != saved_step) continue;
+        const std::string type = record.contains("type") && record["type"].is_string() ? record["type"].get<std::string>() : "step";
+        reported = reported || type == "artifact";
+        if (type == "step" && record.contains("rank") && record["rank"] == 0 && record.contains("wall_time_s") &&
+            record["wall_time_s"].is_number())
+          saved_step_wall_s = record["wall_time_s"].get<double>();
       }
+      // The run died between the checkpoint's manifest and its record: the record, from the manifest.
+      if (!reported)
+        kept += protocol::to_json(checkpoint_record_from_manifest(options.out_dir, saved_step, saved_step_wall_s)).dump() + "\n";
       std::ofstream(metrics, std::ios::trunc) << kept;
     } else {
       std::filesystem::remove(metrics);

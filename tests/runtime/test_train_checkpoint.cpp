@@ -1,6 +1,7 @@
 // Checkpoints: a run resumed from its newest complete checkpoint continues with bit-identical losses
 // and grad norms (CPU, fixed threads); a checkpoint without manifest is skipped as incomplete, a metrics
-// record cut short is dropped; another layout, a truncated rank file or no checkpoint at all is refused
+// record cut short is dropped; a checkpoint whose artifact record was lost gets it again from its
+// manifest, and each checkpoint is recorded once; another layout, a truncated rank file or no checkpoint at all is refused
 // with exit code 2, as is --save-every without --out.
 #include <QtTest/QtTest>
 
@@ -42,8 +43,17 @@ class TestTrainCheckpoint : public QObject {
     QVERIFY(std::filesystem::exists(last + "/rank_00000.pt") && std::filesystem::exists(last + "/rank_00001.pt"));
     // As if the run had died while writing step 20's checkpoint: no manifest, so not complete.
     std::filesystem::remove(last + "/manifest.json");
-    // and as if the disk had filled while step 21's record was written: the line is cut short.
     const std::string metrics = b.toStdString() + "/metrics.jsonl";
+    // As if it had died between step 10's manifest and its artifact record: that line is gone.
+    {
+      std::ifstream in(metrics);
+      std::string line, kept;
+      while (std::getline(in, line))
+        if (line.find("\"type\":\"artifact\"") == std::string::npos || line.find("\"step\":10,") == std::string::npos) kept += line + "\n";
+      in.close();
+      std::ofstream(metrics, std::ios::trunc) << kept;
+    }
+    // And as if the disk had filled while step 21's record was written: the line is cut short.
     const auto whole_lines = [&] {
       std::ifstream in(metrics);
       return std::count(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>(), '\n');
@@ -61,6 +71,23 @@ class TestTrainCheckpoint : public QObject {
     const auto uninterrupted = exact_steps(a.toStdString()), resumed = exact_steps(b.toStdString());
     QCOMPARE(resumed.size(), size_t(20));  // steps 11-20 of the first run replaced, not duplicated
     QVERIFY(resumed == uninterrupted);     // bit-identical
+    // Each checkpoint once: step 10's record written again from its manifest, step 20's by the resumed run.
+    std::map<int64_t, nlohmann::json> checkpoints;
+    {
+      std::ifstream in(metrics);
+      for (std::string line; std::getline(in, line);) {
+        const auto record = nlohmann::json::parse(line);
+        if (record.at("type") != "artifact") continue;
+        QVERIFY2(checkpoints.emplace(record.at("step").get<int64_t>(), record).second, line.c_str());
+      }
+    }
+    QCOMPARE(checkpoints.size(), size_t{2});
+    const std::string ten = b.toStdString() + "/checkpoints/step_00000010";
+    QVERIFY(std::filesystem::equivalent(checkpoints.at(10).at("path").get<std::string>(), ten));
+    QCOMPARE(checkpoints.at(10).at("size_bytes").get<int64_t>(),
+             static_cast<int64_t>(std::filesystem::file_size(ten + "/rank_00000.pt") + std::filesystem::file_size(ten + "/rank_00001.pt")));
+    QVERIFY(checkpoints.at(10).at("wall_time_s").get<double>() > 0);  // step 10's time on rank 0's clock
+    QVERIFY(checkpoints.at(20).at("wall_time_s").get<double>() > 0);
 
     // Another layout: TP=2 instead of DP=2.
     Layout tp2;
