@@ -279,8 +279,8 @@ struct Agent::Impl {
       } catch (const nlohmann::json::exception& e) {
         error(id, ErrorCode::bad_field, e.what(), type);
       } catch (const std::exception& e) {
-        // This node failed to carry out a valid request (a full disk under an outbox spill, say): said
-        // to the workbench; nothing in a message stops the agent.
+        // This node failed to carry out a valid request: said to the workbench; nothing in a message
+        // stops the agent.
         error(id, ErrorCode::internal, e.what(), type);
       }
     }

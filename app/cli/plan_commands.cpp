@@ -26,23 +26,27 @@ struct Overrides {
   CLI::Option* sp_option = nullptr;
 
   void add_to(CLI::App* cmd) {
-    cmd->add_option("--tp", tp, "Tensor-parallel size")->check(fits_int64());
-    cmd->add_option("--pp", pp, "Pipeline-parallel size")->check(fits_int64());
-    cmd->add_option("--dp", dp, "Data-parallel size (default: derived from the cluster)")->check(fits_int64());
-    cmd->add_option("--cp", cp, "Context-parallel size")->check(fits_int64());
-    cmd->add_option("--ep", ep, "Expert-parallel size")->check(fits_int64());
-    cmd->add_option("--vpp", vpp, "Virtual pipeline stages per rank (interleaved schedule)")->check(fits_int64());
+    // Integers refused beyond int64 rather than clamped by CLI11.
+    const auto integer = [cmd](const char* name, std::optional<int64_t>& value, const char* help) {
+      cmd->add_option(name, value, help)->check(fits_int64());
+    };
+    integer("--tp", tp, "Tensor-parallel size");
+    integer("--pp", pp, "Pipeline-parallel size");
+    integer("--dp", dp, "Data-parallel size (default: derived from the cluster)");
+    integer("--cp", cp, "Context-parallel size");
+    integer("--ep", ep, "Expert-parallel size");
+    integer("--vpp", vpp, "Virtual pipeline stages per rank (interleaved schedule)");
     sp_option = cmd->add_flag("--sp,!--no-sp", sp, "Sequence parallelism on (--sp) or off (--no-sp)");
-    cmd->add_option("--zero", zero, "ZeRO stage 0-3")->check(fits_int64());
-    cmd->add_option("--mbs", mbs, "Micro-batch size")->check(fits_int64());
-    cmd->add_option("--gbs", gbs, "Global batch size")->check(fits_int64());
-    cmd->add_option("--seq", seq, "Sequence length")->check(fits_int64());
+    integer("--zero", zero, "ZeRO stage 0-3");
+    integer("--mbs", mbs, "Micro-batch size");
+    integer("--gbs", gbs, "Global batch size");
+    integer("--seq", seq, "Sequence length");
     cmd->add_option("--recompute", recompute, "none|selective|full");
     cmd->add_option("--precision", precision, "fp32|bf16|fp16");
     cmd->add_option("--schedule", schedule, "gpipe|1f1b|interleaved|zb-h1");
     cmd->add_option("--gpu", gpu, "GPU preset id");
-    cmd->add_option("--nodes", nodes, "Number of nodes")->check(fits_int64());
-    cmd->add_option("--gpus-per-node", gpus_per_node, "GPUs per node")->check(fits_int64());
+    integer("--nodes", nodes, "Number of nodes");
+    integer("--gpus-per-node", gpus_per_node, "GPUs per node");
     cmd->add_option("--preset", preset, "Model preset id (replaces the spec's model section)");
   }
 

@@ -2,7 +2,6 @@
 #include "launch/history_sink.hpp"
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 
 #include "planner/plan.hpp"
@@ -144,11 +143,8 @@ void HistorySink::add(const Record& r) {
     if (!is_string(r, "kind") || !is_string(r, "path") || !is_int(r, "step") ||
         r.find("kind")->get_ref<const std::string&>().empty() || r.find("path")->get_ref<const std::string&>().empty())
       return void(++skipped_);
-    const int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                               std::chrono::system_clock::now().time_since_epoch())
-                               .count();
-    int64_t created_ms = value_or(r, "created_ms", now_ms);
-    if (created_ms < 0 || created_ms >= store::kYear3000Ms) created_ms = now_ms;  // before the year 3000, or now
+    int64_t created_ms = value_or(r, "created_ms", int64_t{-1});
+    if (created_ms < 0 || created_ms >= store::kYear3000Ms) created_ms = store::now_ms();  // before the year 3000, or now
     writer_.append(run_, store::Artifact{r.find("kind")->get<std::string>(), r.find("path")->get<std::string>(), index("step"),
                                          std::max<int64_t>(0, value_or(r, "size_bytes", int64_t{0})), created_ms});
     ++weight_;

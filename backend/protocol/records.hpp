@@ -1,6 +1,7 @@
 // The records a training rank reports: one StepRecord per step, one TimelineRecord per executed
-// pipeline operation and one ArtifactRecord per file of the run it wrote (a checkpoint). Written one JSON object per line to DIR/metrics.jsonl (docs/runtime.md) and,
-// later, streamed by the agent: both use these definitions.
+// pipeline operation and one ArtifactRecord per file of the run it wrote (a checkpoint). Written one
+// JSON object per line to DIR/metrics.jsonl (docs/runtime.md) and, later, streamed by the agent: both
+// use these definitions.
 #pragma once
 
 #include <cstdint>

@@ -43,9 +43,10 @@ void write_csv_row(std::ostream& out, const std::vector<std::string>& fields) {
   for (size_t i = 0; i < fields.size(); ++i) {
     if (i) out << ',';
     // UTF-8 as import requires: a byte of another encoding (a history edited by hand) as U+FFFD.
-    const std::string f = spec::invalid_utf8_at(fields[i]) == std::string_view::npos
-                              ? fields[i]
-                              : spec::utf8_replacing_invalid(fields[i]);
+    std::string replaced;
+    const std::string& f = spec::invalid_utf8_at(fields[i]) == std::string_view::npos
+                               ? fields[i]
+                               : (replaced = spec::utf8_replacing_invalid(fields[i]));
     if (f.find_first_of(",\"\r\n") == std::string::npos) {
       out << f;
       continue;
