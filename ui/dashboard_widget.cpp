@@ -420,6 +420,27 @@ void DashboardWidget::rebuildCurves() {
   for (auto& [metric, plot] : plots_) coalescer_.schedule(plot);
 }
 
+void DashboardWidget::groupMemoryCurves() {
+  // Ranks that peak at the same bytes (a stage's data-parallel replicas on a GPU) would draw over each
+  // other under a legend of ranks one cannot see: each group is drawn once, named by all its ranks.
+  std::map<int64_t, const SeriesData*> series;
+  for (const auto& [key, data] : feed_->series())
+    if (key.first == store::metric_name::peak_memory_bytes) series[key.second] = &data;
+  memory_groups_.update(series);
+  for (auto& curve : curves_) {
+    if (curve.key.first != store::metric_name::peak_memory_bytes) continue;
+    const int64_t rank = curve.key.second;
+    const bool drawn = memory_groups_.representative(rank) == rank;
+    curve.graph->setVisible(drawn);
+    if (drawn) {
+      curve.graph->setName(formatRanks(memory_groups_.members(rank)));
+      curve.graph->addToLegend();
+    } else {
+      curve.graph->removeFromLegend();
+    }
+  }
+}
+
 void DashboardWidget::addPredictionLines() {
   // The planner's prediction, one dashed line per distinct stage total, in a neutral colour no rank
   // uses, named at its right end ("predicted: stages 0, 1") rather than by a colour to decode.
@@ -474,12 +495,15 @@ void DashboardWidget::poll() {
     progress_->setText(tr("cannot read the history: %1").arg(QString::fromStdString(e.what())));
     return;
   }
+  bool memory_grew = false;
   for (const auto& [key, before] : update.grown) {
     feedCurve(curveFor(key, false), before);
     if (key.first == store::metric_name::loss && key.second == feed_->firstRankOf(store::metric_name::loss))
       feedCurve(curveFor(key, true), before);
     coalescer_.schedule(plots_.at(QString::fromStdString(key.first)));
+    memory_grew |= key.first == store::metric_name::peak_memory_bytes;
   }
+  if (memory_grew) groupMemoryCurves();
   if (update.logs_before < feed_->logs().size()) appendLogs(update.logs_before);
   if (update.timeline_changed) updateTimeline();
   if (update.artifacts_changed) updateCheckpoints();

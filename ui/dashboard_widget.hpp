@@ -1,9 +1,10 @@
 // The run dashboard: curves of one run (loss raw and smoothed, grad norm, learning rate, tokens/s,
 // model TFLOP/s per rank, MFU, bubble per stage, peak memory per rank against the planner's
-// prediction) over step, tokens or wall time; the measured pipeline timeline of a step next to the
-// predicted one (the designer's TimelineView); a rank/node status grid; the log with a rank filter and
-// search; Stop. Live and replay are one code path: it reads the history incrementally (RunFeed) on a
-// timer while the run goes, appends to the graphs and coalesces redraws to at most 30 per second.
+// prediction, ranks with the same curve drawn once) over step, tokens or wall time; the measured
+// pipeline timeline of a step next to the predicted one (the designer's TimelineView); a rank/node
+// status grid; the log with a rank filter and search; Stop. Live and replay are one code path: it
+// reads the history incrementally (RunFeed) on a timer while the run goes, appends to the graphs and
+// coalesces redraws to at most 30 per second.
 #pragma once
 
 #include <map>
@@ -26,6 +27,7 @@
 
 #include <qcustomplot.h>
 
+#include "identical_series.hpp"
 #include "plan_session.hpp"
 #include "run_feed.hpp"
 #include "smoothing.hpp"
@@ -117,6 +119,7 @@ class DashboardWidget : public QWidget {
   void feedCurve(Curve& curve, size_t from);
   void rebuildCurves();
   void rescale(QCustomPlot* plot);
+  void groupMemoryCurves();
   void updateMfuTitle();
   void updateStatus();
   void updateRanks();
@@ -140,6 +143,7 @@ class DashboardWidget : public QWidget {
   ReplotCoalescer coalescer_;
   std::map<QString, QCustomPlot*> plots_;
   std::vector<Curve> curves_;
+  IdenticalSeries memory_groups_;  ///< ranks with the same peak-memory curve, drawn once
   QCPGraph* smoothed_loss_ = nullptr;
   std::vector<QCPItemStraightLine*> prediction_lines_;  ///< one per distinct predicted stage total
   std::vector<QCPItemText*> prediction_labels_;        ///< "predicted: stage 1" at each line's end

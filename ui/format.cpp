@@ -1,6 +1,8 @@
 // Number formatting shared by the workbench's views.
 #include "format.hpp"
 
+#include <QStringList>
+
 #include <cmath>
 
 namespace tessera::ui {
@@ -47,6 +49,21 @@ QString formatNodes(int64_t count) {
 
 QString formatPercent(double fraction, int decimals) {
   return QStringLiteral("%1 %").arg(fraction * 100.0, 0, 'f', decimals);
+}
+
+QString formatRanks(const std::vector<int64_t>& ranks) {
+  QStringList parts;
+  for (size_t i = 0; i < ranks.size();) {
+    size_t end = i + 1;
+    while (end < ranks.size() && ranks[end] == ranks[end - 1] + 1) ++end;
+    if (end - i >= 3) {
+      parts << QStringLiteral("%1–%2").arg(ranks[i]).arg(ranks[end - 1]);
+    } else {
+      for (size_t j = i; j < end; ++j) parts << QString::number(ranks[j]);
+    }
+    i = end;
+  }
+  return (ranks.size() == 1 ? QStringLiteral("rank ") : QStringLiteral("ranks ")) + parts.join(QStringLiteral(", "));
 }
 
 }  // namespace tessera::ui

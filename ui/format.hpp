@@ -1,8 +1,9 @@
 // Number formatting shared by the workbench's views: bytes in GiB or MiB, counts with SI suffixes,
-// durations, counts of devices and nodes in the singular or plural.
+// durations, counts of devices and nodes in the singular or plural, lists of ranks.
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include <QString>
 
@@ -25,5 +26,7 @@ QString formatDevices(int64_t count, bool cpu);
 QString formatNodes(int64_t count);
 /// "41.6 %".
 QString formatPercent(double fraction, int decimals = 1);
+/// "rank 3", "ranks 0, 1", "ranks 0–3, 8" (ascending ranks; three or more in a row as a range).
+QString formatRanks(const std::vector<int64_t>& ranks);
 
 }  // namespace tessera::ui

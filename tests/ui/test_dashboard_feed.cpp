@@ -9,6 +9,7 @@
 #include <QtTest/QtTest>
 
 #include "dashboard_widget.hpp"
+#include "format.hpp"
 #include "launch_dialog.hpp"
 #include "run_feed.hpp"
 #include "store/writer.hpp"
@@ -189,6 +190,49 @@ class TestDashboardFeed : public QObject {
     dashboard.setSmoothing(0.9);
     QVERIFY(dashboard.smoothedLoss()->data()->at(14)->value > loss->data()->at(14)->value);
     QCOMPARE(dashboard.smoothedLoss()->data()->at(0)->value, loss->data()->at(0)->value);  // debiased
+  }
+
+  void ranksWithTheSameMemoryAreDrawnOnce() {
+    // Stage 0's four ranks peak at the same bytes throughout; stage 1's four do until rank 7 grows at
+    // step 8: each group is one curve named by its ranks, and rank 7 comes back as its own.
+    store::RunRecord record;
+    record.name = "replicas";
+    record.spec = spec3d();
+    record.status = store::RunStatus::running;
+    const auto run = writer_->create_run(record);
+    const auto writeMemory = [&](int64_t first, int64_t last) {
+      for (int64_t step = first; step <= last; ++step)
+        for (int64_t rank = 0; rank < 8; ++rank) {
+          const double mib = rank < 4 ? 4.0 : rank == 7 && step >= 8 ? 3.5 : 3.0;
+          writer_->append(run, std::vector<store::MetricPoint>{{"peak_memory_bytes", rank, step, 1000.0 + step, mib * 1024 * 1024}});
+        }
+      writer_->flush();
+    };
+    writeMemory(1, 5);
+    DashboardWidget dashboard;
+    QVERIFY(dashboard.openRun(db_, QString::fromStdString(run.id)));
+    const auto drawn = [&](int64_t rank) { return dashboard.graph("peak_memory_bytes", rank)->visible(); };
+    const auto name = [&](int64_t rank) { return dashboard.graph("peak_memory_bytes", rank)->name(); };
+    QCustomPlot* memory = dashboard.plot("peak_memory_bytes");
+    QVERIFY(drawn(0) && drawn(4));
+    for (int64_t rank : {1, 2, 3, 5, 6, 7}) {
+      QVERIFY(!drawn(rank));
+      QVERIFY(!memory->legend->hasItemWithPlottable(dashboard.graph("peak_memory_bytes", rank)));
+    }
+    QCOMPARE(name(0), QStringLiteral("ranks 0–3"));
+    QCOMPARE(name(4), QStringLiteral("ranks 4–7"));
+    QCOMPARE(memory->legend->itemCount(), 2);
+
+    writeMemory(6, 10);
+    dashboard.poll();
+    QVERIFY(drawn(0) && drawn(4) && drawn(7));
+    QCOMPARE(name(4), QStringLiteral("ranks 4–6"));
+    QCOMPARE(name(7), QStringLiteral("rank 7"));
+    QCOMPARE(memory->legend->itemCount(), 3);
+    QCOMPARE(dashboard.graph("peak_memory_bytes", 7)->dataCount(), 10);  // hidden, it kept its points
+
+    QCOMPARE(formatRanks({0, 1}), QStringLiteral("ranks 0, 1"));
+    QCOMPARE(formatRanks({0, 1, 2, 3, 8, 10, 11}), QStringLiteral("ranks 0–3, 8, 10, 11"));
   }
 
   void decimationIsBoundedKeepsSpikesAndIgnoresFrames() {
