@@ -141,7 +141,7 @@ void SummaryStrip::refresh() {
       tr("%1 · %2 microbatches").arg(QString::fromLatin1(spec::to_string(s.parallel.schedule).data())).arg(plan->schedule.microbatches));
   QStringList crossing, warn;
   for (const auto& kind : plan->cross_node_groups) {
-    if (kind == "dp_cp" || kind == "embedding" || kind == "expert_dp") continue;  // follow from dp, cp and pp
+    if (planner::is_derived_group_kind(kind)) continue;
     crossing << QString::fromStdString(kind).toUpper();
     if (kind == "tp" || kind == "cp" || kind == "ep") warn << QString::fromStdString(kind).toUpper();
   }

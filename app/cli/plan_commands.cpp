@@ -139,11 +139,10 @@ void print_plan(const planner::Plan& plan) {
   std::cout << "  " << s.num_microbatches() << " microbatches of " << s.training.micro_batch_size << " × "
             << s.model.seq_length << " tokens per DP rank · " << format_count(plan.flops.tokens_per_iteration)
             << " tokens per step\n";
-  if (!plan.cross_node_groups.empty()) {
-    std::string kinds;
-    for (const auto& k : plan.cross_node_groups) kinds += (kinds.empty() ? "" : ", ") + k;
-    std::cout << "  groups crossing a node boundary: " << kinds << "\n";
-  }
+  std::string kinds;
+  for (const auto& k : plan.cross_node_groups)
+    if (!planner::is_derived_group_kind(k)) kinds += (kinds.empty() ? "" : ", ") + k;
+  if (!kinds.empty()) std::cout << "  groups crossing a node boundary: " << kinds << "\n";
   std::cout << "\nParameters: " << format_count(plan.params.total) << " (" << format_si(static_cast<double>(plan.params.total), "")
             << ")\n";
   TextTable params({"stage", "layers", "parameters", "per rank (after TP/EP)"});

@@ -12,6 +12,8 @@ const std::vector<std::string>& group_kinds() {
   return kinds;
 }
 
+bool is_derived_group_kind(std::string_view kind) { return kind == "dp_cp" || kind == "expert_dp" || kind == "embedding"; }
+
 RankCoord rank_coord(int64_t rank, int64_t tp, int64_t cp, int64_t ep, int64_t dp, int64_t /*pp: outermost, implied*/,
                      int64_t gpus_per_node) {
   RankCoord c;
@@ -28,14 +30,12 @@ RankCoord rank_coord(int64_t rank, int64_t tp, int64_t cp, int64_t ep, int64_t d
   return c;
 }
 
-int64_t nodes_spanned(int64_t first, int64_t stride, int64_t size, int64_t gpus_per_node) {
-  int64_t count = 0, last_node = -1;
-  for (int64_t i = 0; i < size; ++i) {
-    const int64_t node = (first + i * stride) / gpus_per_node;
-    if (node != last_node) ++count;  // ranks ascend, so nodes do too
-    last_node = node;
-  }
-  return count;
+bool any_group_crosses_node(int64_t stride, int64_t size, int64_t world, int64_t gpus_per_node) {
+  if (size <= 1) return false;
+  for (int64_t block = 0; block < world; block += stride * size)
+    for (int64_t first = block; first < block + stride && first < world; ++first)
+      if (first / gpus_per_node != (first + (size - 1) * stride) / gpus_per_node) return true;  // ranks ascend
+  return false;
 }
 
 std::vector<std::string> RankGrid::cross_node_kinds() const {

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "spec/run_spec.hpp"
@@ -25,6 +26,8 @@ struct ProcessGroup {
 
 /// Group kinds, in display order: tp, cp, dp, dp_cp (gradient reduction), ep, expert_dp, pp, embedding.
 const std::vector<std::string>& group_kinds();
+/// dp_cp, expert_dp and embedding: they cross nodes when dp, cp or pp do, so summaries leave them out.
+bool is_derived_group_kind(std::string_view kind);
 
 struct RankGrid {
   int64_t world = 0, tp = 1, cp = 1, ep = 1, dp = 1, pp = 1, gpus_per_node = 1;
@@ -41,7 +44,10 @@ RankCoord rank_coord(int64_t rank, int64_t tp, int64_t cp, int64_t ep, int64_t d
 
 RankGrid make_rank_grid(const spec::RunSpec& spec);
 
-/// Nodes spanned by the group {first + i*stride : i < size} with gpus_per_node ranks per node.
-int64_t nodes_spanned(int64_t first, int64_t stride, int64_t size, int64_t gpus_per_node);
+/// Whether a group of one kind spans more than one node: the kind's groups are {b + i*stride : i < size}
+/// for every b of [0, world) with (b / stride) % size == 0, gpus_per_node ranks per node. Every group
+/// is checked: where nodes do not align with the groups (6 GPUs a node, TP 4), the first one does not
+/// decide for the others.
+bool any_group_crosses_node(int64_t stride, int64_t size, int64_t world, int64_t gpus_per_node);
 
 }  // namespace tessera::planner

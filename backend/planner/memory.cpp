@@ -150,20 +150,20 @@ std::vector<StageMemory> megatron_stages(const spec::RunSpec& spec, const Schedu
       per_layer = sp ? 2 * sbh : 2 * sbh * tp;
       break;
   }
-  const bool interleaved = p.schedule == spec::Schedule::interleaved;
-  const double m_count = static_cast<double>(schedule.microbatches);
   std::vector<StageMemory> out(p.pp);
   for (int64_t stage = 0; stage < p.pp; ++stage) {
-    // The script models the first stage: num_layers/pp layers x pp microbatches; stage r holds pp - r.
-    const double in_flight_units = pp - static_cast<double>(stage);
-    double act = per_layer * (L / pp) * in_flight_units;
-    if (stage == 0) act += 8 * s * b * pp + s * b * h * pp;  // input ids and embedding dropout
-    if (interleaved) act *= 1 + (pp - 1) / (pp * static_cast<double>(p.vpp));
-    else if (p.pp > 1) act *= std::min(1.0, m_count / in_flight_units);
+    // The script models the first stage: num_layers/pp layers x pp microbatches, times
+    // 1 + (pp-1)/(pp·vpp) when interleaved, which is the schedule's peak of chunk-microbatches in flight
+    // on stage 0 over vpp ((pp-1)·2 + (vpp-1)·pp + 1 chunks). Every stage here: its own peak over vpp
+    // (1F1B: min(pp - r, m) on stage r).
+    const double units = peak_in_flight(schedule, static_cast<int>(stage)) / static_cast<double>(p.vpp);
+    double act = per_layer * (L / pp) * units;
+    if (stage == 0) act += (8 * s * b + s * b * h) * units;  // input ids and embedding dropout
     if (stage == p.pp - 1) act += s * b * h * 4 * (1 + vocab / h);  // output layer and CE loss inputs
     act /= tp;
 
-    const double params = stage == 0 ? most_loaded : other;
+    // The last stage of a pipeline holds the output layer (or, tied, its copy of the word embeddings).
+    const double params = stage == 0 ? most_loaded : stage == p.pp - 1 ? other + embedding / tp : other;
     auto& st = out[stage];
     st.stage = stage;
     st.weights_bytes = bytes_of(params * 2);
@@ -284,16 +284,17 @@ RuntimePeak runtime_activation_peak(const spec::RunSpec& spec, const ScheduleTab
   for (const auto& op : schedule.stages.at(stage)) {
     const int64_t virtual_stage = static_cast<int64_t>(op.chunk) * p.pp + stage;
     const bool last = virtual_stage == last_virtual;
-    const double chunk = layers_per_chunk * per_layer + (last ? loss_part : 0);
+    const double layers = layers_per_chunk * per_layer, loss = last ? loss_part : 0;
     const bool backward = op.kind == OpKind::backward || op.kind == OpKind::backward_input;
     if (op.kind == OpKind::forward) {
-      held += chunk;
+      held += layers + loss;
       consider(last && !r.fused ? logits : 0);  // ATen: the logits while the softmax is computed
     } else if (backward) {
       if (last && r.fused) consider(logits);  // the logits' gradient, next to the saved logits
-      consider(std::max(0.0, layer_backward - (last ? loss_part : 0)));  // the loss part is freed first
-      held -= chunk;
+      consider(std::max(0.0, layer_backward - loss));  // the loss part is freed first
+      held -= loss;  // the loss's backward consumed it, W or not
     }
+    if (releases_activations(op.kind)) held -= layers;
     gradient_send = backward && virtual_stage > 0 ? p2p : 0;
   }
   return best;
@@ -319,8 +320,8 @@ std::vector<StageMemory> tessera_stages(const spec::RunSpec& spec, const ModelPa
   const double h = static_cast<double>(m.hidden_size);
   const double vocab_rank = static_cast<double>(padded_vocab(m.vocab_size, p.tp)) / t;
 
-  std::vector<double> in_flight_of(p.pp);
-  for (int64_t stage = 0; stage < p.pp; ++stage) in_flight_of[stage] = peak_in_flight(schedule, static_cast<int>(stage));
+  const int64_t layers_per_chunk = m.num_layers / (p.pp * p.vpp);
+  const int64_t last_virtual = p.pp * p.vpp - 1;
   std::vector<StageMemory> out(p.pp);
   for (int64_t stage = 0; stage < p.pp; ++stage) {
     const auto& sp = stages[stage];
@@ -335,23 +336,29 @@ std::vector<StageMemory> tessera_stages(const spec::RunSpec& spec, const ModelPa
     st.gradients_bytes = bytes_of(sharded(grad_bytes, zero >= 2));
     st.optimizer_bytes = bytes_of(sharded(optimizer_bytes, zero >= 1));
 
-    // Activations: stored bytes per layer x layers per chunk x chunk-microbatches in flight.
-    const double in_flight = in_flight_of[stage];
-    const double layers_per_chunk = static_cast<double>(m.num_layers / (p.pp * p.vpp));
-    double per_chunk = 0, working_layer = 0;
-    for (int64_t i = 0; i < static_cast<int64_t>(layers_per_chunk); ++i) {
-      const int64_t layer = sp.layers[i];
-      per_chunk += layer_activation_bytes(spec, layer);
-      working_layer = std::max(working_layer, layer_activation_bytes_no_recompute(spec, layer));
+    // Activations: what each chunk-microbatch holds from its F until its B (or W): its layers' stored
+    // bytes, on the first virtual stage also the token ids and the embedding dropout mask, on the last
+    // the final norm's input and the fp32 logits kept for the loss. The peak over this stage's schedule.
+    // Under ZB-H1 the loss's tensors go at Bi (its backward consumed them), the rest at W.
+    std::vector<double> chunk_bytes(p.vpp, 0.0), loss_bytes(p.vpp, 0.0);
+    double working_layer = 0;
+    for (int64_t chunk = 0; chunk < p.vpp; ++chunk) {
+      for (int64_t i = chunk * layers_per_chunk; i < (chunk + 1) * layers_per_chunk; ++i) {
+        const int64_t layer = sp.layers[i];
+        chunk_bytes[chunk] += layer_activation_bytes(spec, layer);
+        working_layer = std::max(working_layer, layer_activation_bytes_no_recompute(spec, layer));
+      }
+      const int64_t virtual_stage = chunk * p.pp + stage;
+      if (virtual_stage == 0) chunk_bytes[chunk] += tokens * (8 + (has_dropout(m.arch) ? h : 0));
+      if (virtual_stage == last_virtual) loss_bytes[chunk] = e * tokens * h / (p.sequence_parallel ? t : 1) + 4 * tokens * vocab_rank;
     }
-    double act = per_chunk * in_flight;
+    double held = 0, act = 0;
+    for (const auto& op : schedule.stages.at(stage)) {
+      if (op.kind == OpKind::forward) act = std::max(act, held += chunk_bytes.at(op.chunk) + loss_bytes.at(op.chunk));
+      if (op.kind == OpKind::backward || op.kind == OpKind::backward_input) held -= loss_bytes.at(op.chunk);
+      if (releases_activations(op.kind)) held -= chunk_bytes.at(op.chunk);
+    }
     if (spec.training.recompute == Recompute::full) act += working_layer;  // one layer rebuilt at a time
-    const double last_in_flight = in_flight_of[p.pp - 1];
-    if (stage == 0) act += in_flight * tokens * (8 + (has_dropout(m.arch) ? h : 0));  // token ids, embedding dropout mask
-    if (stage == p.pp - 1) {
-      const double norm_input = e * tokens * h / (p.sequence_parallel ? t : 1);
-      act += last_in_flight * (norm_input + 4 * tokens * vocab_rank);  // fp32 logits kept for the loss
-    }
     st.activations_bytes = bytes_of(act);
 
     if (has_runtime_terms(m)) {
@@ -365,7 +372,7 @@ std::vector<StageMemory> tessera_stages(const spec::RunSpec& spec, const ModelPa
     }
 
     double buffers = 0;
-    if (p.pp > 1) buffers += 2 * e * tokens * h / t;                       // p2p send and receive
+    if (p.pp > 1) buffers += 2 * e * tokens * h / (p.sequence_parallel ? t : 1);  // p2p send and receive
     if (stage == p.pp - 1) buffers += 4 * tokens * vocab_rank;             // logits gradient during backward
     if (zero >= 3 && !sp.layers.empty()) {
       double largest = 0;

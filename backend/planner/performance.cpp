@@ -48,9 +48,10 @@ double half_collective_s(double bytes, int64_t ranks, double bandwidth, const Pe
   return (n - 1) / n * bytes / bandwidth + c.collective_latency_s;
 }
 
-double group_bandwidth(int64_t first, int64_t stride, int64_t size, const spec::RunSpec& spec, const Machine& mc) {
-  return nodes_spanned(first, stride, size, spec.cluster.gpus_per_node) > 1 ? mc.inter_bytes_per_s
-                                                                             : mc.intra_bytes_per_s;
+// A collective runs at the speed of its slowest group: the NIC's once any group of the kind spans nodes.
+double group_bandwidth(int64_t stride, int64_t size, const spec::RunSpec& spec, const Machine& mc) {
+  return any_group_crosses_node(stride, size, spec.world_size(), spec.cluster.gpus_per_node) ? mc.inter_bytes_per_s
+                                                                                             : mc.intra_bytes_per_s;
 }
 
 struct Parts {
@@ -82,24 +83,25 @@ Parts forward_parts(const spec::RunSpec& spec, int64_t layer, const Machine& mc,
     parts.gemm_s += gemm_s(tokens, h, static_cast<double>(m.num_experts), mc, c);
     parts.gemm_s += local_experts * (gemm_s(per_expert, h, up * f / t, mc, c) + gemm_s(per_expert, f / t, h, mc, c));
     const double a2a_bytes = e * tokens * static_cast<double>(m.moe_top_k) * h;
-    const double bw = group_bandwidth(0, p.tp, p.ep, spec, mc);  // ep neighbours are tp ranks apart
+    const double bw = group_bandwidth(p.tp, p.ep, spec, mc);  // ep neighbours are tp ranks apart
     parts.ep_s = 2 * half_collective_s(a2a_bytes, p.ep, bw, c);  // dispatch and combine
   } else {
     const double f = static_cast<double>(m.ffn_hidden_size);
     parts.gemm_s += gemm_s(tokens, h, up * f / t, mc, c) + gemm_s(tokens, f / t, h, mc, c);
   }
-  // Attention scores and values: 2 products of tokens x keys x q/t; flash skips masked blocks.
+  // Attention scores and values: 2 products of tokens x keys x q/t; flash skips the masked blocks of a
+  // causal self-attention (a t5 decoder's cross-attention is never masked).
   const double keys = static_cast<double>(m.seq_length);
-  const double skip = (causal && spec.training.flash_attention) ? 0.5 : 1.0;
-  const double core_flops = attention_blocks * 2 * 2 * tokens * keys * q / t * skip;
+  const double self_share = (causal && spec.training.flash_attention) ? 0.5 : 1.0;
+  const double core_flops = 2 * 2 * tokens * keys * q / t * (self_share + (decoder_t5 ? 1.0 : 0.0));
   parts.core_s = core_flops / (mc.flops_per_s * c.attention_efficiency * size_factor(d, c));
   parts.elementwise_s = c.elementwise_passes * layer_activation_bytes_no_recompute(spec, layer) / mc.hbm_bytes_per_s;
   if (p.tp > 1) {
-    const double bw = group_bandwidth(0, 1, p.tp, spec, mc);
+    const double bw = group_bandwidth(1, p.tp, spec, mc);
     parts.tp_s = (attention_blocks + 1) * all_reduce_s(e * tokens * h, p.tp, bw, c);
   }
   if (p.cp > 1) {
-    const double bw = group_bandwidth(0, p.tp, p.cp, spec, mc);
+    const double bw = group_bandwidth(p.tp, p.cp, spec, mc);
     const double ring = static_cast<double>(p.cp - 1) * (2 * e * tokens * kv / t / bw + c.collective_latency_s);
     parts.cp_s = std::max(0.0, ring - parts.core_s);  // KV ring overlaps the attention it feeds
   }
@@ -177,9 +179,11 @@ Prediction predict(const spec::RunSpec& spec, const ModelParams& params, const S
     out.costs.backward_input_s[vs] = b - w;
   }
   if (p.pp > 1) {
-    const double bytes = e * tokens * h / (p.sequence_parallel ? 1 : t);  // scatter-gather: 1/t per rank
-    const int64_t stride = p.tp * p.cp * spec.data_parallel();
-    const double bw = group_bandwidth(0, stride, 2, spec, mc);
+    // 1/t of the activation per rank: its sequence shard under SP, else Megatron's scatter-gather
+    // (Narayanan et al. 2021 §4.1, as in the runs the constants were fitted to).
+    const double bytes = e * tokens * h / t;
+    // One cost for every hop: the NIC's when any pair of neighbouring stages is on two nodes.
+    const double bw = group_bandwidth(p.tp * p.cp * spec.data_parallel(), p.pp, spec, mc);
     out.costs.p2p_s = bytes / bw + c.collective_latency_s;
   }
   out.simulation = simulate(schedule, out.costs, record_events);
@@ -196,20 +200,27 @@ Prediction predict(const spec::RunSpec& spec, const ModelParams& params, const S
   const double grad_bytes = spec.training.precision == Precision::fp16 ? 2 : 4;
   const int64_t dp_cp = spec.data_parallel() * p.cp;
   const int64_t expert_dp = dp_cp / p.ep;
-  const double dp_bw = group_bandwidth(0, p.tp, dp_cp, spec, mc);
+  const double dp_bw = group_bandwidth(p.tp, dp_cp, spec, mc);
   const int64_t zero = spec.effective_zero_stage();
   double dp_s = 0;
   if (zero == 0) {
     dp_s = all_reduce_s(dense * grad_bytes, dp_cp, dp_bw, c) + all_reduce_s(expert * grad_bytes, expert_dp, dp_bw, c);
   } else {
-    dp_s = half_collective_s(dense * grad_bytes, dp_cp, dp_bw, c) + half_collective_s(dense * e, dp_cp, dp_bw, c) +
-           half_collective_s(expert * grad_bytes, expert_dp, dp_bw, c) + half_collective_s(expert * e, expert_dp, dp_bw, c);
+    // Gradients reduce-scattered, parameters all-gathered: once after the step (ZeRO-1/2), once in the
+    // forward and once in the backward under ZeRO-3 (3Ψ against plain DP's 2Ψ, Rajbhandari et al. §7.2).
+    const double gathers = zero >= 3 ? 2 : 1;
+    dp_s = half_collective_s(dense * grad_bytes, dp_cp, dp_bw, c) + gathers * half_collective_s(dense * e, dp_cp, dp_bw, c) +
+           half_collective_s(expert * grad_bytes, expert_dp, dp_bw, c) +
+           gathers * half_collective_s(expert * e, expert_dp, dp_bw, c);
   }
   double last_backward = 0;
   for (int vs = 0; vs < virtual_stages; vs += static_cast<int>(p.pp)) last_backward += out.costs.backward_s[vs];
+  out.dp_comm_s = dp_s;
   out.dp_exposed_s = std::max(0.0, dp_s - last_backward);
-  const double shard = zero >= 1 ? static_cast<double>(dp_cp) : 1.0;
-  out.optimizer_s = (dense + expert) / shard * c.optimizer_bytes_per_param / mc.hbm_bytes_per_s;
+  // The distributed optimizer updates its shard: dense parameters over dp·cp, experts over dp·cp/ep.
+  const double dense_shard = zero >= 1 ? static_cast<double>(dp_cp) : 1.0;
+  const double expert_shard = zero >= 1 ? static_cast<double>(expert_dp) : 1.0;
+  out.optimizer_s = (dense / dense_shard + expert / expert_shard) * c.optimizer_bytes_per_param / mc.hbm_bytes_per_s;
 
   out.iteration_time_s = out.pipeline_s + out.dp_exposed_s + out.optimizer_s;
   const double world = static_cast<double>(spec.world_size());

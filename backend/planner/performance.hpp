@@ -38,7 +38,8 @@ struct Prediction {
   double hfu = 0;
   double tokens_per_s = 0;
   double pipeline_s = 0;       ///< simulated forward/backward of all microbatches
-  double dp_exposed_s = 0;     ///< gradient reduction not hidden behind the last backward
+  double dp_comm_s = 0;        ///< data-parallel reduction and parameter gathers of the most loaded stage
+  double dp_exposed_s = 0;     ///< the part of dp_comm_s not hidden behind the last backward
   double optimizer_s = 0;
   double bubble_fraction = 0;
   OpCosts costs;

@@ -5,22 +5,23 @@ namespace tessera::planner {
 
 namespace {
 
-// Group kinds that cross a node boundary, from the first group of each kind (groups of a kind are
-// translates of each other, so the first one decides for all when nodes are aligned; the full grid
-// checks every group).
+// Group kinds that cross a node boundary without building the grid, in group_kinds() order (what the
+// full grid's cross_node_kinds() gives).
 std::vector<std::string> crossing_kinds(const spec::RunSpec& spec) {
   const auto& p = spec.parallel;
-  const int64_t dp = spec.data_parallel(), gpn = spec.cluster.gpus_per_node;
+  const int64_t dp = spec.data_parallel(), world = spec.world_size(), gpn = spec.cluster.gpus_per_node;
   std::vector<std::string> out;
   auto check = [&](const char* kind, int64_t stride, int64_t size) {
-    if (size > 1 && nodes_spanned(0, stride, size, gpn) > 1) out.emplace_back(kind);
+    if (any_group_crosses_node(stride, size, world, gpn)) out.emplace_back(kind);
   };
   check("tp", 1, p.tp);
   check("cp", p.tp, p.cp);
   check("dp", p.tp * p.cp, dp);
   check("dp_cp", p.tp, dp * p.cp);
   check("ep", p.tp, p.ep);
+  check("expert_dp", p.tp * p.ep, dp * p.cp / p.ep);
   check("pp", p.tp * p.cp * dp, p.pp);
+  check("embedding", p.tp * p.cp * dp, p.pp);  // a pp group's first and last rank: apart when it crosses
   return out;
 }
 

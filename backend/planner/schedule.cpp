@@ -158,7 +158,7 @@ int peak_in_flight(const ScheduleTable& table, int stage) {
   for (const auto& op : table.stages[stage]) {
     if (op.kind == OpKind::forward)
       peak = std::max(peak, ++held);
-    else if (op.kind != OpKind::backward_weight)
+    else if (releases_activations(op.kind))
       --held;
   }
   return peak;
@@ -274,7 +274,7 @@ Simulation simulate(const ScheduleTable& table, const OpCosts& costs, bool recor
       }
       if (op.kind == OpKind::forward)
         peak = std::max(peak, ++held);
-      else if (op.kind != OpKind::backward_weight)
+      else if (releases_activations(op.kind))
         --held;
       const double cost_s = cost_data[kind][vs];
       const double start_s = std::max(free_s, ready_s);

@@ -64,7 +64,12 @@ struct Simulation {
 /// inputs have arrived. Throws std::invalid_argument when the table deadlocks.
 Simulation simulate(const ScheduleTable& table, const OpCosts& costs, bool record_events = true);
 
-/// Peak number of chunk-microbatches with activations held on a stage (from F until its B or Bi).
+/// Whether `kind` ends the hold of a chunk-microbatch's activations: its backward B, or under a split
+/// backward (zb-h1) its weight-gradient pass W, which still needs every GEMM's input and output gradient
+/// (Qi et al. 2023, Table 1: 32·sbh of a layer's 34·sbh + 5·as²b stay until W; counted whole here).
+constexpr bool releases_activations(OpKind kind) { return kind == OpKind::backward || kind == OpKind::backward_weight; }
+
+/// Peak number of chunk-microbatches with activations held on a stage (from F until its B or W).
 int peak_in_flight(const ScheduleTable& table, int stage);
 
 }  // namespace tessera::planner

@@ -1,7 +1,9 @@
-// Rank grid of a 2x2x2x2 layout (tp, cp, dp, pp) with ep=2 on two nodes of 8, checked by hand.
+// Rank grid of a 2x2x2x2 layout (tp, cp, dp, pp) with ep=2 on two nodes of 8, checked by hand; the
+// plan's node-crossing kinds without the grid against the grid's on aligned and unaligned nodes.
 #include <QtTest/QtTest>
 
 #include "planner/grid.hpp"
+#include "planner/plan.hpp"
 
 using namespace tessera;
 using Groups = std::vector<std::vector<int64_t>>;
@@ -57,9 +59,42 @@ class TestGrid : public QObject {
     QCOMPARE(grid.cross_node_kinds(), (std::vector<std::string>{"pp", "embedding"}));
     QVERIFY(grid.group_of("pp", 3)->crosses_node);
     QVERIFY(!grid.group_of("tp", 3)->crosses_node);
-    QCOMPARE(planner::nodes_spanned(0, 8, 2, 8), int64_t{2});
-    QCOMPARE(planner::nodes_spanned(4, 1, 8, 8), int64_t{2});
-    QCOMPARE(planner::nodes_spanned(0, 1, 8, 8), int64_t{1});
+    QVERIFY(planner::any_group_crosses_node(8, 2, 16, 8));   // pp: ranks 0 and 8
+    QVERIFY(!planner::any_group_crosses_node(1, 8, 16, 8));  // tp 8 on nodes of 8
+    QVERIFY(!planner::any_group_crosses_node(1, 1, 16, 8));
+    // 6 GPUs a node, TP 4: the first group {0..3} stays on node 0, the second {4..7} does not.
+    QVERIFY(planner::any_group_crosses_node(1, 4, 12, 6));
+    QVERIFY(!planner::any_group_crosses_node(1, 3, 12, 6));
+  }
+
+  void crossingWithoutTheGridAgreesWithTheGrid() {
+    // plan without --grid names the kinds that cross from strides alone; the full grid checks every
+    // group of every kind. Aligned and unaligned nodes, MoE folding, CP and pipelines.
+    struct Layout {
+      const char* model;
+      int64_t tp, cp, ep, pp, nodes, gpus_per_node;
+    };
+    const std::vector<Layout> layouts = {{"tiny-moe", 2, 2, 2, 2, 2, 8}, {"tiny-gpt", 4, 1, 1, 1, 2, 6},
+                                         {"tiny-gpt", 2, 1, 1, 2, 3, 4},  {"tiny-moe", 1, 1, 4, 1, 2, 4},
+                                         {"tiny-moe", 2, 1, 2, 2, 4, 6},  {"tiny-gpt", 1, 2, 1, 4, 2, 8},
+                                         {"tiny-gpt", 2, 2, 1, 1, 1, 8}};
+    for (const auto& l : layouts) {
+      nlohmann::json doc = {{"model", {{"preset", l.model}}},
+                            {"parallel", {{"tp", l.tp}, {"cp", l.cp}, {"ep", l.ep}, {"pp", l.pp}}},
+                            {"training", {{"global_batch_size", 48}, {"micro_batch_size", 1}}},
+                            {"cluster", {{"gpu", "h100-sxm"}, {"nodes", l.nodes}, {"gpus_per_node", l.gpus_per_node}}}};
+      const auto spec = spec::parse_spec(doc);
+      const auto without = planner::make_plan(spec, {}).cross_node_groups;
+      planner::PlanOptions with_grid;
+      with_grid.include_grid = true;
+      QCOMPARE(without, planner::make_plan(spec, with_grid).grid->cross_node_kinds());
+    }
+    nlohmann::json unaligned = {{"model", {{"preset", "tiny-gpt"}}},
+                                {"parallel", {{"tp", 4}}},
+                                {"training", {{"global_batch_size", 48}}},
+                                {"cluster", {{"gpu", "h100-sxm"}, {"nodes", 2}, {"gpus_per_node", 6}}}};
+    QCOMPARE(planner::make_plan(spec::parse_spec(unaligned), {}).cross_node_groups,
+             (std::vector<std::string>{"tp", "dp", "dp_cp", "expert_dp"}));
   }
 };
 

@@ -37,10 +37,59 @@ class TestMemory : public QObject {
     // Activations: s*b*h*(18 + 4*14336/4096) * 32 layers + 8*s*b*pp + s*b*h*pp, x min(1, 4/2), / tp.
     const int64_t sbh = 8192LL * 4096;
     QCOMPARE(s0.activations_bytes, (sbh * 32 * 32 + 8 * 8192 * 2 + sbh * 2) / 2);
-    // The other stage holds the remaining layers only (the script's "other shards").
+    // The last stage: the remaining layers (the script's "other shards") and the output layer (untied:
+    // 4096 x 128256 / tp), one microbatch in flight and the output layer's and loss's inputs.
     const auto& s1 = m.stages[1];
-    QCOMPARE(s1.weights_bytes + s1.gradients_bytes + s1.optimizer_bytes, int64_t{6'979'854'336} / 4 * 12);
+    QCOMPARE(s1.weights_bytes + s1.gradients_bytes + s1.optimizer_bytes,
+             (int64_t{6'979'854'336} / 4 + int64_t{525'336'576} / 2) * 12);
+    QCOMPARE(s1.activations_bytes, (sbh * 32 * 16 + 4 * sbh + 4 * 8192LL * 128256) / 2);
     QCOMPARE(m.peak_bytes, std::max(s0.total_bytes(), s1.total_bytes()));
+
+    // Interleaved (v = 2, 4 microbatches): stage 0 holds 5 chunk-microbatches, the script's
+    // 1 + (p-1)/(p·v) = 1.25 on p = 2 stage-microbatches; stage 1 holds 3 chunks, 1.5 of them.
+    const auto inter = memory(make({{"parallel", {{"vpp", 2}, {"schedule", "interleaved"}}}}), planner::MemoryProfile::megatron);
+    QCOMPARE(inter.stages[0].activations_bytes,
+             static_cast<int64_t>(std::llround((sbh * 32.0 * 16 * 2 + (8.0 * 8192 + sbh) * 2) * 1.25 / 2)));
+    QCOMPARE(inter.stages[1].activations_bytes,
+             static_cast<int64_t>(std::llround((sbh * 32.0 * 16 * 1.5 + 4.0 * sbh + 4.0 * 8192 * 128256) / 2)));
+  }
+
+  void lossTermsOnlyOnTheirChunks() {
+    // Interleaved MoE (the paper's terms): only the last virtual stage's chunk holds the fp32 logits, at
+    // most one microbatch of it on the last stage; a larger vocabulary adds its logits once, not once per
+    // chunk-microbatch in flight there (5 of them).
+    auto last_stage = [](int64_t vocab) {
+      nlohmann::json doc = {{"model", {{"preset", "mixtral-8x7b"}, {"vocab_size", vocab}}},
+                            {"parallel", {{"tp", 2}, {"pp", 4}, {"vpp", 2}, {"schedule", "interleaved"},
+                                          {"sequence_parallel", true}, {"ep", 2}}},
+                            {"training", {{"micro_batch_size", 1}, {"global_batch_size", 16}}},
+                            {"cluster", {{"gpu", "h100-sxm"}, {"nodes", 2}, {"gpus_per_node", 8}}}};
+      return planner::make_plan(spec::parse_spec(doc));
+    };
+    const int64_t seq = spec::parse_spec({{"model", {{"preset", "mixtral-8x7b"}}}}).model.seq_length;
+    const int64_t added_vocab = 1 << 20;
+    const int64_t logits_bytes = 4 * seq * added_vocab / 2;  // fp32, 1/tp of the vocabulary
+    const auto larger = last_stage(1 << 21), smaller = last_stage((1 << 21) - added_vocab);
+    QCOMPARE(planner::peak_in_flight(larger.schedule, 3), 5);
+    const int64_t grown = larger.memory.stages[3].activations_bytes - smaller.memory.stages[3].activations_bytes;
+    QVERIFY2(std::abs(grown - logits_bytes) <= 2, qPrintable(QString("%1 vs %2").arg(grown).arg(logits_bytes)));
+  }
+
+  void zeroBubbleHoldsActivationsUntilW() {
+    // ZB-H1 keeps a microbatch's GEMM inputs and output gradients for its deferred W: every stage holds
+    // min(p, m), where 1F1B's stage r holds p - r; stage 0 is 1F1B's peak either way.
+    auto plan = [](const char* schedule) {
+      nlohmann::json doc = {{"model", {{"preset", "mixtral-8x7b"}}},
+                            {"parallel", {{"tp", 2}, {"pp", 4}, {"schedule", schedule}, {"ep", 2}}},
+                            {"training", {{"micro_batch_size", 1}, {"global_batch_size", 16}}},
+                            {"cluster", {{"gpu", "h100-sxm"}, {"nodes", 2}, {"gpus_per_node", 8}}}};
+      return planner::make_plan(spec::parse_spec(doc)).memory;
+    };
+    const auto zb = plan("zb-h1"), onef = plan("1f1b");
+    QCOMPARE(zb.stages[0].activations_bytes, onef.stages[0].activations_bytes);
+    // The middle stages hold layers only: 4 microbatches against 1F1B's 3 and 2.
+    QVERIFY(std::abs(zb.stages[1].activations_bytes * 3 - onef.stages[1].activations_bytes * 4) <= 8);
+    QVERIFY(std::abs(zb.stages[2].activations_bytes * 2 - onef.stages[2].activations_bytes * 4) <= 8);
   }
 
   void megatronNonDistributedIs18BytesPerParameter() {

@@ -1,5 +1,6 @@
 // The performance model against Narayanan et al. 2021 Table 1 (every row within the file's
-// tolerance, ±15%), and the bubble / MFU relations the prediction must keep.
+// tolerance, ±15%), the bubble / MFU relations the prediction must keep, and terms checked on their
+// own: p2p bytes, flash attention's causal saving, ZeRO-3's gathers, the experts' optimizer shard.
 #include <QtTest/QtTest>
 
 #include <fstream>
@@ -64,6 +65,76 @@ class TestPrediction : public QObject {
     QVERIFY(full.flops.hardware_per_iteration > none.flops.hardware_per_iteration);
     QVERIFY(full.prediction.iteration_time_s > none.prediction.iteration_time_s);
     QVERIFY(full.memory.peak_bytes < none.memory.peak_bytes);
+  }
+
+  void pipelineSendsOneTpShard() {
+    // Under SP a rank sends its sequence shard, without SP Megatron's scatter-gather piece: e·tokens·h/t
+    // either way (SP sent the whole activation, t times too much).
+    nlohmann::json doc = {{"model", {{"preset", "llama3-70b"}}},
+                          {"parallel", {{"tp", 8}, {"pp", 4}, {"sequence_parallel", true}}},
+                          {"training", {{"micro_batch_size", 1}, {"global_batch_size", 128}}},
+                          {"cluster", {{"gpu", "h100-sxm"}, {"nodes", 8}, {"gpus_per_node", 8}}}};
+    const double with_sp = planner::make_plan(spec::parse_spec(doc)).prediction.costs.p2p_s;
+    doc["parallel"]["sequence_parallel"] = false;
+    const double without_sp = planner::make_plan(spec::parse_spec(doc)).prediction.costs.p2p_s;
+    QVERIFY(with_sp > 0);
+    QCOMPARE(with_sp, without_sp);
+  }
+
+  void t5CrossAttentionIsNeverHalved() {
+    // Flash attention skips the masked half of a causal self-attention only: a t5 decoder layer saves
+    // what a gpt layer of the same shape saves (its self-attention), not twice that. Memory-bound work
+    // and TP are left out (elementwise_passes 0, tp 1) so that the attention core is what differs.
+    planner::PerformanceConstants c;
+    c.elementwise_passes = 0;
+    const auto* gpu = spec::PresetCatalog::builtin().gpu("h100-sxm");
+    auto saved_by_flash = [&](nlohmann::json model, int64_t layer) {
+      nlohmann::json doc = {{"model", model},
+                            {"training", {{"micro_batch_size", 1}, {"global_batch_size", 8}, {"flash_attention", false}}},
+                            {"cluster", {{"gpu", "h100-sxm"}, {"nodes", 1}, {"gpus_per_node", 8}}}};
+      const double off = planner::layer_time(spec::parse_spec(doc), *gpu, layer, c).forward_s;
+      doc["training"]["flash_attention"] = true;
+      return off - planner::layer_time(spec::parse_spec(doc), *gpu, layer, c).forward_s;
+    };
+    const auto t5 = spec::parse_spec({{"model", {{"preset", "t5-large"}}}}).model;
+    const nlohmann::json gpt = {{"arch", "gpt"},          {"num_layers", 4},
+                                {"hidden_size", t5.hidden_size}, {"num_attention_heads", t5.num_attention_heads},
+                                {"ffn_hidden_size", t5.ffn_hidden_size}, {"vocab_size", t5.vocab_size},
+                                {"seq_length", t5.seq_length}};
+    const double gpt_saves = saved_by_flash(gpt, 0);
+    QVERIFY(gpt_saves > 0);
+    QVERIFY(std::abs(saved_by_flash({{"preset", "t5-large"}}, t5.encoder_layers) - gpt_saves) <= 1e-9 * gpt_saves);
+    QCOMPARE(saved_by_flash({{"preset", "t5-large"}}, 0), 0.0);  // the encoder is not causal
+  }
+
+  void zero3GathersParametersTwice() {
+    // bf16: ZeRO-1 reduce-scatters 4-byte gradients and gathers 2-byte parameters once (6 units of
+    // (n-1)/n·Ψ/bandwidth and two latencies); ZeRO-3 gathers them again (8 units, three latencies).
+    nlohmann::json doc = {{"model", {{"preset", "llama3-8b"}}},
+                          {"parallel", {{"tp", 1}, {"pp", 1}, {"distributed_optimizer", true}}},
+                          {"training", {{"micro_batch_size", 1}, {"global_batch_size", 64}, {"precision", "bf16"}}},
+                          {"cluster", {{"gpu", "h100-sxm"}, {"nodes", 2}, {"gpus_per_node", 8}}}};
+    const double zero1 = planner::make_plan(spec::parse_spec(doc)).prediction.dp_comm_s;
+    doc["parallel"]["distributed_optimizer"] = false;
+    doc["parallel"]["zero_stage"] = 3;
+    const double zero3 = planner::make_plan(spec::parse_spec(doc)).prediction.dp_comm_s;
+    const double latency = planner::PerformanceConstants{}.collective_latency_s;
+    const double gather = (zero1 + latency) / 3;  // 2 units + one latency
+    QVERIFY(zero1 > 0);
+    QVERIFY2(std::abs(zero3 - (zero1 + gather)) <= 1e-9 * zero3, qPrintable(QString("%1 vs %2").arg(zero3).arg(zero1 + gather)));
+  }
+
+  void distributedOptimizerShardsExpertsOverExpertDataParallel() {
+    // Each rank updates 1/8 of the experts either way: all of them over dp 8, or its eighth (ep 8) alone.
+    nlohmann::json doc = {{"model", {{"preset", "mixtral-8x7b"}}},
+                          {"parallel", {{"tp", 1}, {"pp", 1}, {"ep", 1}, {"distributed_optimizer", true}}},
+                          {"training", {{"micro_batch_size", 1}, {"global_batch_size", 64}}},
+                          {"cluster", {{"gpu", "h100-sxm"}, {"nodes", 1}, {"gpus_per_node", 8}}}};
+    const double ep1 = planner::make_plan(spec::parse_spec(doc)).prediction.optimizer_s;
+    doc["parallel"]["ep"] = 8;
+    const double ep8 = planner::make_plan(spec::parse_spec(doc)).prediction.optimizer_s;
+    QVERIFY(ep1 > 0);
+    QVERIFY2(std::abs(ep8 - ep1) <= 1e-9 * ep1, qPrintable(QString("%1 vs %2").arg(ep8).arg(ep1)));
   }
 };
 
