@@ -22,6 +22,7 @@ namespace tessera::ui {
 namespace {
 
 constexpr int kPollIntervalMs = 100;
+constexpr size_t kLiveLagPoints = 8;  ///< steps a live rank's memory curve may trail its group's
 
 struct PlotInfo {
   const char* metric;
@@ -244,6 +245,7 @@ bool DashboardWidget::openRun(const QString& db_path, const QString& run, QStrin
     plot->setProperty("userRange", false);
   }
   curves_.clear();
+  memory_groups_ = IdenticalSeries();
   smoothed_loss_ = nullptr;
   prediction_lines_.clear();
   prediction_labels_.clear();
@@ -426,7 +428,12 @@ void DashboardWidget::groupMemoryCurves() {
   std::map<int64_t, const SeriesData*> series;
   for (const auto& [key, data] : feed_->series())
     if (key.first == store::metric_name::peak_memory_bytes) series[key.second] = &data;
-  memory_groups_.update(series);
+  // While the run goes its ranks report a step or so apart; once it ended, a rank with fewer points
+  // (it died or stopped reporting) is drawn on its own.
+  const auto status = feed_->run().status;
+  const bool live = status == store::RunStatus::planned || status == store::RunStatus::starting ||
+                    status == store::RunStatus::running;
+  memory_groups_.update(series, live ? kLiveLagPoints : 0);
   for (auto& curve : curves_) {
     if (curve.key.first != store::metric_name::peak_memory_bytes) continue;
     const int64_t rank = curve.key.second;
@@ -503,7 +510,7 @@ void DashboardWidget::poll() {
     coalescer_.schedule(plots_.at(QString::fromStdString(key.first)));
     memory_grew |= key.first == store::metric_name::peak_memory_bytes;
   }
-  if (memory_grew) groupMemoryCurves();
+  if (memory_grew || update.run_changed) groupMemoryCurves();
   if (update.logs_before < feed_->logs().size()) appendLogs(update.logs_before);
   if (update.timeline_changed) updateTimeline();
   if (update.artifacts_changed) updateCheckpoints();

@@ -5,7 +5,7 @@
 
 namespace tessera::ui {
 
-void IdenticalSeries::update(const std::map<int64_t, const SeriesData*>& series) {
+void IdenticalSeries::update(const std::map<int64_t, const SeriesData*>& series, size_t max_lag) {
   representative_.clear();
   members_.clear();
   std::vector<int64_t> representatives;
@@ -24,6 +24,7 @@ void IdenticalSeries::update(const std::map<int64_t, const SeriesData*>& series)
         continue;
       }
       if (common == 0) continue;  // nothing to compare yet: drawn on its own for now
+      if (std::max(a.size(), b.size()) - common > max_lag) continue;  // one stopped or fell behind
       chosen = lower;
       break;
     }

@@ -16,8 +16,11 @@ class IdenticalSeries {
  public:
   /// Regroups after the series grew: `series` maps each rank to its curve so far. A rank joins the
   /// lowest representative whose leading points (step and value) equal its own as far as both go (one
-  /// point at least); once two ranks differed they stay apart. Each point is compared once.
-  void update(const std::map<int64_t, const SeriesData*>& series);
+  /// point at least) and whose length differs from its own by at most `max_lag` points (a live run's
+  /// ranks report a step or two apart; a rank that stopped reporting is drawn on its own once it falls
+  /// further behind, or at all once the run ended: pass 0). Once two ranks differed at a point they stay
+  /// apart. Each point is compared once.
+  void update(const std::map<int64_t, const SeriesData*>& series, size_t max_lag);
   /// The rank whose curve stands for `rank` (itself when it is drawn).
   int64_t representative(int64_t rank) const;
   /// The ranks `representative` stands for, ascending, itself first; empty for a rank that is not one.

@@ -336,10 +336,21 @@ std::vector<StageMemory> tessera_stages(const spec::RunSpec& spec, const ModelPa
     st.gradients_bytes = bytes_of(sharded(grad_bytes, zero >= 2));
     st.optimizer_bytes = bytes_of(sharded(optimizer_bytes, zero >= 1));
 
-    // Activations: what each chunk-microbatch holds from its F until its B (or W): its layers' stored
-    // bytes, on the first virtual stage also the token ids and the embedding dropout mask, on the last
-    // the final norm's input and the fp32 logits kept for the loss. The peak over this stage's schedule.
-    // Under ZB-H1 the loss's tensors go at Bi (its backward consumed them), the rest at W.
+    if (has_runtime_terms(m)) {
+      // tessera-train runs this model: its own stored tensors and buffers (docs/formulas.md §2).
+      const RuntimePeak peak = runtime_activation_peak(spec, schedule, stage);
+      const double batches = static_cast<double>(schedule.microbatches) * 8 *
+                             static_cast<double>((m.seq_length + 1) * spec.training.micro_batch_size);
+      st.activations_bytes = bytes_of(peak.activations);
+      st.buffers_bytes = bytes_of(peak.buffers + batches);
+      continue;
+    }
+
+    // The paper's terms (MoE, bert, t5). Activations: what each chunk-microbatch holds from its F
+    // until its B (or W): its layers' stored bytes, on the first virtual stage also the token ids and
+    // the embedding dropout mask, on the last the final norm's input and the fp32 logits kept for the
+    // loss. The peak over this stage's schedule. Under ZB-H1 the loss's tensors go at Bi (its backward
+    // consumed them), the rest at W.
     std::vector<double> chunk_bytes(p.vpp, 0.0), loss_bytes(p.vpp, 0.0);
     double working_layer = 0;
     for (int64_t chunk = 0; chunk < p.vpp; ++chunk) {
@@ -350,7 +361,8 @@ std::vector<StageMemory> tessera_stages(const spec::RunSpec& spec, const ModelPa
       }
       const int64_t virtual_stage = chunk * p.pp + stage;
       if (virtual_stage == 0) chunk_bytes[chunk] += tokens * (8 + (has_dropout(m.arch) ? h : 0));
-      if (virtual_stage == last_virtual) loss_bytes[chunk] = e * tokens * h / (p.sequence_parallel ? t : 1) + 4 * tokens * vocab_rank;
+      if (virtual_stage == last_virtual)
+        loss_bytes[chunk] = e * tokens * h / (p.sequence_parallel ? t : 1) + 4 * tokens * vocab_rank;
     }
     double held = 0, act = 0;
     for (const auto& op : schedule.stages.at(stage)) {
@@ -360,16 +372,6 @@ std::vector<StageMemory> tessera_stages(const spec::RunSpec& spec, const ModelPa
     }
     if (spec.training.recompute == Recompute::full) act += working_layer;  // one layer rebuilt at a time
     st.activations_bytes = bytes_of(act);
-
-    if (has_runtime_terms(m)) {
-      // tessera-train runs this model: its own stored tensors and buffers (docs/formulas.md §2).
-      const RuntimePeak peak = runtime_activation_peak(spec, schedule, stage);
-      const double batches = static_cast<double>(schedule.microbatches) * 8 *
-                             static_cast<double>((m.seq_length + 1) * spec.training.micro_batch_size);
-      st.activations_bytes = bytes_of(peak.activations);
-      st.buffers_bytes = bytes_of(peak.buffers + batches);
-      continue;
-    }
 
     double buffers = 0;
     if (p.pp > 1) buffers += 2 * e * tokens * h / (p.sequence_parallel ? t : 1);  // p2p send and receive

@@ -69,16 +69,22 @@ class TestPrediction : public QObject {
 
   void pipelineSendsOneTpShard() {
     // Under SP a rank sends its sequence shard, without SP Megatron's scatter-gather piece: e·tokens·h/t
-    // either way (SP sent the whole activation, t times too much).
+    // either way (SP sent the whole activation, t times too much). Both layouts cross nodes between
+    // stages (stride tp·dp = 16 ranks on nodes of 8), so TP 8 sends half of TP 4's bytes.
     nlohmann::json doc = {{"model", {{"preset", "llama3-70b"}}},
                           {"parallel", {{"tp", 8}, {"pp", 4}, {"sequence_parallel", true}}},
                           {"training", {{"micro_batch_size", 1}, {"global_batch_size", 128}}},
                           {"cluster", {{"gpu", "h100-sxm"}, {"nodes", 8}, {"gpus_per_node", 8}}}};
-    const double with_sp = planner::make_plan(spec::parse_spec(doc)).prediction.costs.p2p_s;
-    doc["parallel"]["sequence_parallel"] = false;
-    const double without_sp = planner::make_plan(spec::parse_spec(doc)).prediction.costs.p2p_s;
-    QVERIFY(with_sp > 0);
-    QCOMPARE(with_sp, without_sp);
+    const double latency = planner::PerformanceConstants{}.collective_latency_s;
+    auto transfer_s = [&](int64_t tp, bool sp) {
+      doc["parallel"]["tp"] = tp;
+      doc["parallel"]["sequence_parallel"] = sp;
+      return planner::make_plan(spec::parse_spec(doc)).prediction.costs.p2p_s - latency;
+    };
+    const double tp8 = transfer_s(8, true), tp4 = transfer_s(4, true);
+    QVERIFY(tp8 > 0);
+    QVERIFY2(std::abs(2 * tp8 - tp4) <= 1e-9 * tp4, qPrintable(QString("%1 vs %2").arg(tp8).arg(tp4)));
+    QCOMPARE(transfer_s(8, false), tp8);
   }
 
   void t5CrossAttentionIsNeverHalved() {

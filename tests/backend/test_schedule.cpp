@@ -21,7 +21,7 @@ PipelineOp B(int mb, int chunk = 0) { return {OpKind::backward, mb, chunk}; }
 PipelineOp Bi(int mb) { return {OpKind::backward_input, mb, 0}; }
 PipelineOp W(int mb) { return {OpKind::backward_weight, mb, 0}; }
 
-/// Most microbatches on a stage whose weight gradient is still to come (from F until W).
+/// Most microbatches on a stage whose input gradient is still to come (from F until Bi).
 int peak_until_input_grad(const Ops& ops) {
   int held = 0, peak = 0;
   for (const auto& op : ops) {
@@ -31,6 +31,7 @@ int peak_until_input_grad(const Ops& ops) {
   return peak;
 }
 
+/// Most microbatches on a stage whose weight gradient is still to come (from F until W).
 int peak_until_weight_grad(const Ops& ops) {
   int held = 0, peak = 0;
   for (const auto& op : ops) {
@@ -203,6 +204,11 @@ class TestSchedule : public QObject {
         QCOMPARE(zb.peak_in_flight[s], std::min(p, m));
         QCOMPARE(planner::peak_in_flight(table, s), std::min(p, m));
       }
+    }
+    // Fewer microbatches than stages: each stage holds all of them until their W's.
+    for (auto [p, m] : {std::pair{4, 2}, std::pair{8, 3}}) {
+      const auto table = planner::make_schedule(Schedule::zb_h1, p, 1, m);
+      for (int s = 0; s < p; ++s) QCOMPARE(planner::peak_in_flight(table, s), m);
     }
   }
 

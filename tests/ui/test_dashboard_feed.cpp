@@ -231,6 +231,29 @@ class TestDashboardFeed : public QObject {
     QCOMPARE(memory->legend->itemCount(), 3);
     QCOMPARE(dashboard.graph("peak_memory_bytes", 7)->dataCount(), 10);  // hidden, it kept its points
 
+    // A rank that stopped reporting while its group went on: grouped while within a few steps of it
+    // during the run; drawn on its own once it falls further behind or the run has ended.
+    for (int64_t step = 11; step <= 30; ++step)
+      for (int64_t rank = 0; rank < 8; ++rank) {
+        if (rank == 5 && step > 25) continue;
+        const double mib = rank < 4 ? 4.0 : rank == 7 ? 3.5 : 3.0;
+        writer_->append(run, std::vector<store::MetricPoint>{{"peak_memory_bytes", rank, step, 1000.0 + step, mib * 1024 * 1024}});
+      }
+    writer_->flush();
+    dashboard.poll();
+    QCOMPARE(name(4), QStringLiteral("ranks 4–6"));  // rank 5 five steps behind: still one curve
+    QVERIFY(!drawn(5));
+    writer_->set_status(run, store::RunStatus::done);
+    writer_->flush();
+    dashboard.poll();
+    QCOMPARE(name(4), QStringLiteral("ranks 4, 6"));
+    QVERIFY(drawn(5));
+    QCOMPARE(name(5), QStringLiteral("rank 5"));
+
+    // Another run opened in the same dashboard starts its grouping afresh.
+    QVERIFY(dashboard.openRun(db_, "feed run"));
+    for (int64_t rank = 0; rank < 8; ++rank) QVERIFY(drawn(rank));  // (1 + rank) MiB: all different
+
     QCOMPARE(formatRanks({0, 1}), QStringLiteral("ranks 0, 1"));
     QCOMPARE(formatRanks({0, 1, 2, 3, 8, 10, 11}), QStringLiteral("ranks 0–3, 8, 10, 11"));
   }
