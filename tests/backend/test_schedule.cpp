@@ -21,22 +21,12 @@ PipelineOp B(int mb, int chunk = 0) { return {OpKind::backward, mb, chunk}; }
 PipelineOp Bi(int mb) { return {OpKind::backward_input, mb, 0}; }
 PipelineOp W(int mb) { return {OpKind::backward_weight, mb, 0}; }
 
-/// Most microbatches on a stage whose input gradient is still to come (from F until Bi).
-int peak_until_input_grad(const Ops& ops) {
+/// Most microbatches on a stage between their F and their op of kind `until` (Bi or W).
+int peak_until(const Ops& ops, OpKind until) {
   int held = 0, peak = 0;
   for (const auto& op : ops) {
     if (op.kind == OpKind::forward) peak = std::max(peak, ++held);
-    if (op.kind == OpKind::backward_input) --held;
-  }
-  return peak;
-}
-
-/// Most microbatches on a stage whose weight gradient is still to come (from F until W).
-int peak_until_weight_grad(const Ops& ops) {
-  int held = 0, peak = 0;
-  for (const auto& op : ops) {
-    if (op.kind == OpKind::forward) peak = std::max(peak, ++held);
-    if (op.kind == OpKind::backward_weight) --held;
+    if (op.kind == until) --held;
   }
   return peak;
 }
@@ -114,7 +104,7 @@ class TestSchedule : public QObject {
             if (op.kind == OpKind::backward_input) input_grad_done[op.microbatch] = true;
             if (op.kind == OpKind::backward_weight) QVERIFY2(input_grad_done[op.microbatch], where.c_str());
           }
-          QVERIFY2(peak_until_weight_grad(ops) <= shape.pp, where.c_str());
+          QVERIFY2(peak_until(ops, OpKind::backward_weight) <= shape.pp, where.c_str());
         }
       }
       // Every schedule runs to completion, and the simulator's peak agrees with peak_in_flight().
@@ -200,7 +190,7 @@ class TestSchedule : public QObject {
       // W's keep p (1F1B's peak, on stage 0) between F and W on every stage, which is what stays held.
       const auto table = planner::make_schedule(Schedule::zb_h1, p, 1, m);
       for (int s = 0; s < p; ++s) {
-        QCOMPARE(peak_until_input_grad(table.stages[s]), std::min(p - s, m));
+        QCOMPARE(peak_until(table.stages[s], OpKind::backward_input), std::min(p - s, m));
         QCOMPARE(zb.peak_in_flight[s], std::min(p, m));
         QCOMPARE(planner::peak_in_flight(table, s), std::min(p, m));
       }
