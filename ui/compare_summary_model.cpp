@@ -3,6 +3,9 @@
 
 #include <QFont>
 
+#include <cmath>
+
+#include "format.hpp"
 #include "theme.hpp"
 
 namespace tessera::ui {
@@ -51,6 +54,11 @@ QVariant CompareSummaryModel::data(const QModelIndex& index, int role) const {
       return baseline ? text : text + QStringLiteral("   ") + comparison_->formatDelta(run, field);
     }
     case Qt::TextAlignmentRole: return QVariant::fromValue(Qt::AlignRight | Qt::AlignVCenter);
+    case Qt::ToolTipRole: {
+      const auto& peak = comparison_->summary(run).mfu_peak_tflops;
+      if (field != SummaryField::mean_mfu || !peak || !std::isfinite(*peak)) return {};
+      return tr("a share of %1 (the runtime's peak)").arg(formatFlopRate(*peak));
+    }
     default: return {};
   }
 }

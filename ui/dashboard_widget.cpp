@@ -550,8 +550,7 @@ void DashboardWidget::updateMfuTitle() {
   // the designer predicts with: the title says which.
   QString text = tr("MFU");
   if (const auto peak = feed_->mfuPeakTflops())
-    text += *peak >= 1.0 ? tr(" of %1 TFLOP/s (the runtime's peak)").arg(*peak, 0, 'f', 0)
-                         : tr(" of %1 GFLOP/s (the runtime's peak)").arg(*peak * 1e3, 0, 'f', 1);
+    text += tr(" of %1 (the runtime's peak)").arg(formatFlopRate(*peak));
   else if (feed_->firstRankOf(store::metric_name::mfu))
     text += tr(" of the runtime's peak (see log)");
   auto* heading = qobject_cast<QCPTextElement*>(plots_.at(QStringLiteral("mfu"))->plotLayout()->element(0, 0));

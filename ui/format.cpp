@@ -51,6 +51,11 @@ QString formatPercent(double fraction, int decimals) {
   return QStringLiteral("%1 %").arg(fraction * 100.0, 0, 'f', decimals);
 }
 
+QString formatFlopRate(double tflops) {
+  return tflops >= 1.0 ? QStringLiteral("%1 TFLOP/s").arg(tflops, 0, 'f', 0)
+                       : QStringLiteral("%1 GFLOP/s").arg(tflops * 1e3, 0, 'f', 1);
+}
+
 QString formatRanks(const std::vector<int64_t>& ranks) {
   QStringList parts;
   for (size_t i = 0; i < ranks.size();) {

@@ -24,6 +24,8 @@ QString formatSeconds(double seconds);
 QString formatDevices(int64_t count, bool cpu);
 /// "1 node", "4 nodes".
 QString formatNodes(int64_t count);
+/// "989 TFLOP/s", "42.1 GFLOP/s" (below 1 TFLOP/s: CPU ranks).
+QString formatFlopRate(double tflops);
 /// "41.6 %".
 QString formatPercent(double fraction, int decimals = 1);
 /// "rank 3", "ranks 0, 1", "ranks 0–3, 8" (ascending ranks; three or more in a row as a range).

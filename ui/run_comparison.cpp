@@ -135,6 +135,13 @@ QString RunComparison::formatValue(SummaryField field, double value) {
   return {};
 }
 
+bool RunComparison::samePeak(int a, int b) const {
+  const auto& pa = summaries_.at(a).mfu_peak_tflops;
+  const auto& pb = summaries_.at(b).mfu_peak_tflops;
+  if (!pa || !pb || !std::isfinite(*pa) || !std::isfinite(*pb)) return true;  // nothing to tell
+  return std::fabs(*pa - *pb) <= 0.01 * std::max(*pa, *pb);
+}
+
 QString RunComparison::formatDelta(int run, SummaryField field) const {
   if (run == baseline_) return QObject::tr("baseline");
   const auto d = delta(run, field);
@@ -148,6 +155,7 @@ QString RunComparison::formatDelta(int run, SummaryField field) const {
     case SummaryField::mean_bubble: text = sign + QStringLiteral("%1 pt").arg(a * 100, 0, 'f', 2); break;
     default: text = sign + formatValue(field, a); break;
   }
+  if (field == SummaryField::mean_mfu && !samePeak(run, baseline_)) text += QObject::tr(" (another peak)");
   if (const auto r = relativeDelta(run, field); r && std::isfinite(*r) && field != SummaryField::mean_mfu && field != SummaryField::mean_bubble)
     text += QStringLiteral(" (%1%2 %)").arg(*r > 0 ? QStringLiteral("+") : (*r < 0 ? QStringLiteral("−") : QString())).arg(std::fabs(*r) * 100, 0, 'f', 1);
   return text;

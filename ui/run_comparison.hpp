@@ -64,8 +64,11 @@ class RunComparison {
   std::optional<double> relativeDelta(int run, SummaryField field) const;
   /// "3.2104", "41.3 %", "52.1 k", "1.23 s", "12.4 GiB".
   static QString formatValue(SummaryField field, double value);
-  /// "+0.0123 (+1.2 %)", for a table cell.
+  /// "+0.0123 (+1.2 %)", for a table cell; an MFU delta against a run whose MFU is a share of another
+  /// peak (CPU ranks time their own at start-up) says "(another peak)".
   QString formatDelta(int run, SummaryField field) const;
+  /// Whether the MFU of runs a and b are shares of the same peak (within 1 %, or either unknown).
+  bool samePeak(int a, int b) const;
 
   /// Spec fields by dotted path, one value per run; only those that differ, or all of them.
   std::vector<store::ConfigDiffRow> configRows(bool only_differences) const;

@@ -1,6 +1,7 @@
 // tessera-cli runs list | show | compare | export | import | tag | note | delete: the run history.
 // Every command takes --db (else $TESSERA_DB, else the XDG data directory); a run is named by its
 // id, a unique id prefix, or its name. Store errors the user can fix exit with 2, others with 1.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -72,6 +73,11 @@ ojson json_number(const std::optional<double>& value) {
   return *value;
 }
 
+/// "989 TFLOP/s", "42.1 GFLOP/s" (below 1 TFLOP/s: CPU ranks).
+std::string flop_rate_text(double tflops) {
+  return tflops >= 1.0 ? format_fixed(tflops, 0) + " TFLOP/s" : format_fixed(tflops * 1e3, 1) + " GFLOP/s";
+}
+
 std::string counts_text(const store::RunCounts& c) {
   return format_count(c.points) + " metric points, " + format_count(c.events) + " timeline events, " + format_count(c.log_lines) +
          " log lines, " + format_count(c.artifacts) + " artifacts";
@@ -94,6 +100,7 @@ ojson summary_json(const store::RunSummary& s) {
           {"final_loss", json_number(s.final_loss)},
           {"min_loss", json_number(s.min_loss)},
           {"mean_mfu", json_number(s.mean_mfu)},
+          {"mfu_peak_tflops", json_number(s.mfu_peak_tflops)},
           {"mean_bubble", json_number(s.mean_bubble)},
           {"mean_tokens_per_s", json_number(s.mean_tokens_per_s)},
           {"peak_memory_bytes", s.peak_memory_bytes ? ojson(*s.peak_memory_bytes) : ojson(nullptr)}};
@@ -173,9 +180,12 @@ void show_run(const std::string& db, const std::string& reference) {
   line("tessera", run.tessera_version);
   line("stored", counts_text(history.counts(id)));
 
+  const auto totals = history.summary(id);
   TextTable summary(kSummaryHeader);
-  summary.add_row(summary_cells(history.summary(id)));
+  summary.add_row(summary_cells(totals));
   std::cout << "\n" << summary.str();
+  if (totals.mfu_peak_tflops && std::isfinite(*totals.mfu_peak_tflops))
+    std::cout << "MFU is a share of " << flop_rate_text(*totals.mfu_peak_tflops) << " (the runtime's peak)\n";
 
   const auto series = history.series(id);
   if (!series.empty()) {
@@ -221,7 +231,19 @@ void compare_runs(const std::string& db, const std::vector<std::string>& referen
     row.insert(row.end(), cells.begin(), cells.end());
     table.add_row(row);
   }
-  std::cout << table.str() << "\n";
+  std::cout << table.str();
+  // MFU is a share of each run's own peak: a CPU rank times its GEMM at start-up (two runs of one
+  // spec measured 104 and 42 GFLOP/s), so MFU of runs with other peaks do not compare.
+  std::vector<std::pair<std::string, double>> peaks;
+  for (const auto& run : runs)
+    if (const auto peak = history.summary(run.id).mfu_peak_tflops; peak && std::isfinite(*peak)) peaks.push_back({short_id(run.id), *peak});
+  const auto [lowest, highest] = std::minmax_element(peaks.begin(), peaks.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
+  if (peaks.size() > 1 && highest->second > lowest->second * 1.01) {
+    std::string list;
+    for (const auto& [run, peak] : peaks) list += (list.empty() ? "" : ", ") + run + " " + flop_rate_text(peak);
+    std::cout << "note: MFU is a share of each run's own peak (" << list << "); compare tokens/s instead\n";
+  }
+  std::cout << "\n";
   if (diff.empty()) {
     std::cout << "the specs are the same\n";
     return;

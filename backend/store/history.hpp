@@ -59,7 +59,7 @@ struct SeriesInfo {
 };
 
 /// docs/store.md gives the rules: per-step means over the ranks that report a metric, then
-/// final/min (loss), mean (mfu, bubble, tokens_per_s) or max (peak_memory_bytes). Absent metric:
+/// final/min (loss), mean (mfu, peak_tflops, bubble, tokens_per_s) or max (peak_memory_bytes). Absent metric:
 /// nullopt; present but NaN: NaN.
 struct RunSummary {
   int64_t points = 0;
@@ -67,6 +67,7 @@ struct RunSummary {
   std::optional<double> final_loss;
   std::optional<double> min_loss;
   std::optional<double> mean_mfu;
+  std::optional<double> mfu_peak_tflops;  ///< the peak mean_mfu is a share of (TFLOP/s, mean over steps)
   std::optional<double> mean_bubble;
   std::optional<double> mean_tokens_per_s;
   std::optional<int64_t> peak_memory_bytes;

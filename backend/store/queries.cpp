@@ -209,6 +209,7 @@ RunSummary History::summary(const std::string& id) const {
     summary.min_loss = lowest;
   }
   summary.mean_mfu = mean_of(step_means(connection_, run, metric_id(connection_, metric_name::mfu)));
+  summary.mfu_peak_tflops = mean_of(step_means(connection_, run, metric_id(connection_, metric_name::peak_tflops)));
   summary.mean_bubble = mean_of(step_means(connection_, run, metric_id(connection_, metric_name::bubble)));
   summary.mean_tokens_per_s = mean_of(step_means(connection_, run, metric_id(connection_, metric_name::tokens_per_s)));
   if (const auto memory = metric_id(connection_, metric_name::peak_memory_bytes)) {

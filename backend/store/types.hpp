@@ -104,6 +104,7 @@ inline constexpr const char* tokens_per_s = "tokens_per_s";            ///< whol
 inline constexpr const char* mfu = "mfu";                              ///< model FLOPs utilisation, 0..1
 inline constexpr const char* bubble = "bubble";                        ///< pipeline bubble fraction, 0..1
 inline constexpr const char* peak_memory_bytes = "peak_memory_bytes";  ///< peak allocated memory of the rank
+inline constexpr const char* peak_tflops = "peak_tflops";              ///< the peak the rank's mfu is a share of
 }  // namespace metric_name
 
 /// 128 random bits as 32 lowercase hex digits.

@@ -27,7 +27,8 @@ QString write_train_output(const QTemporaryDir& dir, const QString& name, int tp
   std::ofstream metrics(out.toStdString() + "/metrics.jsonl");
   for (int step = 1; step <= steps; ++step)
     metrics << nlohmann::json{{"step", step}, {"rank", 0}, {"wall_time_s", 1.7e9 + step}, {"loss", 4.0 - 0.125 * step},
-                              {"mfu", 0.25 * tp}, {"tokens_per_s", 1000}, {"peak_memory_bytes", 1 << 30}}
+                              {"mfu", 0.25 * tp}, {"peak_tflops", 0.05 * tp}, {"tokens_per_s", 1000},
+                              {"peak_memory_bytes", 1 << 30}}
                    .dump()
             << "\n";
   // The final checkpoint as tessera-train reports it.
@@ -124,7 +125,7 @@ class TestCliRuns : public QObject {
   void importAndList() {
     const auto a = cli({"runs", "import", write_train_output(dir_, "run-a", 1, 20)});
     QCOMPARE(a.code, 0);
-    QVERIFY2(a.out.contains("imported run") && a.out.contains("'run-a'") && a.out.contains("80 metric points"), qPrintable(a.out));
+    QVERIFY2(a.out.contains("imported run") && a.out.contains("'run-a'") && a.out.contains("100 metric points"), qPrintable(a.out));
     QCOMPARE(cli({"runs", "import", write_train_output(dir_, "run-b", 2, 12)}).code, 0);
     QVERIFY(QFile::exists(db_));  // the parent directory was created
 
@@ -163,8 +164,8 @@ class TestCliRuns : public QObject {
     QCOMPARE(cli({"runs", "note", "run-a", "lr warmup too short"}).code, 0);
     const auto show = cli({"runs", "show", id});
     QCOMPARE(show.code, 0);
-    for (const char* part : {"lr warmup too short", "baseline", "done", "final loss", "1.5000", "80 metric points", "tokens_per_s",
-                             "peak memory", "1.00 GiB"})
+    for (const char* part : {"lr warmup too short", "baseline", "done", "final loss", "1.5000", "100 metric points",
+                             "MFU is a share of 50.0 GFLOP/s (the runtime's peak)", "tokens_per_s", "peak memory", "1.00 GiB"})
       QVERIFY2(show.out.contains(part), qPrintable(show.out + " lacks " + part));
     const auto untag = cli({"runs", "tag", "run-a", "nope", "--remove"});
     QCOMPARE(untag.code, 2);
@@ -175,12 +176,17 @@ class TestCliRuns : public QObject {
     const auto text = cli({"runs", "compare", "run-a", "run-b"});
     QCOMPARE(text.code, 0);
     QVERIFY2(text.out.contains("parallel.tp") && text.out.contains("final loss") && text.out.contains("2.5000"), qPrintable(text.out));
+    // Each run's MFU is a share of its own measured peak (CPU ranks): the table says they differ.
+    QVERIFY2(text.out.contains("note: MFU is a share of each run's own peak") && text.out.contains(" 50.0 GFLOP/s") &&
+                 text.out.contains(" 100.0 GFLOP/s"),
+             qPrintable(text.out));
     const auto json = cli({"runs", "compare", "run-a", "run-b", "--json"});
     QCOMPARE(json.code, 0);
     const auto doc = nlohmann::json::parse(json.out.toStdString());
     QCOMPARE(doc["runs"][0]["summary"]["final_loss"].get<double>(), 1.5);
     QCOMPARE(doc["runs"][1]["summary"]["final_loss"].get<double>(), 2.5);
     QCOMPARE(doc["runs"][1]["summary"]["mean_mfu"].get<double>(), 0.5);
+    QCOMPARE(doc["runs"][1]["summary"]["mfu_peak_tflops"].get<double>(), 0.1);
     std::vector<std::string> paths;
     for (const auto& row : doc["config_diff"]) paths.push_back(row["path"]);
     QCOMPARE(paths, (std::vector<std::string>{"name", "parallel.tp"}));
@@ -205,7 +211,7 @@ class TestCliRuns : public QObject {
 
     const auto deleted = cli({"runs", "delete", id.left(8)});
     QCOMPARE(deleted.code, 0);
-    QVERIFY2(deleted.out.contains("deleted run " + id) && deleted.out.contains("80 metric points"), qPrintable(deleted.out));
+    QVERIFY2(deleted.out.contains("deleted run " + id) && deleted.out.contains("100 metric points"), qPrintable(deleted.out));
     QCOMPARE(list_json().size(), size_t{1});
 
     const auto from_json = cli({"runs", "import", file});
@@ -214,7 +220,7 @@ class TestCliRuns : public QObject {
     QCOMPARE(cli({"runs", "delete", id}).code, 0);
     QCOMPARE(cli({"runs", "import", csv}).code, 0);
     const auto show = cli({"runs", "show", "run-a"});
-    QVERIFY2(show.out.contains("lr warmup too short") && show.out.contains("80 metric points"), qPrintable(show.out));
+    QVERIFY2(show.out.contains("lr warmup too short") && show.out.contains("100 metric points"), qPrintable(show.out));
     // Its checkpoint, sized in MiB (a few MiB read "0.01" GiB).
     QVERIFY2(QRegularExpression("checkpoint +20 +10.00 MiB +\\S+/checkpoints/last").match(show.out).hasMatch(), qPrintable(show.out));
   }

@@ -409,6 +409,7 @@ class TestStore : public QObject {
       writer.append(run, MetricPoint{"loss", 0, step, 1.0 * step, 10.0 - step});
       writer.append(run, MetricPoint{"loss", 1, step, 1.0 * step, 12.0 - step});
       writer.append(run, MetricPoint{"mfu", 0, step, 1.0 * step, step % 2 ? 0.4 : 0.5});
+      writer.append(run, MetricPoint{"peak_tflops", 0, step, 1.0 * step, step % 2 ? 900.0 : 1000.0});
       writer.append(run, MetricPoint{"bubble", 0, step, 1.0 * step, 0.25});
       writer.append(run, MetricPoint{"tokens_per_s", 0, step, 1.0 * step, 1000.0 * step});
       writer.append(run, MetricPoint{"peak_memory_bytes", step % 2, step, 1.0 * step, 1e9 + step});
@@ -421,11 +422,12 @@ class TestStore : public QObject {
 
     History history(path);
     const auto s = history.summary(run.id);
-    QCOMPARE(s.points, int64_t{60});
+    QCOMPARE(s.points, int64_t{70});
     QCOMPARE(*s.last_step, int64_t{10});
     QCOMPARE(*s.final_loss, 1.0);
     QCOMPARE(*s.min_loss, 1.0);
     QCOMPARE(*s.mean_mfu, 0.45);
+    QCOMPARE(*s.mfu_peak_tflops, 950.0);
     QCOMPARE(*s.mean_bubble, 0.25);
     QCOMPARE(*s.mean_tokens_per_s, 5500.0);
     QCOMPARE(*s.peak_memory_bytes, int64_t{1'000'000'010});
@@ -433,7 +435,7 @@ class TestStore : public QObject {
     const auto d = history.summary(diverged.id);
     QVERIFY(std::isnan(*d.final_loss));  // a NaN loss at the end is shown, not hidden
     QCOMPARE(*d.min_loss, 3.0);
-    QVERIFY(!d.mean_mfu && !d.peak_memory_bytes);
+    QVERIFY(!d.mean_mfu && !d.mfu_peak_tflops && !d.peak_memory_bytes);
 
     const auto e = history.summary(empty.id);
     QCOMPARE(e.points, int64_t{0});

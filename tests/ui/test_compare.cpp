@@ -116,6 +116,37 @@ class TestCompare : public QObject {
     QVERIFY2(cell.startsWith(QString::number(loss_a, 'f', 4)) && cell.contains(QStringLiteral("−0.5000")), qPrintable(cell));
   }
 
+  void mfuOfAnotherPeakIsMarked() {
+    // Two CPU runs whose ranks timed different peaks at start-up: their MFU deltas say so, and a
+    // cell's tooltip names its run's peak. Runs of one peak (within 1 %) are not marked.
+    const std::string path = dir_.filePath(QStringLiteral("peaks.sqlite")).toStdString();
+    {
+      store::Writer writer(path);
+      for (auto [name, peak] : {std::pair{"slow", 0.042}, std::pair{"fast", 0.104}, std::pair{"fast-again", 0.1045}}) {
+        store::RunRecord record;
+        record.name = name;
+        record.spec = test::tinySpec(name, 2, 2, 0.003);
+        const auto run = writer.create_run(record);
+        for (int64_t step = 1; step <= 4; ++step)
+          writer.append(run, std::vector<store::MetricPoint>{{"mfu", 0, step, 1.0 * step, 0.02}, {"peak_tflops", 0, step, 1.0 * step, peak}});
+        writer.set_status(run, store::RunStatus::done);
+      }
+    }
+    store::History history(path);
+    RunComparison comparison(&history, {"slow", "fast", "fast-again"});
+    QVERIFY(!comparison.samePeak(0, 1));
+    QVERIFY(comparison.samePeak(1, 2));
+    QVERIFY2(comparison.formatDelta(1, SummaryField::mean_mfu).endsWith(QStringLiteral("(another peak)")),
+             qPrintable(comparison.formatDelta(1, SummaryField::mean_mfu)));
+    comparison.setBaseline(1);
+    QVERIFY(!comparison.formatDelta(2, SummaryField::mean_mfu).contains(QStringLiteral("peak")));
+    CompareSummaryModel model;
+    model.setComparison(&comparison);
+    int mfu_column = 1;
+    while (RunComparison::summaryFields()[mfu_column - 1] != SummaryField::mean_mfu) ++mfu_column;
+    QCOMPARE(model.index(0, mfu_column).data(Qt::ToolTipRole).toString(), QStringLiteral("a share of 42.0 GFLOP/s (the runtime's peak)"));
+  }
+
   void csvExportHoldsValuesAndDeltas() {
     store::History history(path_);
     RunComparison comparison(&history, {"tiny-a", "tiny-b"});
