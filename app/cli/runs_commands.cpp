@@ -233,7 +233,7 @@ void compare_runs(const std::string& db, const std::vector<std::string>& referen
   }
   std::cout << table.str();
   // MFU is a share of each run's own peak: a CPU rank times its GEMM at start-up (two runs of one
-  // spec measured 104 and 42 GFLOP/s), so MFU of runs with other peaks do not compare.
+  // spec on one machine measured 42 and 58 GFLOP/s), so MFU of runs with other peaks do not compare.
   std::vector<std::pair<std::string, double>> peaks;
   for (const auto& run : runs)
     if (const auto peak = history.summary(run.id).mfu_peak_tflops; peak && std::isfinite(*peak)) peaks.push_back({short_id(run.id), *peak});
