@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -164,9 +165,18 @@ class Trainer {
                                                   bucket_elements(placement_.device, state_.dp));
   }
 
-  void run(double peak_tflops) {
+  void run(double measured_peak_tflops, const std::string& peak_source) {
     const double model_flops = planner::iteration_flops(spec_, /*causal=*/false).model_per_iteration;
     const at::Device device = placement_.device;
+    const double peak_tflops = run_peak_tflops(measured_peak_tflops);
+    if (world_.rank() == 0) {
+      if (device.is_cuda())
+        std::printf("peak %.3g TFLOP/s from %s\n", peak_tflops, peak_source.c_str());
+      else
+        std::printf("peak %.3g TFLOP/s: the median over the ranks of %s (rank 0: %.3g)\n", peak_tflops, peak_source.c_str(),
+                    measured_peak_tflops);
+      std::fflush(stdout);
+    }
     reset_memory_peak(device);  // CUDA: the peak of training, not of building the model
     const auto start = Clock::now();
     const int64_t tokens_per_step = spec_.training.global_batch_size * spec_.model.seq_length;
@@ -314,6 +324,19 @@ class Trainer {
 
   spec::RunSpec spec_;
   TrainOptions options_;
+  /// The peak every rank's MFU is a share of. A GPU's comes from its preset, the same on every rank; a
+  /// CPU rank times its own GEMM, and ranks sharing a few cores measure up to 3x apart (a tiny-3d
+  /// run: 53-156 GFLOP/s), so the ranks agree on the median of their timings (one MFLOP/s steps)
+  /// and a run's ranks report one MFU scale.
+  double run_peak_tflops(double measured_tflops) {
+    if (placement_.device.is_cuda()) return measured_tflops;
+    auto mflops = world_.store_gather("peak-mflops", std::llround(measured_tflops * 1e6));
+    std::sort(mflops.begin(), mflops.end());
+    const size_t n = mflops.size();
+    const double median = n % 2 ? static_cast<double>(mflops[n / 2]) : 0.5 * static_cast<double>(mflops[n / 2 - 1] + mflops[n / 2]);
+    return median > 0 ? median / 1e6 : measured_tflops;
+  }
+
   GlooWorld world_;
   Placement placement_;
   ParallelState state_;
@@ -442,7 +465,6 @@ void train(const spec::RunSpec& spec, const TrainOptions& options, const RankEnv
   std::string peak_source;
   const double peak = peak_tflops(placement.device, placement.model_dtype, &peak_source);
   if (env.rank == 0) {
-    std::printf("peak %.3g TFLOP/s from %s\n", peak, peak_source.c_str());
     if (spec.parallel.pp > 1)
       std::printf("pipeline sends and receives: %s\n", options.directed_pipeline_links
                                                          ? "one group per direction between neighbouring stages"
@@ -458,7 +480,7 @@ void train(const spec::RunSpec& spec, const TrainOptions& options, const RankEnv
   }
   CountingAllocator::install();  // before the first tensor of the run (after the GEMM's), so every byte is counted
   Trainer trainer(spec, options, env, placement);
-  trainer.run(peak);
+  trainer.run(peak, peak_source);
 }
 
 }  // namespace tessera::runtime

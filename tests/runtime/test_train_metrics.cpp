@@ -37,6 +37,7 @@ class TestTrainMetrics : public QObject {
     std::ifstream in(out + "/metrics.jsonl");
     std::string line;
     std::map<int, int> steps_of_rank;
+    std::set<double> peaks;  // every rank's MFU is a share of one peak: the median of the ranks' timings
     std::map<std::pair<int, int>, std::vector<nlohmann::json>> ops;  // (rank, step)
     std::vector<nlohmann::json> artifacts;
     while (std::getline(in, line)) {
@@ -48,6 +49,8 @@ class TestTrainMetrics : public QObject {
           QVERIFY2(j.contains(key), key);
         QCOMPARE(j["peak_reserved_bytes"].get<int64_t>(), j["peak_memory_bytes"].get<int64_t>());  // no CPU cache
         QVERIFY(j["mfu"].get<double>() > 0 && j["mfu"].get<double>() <= 1.0);
+        peaks.insert(j["peak_tflops"].get<double>());
+        QVERIFY(std::abs(j["mfu"].get<double>() - j["model_tflops"].get<double>() / j["peak_tflops"].get<double>()) < 1e-12);
         QVERIFY(j["bubble"].get<double>() >= 0 && j["bubble"].get<double>() < 1.0);
         QVERIFY(j["comm_s"].get<double>() > 0);  // pipeline sends and receives
         // Live memory includes at least the weights, gradients and two Adam moments (fp32).
@@ -63,6 +66,8 @@ class TestTrainMetrics : public QObject {
       }
     }
     QCOMPARE(steps_of_rank, (std::map<int, int>{{0, 6}, {1, 6}}));
+    QCOMPARE(peaks.size(), size_t{1});
+    QVERIFY2(run.out.find("the median over the ranks of a GEMM measured on the CPU") != std::string::npos, run.out.c_str());
     for (const auto& [key, list] : ops) {
       QCOMPARE(list.size(), size_t(8));  // F and B of 4 microbatches
       std::set<std::pair<std::string, int>> seen;
