@@ -325,9 +325,9 @@ class Trainer {
   spec::RunSpec spec_;
   TrainOptions options_;
   /// The peak every rank's MFU is a share of. A GPU's comes from its preset (a GEMM on a GPU without
-  /// one), the same on every rank of one GPU type; a CPU rank times its own GEMM, and ranks sharing a few cores measure up to 3x apart (a tiny-3d
-  /// run: 58-156 GFLOP/s), so the ranks agree on the median of their timings (one MFLOP/s steps)
-  /// and a run's ranks report one MFU scale.
+  /// one), the same on every rank of one GPU type; a CPU rank times its own GEMM, and ranks sharing a
+  /// few cores measure up to 3x apart (a tiny-3d run: 58-156 GFLOP/s), so the ranks agree on the
+  /// median of their timings (in steps of one MFLOP/s) and a run's ranks report one MFU scale.
   double run_peak_tflops(double measured_tflops) {
     if (placement_.device.is_cuda()) return measured_tflops;
     auto mflops = world_.store_gather("peak-mflops", std::llround(measured_tflops * 1e6));
