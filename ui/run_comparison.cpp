@@ -147,16 +147,14 @@ QString RunComparison::formatDelta(int run, SummaryField field) const {
   const auto d = delta(run, field);
   if (!d) return QStringLiteral("–");
   if (std::isnan(*d)) return QStringLiteral("nan");
-  QString text;
-  const QString sign = *d > 0 ? QStringLiteral("+") : (*d < 0 ? QStringLiteral("−") : QStringLiteral("±"));
-  const double a = std::fabs(*d);
-  switch (field) {
-    case SummaryField::mean_mfu:
-    case SummaryField::mean_bubble: text = sign + QStringLiteral("%1 pt").arg(a * 100, 0, 'f', 2); break;
-    default: text = sign + formatValue(field, a); break;
-  }
+  const bool points = field == SummaryField::mean_mfu || field == SummaryField::mean_bubble;
+  auto magnitude = [&](double v) { return points ? QStringLiteral("%1 pt").arg(v * 100, 0, 'f', 2) : formatValue(field, v); };
+  // A difference below the precision shown is none: "±0.0000", not "−0.0000 (−0.0 %)".
+  const QString shown = magnitude(std::fabs(*d));
+  const bool none = shown == magnitude(0.0);
+  QString text = (none ? QStringLiteral("±") : *d > 0 ? QStringLiteral("+") : QStringLiteral("−")) + shown;
   if (field == SummaryField::mean_mfu && !samePeak(run, baseline_)) text += QObject::tr(" (another peak)");
-  if (const auto r = relativeDelta(run, field); r && std::isfinite(*r) && field != SummaryField::mean_mfu && field != SummaryField::mean_bubble)
+  if (const auto r = relativeDelta(run, field); r && std::isfinite(*r) && !points && !none)
     text += QStringLiteral(" (%1%2 %)").arg(*r > 0 ? QStringLiteral("+") : (*r < 0 ? QStringLiteral("−") : QString())).arg(std::fabs(*r) * 100, 0, 'f', 1);
   return text;
 }

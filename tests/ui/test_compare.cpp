@@ -128,7 +128,9 @@ class TestCompare : public QObject {
         record.spec = test::tinySpec(name, 2, 2, 0.003);
         const auto run = writer.create_run(record);
         for (int64_t step = 1; step <= 4; ++step)
-          writer.append(run, std::vector<store::MetricPoint>{{"mfu", 0, step, 1.0 * step, 0.02}, {"peak_tflops", 0, step, 1.0 * step, peak}});
+          writer.append(run, std::vector<store::MetricPoint>{{"mfu", 0, step, 1.0 * step, 0.02},
+                                                             {"peak_tflops", 0, step, 1.0 * step, peak},
+                                                             {"loss", 0, step, 1.0 * step, 2.5 + peak * 1e-6}});
         writer.set_status(run, store::RunStatus::done);
       }
     }
@@ -140,6 +142,10 @@ class TestCompare : public QObject {
              qPrintable(comparison.formatDelta(1, SummaryField::mean_mfu)));
     comparison.setBaseline(1);
     QVERIFY(!comparison.formatDelta(2, SummaryField::mean_mfu).contains(QStringLiteral("peak")));
+    // Losses 5e-10 apart and the same last step: no difference at the precision shown, no sign.
+    QCOMPARE(comparison.formatDelta(2, SummaryField::final_loss), QStringLiteral("±0.0000"));
+    QCOMPARE(comparison.formatDelta(2, SummaryField::last_step), QStringLiteral("±0"));
+    QCOMPARE(comparison.formatDelta(2, SummaryField::mean_mfu), QStringLiteral("±0.00 pt"));
     CompareSummaryModel model;
     model.setComparison(&comparison);
     int mfu_column = 1;
