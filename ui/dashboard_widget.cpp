@@ -24,6 +24,11 @@ namespace {
 constexpr int kPollIntervalMs = 100;
 constexpr size_t kLiveLagPoints = 8;  ///< steps a live rank's memory curve may trail its group's
 
+/// A run that may still get points: the dashboard polls it.
+bool isLive(store::RunStatus status) {
+  return status == store::RunStatus::planned || status == store::RunStatus::starting || status == store::RunStatus::running;
+}
+
 struct PlotInfo {
   const char* metric;
   const char* title;
@@ -430,10 +435,7 @@ void DashboardWidget::groupMemoryCurves() {
     if (key.first == store::metric_name::peak_memory_bytes) series[key.second] = &data;
   // While the run goes its ranks report a step or so apart; once it ended, a rank with fewer points
   // (it died or stopped reporting) is drawn on its own.
-  const auto status = feed_->run().status;
-  const bool live = status == store::RunStatus::planned || status == store::RunStatus::starting ||
-                    status == store::RunStatus::running;
-  memory_groups_.update(series, live ? kLiveLagPoints : 0);
+  memory_groups_.update(series, isLive(feed_->run().status) ? kLiveLagPoints : 0);
   for (auto& curve : curves_) {
     if (curve.key.first != store::metric_name::peak_memory_bytes) continue;
     const int64_t rank = curve.key.second;
@@ -518,8 +520,7 @@ void DashboardWidget::poll() {
   updateStatus();
   updateRanks();
   const auto status = feed_->run().status;
-  const bool live = status == store::RunStatus::planned || status == store::RunStatus::starting ||
-                    status == store::RunStatus::running;
+  const bool live = isLive(status);
   if (live && !poll_timer_.isActive()) poll_timer_.start();
   if (!live) poll_timer_.stop();
   ended_ = !live;

@@ -225,9 +225,11 @@ void compare_runs(const std::string& db, const std::vector<std::string>& referen
   std::vector<std::string> header = {"run", "name", "status"};
   header.insert(header.end(), kSummaryHeader.begin(), kSummaryHeader.end());
   TextTable table(header, std::vector<bool>{false, false, false, true, true, true, true, true, true, true});
+  std::vector<store::RunSummary> summaries;
   for (const auto& run : runs) {
+    summaries.push_back(history.summary(run.id));
     std::vector<std::string> row = {short_id(run.id), run.name, std::string(store::to_string(run.status))};
-    const auto cells = summary_cells(history.summary(run.id));
+    const auto cells = summary_cells(summaries.back());
     row.insert(row.end(), cells.begin(), cells.end());
     table.add_row(row);
   }
@@ -235,8 +237,8 @@ void compare_runs(const std::string& db, const std::vector<std::string>& referen
   // MFU is a share of each run's own peak: a CPU rank times its GEMM at start-up (two runs of one
   // spec on one machine measured 42 and 58 GFLOP/s), so MFU of runs with other peaks do not compare.
   std::vector<std::pair<std::string, double>> peaks;
-  for (const auto& run : runs)
-    if (const auto peak = history.summary(run.id).mfu_peak_tflops; peak && std::isfinite(*peak)) peaks.push_back({short_id(run.id), *peak});
+  for (size_t i = 0; i < runs.size(); ++i)
+    if (const auto& peak = summaries[i].mfu_peak_tflops; peak && std::isfinite(*peak)) peaks.push_back({short_id(runs[i].id), *peak});
   const auto [lowest, highest] = std::minmax_element(peaks.begin(), peaks.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
   if (peaks.size() > 1 && highest->second > lowest->second * 1.01) {
     std::string list;
