@@ -17,7 +17,7 @@ class UsageError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-/// plan, presets, validate, schedule, export megatron, import hf (plan_commands.cpp).
+/// plan, presets, validate, search, schedule, export megatron, import hf (plan_commands.cpp).
 void add_plan_commands(CLI::App& app);
 /// runs list, show, compare, export, import, tag, note, delete (runs_commands.cpp).
 void add_runs_commands(CLI::App& app);

@@ -1,4 +1,8 @@
-// tessera-cli presets | validate | plan | schedule | export megatron | import hf: the planning commands.
+// tessera-cli presets | validate | plan | search | schedule | export megatron | import hf: the planning
+// commands.
+#include <unistd.h>
+
+#include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -8,6 +12,7 @@
 #include "cli/commands.hpp"
 #include "spec/interop.hpp"
 #include "cli/text_table.hpp"
+#include "planner/layout_search.hpp"
 #include "planner/plan.hpp"
 #include "spec/run_spec.hpp"
 
@@ -17,33 +22,36 @@ namespace {
 
 using nlohmann::json;
 
-// Layout overrides shared by plan, schedule and export: applied to the document before parsing,
-// so that every rule of the spec still holds for the result.
+// Overrides shared by plan, schedule and export (and search, without the layout's): applied to the
+// document before parsing, so that every rule of the spec still holds for the result.
 struct Overrides {
   std::optional<int64_t> tp, pp, dp, cp, ep, vpp, zero, mbs, gbs, seq, nodes, gpus_per_node;
   std::optional<std::string> recompute, precision, schedule, gpu, preset;
   bool sp = false;
   CLI::Option* sp_option = nullptr;
 
-  void add_to(CLI::App* cmd) {
+  /// The layout options too unless `with_layout` is false (the search takes lists for those).
+  void add_to(CLI::App* cmd, bool with_layout = true) {
     // Integers refused beyond int64 rather than clamped by CLI11.
     const auto integer = [cmd](const char* name, std::optional<int64_t>& value, const char* help) {
       cmd->add_option(name, value, help)->check(fits_int64());
     };
-    integer("--tp", tp, "Tensor-parallel size");
-    integer("--pp", pp, "Pipeline-parallel size");
-    integer("--dp", dp, "Data-parallel size (default: derived from the cluster)");
-    integer("--cp", cp, "Context-parallel size");
-    integer("--ep", ep, "Expert-parallel size");
-    integer("--vpp", vpp, "Virtual pipeline stages per rank (interleaved schedule)");
-    sp_option = cmd->add_flag("--sp,!--no-sp", sp, "Sequence parallelism on (--sp) or off (--no-sp)");
-    integer("--zero", zero, "ZeRO stage 0-3");
-    integer("--mbs", mbs, "Micro-batch size");
+    if (with_layout) {
+      integer("--tp", tp, "Tensor-parallel size");
+      integer("--pp", pp, "Pipeline-parallel size");
+      integer("--dp", dp, "Data-parallel size (default: derived from the cluster)");
+      integer("--cp", cp, "Context-parallel size");
+      integer("--ep", ep, "Expert-parallel size");
+      integer("--vpp", vpp, "Virtual pipeline stages per rank (interleaved schedule)");
+      sp_option = cmd->add_flag("--sp,!--no-sp", sp, "Sequence parallelism on (--sp) or off (--no-sp)");
+      integer("--zero", zero, "ZeRO stage 0-3");
+      integer("--mbs", mbs, "Micro-batch size");
+      cmd->add_option("--recompute", recompute, "none|selective|full");
+      cmd->add_option("--schedule", schedule, "gpipe|1f1b|interleaved|zb-h1");
+    }
     integer("--gbs", gbs, "Global batch size");
     integer("--seq", seq, "Sequence length");
-    cmd->add_option("--recompute", recompute, "none|selective|full");
     cmd->add_option("--precision", precision, "fp32|bf16|fp16");
-    cmd->add_option("--schedule", schedule, "gpipe|1f1b|interleaved|zb-h1");
     cmd->add_option("--gpu", gpu, "GPU preset id");
     integer("--nodes", nodes, "Number of nodes");
     integer("--gpus-per-node", gpus_per_node, "GPUs per node");
@@ -195,6 +203,141 @@ std::string op_label(const planner::PipelineOp& op, int vpp) {
   return out;
 }
 
+
+// The search's list options: "1,2,4" (CLI11 splits at commas), each value named in its error.
+struct SearchLists {
+  std::vector<int64_t> tp, cp, pp, vpp, ep, mbs, zero;
+  std::vector<std::string> recompute, schedule;
+
+  void add_to(CLI::App* cmd) {
+    const auto list = [cmd](const char* name, std::vector<int64_t>& values, const char* help) {
+      cmd->add_option(name, values, help)->delimiter(',')->check(fits_int64());
+    };
+    list("--tp", tp, "Tensor-parallel sizes to try, e.g. 1,2,4,8 (default: the divisors of the GPUs per node)");
+    list("--cp", cp, "Context-parallel sizes (default: powers of two keeping 1024 tokens or more per rank)");
+    list("--pp", pp, "Pipeline-parallel sizes (default: the divisors of the layers that divide the world)");
+    list("--vpp", vpp, "Virtual stages for the interleaved schedule (default: 2,4,8)");
+    list("--ep", ep, "Expert-parallel sizes (default: the divisors of the experts; 1 for a dense model)");
+    list("--mbs", mbs, "Micro-batch sizes (default: 1,2,4,8)");
+    list("--zero", zero, "ZeRO stages (default: 0,1,2,3; 2 and 3 only without a pipeline)");
+    cmd->add_option("--recompute", recompute, "Recompute settings, none|selective|full (default: all three)")->delimiter(',');
+    cmd->add_option("--schedule", schedule, "Pipeline schedules, gpipe|1f1b|interleaved|zb-h1 (default: 1f1b,interleaved,zb-h1)")
+        ->delimiter(',');
+  }
+
+  /// The default space of `s` with every list given here in place of its default.
+  planner::SearchSpace space_for(const spec::RunSpec& s) const {
+    auto space = planner::default_search_space(s);
+    if (!tp.empty()) space.tp = tp;
+    if (!cp.empty()) space.cp = cp;
+    if (!pp.empty()) space.pp = pp;
+    if (!vpp.empty()) space.vpp = vpp;
+    if (!ep.empty()) space.ep = ep;
+    if (!mbs.empty()) space.micro_batch_size = mbs;
+    if (!zero.empty()) {
+      space.zero_stage.clear();
+      for (int64_t z : zero) {
+        if (z < 0 || z > 3) throw UsageError("--zero " + std::to_string(z) + ": a ZeRO stage is 0, 1, 2 or 3");
+        space.zero_stage.push_back(static_cast<int>(z));
+      }
+    }
+    if (!recompute.empty()) space.recompute = enums<spec::Recompute>("--recompute", recompute);
+    if (!schedule.empty()) space.schedule = enums<spec::Schedule>("--schedule", schedule);
+    for (auto [name, values] : {std::pair{"--tp", &space.tp}, {"--cp", &space.cp}, {"--pp", &space.pp},
+                                {"--vpp", &space.vpp}, {"--ep", &space.ep}, {"--mbs", &space.micro_batch_size}})
+      for (int64_t v : *values)
+        if (v < 1) throw UsageError(std::string(name) + " " + std::to_string(v) + ": each value must be a positive integer");
+    return space;
+  }
+
+  template <typename E>
+  static std::vector<E> enums(const std::string& option, const std::vector<std::string>& names) {
+    std::vector<E> out;
+    for (const auto& name : names) {
+      auto value = spec::enum_from_string<E>(name);
+      if (!value) throw UsageError(option + " " + name + ": must be one of " + spec::join_spellings(spec::enum_spellings<E>()));
+      out.push_back(*value);
+    }
+    return out;
+  }
+};
+
+std::string layout_cell(const spec::RunSpec& s) {
+  return layout_label(s) + (s.parallel.sequence_parallel ? "·SP" : "");
+}
+
+void print_search(const planner::SearchResult& r, const spec::RunSpec& s) {
+  const auto& gpu = *spec::PresetCatalog::builtin().gpu(s.cluster.gpu);
+  std::cout << "Layout search: " << (s.name.empty() ? "the spec" : s.name) << " on " << s.world_size() << " × " << gpu.name
+            << ", global batch " << r.global_batch_size << " × " << s.model.seq_length << " tokens, "
+            << spec::to_string(s.training.precision) << "\n";
+  std::string invalid_fields;
+  for (size_t i = 0; i < r.invalid_fields.size() && i < 3; ++i)
+    invalid_fields += (i ? ", " : "") + r.invalid_fields[i].first + " " + format_count(r.invalid_fields[i].second);
+  if (r.invalid_fields.size() > 3) invalid_fields += ", …";
+  std::cout << "  " << format_count(r.candidates) << " layouts: " << format_count(r.invalid) << " break a rule of the spec"
+            << (invalid_fields.empty() ? "" : " (" + invalid_fields + ")") << ", " << format_count(r.over_memory)
+            << " need more than " << format_bytes(r.memory_limit_bytes) << ", " << format_count(r.fitting) << " fit; "
+            << format_fixed(r.elapsed_s, 2) << " s on " << r.threads << " thread" << (r.threads == 1 ? "" : "s")
+            << (r.cancelled ? " (stopped early)" : "") << "\n\n";
+  if (r.best.empty()) {
+    std::cout << "No layout of this space fits. More GPUs (--nodes), a smaller global batch (--gbs), full recompute or a "
+                 "larger --memory-fraction may.\n";
+  } else {
+    TextTable table({"#", "layout", "schedule", "ZeRO", "mbs", "recompute", "step s", "tokens/s", "MFU", "bubble", "peak memory"},
+                    {true, false, false, true, true, false, true, true, true, true, true});
+    for (size_t i = 0; i < r.best.size(); ++i) {
+      const auto& b = r.best[i];
+      table.add_row({std::to_string(i + 1), layout_cell(b.spec), std::string(spec::to_string(b.spec.parallel.schedule)),
+                     std::to_string(b.spec.effective_zero_stage()), std::to_string(b.spec.training.micro_batch_size),
+                     std::string(spec::to_string(b.spec.training.recompute)), format_fixed(b.iteration_time_s, 3),
+                     format_si(b.tokens_per_s, ""), pct(b.mfu), pct(b.bubble_fraction), format_bytes(b.peak_bytes)});
+    }
+    std::cout << table.str();
+  }
+  const auto& g = *r.given;
+  std::cout << "\nThe spec's own layout (" << layout_cell(g.spec) << ", " << spec::to_string(g.spec.parallel.schedule)
+            << ", ZeRO " << g.spec.effective_zero_stage() << ", mbs " << g.spec.training.micro_batch_size << ", recompute "
+            << spec::to_string(g.spec.training.recompute) << "): ";
+  if (!r.given_fits) {
+    std::cout << "needs " << format_bytes(g.peak_bytes) << ", more than " << format_bytes(r.memory_limit_bytes) << "\n";
+  } else {
+    std::cout << format_fixed(g.iteration_time_s, 3) << " s a step, " << format_si(g.tokens_per_s, "") << " tokens/s, place "
+              << format_count(r.given_place) << " of " << format_count(std::max(r.fitting, r.given_place));
+    if (!r.best.empty() && r.best.front().tokens_per_s > g.tokens_per_s)
+      std::cout << "; the best is " << format_fixed(r.best.front().tokens_per_s / g.tokens_per_s, 2) << "× its tokens/s";
+    std::cout << "\n";
+  }
+}
+
+json ranked_json(const planner::RankedLayout& l) {
+  json parallel = spec::to_json(l.spec)["parallel"];
+  parallel["dp"] = l.spec.data_parallel();
+  return {{"parallel", parallel},
+          {"micro_batch_size", l.spec.training.micro_batch_size},
+          {"recompute", std::string(spec::to_string(l.spec.training.recompute))},
+          {"iteration_time_s", l.iteration_time_s},
+          {"tokens_per_s", l.tokens_per_s},
+          {"mfu", l.mfu},
+          {"bubble_fraction", l.bubble_fraction},
+          {"peak_bytes", l.peak_bytes}};
+}
+
+json search_json(const planner::SearchResult& r) {
+  json fields = json::object();
+  for (const auto& [field, count] : r.invalid_fields) fields[field] = count;
+  json best = json::array();
+  for (const auto& b : r.best) best.push_back(ranked_json(b));
+  json given = ranked_json(*r.given);
+  given["fits"] = r.given_fits;
+  if (r.given_fits) given["place"] = r.given_place;
+  return {{"candidates", r.candidates}, {"planned", r.planned},        {"invalid", r.invalid},
+          {"invalid_fields", fields},   {"over_memory", r.over_memory}, {"fitting", r.fitting},
+          {"memory_limit_bytes", r.memory_limit_bytes}, {"global_batch_size", r.global_batch_size},
+          {"best", best},               {"given", given},               {"elapsed_s", r.elapsed_s},
+          {"threads", r.threads}};
+}
+
 }  // namespace
 
 void add_plan_commands(CLI::App& app) {
@@ -260,6 +403,59 @@ void add_plan_commands(CLI::App& app) {
                         std::to_string(r.cp), std::to_string(r.ep), std::to_string(r.dp), std::to_string(r.pp)});
         std::cout << grid.str();
       }
+    });
+  }
+
+  {
+    auto* cmd = app.add_subcommand("search", "The fastest layouts of a spec's model, batch and cluster that fit in memory");
+    static std::string path, profile = "tessera", save_path;
+    static bool as_json = false, causal = false;
+    static size_t top = 10, pick = 1;
+    static int threads = 0;
+    static double memory_fraction = 1.0;
+    static Overrides overrides;
+    static SearchLists lists;
+    cmd->add_option("spec", path, "Run spec (JSON): its model, global batch, precision and cluster are kept")->required();
+    lists.add_to(cmd);
+    overrides.add_to(cmd, false);
+    cmd->add_option("--top", top, "How many layouts to list (default 10)")->check(CLI::Range(1, 10000));
+    cmd->add_option("--memory-fraction", memory_fraction,
+                    "A layout fits when its peak is at most this share of the GPU's memory (default 1; 0.9 leaves 10%)")
+        ->check(finite_range(0.01, 1.0));
+    cmd->add_option("--memory-profile", profile, "tessera (default) or megatron")
+        ->check(CLI::IsMember({"tessera", "megatron"}));
+    cmd->add_flag("--causal-flops", causal, "Count causal attention scores as half (default: in full)");
+    cmd->add_option("--threads", threads, "Planning threads (default: one per hardware thread)")->check(CLI::Range(1, 1024));
+    cmd->add_option("--save", save_path, "Write the spec with the chosen layout (--pick) to this file");
+    cmd->add_option("--pick", pick, "Which listed layout --save writes (default 1, the fastest)")->check(CLI::Range(1, 10000));
+    cmd->add_flag("--json", as_json, "Print the result as JSON");
+    cmd->callback([] {
+      const auto s = load_with_overrides(path, overrides);
+      planner::SearchOptions options;
+      options.top = std::max(top, pick);
+      options.threads = threads;
+      options.memory_fraction = memory_fraction;
+      options.plan.memory_profile = planner::memory_profile_from_string(profile);
+      options.plan.causal_flops = causal;
+      // Progress on a terminal only: a pipe gets the result alone.
+      if (isatty(STDERR_FILENO) && !as_json)
+        options.progress = [](int64_t planned, int64_t candidates) {
+          std::cerr << "\rplanned " << format_count(planned) << " of " << format_count(candidates) << " layouts" << std::flush;
+          if (planned == candidates) std::cerr << "\r\033[K" << std::flush;
+        };
+      auto result = planner::search_layouts(s, lists.space_for(s), options);
+      if (!save_path.empty()) {
+        if (pick > result.best.size())
+          throw std::runtime_error("--pick " + std::to_string(pick) + ": the search found " +
+                                   std::to_string(result.best.size()) + " layout(s) that fit; nothing written to " + save_path);
+        const std::string text = spec::to_json(result.best[pick - 1].spec).dump(2) + "\n";
+        std::ofstream out(save_path);
+        if (!(out << text)) throw UsageError("cannot write " + save_path);
+        std::cerr << "wrote layout " << pick << " to " << save_path << "\n";
+      }
+      result.best.resize(std::min(result.best.size(), top));
+      if (as_json) std::cout << search_json(result).dump(2) << "\n";
+      else print_search(result, s);
     });
   }
 

@@ -17,15 +17,27 @@ void TextTable::add_row(std::vector<std::string> cells) {
   rows_.push_back(std::move(cells));
 }
 
+namespace {
+
+// Columns a cell takes on a terminal: one per character, so "TP2·PP2" is 7 wide, not its 8 bytes
+// (UTF-8 continuation bytes, 10xxxxxx, are not counted).
+size_t display_width(const std::string& text) {
+  return static_cast<size_t>(std::count_if(text.begin(), text.end(), [](char c) {
+    return (static_cast<unsigned char>(c) & 0xC0) != 0x80;
+  }));
+}
+
+}  // namespace
+
 std::string TextTable::str() const {
   std::vector<size_t> width(header_.size());
-  for (size_t i = 0; i < header_.size(); ++i) width[i] = header_[i].size();
+  for (size_t i = 0; i < header_.size(); ++i) width[i] = display_width(header_[i]);
   for (const auto& row : rows_)
-    for (size_t i = 0; i < row.size(); ++i) width[i] = std::max(width[i], row[i].size());
+    for (size_t i = 0; i < row.size(); ++i) width[i] = std::max(width[i], display_width(row[i]));
   auto line = [&](const std::vector<std::string>& cells) {
     std::string out;
     for (size_t i = 0; i < cells.size(); ++i) {
-      const std::string pad(width[i] - cells[i].size(), ' ');
+      const std::string pad(width[i] - display_width(cells[i]), ' ');
       out += right_[i] ? pad + cells[i] : cells[i] + pad;
       if (i + 1 < cells.size()) out += "  ";
     }

@@ -1,6 +1,8 @@
 // tessera-cli's planning commands run as a process: the plan --json document, errors with exit
-// code 2 and no stack trace, overrides, schedule, Megatron export and Hugging Face import.
+// code 2 and no stack trace, overrides, the layout search, schedule, Megatron export and Hugging Face
+// import.
 #include <QtCore/QProcess>
+#include <QtCore/QRegularExpression>
 #include <QtCore/QTemporaryDir>
 #include <QtTest/QtTest>
 
@@ -221,6 +223,87 @@ class TestCliPlan : public QObject {
       QCOMPARE(refused.exit_code, 2);
       QVERIFY2(refused.err.find(std::string("config field ") + field + " must be") != std::string::npos, refused.err.c_str());
     }
+  }
+
+  // search: the fastest layouts that fit, as JSON; --save writes the one --pick names, which plans
+  // to the figures the search listed.
+  void searchListsAndSavesLayouts() {
+    QTemporaryDir dir;
+    const QString saved = dir.filePath("second.json");
+    const auto r = cli({"search", example("llama3-8b-8xh100.json"), "--top", "5", "--threads", "2", "--json", "--save",
+                        saved, "--pick", "2"});
+    QCOMPARE(r.exit_code, 0);
+    QVERIFY2(r.err.find("wrote layout 2 to") != std::string::npos, r.err.c_str());
+    const auto j = nlohmann::json::parse(r.out);
+    QCOMPARE(j["threads"].get<int>(), 2);
+    QCOMPARE(j["candidates"].get<int64_t>(),
+             j["invalid"].get<int64_t>() + j["over_memory"].get<int64_t>() + j["fitting"].get<int64_t>());
+    QCOMPARE(j["global_batch_size"].get<int64_t>(), int64_t{64});
+    QCOMPARE(j["best"].size(), size_t{5});
+    for (size_t i = 1; i < 5; ++i)
+      QVERIFY(j["best"][i]["tokens_per_s"].get<double>() <= j["best"][i - 1]["tokens_per_s"].get<double>());
+    for (const auto& b : j["best"]) QVERIFY(b["peak_bytes"].get<int64_t>() <= j["memory_limit_bytes"].get<int64_t>());
+    QCOMPARE(j["given"]["fits"].get<bool>(), true);
+    QVERIFY(j["given"]["place"].get<int64_t>() >= 1);
+
+    const auto plan = cli({"plan", saved, "--json"});
+    QCOMPARE(plan.exit_code, 0);
+    const auto p = nlohmann::json::parse(plan.out);
+    QCOMPARE(p["predicted"]["tokens_per_s"].get<double>(), j["best"][1]["tokens_per_s"].get<double>());
+    QCOMPARE(p["memory"]["peak_bytes"].get<int64_t>(), j["best"][1]["peak_bytes"].get<int64_t>());
+    const auto spec = nlohmann::json::parse(std::ifstream(saved.toStdString()));
+    QCOMPARE(spec["parallel"]["tp"], j["best"][1]["parallel"]["tp"]);
+    QCOMPARE(spec["parallel"]["schedule"], j["best"][1]["parallel"]["schedule"]);
+    QCOMPARE(spec["training"]["recompute"], j["best"][1]["recompute"]);
+    QCOMPARE(spec["model"]["num_layers"].get<int64_t>(), int64_t{32});  // the model is kept
+
+    // Lists narrow the space; the run options re-plan the cluster: two nodes, world 16.
+    const auto narrow = cli({"search", example("llama3-8b-8xh100.json"), "--json", "--tp", "2,4", "--pp", "1",
+                             "--cp", "1", "--mbs", "1", "--zero", "1", "--recompute", "selective", "--nodes", "2"});
+    QCOMPARE(narrow.exit_code, 0);
+    const auto n = nlohmann::json::parse(narrow.out);
+    QCOMPARE(n["candidates"].get<int64_t>(), int64_t{2});
+    for (const auto& b : n["best"]) {
+      const auto& par = b["parallel"];
+      QCOMPARE(par["dp"].get<int64_t>() * par["tp"].get<int64_t>(), int64_t{16});
+      QCOMPARE(par["sequence_parallel"].get<bool>(), true);
+    }
+  }
+
+  void searchTextAndErrors() {
+    const auto r = cli({"search", example("llama3-8b-8xh100.json"), "--top", "10"});
+    QCOMPARE(r.exit_code, 0);
+    for (const char* text : {"Layout search: Llama-3-8B", "layouts: ", " fit; ", "recompute",
+                             "The spec's own layout (TP2·PP1·DP4·SP, 1f1b, ZeRO 1, mbs 1, recompute selective): "})
+      QVERIFY2(r.out.find(text) != std::string::npos, (std::string(text) + " in\n" + r.out).c_str());
+    QVERIFY2(r.err.empty(), r.err.c_str());  // progress only on a terminal
+    // The table's last column is right-aligned: every line of it ends in the same terminal column,
+    // whatever number of '·' (two bytes each) its layout has.
+    const auto table = QString::fromStdString(r.out).split('\n').filter(QRegularExpression("^(#|[0-9]+ )"));
+    QCOMPARE(table.size(), 11);  // the header and ten layouts (with and without CP: 3 or 4 '·')
+    for (const auto& line : table) QCOMPARE(line.size(), table.front().size());
+
+    for (const auto& [args, message] :
+         std::vector<std::pair<QStringList, std::string>>{
+             {{"--tp", "0"}, "--tp 0: each value must be a positive integer"},
+             {{"--schedule", "1f1b,foo"}, "--schedule foo: must be one of gpipe|1f1b|interleaved|zb-h1"},
+             {{"--recompute", "some"}, "--recompute some: must be one of none|selective|full"},
+             {{"--zero", "5"}, "--zero 5: a ZeRO stage is 0, 1, 2 or 3"},
+             {{"--memory-fraction", "0"}, "--memory-fraction"},
+             {{"--tp", "99999999999999999999"}, "is beyond the 64-bit integer range"}}) {
+      const auto bad = cli(QStringList{"search", example("tiny-3d.json")} + args);
+      QCOMPARE(bad.exit_code, 2);
+      QVERIFY2(bad.err.find(message) != std::string::npos, bad.err.c_str());
+    }
+    // --pick beyond what fits: an error, and no file.
+    QTemporaryDir dir;
+    const QString path = dir.filePath("none.json");
+    const auto none = cli({"search", example("tiny-3d.json"), "--tp", "2", "--pp", "2", "--cp", "1", "--mbs", "4", "--zero",
+                           "0", "--recompute", "none", "--schedule", "1f1b", "--save", path, "--pick", "2"});
+    QCOMPARE(none.exit_code, 1);
+    QVERIFY2(none.err.find("--pick 2: the search found 1 layout(s) that fit; nothing written to") != std::string::npos,
+             none.err.c_str());
+    QVERIFY(!QFile::exists(path));
   }
 
   // A spec section that is not an object, with an override into it: the spec's error, exit 2.

@@ -1,0 +1,324 @@
+// The layout search against planning every layout of its space one by one through the spec's JSON
+// path (the same counts, the same fastest layouts in the same order, each re-planned to the same
+// figures), the same result on any number of threads, the memory limit, the spec's own place, the
+// default space's rules, cancellation and the errors that name a choice.
+#include <QtTest/QtTest>
+
+#include <algorithm>
+
+#include "planner/layout_search.hpp"
+
+using namespace tessera;
+using nlohmann::json;
+
+namespace {
+
+json llama8b_doc() {
+  return {{"model", {{"preset", "llama3-8b"}}},
+          {"parallel", {{"tp", 2}, {"pp", 2}, {"sequence_parallel", true}}},
+          {"training", {{"micro_batch_size", 1}, {"global_batch_size", 64}, {"recompute", "full"}}},
+          {"cluster", {{"gpu", "h100-sxm"}, {"nodes", 1}, {"gpus_per_node", 8}}}};
+}
+
+planner::SearchSpace small_space() {
+  planner::SearchSpace space;
+  space.tp = {1, 2, 4, 8};
+  space.cp = {1, 2};
+  space.pp = {1, 2, 4};
+  space.vpp = {2, 4};
+  space.ep = {1};
+  space.micro_batch_size = {1, 2};
+  space.zero_stage = {0, 1, 3};
+  space.recompute = {spec::Recompute::none, spec::Recompute::full};
+  space.schedule = {spec::Schedule::one_f_one_b, spec::Schedule::interleaved};
+  return space;
+}
+
+struct Reference {
+  int64_t candidates = 0, invalid = 0, over_memory = 0, fitting = 0;
+  std::vector<double> tokens_per_s;  // of those that fit, fastest first
+};
+
+// Every layout of small_space() planned on its own: a document per layout, parsed as a user's file
+// would be (parse errors are the invalid ones). Meaningless combinations are those the search
+// documents as left out: one schedule without a pipeline, virtual stages only when interleaving,
+// ZeRO 2/3 only without a pipeline.
+Reference plan_each(const json& doc, const planner::SearchSpace& space) {
+  Reference ref;
+  const auto capacity = spec::PresetCatalog::builtin().gpu(doc["cluster"]["gpu"].get<std::string>())->memory_bytes;
+  for (int64_t tp : space.tp)
+    for (int64_t cp : space.cp)
+      for (int64_t pp : space.pp)
+        for (auto schedule : space.schedule)
+          for (int64_t vpp : schedule == spec::Schedule::interleaved ? space.vpp : std::vector<int64_t>{1})
+            for (int zero : space.zero_stage)
+              for (int64_t mbs : space.micro_batch_size)
+                for (auto recompute : space.recompute) {
+                  if (pp == 1 && schedule != spec::Schedule::one_f_one_b) continue;
+                  if (pp > 1 && zero > 1) continue;
+                  ++ref.candidates;
+                  json d = doc;
+                  d["parallel"] = {{"tp", tp}, {"cp", cp}, {"pp", pp}, {"vpp", vpp},
+                                   {"schedule", std::string(spec::to_string(schedule))}, {"zero_stage", zero},
+                                   {"sequence_parallel", tp > 1}};
+                  d["training"]["micro_batch_size"] = mbs;
+                  d["training"]["recompute"] = std::string(spec::to_string(recompute));
+                  try {
+                    const auto plan = planner::make_plan(spec::parse_spec(d));
+                    if (plan.memory.peak_bytes > capacity) {
+                      ++ref.over_memory;
+                    } else {
+                      ++ref.fitting;
+                      ref.tokens_per_s.push_back(plan.prediction.tokens_per_s);
+                    }
+                  } catch (const spec::SpecError&) {
+                    ++ref.invalid;
+                  }
+                }
+  std::sort(ref.tokens_per_s.rbegin(), ref.tokens_per_s.rend());
+  return ref;
+}
+
+}  // namespace
+
+class TestLayoutSearch : public QObject {
+  Q_OBJECT
+ private slots:
+  void agreesWithPlanningEveryLayout() {
+    const json doc = llama8b_doc();
+    const auto space = small_space();
+    const auto ref = plan_each(doc, space);
+    planner::SearchOptions options;
+    options.top = 25;
+    const auto r = planner::search_layouts(spec::parse_spec(doc), space, options);
+    QCOMPARE(r.candidates, ref.candidates);
+    QCOMPARE(r.planned, r.candidates);
+    QCOMPARE(r.invalid, ref.invalid);
+    QCOMPARE(r.over_memory, ref.over_memory);
+    QCOMPARE(r.fitting, ref.fitting);
+    QVERIFY(r.invalid > 0 && r.over_memory > 0 && r.fitting > 25);  // the case exercises all three
+    QVERIFY(!r.cancelled);
+    int64_t named = 0;
+    for (const auto& [field, count] : r.invalid_fields) named += count;
+    QCOMPARE(named, r.invalid);
+    QCOMPARE(r.best.size(), size_t{25});
+    for (size_t i = 0; i < r.best.size(); ++i) {
+      const auto& b = r.best[i];
+      QCOMPARE(b.tokens_per_s, ref.tokens_per_s[i]);
+      // Each listed layout is a valid spec whose own plan gives the listed figures.
+      const auto plan = planner::make_plan(b.spec);
+      QCOMPARE(plan.prediction.tokens_per_s, b.tokens_per_s);
+      QCOMPARE(plan.prediction.iteration_time_s, b.iteration_time_s);
+      QCOMPARE(plan.prediction.mfu, b.mfu);
+      QCOMPARE(plan.memory.peak_bytes, b.peak_bytes);
+      QVERIFY(b.peak_bytes <= r.memory_limit_bytes);
+      QCOMPARE(b.spec.parallel.sequence_parallel, b.spec.parallel.tp > 1);
+      QCOMPARE(b.spec.model, spec::parse_spec(doc).model);
+      QCOMPARE(b.spec.training.global_batch_size, int64_t{64});
+      if (i > 0) QVERIFY(b.tokens_per_s <= r.best[i - 1].tokens_per_s);
+    }
+  }
+
+  void sameResultOnAnyNumberOfThreads() {
+    const auto s = spec::parse_spec(llama8b_doc());
+    planner::SearchOptions one, three;
+    one.threads = 1;
+    three.threads = 3;
+    one.top = three.top = 40;
+    const auto a = planner::search_layouts(s, small_space(), one);
+    const auto b = planner::search_layouts(s, small_space(), three);
+    QCOMPARE(a.threads, 1);
+    QCOMPARE(b.threads, 3);
+    QCOMPARE(a.fitting, b.fitting);
+    QCOMPARE(a.invalid_fields, b.invalid_fields);
+    QCOMPARE(a.best.size(), b.best.size());
+    for (size_t i = 0; i < a.best.size(); ++i) {
+      QVERIFY(a.best[i].spec == b.best[i].spec);  // ties broken the same way
+      QCOMPARE(a.best[i].tokens_per_s, b.best[i].tokens_per_s);
+    }
+  }
+
+  // A space's lists are sets: the order and repeats of their values change nothing.
+  void listsAreSets() {
+    const auto s = spec::parse_spec(llama8b_doc());
+    auto shuffled = small_space();
+    shuffled.tp = {8, 2, 1, 2, 4};
+    shuffled.micro_batch_size = {2, 1, 2};
+    shuffled.zero_stage = {3, 0, 1, 0};
+    shuffled.recompute = {spec::Recompute::full, spec::Recompute::none, spec::Recompute::full};
+    planner::SearchOptions options;
+    options.top = 50;
+    const auto a = planner::search_layouts(s, small_space(), options);
+    const auto b = planner::search_layouts(s, shuffled, options);
+    QCOMPARE(b.candidates, a.candidates);
+    QCOMPARE(b.best.size(), a.best.size());
+    for (size_t i = 0; i < a.best.size(); ++i) QVERIFY(a.best[i].spec == b.best[i].spec);
+  }
+
+  void memoryLimitIsKept() {
+    json doc = {{"model", {{"preset", "llama3-70b"}}},
+                {"training", {{"micro_batch_size", 1}, {"global_batch_size", 32}}},
+                {"parallel", {{"tp", 8}}},
+                {"cluster", {{"gpu", "h100-sxm"}, {"nodes", 8}, {"gpus_per_node", 8}}}};
+    const auto s = spec::parse_spec(doc);
+    auto space = planner::default_search_space(s);
+    planner::SearchOptions all, half;
+    all.top = half.top = 100000;
+    half.memory_fraction = 0.5;
+    const auto a = planner::search_layouts(s, space, all);
+    const auto h = planner::search_layouts(s, space, half);
+    const int64_t capacity = spec::PresetCatalog::builtin().gpu("h100-sxm")->memory_bytes;
+    QCOMPARE(a.memory_limit_bytes, capacity);
+    QCOMPARE(h.memory_limit_bytes, capacity / 2);
+    QVERIFY(a.over_memory > 0);
+    QVERIFY(h.fitting > 0 && h.fitting < a.fitting);
+    QCOMPARE(a.candidates, h.candidates);
+    QCOMPARE(h.fitting + h.over_memory, a.fitting + a.over_memory);
+    QCOMPARE(a.best.size(), size_t(a.fitting));
+    for (const auto& b : h.best) QVERIFY(b.peak_bytes <= capacity / 2);
+    // Whatever fits in half fits in all, so the best of all is at least as fast.
+    QVERIFY(a.best.front().tokens_per_s >= h.best.front().tokens_per_s);
+    // Any layout that was over the half limit but fits in the whole memory is listed by `all` only.
+    QVERIFY(std::any_of(a.best.begin(), a.best.end(), [&](const auto& b) { return b.peak_bytes > capacity / 2; }));
+  }
+
+  void theSpecsOwnPlace() {
+    const auto s = spec::parse_spec(llama8b_doc());
+    planner::SearchOptions options;
+    options.top = 100000;
+    const auto r = planner::search_layouts(s, small_space(), options);
+    QVERIFY(r.given && r.given_fits);
+    QVERIFY(r.given->spec == s);
+    QCOMPARE(r.given->tokens_per_s, planner::make_plan(s).prediction.tokens_per_s);
+    const auto faster = std::count_if(r.best.begin(), r.best.end(),
+                                      [&](const auto& b) { return b.tokens_per_s > r.given->tokens_per_s; });
+    QCOMPARE(r.given_place, int64_t{faster} + 1);
+    QVERIFY(r.given_place > 1);  // TP2·PP2 with full recompute is not the fastest of this space
+    // The spec's layout is in the space: it is listed with its own figures.
+    QVERIFY(std::any_of(r.best.begin(), r.best.end(), [&](const auto& b) {
+      return b.spec.parallel == s.parallel && b.spec.training == s.training && b.tokens_per_s == r.given->tokens_per_s;
+    }));
+
+    // A layout over the memory has no place.
+    json over = llama8b_doc();
+    over["parallel"] = {{"tp", 1}};
+    over["training"]["recompute"] = "none";
+    over["training"]["micro_batch_size"] = 8;
+    const auto o = planner::search_layouts(spec::parse_spec(over), small_space(), options);
+    QVERIFY(!o.given_fits);
+    QVERIFY(o.given->peak_bytes > o.memory_limit_bytes);
+  }
+
+  void batchAndDataParallelAsTheSpecGaveThem() {
+    // No global batch: held at the spec's one microbatch per DP rank (mbs 2 · dp 2 = 4).
+    json doc = llama8b_doc();
+    doc["training"].erase("global_batch_size");
+    doc["training"]["micro_batch_size"] = 2;
+    const auto r = planner::search_layouts(spec::parse_spec(doc), small_space());
+    QCOMPARE(r.global_batch_size, int64_t{4});
+    QVERIFY(!r.best.empty());
+    for (const auto& b : r.best) {
+      QCOMPARE(b.spec.training.global_batch_size, int64_t{4});
+      QCOMPARE(b.spec.parallel.dp, int64_t{0});  // derived, as the spec had it
+    }
+    // An explicit dp is written for each layout (so that the saved spec says it).
+    doc = llama8b_doc();
+    doc["parallel"]["dp"] = 2;
+    const auto e = planner::search_layouts(spec::parse_spec(doc), small_space());
+    QVERIFY(!e.best.empty());
+    for (const auto& b : e.best) {
+      QCOMPARE(b.spec.parallel.dp * b.spec.parallel.tp * b.spec.parallel.pp * b.spec.parallel.cp, int64_t{8});
+      QVERIFY(spec::validate(b.spec).empty());
+    }
+  }
+
+  void defaultSpaceFollowsItsRules() {
+    const auto llama70b = spec::parse_spec(json{{"model", {{"preset", "llama3-70b"}}},
+                                                {"training", {{"global_batch_size", 128}}},
+                                                {"cluster", {{"gpu", "h100-sxm"}, {"nodes", 8}, {"gpus_per_node", 8}}}});
+    auto space = planner::default_search_space(llama70b);
+    QCOMPARE(space.tp, (std::vector<int64_t>{1, 2, 4, 8}));
+    QCOMPARE(space.pp, (std::vector<int64_t>{1, 2, 4, 8, 16}));  // divisors of 80 that divide 64
+    QCOMPARE(space.cp, (std::vector<int64_t>{1, 2, 4, 8}));      // 8192 tokens: 1024 a rank at cp 8
+    QCOMPARE(space.ep, (std::vector<int64_t>{1}));
+    QCOMPARE(space.vpp, (std::vector<int64_t>{2, 4, 8}));
+    QCOMPARE(space.zero_stage, (std::vector<int>{0, 1, 2, 3}));
+    QCOMPARE(space.micro_batch_size, (std::vector<int64_t>{1, 2, 4, 8}));
+    QCOMPARE(space.recompute.size(), size_t{3});
+    QVERIFY(std::find(space.schedule.begin(), space.schedule.end(), spec::Schedule::gpipe) == space.schedule.end());
+
+    // The spec's own values are always in it; experts give EP's divisors.
+    const auto mixtral = spec::parse_spec(json{{"model", {{"preset", "mixtral-8x7b"}}},
+                                               {"parallel", {{"tp", 2}}},
+                                               {"training", {{"micro_batch_size", 3}, {"global_batch_size", 36}}},
+                                               {"cluster", {{"gpu", "h100-sxm"}, {"nodes", 1}, {"gpus_per_node", 6}}}});
+    space = planner::default_search_space(mixtral);
+    QCOMPARE(space.tp, (std::vector<int64_t>{1, 2, 3, 6}));
+    QCOMPARE(space.ep, (std::vector<int64_t>{1, 2, 4, 8}));
+    QCOMPARE(space.micro_batch_size, (std::vector<int64_t>{1, 2, 3, 4, 8}));
+    const auto with_gpipe = spec::parse_spec(json{{"model", {{"preset", "llama3-8b"}}},
+                                                  {"parallel", {{"pp", 2}, {"schedule", "gpipe"}}},
+                                                  {"training", {{"global_batch_size", 16}}},
+                                                  {"cluster", {{"gpu", "h100-sxm"}, {"nodes", 1}, {"gpus_per_node", 8}}}});
+    space = planner::default_search_space(with_gpipe);
+    QVERIFY(std::find(space.schedule.begin(), space.schedule.end(), spec::Schedule::gpipe) != space.schedule.end());
+  }
+
+  void progressAndCancel() {
+    const auto s = spec::parse_spec(llama8b_doc());
+    std::vector<std::pair<int64_t, int64_t>> calls;
+    planner::SearchOptions options;
+    options.progress = [&](int64_t planned, int64_t candidates) { calls.emplace_back(planned, candidates); };
+    const auto r = planner::search_layouts(s, small_space(), options);
+    QVERIFY(!calls.empty());
+    QCOMPARE(calls.back(), std::make_pair(r.candidates, r.candidates));
+    for (size_t i = 1; i < calls.size(); ++i) QVERIFY(calls[i].first >= calls[i - 1].first);
+
+    std::atomic<bool> cancel{true};
+    options.cancel = &cancel;
+    options.progress = nullptr;
+    const auto c = planner::search_layouts(s, small_space(), options);
+    QVERIFY(c.cancelled);
+    QCOMPARE(c.planned, int64_t{0});
+    QVERIFY(c.best.empty());
+    QVERIFY(c.given.has_value());  // the spec's own plan is still there
+  }
+
+  void errorsNameTheChoice() {
+    const auto s = spec::parse_spec(llama8b_doc());
+    const auto field_of = [&](planner::SearchSpace space, planner::SearchOptions options = {}) -> std::string {
+      try {
+        planner::search_layouts(s, space, options);
+      } catch (const spec::SpecError& e) {
+        return e.errors().front().field + ": " + e.errors().front().message;
+      }
+      return "no error";
+    };
+    auto space = small_space();
+    space.tp.clear();
+    QCOMPARE(field_of(space), std::string("search.tp: search.tp must list at least one value"));
+    space = small_space();
+    space.pp = {2, 0};
+    QCOMPARE(field_of(space), std::string("search.pp: search.pp=0 must be a positive integer"));
+    space = small_space();
+    space.zero_stage = {4};
+    QCOMPARE(field_of(space), std::string("search.zero_stage: search.zero_stage=4 must be 0, 1, 2 or 3"));
+    space = small_space();
+    space.schedule.clear();
+    QCOMPARE(field_of(space), std::string("search.schedule: search.schedule must list at least one value"));
+    planner::SearchOptions options;
+    options.memory_fraction = 0;
+    QVERIFY(QString::fromStdString(field_of(small_space(), options)).startsWith("search.memory_fraction: "));
+    auto bad = s;
+    bad.parallel.tp = 3;  // 32 heads
+    QVERIFY_THROWS_EXCEPTION(spec::SpecError, planner::search_layouts(bad, small_space()));
+    // More layouts than a search plans: refused, naming the limit.
+    space = planner::default_search_space(s);
+    space.micro_batch_size.clear();
+    for (int64_t m = 1; m <= 200000; ++m) space.micro_batch_size.push_back(m);
+    QVERIFY(QString::fromStdString(field_of(space)).contains("more than 2000000 layouts"));
+  }
+};
+
+QTEST_APPLESS_MAIN(TestLayoutSearch)
+#include "test_layout_search.moc"
