@@ -4,6 +4,7 @@
 
 #include <cerrno>
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
 #include <string>
 
@@ -36,6 +37,20 @@ inline CLI::Validator fits_int64() {
         char* end = nullptr;
         std::strtoll(text.c_str(), &end, 0);
         return errno == ERANGE ? text + " is beyond the 64-bit integer range" : std::string();
+      },
+      "");
+}
+
+/// An integer option's value from `least` to `most` ("0 must be 1 or more", "5 must be from 0 to 3");
+/// CLI11's own range checks print the bounds as floating-point numbers of 300 digits.
+inline CLI::Validator integer_range(int64_t least, int64_t most = INT64_MAX) {
+  return CLI::Validator(
+      [least, most](std::string& text) {
+        char* end = nullptr;
+        const long long value = std::strtoll(text.c_str(), &end, 0);
+        if (value >= least && value <= most) return std::string();
+        return text + " must be " +
+               (most == INT64_MAX ? std::to_string(least) + " or more" : "from " + std::to_string(least) + " to " + std::to_string(most));
       },
       "");
 }

@@ -17,6 +17,7 @@
 #include "runtime/launch/local_launcher.hpp"
 #include "runtime/train/batches.hpp"
 #include "runtime/train/checkpoint.hpp"
+#include "planner/runtime_support.hpp"
 #include "runtime/train/trainer.hpp"
 #include "spec/run_spec.hpp"
 
@@ -90,7 +91,7 @@ int main(int argc, char** argv) {
   try {
     spec = tessera::spec::load_spec_file(spec_path);
     if (steps > 0) spec.training.train_steps = steps;
-    auto errors = tessera::runtime::runtime_support_errors(spec);
+    auto errors = tessera::planner::tessera_train_problems(spec);
     if (data.empty()) data = tessera::runtime::default_data_path();
     if (errors.empty() && data != "synthetic") {
       try {  // read once here, so a bad file stops the run before any rank starts

@@ -5,6 +5,7 @@
 
 #include <QDoubleValidator>
 #include <QFormLayout>
+#include <QHBoxLayout>
 #include <QHeaderView>
 #include <QPushButton>
 #include <QSpinBox>
@@ -98,8 +99,13 @@ DesignerPanel::DesignerPanel(PlanSession* session, SpecFieldModel* model, QWidge
   form->addRow(tr("&Model preset"), model_preset_);
   form->addRow(tr("&GPU"), gpu_);
   layout->addLayout(form);
+  auto* buttons = new QHBoxLayout;
   auto* import = new QPushButton(tr("Import Hugging Face config.json…"), this);
-  layout->addWidget(import);
+  auto* search = new QPushButton(tr("Search Layouts…"), this);
+  search->setToolTip(tr("The fastest layouts of this model, batch and cluster that fit in memory"));
+  buttons->addWidget(import);
+  buttons->addWidget(search);
+  layout->addLayout(buttons);
 
   tree_ = new QTreeView(this);
   tree_->setModel(model_);
@@ -129,6 +135,7 @@ DesignerPanel::DesignerPanel(PlanSession* session, SpecFieldModel* model, QWidge
   layout->addWidget(problems_);
 
   connect(import, &QPushButton::clicked, this, &DesignerPanel::importHuggingFaceRequested);
+  connect(search, &QPushButton::clicked, this, &DesignerPanel::searchLayoutsRequested);
   connect(name_, &QLineEdit::editingFinished, this, [this] {
     spec::RunSpec updated = session_->spec();
     updated.name = name_->text().toStdString();

@@ -1,5 +1,5 @@
 // The designer: the run's name, preset pickers for the model and the GPU, "Import Hugging Face
-// config.json…", and the spec's fields by section (Model, Parallelism, Training, Cluster) with
+// config.json…" and "Search Layouts…", and the spec's fields by section (Model, Parallelism, Training, Cluster) with
 // derived values beside them and invalid fields marked with the planner's message.
 #pragma once
 
@@ -27,6 +27,7 @@ class DesignerPanel : public QWidget {
 
  signals:
   void importHuggingFaceRequested();
+  void searchLayoutsRequested();
 
  private:
   void refresh();

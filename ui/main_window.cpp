@@ -20,6 +20,7 @@
 
 #include "designer_panel.hpp"
 #include "history_window.hpp"
+#include "layout_search_dialog.hpp"
 #include "memory_view.hpp"
 #include "rank_grid_view.hpp"
 #include "run_windows.hpp"
@@ -171,6 +172,7 @@ void MainWindow::buildViews() {
 
   designer_ = new DesignerPanel(&session_, &spec_model_);
   connect(designer_, &DesignerPanel::importHuggingFaceRequested, this, &MainWindow::importHuggingFace);
+  connect(designer_, &DesignerPanel::searchLayoutsRequested, this, &MainWindow::searchLayouts);
   connect(summary_, &SummaryStrip::fieldRequested, this, [this](const QString& field) {
     dock_->show();
     designer_->focusField(field);
@@ -210,6 +212,7 @@ void MainWindow::buildMenus() {
     dock_->show();
     designer_->fieldView()->setFocus();
   });
+  edit->addAction(tr("Search &Layouts…"), QKeySequence(tr("Ctrl+Shift+L")), this, &MainWindow::searchLayouts);
 
   QMenu* run = menuBar()->addMenu(tr("&Run"));
   run->addAction(tr("&Launch…"), QKeySequence(tr("Ctrl+R")), this, [this] {
@@ -379,6 +382,11 @@ void MainWindow::importHuggingFace() {
   if (path.isEmpty()) return;
   QString error;
   if (!session_.importHuggingFace(path, &error)) QMessageBox::critical(this, tr("Cannot import"), error);
+}
+
+void MainWindow::searchLayouts() {
+  LayoutSearchDialog dialog(&session_, this);
+  dialog.exec();
 }
 
 bool MainWindow::exportCurrentView(const QString& path) {

@@ -87,6 +87,7 @@ class MainWindow : public QMainWindow {
   bool save();
   void open();
   void importHuggingFace();
+  void searchLayouts();
   void exportView();
   void addRecentFile(const QString& path);
   void rebuildRecentMenu();

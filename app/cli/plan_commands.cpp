@@ -101,23 +101,14 @@ json read_json_file(const std::string& path) {
   return spec::parse_spec_json(buffer.str(), path);
 }
 
-spec::RunSpec load_with_overrides(const std::string& path, const Overrides& overrides) {
+spec::RunSpec load_with_overrides(const std::string& path, const Overrides& overrides, spec::Rules rules = spec::Rules::all) {
   json doc = read_json_file(path);
   if (!doc.is_object()) throw spec::SpecError({{"", path + ": a run spec must be a JSON object"}});
   overrides.apply(doc);
-  return spec::parse_spec(doc);
+  return spec::parse_spec(doc, spec::PresetCatalog::builtin(), rules);
 }
 
 std::string pct(double fraction) { return format_fixed(100 * fraction, 1) + "%"; }
-
-std::string layout_label(const spec::RunSpec& s) {
-  std::string out = "TP" + std::to_string(s.parallel.tp) + "·PP" + std::to_string(s.parallel.pp) + "·DP" +
-                    std::to_string(s.data_parallel());
-  if (s.parallel.cp > 1) out += "·CP" + std::to_string(s.parallel.cp);
-  if (s.parallel.ep > 1) out += "·EP" + std::to_string(s.parallel.ep);
-  if (s.parallel.vpp > 1) out += "·VPP" + std::to_string(s.parallel.vpp);
-  return out;
-}
 
 std::string layer_span(const std::vector<int64_t>& layers) {
   if (layers.empty()) return "-";
@@ -141,7 +132,7 @@ void print_plan(const planner::Plan& plan) {
   const bool cpu = s.cluster.gpu == "cpu";
   const std::string per = cpu ? "rank" : "GPU";
   std::cout << "  " << s.world_size() << (cpu ? " CPU ranks (" : " GPUs (") << s.cluster.nodes << " × " << s.cluster.gpus_per_node << " "
-            << gpu.name << ") · " << layout_label(s) << (s.parallel.sequence_parallel ? " · SP" : "")
+            << gpu.name << ") · " << s.layout_label()
             << " · ZeRO-" << s.effective_zero_stage() << " · " << spec::to_string(s.training.precision) << " · recompute "
             << spec::to_string(s.training.recompute) << "\n";
   std::cout << "  " << s.num_microbatches() << " microbatches of " << s.training.micro_batch_size << " × "
@@ -211,42 +202,36 @@ struct SearchLists {
 
   void add_to(CLI::App* cmd) {
     const auto list = [cmd](const char* name, std::vector<int64_t>& values, const char* help) {
-      cmd->add_option(name, values, help)->delimiter(',')->check(fits_int64());
+      return cmd->add_option(name, values, help)->delimiter(',')->check(fits_int64());
     };
-    list("--tp", tp, "Tensor-parallel sizes to try, e.g. 1,2,4,8 (default: the divisors of the GPUs per node)");
-    list("--cp", cp, "Context-parallel sizes (default: powers of two keeping 1024 tokens or more per rank)");
-    list("--pp", pp, "Pipeline-parallel sizes (default: the divisors of the layers that divide the world)");
-    list("--vpp", vpp, "Virtual stages for the interleaved schedule (default: 2,4,8)");
-    list("--ep", ep, "Expert-parallel sizes (default: the divisors of the experts; 1 for a dense model)");
-    list("--mbs", mbs, "Micro-batch sizes (default: 1,2,4,8)");
-    list("--zero", zero, "ZeRO stages (default: 0,1,2,3; 2 and 3 only without a pipeline)");
+    list("--tp", tp, "Tensor-parallel sizes to try, e.g. 1,2,4,8 (default: the divisors of the GPUs per node)")
+        ->check(integer_range(1));
+    list("--cp", cp, "Context-parallel sizes (default: powers of two keeping 1024 tokens or more per rank)")
+        ->check(integer_range(1));
+    list("--pp", pp, "Pipeline-parallel sizes (default: the divisors of the layers that divide the world)")
+        ->check(integer_range(1));
+    list("--vpp", vpp, "Virtual stages for the interleaved schedule (default: 2,4,8)")->check(integer_range(1));
+    list("--ep", ep, "Expert-parallel sizes (default: the divisors of the experts; 1 for a dense model)")
+        ->check(integer_range(1));
+    list("--mbs", mbs, "Micro-batch sizes (default: 1,2,4,8)")->check(integer_range(1));
+    list("--zero", zero, "ZeRO stages (default: 0,1,2,3; 2 and 3 only without a pipeline)")->check(integer_range(0, 3));
     cmd->add_option("--recompute", recompute, "Recompute settings, none|selective|full (default: all three)")->delimiter(',');
     cmd->add_option("--schedule", schedule, "Pipeline schedules, gpipe|1f1b|interleaved|zb-h1 (default: 1f1b,interleaved,zb-h1)")
         ->delimiter(',');
   }
 
   /// The default space of `s` with every list given here in place of its default.
-  planner::SearchSpace space_for(const spec::RunSpec& s) const {
-    auto space = planner::default_search_space(s);
+  planner::SearchSpace space_for(const spec::RunSpec& s, bool tessera_train) const {
+    auto space = planner::default_search_space(s, tessera_train);
     if (!tp.empty()) space.tp = tp;
     if (!cp.empty()) space.cp = cp;
     if (!pp.empty()) space.pp = pp;
     if (!vpp.empty()) space.vpp = vpp;
     if (!ep.empty()) space.ep = ep;
     if (!mbs.empty()) space.micro_batch_size = mbs;
-    if (!zero.empty()) {
-      space.zero_stage.clear();
-      for (int64_t z : zero) {
-        if (z < 0 || z > 3) throw UsageError("--zero " + std::to_string(z) + ": a ZeRO stage is 0, 1, 2 or 3");
-        space.zero_stage.push_back(static_cast<int>(z));
-      }
-    }
+    if (!zero.empty()) space.zero_stage.assign(zero.begin(), zero.end());
     if (!recompute.empty()) space.recompute = enums<spec::Recompute>("--recompute", recompute);
     if (!schedule.empty()) space.schedule = enums<spec::Schedule>("--schedule", schedule);
-    for (auto [name, values] : {std::pair{"--tp", &space.tp}, {"--cp", &space.cp}, {"--pp", &space.pp},
-                                {"--vpp", &space.vpp}, {"--ep", &space.ep}, {"--mbs", &space.micro_batch_size}})
-      for (int64_t v : *values)
-        if (v < 1) throw UsageError(std::string(name) + " " + std::to_string(v) + ": each value must be a positive integer");
     return space;
   }
 
@@ -262,10 +247,6 @@ struct SearchLists {
   }
 };
 
-std::string layout_cell(const spec::RunSpec& s) {
-  return layout_label(s) + (s.parallel.sequence_parallel ? "·SP" : "");
-}
-
 void print_search(const planner::SearchResult& r, const spec::RunSpec& s) {
   const auto& gpu = *spec::PresetCatalog::builtin().gpu(s.cluster.gpu);
   std::cout << "Layout search: " << (s.name.empty() ? "the spec" : s.name) << " on " << s.world_size() << " × " << gpu.name
@@ -280,7 +261,10 @@ void print_search(const planner::SearchResult& r, const spec::RunSpec& s) {
             << " need more than " << format_bytes(r.memory_limit_bytes) << ", " << format_count(r.fitting) << " fit; "
             << format_fixed(r.elapsed_s, 2) << " s on " << r.threads << " thread" << (r.threads == 1 ? "" : "s")
             << (r.cancelled ? " (stopped early)" : "") << "\n\n";
-  if (r.best.empty()) {
+  if (r.best.empty() && r.invalid == r.planned) {
+    std::cout << "No layout of this space keeps the spec's rules for this model, batch and cluster (the fields above name "
+                 "them); other values for those choices, or another --gbs, may.\n";
+  } else if (r.best.empty()) {
     std::cout << "No layout of this space fits. More GPUs (--nodes), a smaller global batch (--gbs), full recompute or a "
                  "larger --memory-fraction may.\n";
   } else {
@@ -288,15 +272,19 @@ void print_search(const planner::SearchResult& r, const spec::RunSpec& s) {
                     {true, false, false, true, true, false, true, true, true, true, true});
     for (size_t i = 0; i < r.best.size(); ++i) {
       const auto& b = r.best[i];
-      table.add_row({std::to_string(i + 1), layout_cell(b.spec), std::string(spec::to_string(b.spec.parallel.schedule)),
+      table.add_row({std::to_string(i + 1), b.spec.layout_label(), std::string(spec::to_string(b.spec.parallel.schedule)),
                      std::to_string(b.spec.effective_zero_stage()), std::to_string(b.spec.training.micro_batch_size),
                      std::string(spec::to_string(b.spec.training.recompute)), format_fixed(b.iteration_time_s, 3),
                      format_si(b.tokens_per_s, ""), pct(b.mfu), pct(b.bubble_fraction), format_bytes(b.peak_bytes)});
     }
     std::cout << table.str();
   }
+  if (!r.given) {
+    std::cout << "\nThe spec's own layout is none of this cluster's: " << r.given_problem << "\n";
+    return;
+  }
   const auto& g = *r.given;
-  std::cout << "\nThe spec's own layout (" << layout_cell(g.spec) << ", " << spec::to_string(g.spec.parallel.schedule)
+  std::cout << "\nThe spec's own layout (" << g.spec.layout_label() << ", " << spec::to_string(g.spec.parallel.schedule)
             << ", ZeRO " << g.spec.effective_zero_stage() << ", mbs " << g.spec.training.micro_batch_size << ", recompute "
             << spec::to_string(g.spec.training.recompute) << "): ";
   if (!r.given_fits) {
@@ -313,7 +301,8 @@ void print_search(const planner::SearchResult& r, const spec::RunSpec& s) {
 json ranked_json(const planner::RankedLayout& l) {
   json parallel = spec::to_json(l.spec)["parallel"];
   parallel["dp"] = l.spec.data_parallel();
-  return {{"parallel", parallel},
+  return {{"label", l.spec.layout_label()},
+          {"parallel", parallel},
           {"micro_batch_size", l.spec.training.micro_batch_size},
           {"recompute", std::string(spec::to_string(l.spec.training.recompute))},
           {"iteration_time_s", l.iteration_time_s},
@@ -328,9 +317,9 @@ json search_json(const planner::SearchResult& r) {
   for (const auto& [field, count] : r.invalid_fields) fields[field] = count;
   json best = json::array();
   for (const auto& b : r.best) best.push_back(ranked_json(b));
-  json given = ranked_json(*r.given);
-  given["fits"] = r.given_fits;
-  if (r.given_fits) given["place"] = r.given_place;
+  json given = r.given ? ranked_json(*r.given) : json{{"problem", r.given_problem}};
+  if (r.given) given["fits"] = r.given_fits;
+  if (r.given && r.given_fits) given["place"] = r.given_place;
   return {{"candidates", r.candidates}, {"planned", r.planned},        {"invalid", r.invalid},
           {"invalid_fields", fields},   {"over_memory", r.over_memory}, {"fitting", r.fitting},
           {"memory_limit_bytes", r.memory_limit_bytes}, {"global_batch_size", r.global_batch_size},
@@ -367,7 +356,7 @@ void add_plan_commands(CLI::App& app) {
     cmd->add_option("spec", path, "Run spec (JSON)")->required();
     cmd->callback([] {
       const auto s = spec::load_spec_file(path);
-      std::cout << path << ": valid (world size " << s.world_size() << ", " << layout_label(s) << ", "
+      std::cout << path << ": valid (world size " << s.world_size() << ", " << s.layout_label() << ", "
                 << s.num_microbatches() << " microbatches per step)\n";
     });
   }
@@ -409,7 +398,7 @@ void add_plan_commands(CLI::App& app) {
   {
     auto* cmd = app.add_subcommand("search", "The fastest layouts of a spec's model, batch and cluster that fit in memory");
     static std::string path, profile = "tessera", save_path;
-    static bool as_json = false, causal = false;
+    static bool as_json = false, causal = false, tessera_train = false;
     static size_t top = 10, pick = 1;
     static int threads = 0;
     static double memory_fraction = 1.0;
@@ -427,13 +416,18 @@ void add_plan_commands(CLI::App& app) {
     cmd->add_flag("--causal-flops", causal, "Count causal attention scores as half (default: in full)");
     cmd->add_option("--threads", threads, "Planning threads (default: one per hardware thread)")->check(CLI::Range(1, 1024));
     cmd->add_option("--save", save_path, "Write the spec with the chosen layout (--pick) to this file");
-    cmd->add_option("--pick", pick, "Which listed layout --save writes (default 1, the fastest)")->check(CLI::Range(1, 10000));
+    cmd->add_option("--pick", pick, "Which listed layout --save writes (default 1, the fastest; at most --top)")
+        ->check(CLI::Range(1, 10000));
+    cmd->add_flag("--tessera-train", tessera_train, "Only layouts tessera-train runs (no CP, EP, ZB-H1 or ZeRO-2/3)");
     cmd->add_flag("--json", as_json, "Print the result as JSON");
     cmd->callback([] {
-      const auto s = load_with_overrides(path, overrides);
+      if (pick > top) throw UsageError("--pick " + std::to_string(pick) + " is beyond the --top " + std::to_string(top) + " listed");
+      // The spec's own layout need not suit the cluster the options give: the search finds one that does.
+      const auto s = load_with_overrides(path, overrides, spec::Rules::except_layout);
       planner::SearchOptions options;
-      options.top = std::max(top, pick);
+      options.top = top;
       options.threads = threads;
+      options.tessera_train = tessera_train;
       options.memory_fraction = memory_fraction;
       options.plan.memory_profile = planner::memory_profile_from_string(profile);
       options.plan.causal_flops = causal;
@@ -443,19 +437,20 @@ void add_plan_commands(CLI::App& app) {
           std::cerr << "\rplanned " << format_count(planned) << " of " << format_count(candidates) << " layouts" << std::flush;
           if (planned == candidates) std::cerr << "\r\033[K" << std::flush;
         };
-      auto result = planner::search_layouts(s, lists.space_for(s), options);
-      if (!save_path.empty()) {
-        if (pick > result.best.size())
-          throw std::runtime_error("--pick " + std::to_string(pick) + ": the search found " +
-                                   std::to_string(result.best.size()) + " layout(s) that fit; nothing written to " + save_path);
-        const std::string text = spec::to_json(result.best[pick - 1].spec).dump(2) + "\n";
-        std::ofstream out(save_path);
-        if (!(out << text)) throw UsageError("cannot write " + save_path);
-        std::cerr << "wrote layout " << pick << " to " << save_path << "\n";
-      }
-      result.best.resize(std::min(result.best.size(), top));
+      const auto result = planner::search_layouts(s, lists.space_for(s, tessera_train), options);
       if (as_json) std::cout << search_json(result).dump(2) << "\n";
       else print_search(result, s);
+      if (save_path.empty()) return;
+      if (pick > result.best.size())
+        throw std::runtime_error("--pick " + std::to_string(pick) + ": the search found " + std::to_string(result.best.size()) +
+                                 " layout(s) that fit; nothing written to " + save_path);
+      // Named for what it now is: the old name may spell the old layout.
+      auto chosen = result.best[pick - 1].spec;
+      chosen.name = (chosen.model.preset.empty() ? std::string("custom model") : chosen.model.preset) + " " +
+                    chosen.layout_label() + " on " + std::to_string(chosen.world_size()) + " " + chosen.cluster.gpu;
+      std::ofstream out(save_path);
+      if (!(out << spec::to_json(chosen).dump(2) << "\n")) throw UsageError("cannot write " + save_path);
+      std::cerr << "wrote layout " << pick << " to " << save_path << "\n";
     });
   }
 

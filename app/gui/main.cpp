@@ -13,6 +13,7 @@
 #include "dashboard_widget.hpp"
 #include "history_command.hpp"
 #include "launch_dialog.hpp"
+#include "layout_search_dialog.hpp"
 #include "main_window.hpp"
 #include "rank_grid_view.hpp"
 #include "spec/json_nesting.hpp"
@@ -74,7 +75,7 @@ int main(int argc, char* argv[]) {
   parser.addHelpOption();
   parser.addVersionOption();
   QCommandLineOption specOption(QStringLiteral("spec"), QStringLiteral("Run spec to open."), QStringLiteral("FILE"));
-  QCommandLineOption viewOption(QStringLiteral("view"), QStringLiteral("View to show: designer, grid, memory, timeline or launch (the launch dialog, with --screenshot); with --run: dashboard or timeline."),
+  QCommandLineOption viewOption(QStringLiteral("view"), QStringLiteral("View to show: designer, grid, memory, timeline, launch or search (the launch or Search Layouts dialog, with --screenshot); with --run: dashboard or timeline."),
                                 QStringLiteral("VIEW"), QStringLiteral("designer"));
   QCommandLineOption shotOption(QStringLiteral("screenshot"), QStringLiteral("Render the view offscreen to a PNG and exit."),
                                 QStringLiteral("OUT.png"));
@@ -143,6 +144,26 @@ int main(int argc, char* argv[]) {
     dialog.checkAgents();
     QTimer::singleShot(30000, &loop, &QEventLoop::quit);
     loop.exec();
+    if (!dialog.grab().toImage().save(parser.value(shotOption))) return fail(QStringLiteral("cannot write %1").arg(parser.value(shotOption)));
+    return 0;
+  }
+  if (parser.value(viewOption) == QLatin1String("search")) {
+    // The Search Layouts dialog after a search of the spec's default space (for the user guide).
+    if (!parser.isSet(shotOption)) return fail(QStringLiteral("--view search needs --screenshot"));
+    tessera::ui::MainWindow window(/*persistent=*/false);
+    QString error;
+    if (!spec.isEmpty() && !window.openFile(spec, &error)) return fail(QStringLiteral("%1:\n%2").arg(spec, error));
+    tessera::ui::applyTheme(tessera::ui::ThemeChoice::light);
+    tessera::ui::LayoutSearchDialog dialog(window.session());
+    const auto size = QRegularExpression(QStringLiteral("^(\\d+)x(\\d+)$")).match(parser.value(sizeOption));
+    if (!size.hasMatch()) return fail(QStringLiteral("--size must be WIDTHxHEIGHT, got \"%1\"").arg(parser.value(sizeOption)));
+    dialog.resize(size.captured(1).toInt(), size.captured(2).toInt());
+    QEventLoop loop;
+    QObject::connect(&dialog, &tessera::ui::LayoutSearchDialog::searchFinished, &loop, &QEventLoop::quit);
+    dialog.show();
+    if (!dialog.startSearch()) return fail(dialog.problemText());
+    loop.exec();
+    QCoreApplication::processEvents();  // the layout's re-arrangement for the result's texts
     if (!dialog.grab().toImage().save(parser.value(shotOption))) return fail(QStringLiteral("cannot write %1").arg(parser.value(shotOption)));
     return 0;
   }

@@ -1,13 +1,18 @@
-// Layout search: enumerates the space's combinations by index (mixed radix), plans them on worker
-// threads, and keeps each worker's fastest; the calling thread reports progress and merges.
+// Layout search: enumerates the space's layouts by index (mixed radix), plans them on worker threads,
+// and keeps each worker's fastest; the calling thread reports progress and merges.
 #include "planner/layout_search.hpp"
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <condition_variable>
+#include <exception>
 #include <map>
 #include <mutex>
+#include <stdexcept>
 #include <thread>
+
+#include "planner/runtime_support.hpp"
 
 namespace tessera::planner {
 
@@ -29,7 +34,9 @@ std::vector<int64_t> divisors(int64_t n) {
 
 // The pipeline part of a layout. The spec names some combinations as meaningless rather than wrong
 // (a schedule without pipeline, virtual stages without interleaving, ZeRO-2/3 with a pipeline), so
-// they are left out of the space instead of counted as invalid.
+// they are left out of the space instead of counted as invalid. In their order here the simpler
+// comes first: fewer stages, lower ZeRO, then 1F1B, interleaved (fewer virtual stages first), ZB-H1
+// and GPipe.
 struct PipelineChoice {
   int64_t pp = 1, vpp = 1;
   spec::Schedule schedule = spec::Schedule::one_f_one_b;
@@ -37,43 +44,44 @@ struct PipelineChoice {
 };
 
 std::vector<PipelineChoice> pipeline_choices(const SearchSpace& space) {
+  static constexpr spec::Schedule kSimplerFirst[] = {spec::Schedule::one_f_one_b, spec::Schedule::interleaved,
+                                                     spec::Schedule::zb_h1, spec::Schedule::gpipe};
   std::vector<PipelineChoice> out;
-  for (int64_t pp : space.pp) {
-    std::vector<std::pair<spec::Schedule, int64_t>> schedules;  // (schedule, vpp)
-    if (pp == 1) {
-      // One stage: every schedule but interleaving runs the same; 1F1B holds the least.
-      const bool has_1f1b = std::count(space.schedule.begin(), space.schedule.end(), spec::Schedule::one_f_one_b) > 0;
-      for (auto s : space.schedule)
-        if (s != spec::Schedule::interleaved && (!has_1f1b || s == spec::Schedule::one_f_one_b)) {
-          schedules.emplace_back(s, 1);
-          break;
-        }
-    } else {
-      for (auto s : space.schedule) {
-        if (s != spec::Schedule::interleaved) {
-          schedules.emplace_back(s, 1);
-          continue;
-        }
-        for (int64_t vpp : space.vpp)
-          if (vpp >= 2) schedules.emplace_back(s, vpp);
+  for (int64_t pp : space.pp)
+    for (int zero : space.zero_stage) {
+      if (pp == 1) {
+        out.push_back({1, 1, spec::Schedule::one_f_one_b, zero});  // one stage: no schedule to choose
+        continue;
+      }
+      if (zero > 1) continue;
+      for (auto schedule : kSimplerFirst) {
+        if (std::find(space.schedule.begin(), space.schedule.end(), schedule) == space.schedule.end()) continue;
+        if (schedule != spec::Schedule::interleaved) out.push_back({pp, 1, schedule, zero});
+        else
+          for (int64_t vpp : space.vpp)
+            if (vpp >= 2) out.push_back({pp, vpp, schedule, zero});
       }
     }
-    for (const auto& [schedule, vpp] : schedules)
-      for (int zero : space.zero_stage)
-        if (pp == 1 || zero <= 1) out.push_back({pp, vpp, schedule, zero});
-  }
   return out;
 }
 
-// Index i of the space ↔ one spec: tp is the most significant digit, recompute the least, so that
-// among equally fast layouts the one with the lower index is the simpler (smaller TP, CP, PP, ZeRO
-// stage and micro-batch, less recompute: search_layouts sorts the space's numbers).
+// Index i of the space <-> one spec. The digits, most significant first: the shape (TP, CP and the
+// pipeline choice, only those whose TP·CP·PP divides the world: others are no layout of this
+// cluster), EP, micro-batch, recompute. With the space's numbers ascending, a lower index is the
+// simpler layout, which is how ties are broken.
 class Enumeration {
  public:
-  Enumeration(const spec::RunSpec& base, const SearchSpace& space)
-      : base_(base), space_(space), pipelines_(pipeline_choices(space)) {
-    radix_ = {static_cast<int64_t>(space.tp.size()), static_cast<int64_t>(space.cp.size()),
-              static_cast<int64_t>(pipelines_.size()), static_cast<int64_t>(space.ep.size()),
+  Enumeration(const spec::RunSpec& base, const SearchSpace& space) : base_(base), space_(space) {
+    const int64_t world = base.world_size();
+    for (int64_t tp : space.tp)
+      for (int64_t cp : space.cp)
+        for (const auto& pipe : pipeline_choices(space)) {
+          int64_t model_parallel = 0;
+          if (__builtin_mul_overflow(tp, cp, &model_parallel) || __builtin_mul_overflow(model_parallel, pipe.pp, &model_parallel))
+            continue;
+          if (model_parallel <= world && world % model_parallel == 0) shapes_.push_back({tp, cp, pipe});
+        }
+    radix_ = {static_cast<int64_t>(shapes_.size()), static_cast<int64_t>(space.ep.size()),
               static_cast<int64_t>(space.micro_batch_size.size()), static_cast<int64_t>(space.recompute.size())};
     size_ = 1;  // capped just above the most a search plans, so that the product cannot overflow
     for (int64_t r : radix_) size_ = std::min(size_ * r, kMaxSearchCandidates + 1);
@@ -82,35 +90,39 @@ class Enumeration {
   int64_t size() const { return size_; }
 
   spec::RunSpec at(int64_t index) const {
-    int64_t digit[6];
-    for (int i = 5; i >= 0; --i) {
+    int64_t digit[4];
+    for (int i = 3; i >= 0; --i) {
       digit[i] = index % radix_[i];
       index /= radix_[i];
     }
+    const auto& shape = shapes_[digit[0]];
     spec::RunSpec s = base_;
     auto& p = s.parallel;
-    p.tp = space_.tp[digit[0]];
-    p.cp = space_.cp[digit[1]];
-    const auto& pipe = pipelines_[digit[2]];
-    p.pp = pipe.pp;
-    p.vpp = pipe.vpp;
-    p.schedule = pipe.schedule;
-    if (pipe.zero_stage != base_.effective_zero_stage()) {
-      p.zero_stage = pipe.zero_stage;
+    p.tp = shape.tp;
+    p.cp = shape.cp;
+    p.pp = shape.pipe.pp;
+    p.vpp = shape.pipe.vpp;
+    p.schedule = shape.pipe.schedule;
+    if (shape.pipe.zero_stage != base_.effective_zero_stage()) {  // else the spec's own spelling stays
+      p.zero_stage = shape.pipe.zero_stage;
       p.distributed_optimizer = false;
     }
-    p.ep = space_.ep[digit[3]];
+    p.ep = space_.ep[digit[1]];
     p.sequence_parallel = p.tp > 1 && s.model.seq_length % p.tp == 0;
     p.dp = 0;  // derived; an explicit dp is written back for the layouts returned
-    s.training.micro_batch_size = space_.micro_batch_size[digit[4]];
-    s.training.recompute = space_.recompute[digit[5]];
+    s.training.micro_batch_size = space_.micro_batch_size[digit[2]];
+    s.training.recompute = space_.recompute[digit[3]];
     return s;
   }
 
  private:
+  struct Shape {
+    int64_t tp, cp;
+    PipelineChoice pipe;
+  };
   const spec::RunSpec& base_;
   const SearchSpace& space_;
-  std::vector<PipelineChoice> pipelines_;
+  std::vector<Shape> shapes_;
   std::vector<int64_t> radix_;
   int64_t size_ = 0;
 };
@@ -154,30 +166,38 @@ RankedLayout ranked(spec::RunSpec spec, const Plan& plan) {
 
 }  // namespace
 
-SearchSpace default_search_space(const spec::RunSpec& spec) {
+SearchSpace default_search_space(const spec::RunSpec& spec, bool tessera_train) {
   const auto& m = spec.model;
   const auto& p = spec.parallel;
   const int64_t world = spec.world_size();
+  // The spec's own values join the defaults; one that no spec could have (its layout is not
+  // validated here) does not.
+  const auto add_own = [](std::vector<int64_t>& values, int64_t own, int64_t least) {
+    if (own >= least) add_unique(values, own);
+  };
   SearchSpace space;
   space.tp = divisors(spec.cluster.gpus_per_node);
-  add_unique(space.tp, p.tp);
+  add_own(space.tp, p.tp, 1);
   space.cp = {1};
-  for (int64_t cp = 2; cp <= world && m.seq_length % (2 * cp) == 0 && m.seq_length / cp >= 1024; cp *= 2)
-    space.cp.push_back(cp);
-  add_unique(space.cp, p.cp);
+  if (!tessera_train) {
+    for (int64_t cp = 2; cp <= world && m.seq_length % (2 * cp) == 0 && m.seq_length / cp >= 1024; cp *= 2)
+      space.cp.push_back(cp);
+    add_own(space.cp, p.cp, 1);
+  }
   for (int64_t pp : divisors(m.num_layers))
     if (world % pp == 0) space.pp.push_back(pp);
-  add_unique(space.pp, p.pp);
+  add_own(space.pp, p.pp, 1);
   space.vpp = {2, 4, 8};
-  if (p.vpp > 1) add_unique(space.vpp, p.vpp);
-  space.ep = m.is_moe() ? divisors(m.num_experts) : std::vector<int64_t>{1};
-  add_unique(space.ep, p.ep);
-  space.zero_stage = {0, 1, 2, 3};
+  add_own(space.vpp, p.vpp, 2);
+  space.ep = m.is_moe() && !tessera_train ? divisors(m.num_experts) : std::vector<int64_t>{1};
+  if (!tessera_train) add_own(space.ep, p.ep, 1);
+  space.zero_stage = tessera_train ? std::vector<int>{0, 1} : std::vector<int>{0, 1, 2, 3};
   space.micro_batch_size = {1, 2, 4, 8};
-  add_unique(space.micro_batch_size, spec.training.micro_batch_size);
+  add_own(space.micro_batch_size, spec.training.micro_batch_size, 1);
   space.recompute = {spec::Recompute::none, spec::Recompute::selective, spec::Recompute::full};
-  space.schedule = {spec::Schedule::one_f_one_b, spec::Schedule::interleaved, spec::Schedule::zb_h1};
-  add_unique(space.schedule, p.schedule);
+  space.schedule = {spec::Schedule::one_f_one_b, spec::Schedule::interleaved};
+  if (!tessera_train) space.schedule.push_back(spec::Schedule::zb_h1);
+  if (!tessera_train || p.schedule != spec::Schedule::zb_h1) add_unique(space.schedule, p.schedule);
   for (auto* values : {&space.tp, &space.cp, &space.pp, &space.vpp, &space.ep, &space.micro_batch_size})
     std::sort(values->begin(), values->end());
   return space;
@@ -213,7 +233,7 @@ void check_search_space(const SearchSpace& space) {
 
 SearchResult search_layouts(const spec::RunSpec& spec, const SearchSpace& space, const SearchOptions& options) {
   const auto start = Clock::now();
-  spec::require_valid(spec);
+  spec::require_valid(spec, spec::PresetCatalog::builtin(), spec::Rules::except_layout);
   check_search_space(space);
   if (!(options.memory_fraction > 0) || options.memory_fraction > 1)
     throw spec::SpecError({{"search.memory_fraction", "search.memory_fraction=" + std::to_string(options.memory_fraction) +
@@ -224,18 +244,37 @@ SearchResult search_layouts(const spec::RunSpec& spec, const SearchSpace& space,
   if (base.training.global_batch_size == 0)
     base.training.global_batch_size = base.training.micro_batch_size * base.data_parallel();
   result.global_batch_size = base.training.global_batch_size;
+  if (options.tessera_train) {
+    // What tessera-train refuses whatever the layout (the model, the precision) ends the search here.
+    spec::RunSpec plain = base;
+    plain.parallel = spec::ParallelSpec{};
+    std::vector<spec::FieldError> problems;
+    for (auto& e : tessera_train_problems(plain))
+      if (e.field.rfind("parallel.", 0) != 0) problems.push_back(std::move(e));
+    if (!problems.empty()) throw spec::SpecError(std::move(problems));
+  }
 
   PlanOptions plan_options = options.plan;
   plan_options.include_grid = false;
   plan_options.record_events = false;
-  const auto* gpu = spec::PresetCatalog::builtin().gpu(base.cluster.gpu);
-  const int64_t capacity = gpu ? gpu->memory_bytes : 0;
+  const int64_t capacity = spec::PresetCatalog::builtin().gpu(base.cluster.gpu)->memory_bytes;
   result.memory_limit_bytes = static_cast<int64_t>(static_cast<double>(capacity) * options.memory_fraction);
   const auto fits = [&](const Plan& plan) { return capacity == 0 || plan.memory.peak_bytes <= result.memory_limit_bytes; };
 
-  const Plan given = make_plan(base, plan_options);
-  result.given = ranked(spec, given);
-  result.given_fits = fits(given);
+  // The spec's own layout, when it has one on this cluster.
+  auto given_errors = spec::validate(base);
+  if (given_errors.empty() && options.tessera_train) given_errors = tessera_train_problems(base);
+  if (given_errors.empty()) {
+    try {
+      const Plan given = make_plan(base, plan_options);
+      result.given = ranked(spec, given);
+      result.given_fits = fits(given);
+    } catch (const std::exception& e) {
+      result.given_problem = e.what();
+    }
+  } else {
+    result.given_problem = given_errors.front().message;
+  }
 
   // Each value once, numbers ascending (the enumeration's order is the tie-break's).
   SearchSpace ordered = space;
@@ -247,13 +286,15 @@ SearchResult search_layouts(const spec::RunSpec& spec, const SearchSpace& space,
     sort_unique(*values);
   sort_unique(ordered.zero_stage);
   sort_unique(ordered.recompute);
-  ordered.schedule.clear();
-  for (auto s : space.schedule) add_unique(ordered.schedule, s);
-
   const Enumeration space_index(base, ordered);
   if (space_index.size() > kMaxSearchCandidates)
     throw spec::SpecError({{"search", "the search space has more than " + std::to_string(kMaxSearchCandidates) +
                                           " layouts; give fewer values for some choices"}});
+  if (space_index.size() == 0)
+    throw spec::SpecError({{"search", "the search space has no layout of " + std::to_string(base.world_size()) +
+                                          " ranks: TP·CP·PP must divide the world, interleaving needs PP > 1 and VPP >= 2, "
+                                          "ZeRO-2/3 need PP 1 (search.tp, search.cp, search.pp, search.vpp, "
+                                          "search.schedule, search.zero_stage)"}});
   result.candidates = space_index.size();
 
   const int hardware = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
@@ -261,55 +302,82 @@ SearchResult search_layouts(const spec::RunSpec& spec, const SearchSpace& space,
   result.threads = static_cast<int>(std::clamp<int64_t>((result.candidates + chunk - 1) / chunk, 1,
                                                         options.threads > 0 ? options.threads : hardware));
   std::atomic<int64_t> next{0}, planned{0};
+  std::atomic<bool> abort{false};
   std::vector<Tally> tallies(result.threads);
   std::mutex mutex;
   std::condition_variable done_cv;
   int finished = 0;
-  const auto stopped = [&] { return options.cancel && options.cancel->load(std::memory_order_relaxed); };
-  const double given_tokens = result.given->tokens_per_s;
+  std::exception_ptr failure;  // what stopped a worker (memory), rethrown after all have ended
+  const auto stopped = [&] {
+    return abort.load(std::memory_order_relaxed) || (options.cancel && options.cancel->load(std::memory_order_relaxed));
+  };
+  const double given_tokens = result.given && result.given_fits ? result.given->tokens_per_s : 0;
 
   auto work = [&](Tally& tally) {
-    for (int64_t first; !stopped() && (first = next.fetch_add(chunk)) < result.candidates;) {
-      const int64_t last = std::min(first + chunk, result.candidates);
-      for (int64_t i = first; i < last; ++i) {
-        const spec::RunSpec s = space_index.at(i);
-        auto errors = spec::validate(s);
-        if (!errors.empty()) {
-          ++tally.invalid;
-          ++tally.invalid_fields[errors.front().field];
-          continue;
+    try {
+      for (int64_t first; !stopped() && (first = next.fetch_add(chunk)) < result.candidates;) {
+        const int64_t last = std::min(first + chunk, result.candidates);
+        for (int64_t i = first; i < last; ++i) {
+          const spec::RunSpec s = space_index.at(i);
+          auto errors = spec::validate(s);
+          if (errors.empty() && options.tessera_train) errors = tessera_train_problems(s);
+          if (!errors.empty()) {
+            ++tally.invalid;
+            ++tally.invalid_fields[errors.front().field];
+            continue;
+          }
+          std::optional<Plan> plan;
+          try {
+            plan = make_plan(s, plan_options);
+          } catch (const std::invalid_argument&) {  // a valid spec the planner cannot time (non-finite costs)
+          }
+          if (!plan || !(std::isfinite(plan->prediction.tokens_per_s) && plan->prediction.tokens_per_s > 0)) {
+            ++tally.invalid;
+            ++tally.invalid_fields["planner"];
+            continue;
+          }
+          if (!fits(*plan)) {
+            ++tally.over_memory;
+            continue;
+          }
+          ++tally.fitting;
+          const auto& pr = plan->prediction;
+          if (given_tokens > 0 && pr.tokens_per_s > given_tokens) ++tally.faster_than_given;
+          tally.keep({pr.tokens_per_s, plan->memory.peak_bytes, i, pr.iteration_time_s, pr.mfu, pr.bubble_fraction},
+                     options.top);
         }
-        const Plan plan = make_plan(s, plan_options);
-        if (!fits(plan)) {
-          ++tally.over_memory;
-          continue;
-        }
-        ++tally.fitting;
-        const auto& pr = plan.prediction;
-        if (pr.tokens_per_s > given_tokens) ++tally.faster_than_given;
-        tally.keep({pr.tokens_per_s, plan.memory.peak_bytes, i, pr.iteration_time_s, pr.mfu, pr.bubble_fraction},
-                   options.top);
+        planned.fetch_add(last - first, std::memory_order_relaxed);
       }
-      planned.fetch_add(last - first, std::memory_order_relaxed);
+    } catch (...) {
+      std::lock_guard lock(mutex);
+      if (!failure) failure = std::current_exception();
+      abort = true;
     }
     std::lock_guard lock(mutex);
     ++finished;
     done_cv.notify_all();
   };
 
-  std::vector<std::jthread> workers;
-  workers.reserve(result.threads);
-  for (int t = 0; t < result.threads; ++t) workers.emplace_back(work, std::ref(tallies[t]));
   {
+    std::vector<std::jthread> workers;
+    workers.reserve(result.threads);
+    for (int t = 0; t < result.threads; ++t) workers.emplace_back(work, std::ref(tallies[t]));
     std::unique_lock lock(mutex);
     while (!done_cv.wait_for(lock, std::chrono::milliseconds(100), [&] { return finished == result.threads; })) {
-      if (!options.progress) continue;
+      if (!options.progress || abort) continue;
       lock.unlock();
-      options.progress(planned.load(), result.candidates);
+      try {
+        options.progress(planned.load(), result.candidates);
+      } catch (...) {
+        lock.lock();
+        if (!failure) failure = std::current_exception();
+        abort = true;
+        continue;
+      }
       lock.lock();
     }
-  }
-  workers.clear();  // joined
+  }  // the workers are joined here
+  if (failure) std::rethrow_exception(failure);
 
   std::vector<Scored> best;
   std::map<std::string, int64_t> fields;
@@ -326,10 +394,10 @@ SearchResult search_layouts(const spec::RunSpec& spec, const SearchSpace& space,
   result.cancelled = result.planned < result.candidates;
   std::sort(best.begin(), best.end(), faster);
   if (best.size() > options.top) best.resize(options.top);
-  for (const auto& s : best) {
-    spec::RunSpec layout = space_index.at(s.index);
+  for (const auto& b : best) {
+    spec::RunSpec layout = space_index.at(b.index);
     if (spec.parallel.dp != 0) layout.parallel.dp = layout.data_parallel();
-    result.best.push_back({std::move(layout), s.iteration_time_s, s.tokens_per_s, s.mfu, s.bubble_fraction, s.peak_bytes});
+    result.best.push_back({std::move(layout), b.iteration_time_s, b.tokens_per_s, b.mfu, b.bubble_fraction, b.peak_bytes});
   }
   result.invalid_fields.assign(fields.begin(), fields.end());
   std::stable_sort(result.invalid_fields.begin(), result.invalid_fields.end(),

@@ -1,7 +1,7 @@
 // Layout search: the parallel layouts of one model, global batch and cluster (TP, CP, PP, VPP,
 // schedule, EP, ZeRO stage, micro-batch size, recompute) planned one by one and ranked by predicted
-// tokens/s among those that fit the GPU's memory. Used by `tessera-cli search` and the GUI's
-// layout search; the rules of the default space are in docs/user-guide.md ("Layout search").
+// tokens/s among those that fit the GPU's memory. Used by `tessera-cli search` and the workbench's
+// Search Layouts dialog; docs/user-guide.md ("Layout search") states the default space's rules.
 #pragma once
 
 #include <atomic>
@@ -28,11 +28,12 @@ struct SearchSpace {
 };
 
 /// The space a user of Megatron-LM would try for `spec`'s model and cluster: TP within a node, CP
-/// while a rank keeps 1024 tokens or more, PP dividing the layers, up to 8 virtual stages,
-/// EP dividing the experts, ZeRO 0-3, micro-batches 1-8, every recompute, and the 1F1B, interleaved
-/// and ZB-H1 schedules (GPipe holds more memory than 1F1B for the same time). The spec's own values
-/// are always in it.
-SearchSpace default_search_space(const spec::RunSpec& spec);
+/// while a rank keeps 1024 tokens or more, PP dividing the layers and the world, up to 8 virtual
+/// stages, EP dividing the experts, ZeRO 0-3, micro-batches 1-8, every recompute, and the 1F1B,
+/// interleaved and ZB-H1 schedules (GPipe holds more memory than 1F1B for the same time). The spec's
+/// own values are always in it. With `tessera_train`, only what tessera-train runs: no CP, EP,
+/// ZB-H1 or ZeRO-2/3.
+SearchSpace default_search_space(const spec::RunSpec& spec, bool tessera_train = false);
 
 /// Throws spec::SpecError naming `search.<choice>` when a list is empty or holds a value no spec
 /// could have (tp 0, zero_stage 4).
@@ -52,6 +53,7 @@ struct SearchOptions {
   size_t top = 10;           ///< layouts kept, fastest first
   int threads = 0;           ///< 0: one per hardware thread
   double memory_fraction = 1.0;  ///< a layout fits when its peak is at most this share of the GPU's memory
+  bool tessera_train = false;  ///< only layouts tessera-train runs (planner::tessera_train_problems)
   PlanOptions plan;          ///< memory profile, causal FLOPs, constants (grid and events are never built)
   /// Called on the calling thread about ten times a second, and once at the end: (planned, candidates).
   std::function<void(int64_t, int64_t)> progress;
@@ -60,15 +62,18 @@ struct SearchOptions {
 
 struct SearchResult {
   std::vector<RankedLayout> best;  ///< at most `top`, fastest first (ties: the simpler layout first)
-  int64_t candidates = 0;          ///< combinations of the space
+  int64_t candidates = 0;          ///< layouts of the space whose TP·CP·PP divides the world
   int64_t planned = 0;             ///< candidates looked at (all of them unless cancelled)
-  int64_t invalid = 0;             ///< broke a rule of the spec (docs/spec.md) for this model, batch and cluster
+  int64_t invalid = 0;             ///< broke a rule of the spec (docs/spec.md), or one of tessera-train's when asked
   int64_t over_memory = 0;         ///< valid, but peak above the limit
   int64_t fitting = 0;             ///< valid and within the limit
-  std::vector<std::pair<std::string, int64_t>> invalid_fields;  ///< first broken field → count, most first
+  /// The first broken field of each invalid candidate → count, most first ("planner" when the
+  /// planner refused a valid spec: non-finite costs from extreme sizes).
+  std::vector<std::pair<std::string, int64_t>> invalid_fields;
   int64_t memory_limit_bytes = 0;
   int64_t global_batch_size = 0;   ///< held fixed (the spec's, or its one microbatch per DP rank when 0)
   std::optional<RankedLayout> given;  ///< the searched spec's own layout, planned the same way
+  std::string given_problem;       ///< why there is no `given`: its layout breaks a rule on this cluster
   bool given_fits = false;
   int64_t given_place = 0;         ///< 1 + fitting layouts strictly faster than the given one (when it fits)
   bool cancelled = false;
@@ -76,7 +81,9 @@ struct SearchResult {
   double elapsed_s = 0;
 };
 
-/// Plans every candidate of `space` for `spec` (which must be valid: spec::SpecError otherwise).
+/// Plans every candidate of `space` for `spec`, whose model, training and cluster must be valid
+/// (its own layout need not be: spec::Rules::except_layout). Throws spec::SpecError for an invalid
+/// spec or space, or a space without candidates; rethrows what `options.progress` throws.
 SearchResult search_layouts(const spec::RunSpec& spec, const SearchSpace& space, const SearchOptions& options = {});
 
 /// The most candidates one search plans (a larger space is refused naming its size).

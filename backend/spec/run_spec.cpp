@@ -221,6 +221,16 @@ int64_t RunSpec::effective_zero_stage() const {
   return parallel.distributed_optimizer ? 1 : 0;
 }
 
+std::string RunSpec::layout_label() const {
+  std::string out = "TP" + std::to_string(parallel.tp) + "·PP" + std::to_string(parallel.pp) + "·DP" +
+                    std::to_string(data_parallel());
+  if (parallel.cp > 1) out += "·CP" + std::to_string(parallel.cp);
+  if (parallel.ep > 1) out += "·EP" + std::to_string(parallel.ep);
+  if (parallel.vpp > 1) out += "·VPP" + std::to_string(parallel.vpp);
+  if (parallel.sequence_parallel) out += "·SP";
+  return out;
+}
+
 const std::vector<std::string>& section_names() {
   static const std::vector<std::string> names = {"model", "parallel", "training", "cluster"};
   return names;
@@ -237,7 +247,7 @@ const std::vector<std::string>& field_names(std::string_view section) {
   return it == names.end() ? none : it->second;
 }
 
-RunSpec parse_spec(const json& document, const PresetCatalog& presets) {
+RunSpec parse_spec(const json& document, const PresetCatalog& presets, Rules rules) {
   std::vector<FieldError> errors;
   if (!document.is_object()) throw SpecError({{"", "a run spec must be a JSON object, got " + show(document)}});
 
@@ -309,7 +319,7 @@ RunSpec parse_spec(const json& document, const PresetCatalog& presets) {
   if (!errors.empty()) throw SpecError(std::move(errors));
 
   apply_derived_defaults(spec);
-  require_valid(spec, presets);
+  require_valid(spec, presets, rules);
   return spec;
 }
 

@@ -89,11 +89,20 @@ struct RunSpec {
   int64_t num_microbatches() const;
   /// ZeRO stage in force: zero_stage, or 1 when only distributed_optimizer is set.
   int64_t effective_zero_stage() const;
+  /// "TP2·PP4·DP8", with ·CP, ·EP and ·VPP when above 1 and ·SP when on: the layout as the CLI and
+  /// the GUI name it.
+  std::string layout_label() const;
 };
 
+/// Which rules validate() checks: all, or all but the layout's (the parallel section, the
+/// micro-batch size, and the rules that join them to the model, the cluster and the batch): what a
+/// layout search needs of the spec it starts from, whose own layout may not suit a new cluster.
+enum class Rules { all, except_layout };
+
 /// Reads a spec: presets are applied first, explicit fields override them, defaults fill the
-/// rest, then everything is validated. Throws SpecError listing every problem.
-RunSpec parse_spec(const nlohmann::json& document, const PresetCatalog& presets = PresetCatalog::builtin());
+/// rest, then it is validated. Throws SpecError listing every problem.
+RunSpec parse_spec(const nlohmann::json& document, const PresetCatalog& presets = PresetCatalog::builtin(),
+                   Rules rules = Rules::all);
 /// JSON text read as a document the way a spec is (`what` names it in errors): nested at most
 /// kMaxJsonNesting deep, no key twice in one object (which one was meant?). Throws SpecError.
 nlohmann::json parse_spec_json(const std::string& text, const std::string& what);
@@ -102,10 +111,11 @@ RunSpec parse_spec_text(const std::string& text, const PresetCatalog& presets = 
 /// Reads a spec file (an unreadable file is a SpecError naming the path).
 RunSpec load_spec_file(const std::string& path, const PresetCatalog& presets = PresetCatalog::builtin());
 
-/// Every rule of docs/spec.md checked on an assembled spec; empty when valid.
-std::vector<FieldError> validate(const RunSpec& spec, const PresetCatalog& presets = PresetCatalog::builtin());
+/// Every rule of docs/spec.md (or all but the layout's) checked on an assembled spec; empty when valid.
+std::vector<FieldError> validate(const RunSpec& spec, const PresetCatalog& presets = PresetCatalog::builtin(),
+                                 Rules rules = Rules::all);
 /// Throws SpecError when validate() finds anything.
-void require_valid(const RunSpec& spec, const PresetCatalog& presets = PresetCatalog::builtin());
+void require_valid(const RunSpec& spec, const PresetCatalog& presets = PresetCatalog::builtin(), Rules rules = Rules::all);
 
 /// The full spec as JSON (every field explicit); parse_spec(to_json(s)) == s.
 nlohmann::ordered_json to_json(const RunSpec& spec);

@@ -36,8 +36,9 @@ class Checker {
 
 }  // namespace
 
-std::vector<FieldError> validate(const RunSpec& spec, const PresetCatalog& presets) {
+std::vector<FieldError> validate(const RunSpec& spec, const PresetCatalog& presets, Rules rules) {
   Checker c;
+  const bool layout = rules == Rules::all;
   const auto& m = spec.model;
   const auto& p = spec.parallel;
   const auto& t = spec.training;
@@ -53,15 +54,24 @@ std::vector<FieldError> validate(const RunSpec& spec, const PresetCatalog& prese
         {"model.seq_length", m.seq_length, k16M}, {"model.num_experts", m.num_experts, k64},
         {"model.moe_top_k", m.moe_top_k, k64}, {"model.moe_ffn_hidden_size", m.moe_ffn_hidden_size, k16M}})
     shape_ok = c.in_range(path, value, most) && shape_ok;
-  bool layout_ok = true;
-  for (auto [path, value] : {std::pair{"parallel.tp", p.tp}, {"parallel.pp", p.pp}, {"parallel.cp", p.cp},
-                             {"parallel.ep", p.ep}, {"parallel.vpp", p.vpp}})
-    layout_ok = c.in_range(path, value, k64) && layout_ok;
-  if (p.dp != 0) layout_ok = c.in_range("parallel.dp", p.dp, k1M) && layout_ok;
-  bool batch_ok = c.in_range("training.micro_batch_size", t.micro_batch_size, k1M);
-  // 0 means "derive from dp", which fails only when dp itself cannot be derived (reported there).
-  if (t.global_batch_size == 0 && spec.data_parallel() == 0) batch_ok = false;
-  else batch_ok = c.in_range("training.global_batch_size", t.global_batch_size, int64_t{1} << 31) && batch_ok;
+  bool layout_ok = layout;
+  if (layout) {
+    for (auto [path, value] : {std::pair{"parallel.tp", p.tp}, {"parallel.pp", p.pp}, {"parallel.cp", p.cp},
+                               {"parallel.ep", p.ep}, {"parallel.vpp", p.vpp}})
+      layout_ok = c.in_range(path, value, k64) && layout_ok;
+    if (p.dp != 0) layout_ok = c.in_range("parallel.dp", p.dp, k1M) && layout_ok;
+  }
+  bool batch_ok = !layout || c.in_range("training.micro_batch_size", t.micro_batch_size, k1M);
+  // 0 means "derive from dp", which fails only when dp itself cannot be derived (reported there,
+  // or here when the layout's rules are not checked).
+  if (t.global_batch_size == 0 && spec.data_parallel() == 0) {
+    batch_ok = false;
+    if (!layout)
+      c.fail("training.global_batch_size", "training.global_batch_size is needed: the spec's layout does not divide the "
+                                           "cluster, so one microbatch per data-parallel rank cannot be derived");
+  } else {
+    batch_ok = c.in_range("training.global_batch_size", t.global_batch_size, int64_t{1} << 31) && batch_ok;
+  }
   c.in_range("training.train_steps", t.train_steps, int64_t{1} << 40);
   bool cluster_ok = c.in_range("cluster.nodes", cl.nodes, k64);
   cluster_ok = c.in_range("cluster.gpus_per_node", cl.gpus_per_node, 1024) && cluster_ok;
@@ -69,7 +79,7 @@ std::vector<FieldError> validate(const RunSpec& spec, const PresetCatalog& prese
     c.fail("cluster.nodes", "the world size cluster.nodes·gpus_per_node = " + n(cl.world_size()) + " must be at most " + n(k1M));
     cluster_ok = false;
   }
-  if (p.zero_stage < 0 || p.zero_stage > 3)
+  if (layout && (p.zero_stage < 0 || p.zero_stage > 3))
     c.fail("parallel.zero_stage", "parallel.zero_stage=" + n(p.zero_stage) + " must be 0, 1, 2 or 3");
   if (!(t.lr > 0) || !std::isfinite(t.lr))
     c.fail("training.lr", "training.lr=" + std::to_string(t.lr) + " must be a finite number greater than 0");
@@ -200,8 +210,8 @@ std::vector<FieldError> validate(const RunSpec& spec, const PresetCatalog& prese
   return c.errors;
 }
 
-void require_valid(const RunSpec& spec, const PresetCatalog& presets) {
-  auto errors = validate(spec, presets);
+void require_valid(const RunSpec& spec, const PresetCatalog& presets, Rules rules) {
+  auto errors = validate(spec, presets, rules);
   if (!errors.empty()) throw SpecError(std::move(errors));
 }
 

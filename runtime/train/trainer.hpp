@@ -1,6 +1,6 @@
 // One rank of a training run: rendezvous, groups from the rank grid, the model shard, the schedule
-// executor, gradient reduction, clipping, AdamW, metrics. Also the checks that refuse a spec the
-// runtime cannot train, made before any rank starts.
+// executor, gradient reduction, clipping, AdamW, metrics. What it refuses to train is
+// planner::tessera_train_problems (backend/planner/runtime_support.hpp), checked before any rank starts.
 #pragma once
 
 #include <string>
@@ -40,9 +40,6 @@ struct TrainOptions {
   /// Pipeline sends and receives through one group per direction (--pipeline-links directed)
   bool directed_pipeline_links = false;
 };
-
-/// Every reason this runtime cannot train `spec` (beyond the spec's own validation), by field.
-std::vector<spec::FieldError> runtime_support_errors(const spec::RunSpec& spec);
 
 /// The shipped corpus's token file next to this executable (build/resources/corpus/kjv.tokens).
 std::string default_data_path();

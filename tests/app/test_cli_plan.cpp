@@ -256,6 +256,9 @@ class TestCliPlan : public QObject {
     QCOMPARE(spec["parallel"]["schedule"], j["best"][1]["parallel"]["schedule"]);
     QCOMPARE(spec["training"]["recompute"], j["best"][1]["recompute"]);
     QCOMPARE(spec["model"]["num_layers"].get<int64_t>(), int64_t{32});  // the model is kept
+    // Named for the layout it now has (the example's name spelt its old one).
+    QCOMPARE(spec["name"].get<std::string>(),
+             "llama3-8b " + j["best"][1]["label"].get<std::string>() + " on 8 h100-sxm");
 
     // Lists narrow the space; the run options re-plan the cluster: two nodes, world 16.
     const auto narrow = cli({"search", example("llama3-8b-8xh100.json"), "--json", "--tp", "2,4", "--pp", "1",
@@ -285,10 +288,12 @@ class TestCliPlan : public QObject {
 
     for (const auto& [args, message] :
          std::vector<std::pair<QStringList, std::string>>{
-             {{"--tp", "0"}, "--tp 0: each value must be a positive integer"},
+             {{"--tp", "0"}, "--tp: 0 must be 1 or more"},
+             {{"--mbs", "2,-4"}, "--mbs: -4 must be 1 or more"},
              {{"--schedule", "1f1b,foo"}, "--schedule foo: must be one of gpipe|1f1b|interleaved|zb-h1"},
              {{"--recompute", "some"}, "--recompute some: must be one of none|selective|full"},
-             {{"--zero", "5"}, "--zero 5: a ZeRO stage is 0, 1, 2 or 3"},
+             {{"--zero", "5"}, "--zero: 5 must be from 0 to 3"},
+             {{"--pick", "6", "--top", "5"}, "--pick 6 is beyond the --top 5 listed"},
              {{"--memory-fraction", "0"}, "--memory-fraction"},
              {{"--tp", "99999999999999999999"}, "is beyond the 64-bit integer range"}}) {
       const auto bad = cli(QStringList{"search", example("tiny-3d.json")} + args);
@@ -304,6 +309,19 @@ class TestCliPlan : public QObject {
     QVERIFY2(none.err.find("--pick 2: the search found 1 layout(s) that fit; nothing written to") != std::string::npos,
              none.err.c_str());
     QVERIFY(!QFile::exists(path));
+    QVERIFY2(none.out.find("1 fit") != std::string::npos, none.out.c_str());  // the result is printed first
+
+    // A cluster the spec's own layout does not suit (TP8·PP4 on 2 nodes): searched, the reason said.
+    const auto moved = cli({"search", example("llama3-70b-64xh100.json"), "--nodes", "2", "--top", "3"});
+    QCOMPARE(moved.exit_code, 0);
+    QVERIFY2(moved.out.find("The spec's own layout is none of this cluster's: parallel.tp·pp·cp = 8·4·1 = 32 exceeds the "
+                            "world size") != std::string::npos,
+             moved.out.c_str());
+    QVERIFY2(moved.out.find("on 16 × NVIDIA H100") != std::string::npos, moved.out.c_str());
+    // A space without a layout of the cluster: exit 2, naming the choices.
+    const auto empty = cli({"search", example("tiny-3d.json"), "--pp", "2", "--zero", "2,3"});
+    QCOMPARE(empty.exit_code, 2);
+    QVERIFY2(empty.err.find("the search space has no layout of 8 ranks") != std::string::npos, empty.err.c_str());
   }
 
   // A spec section that is not an object, with an override into it: the spec's error, exit 2.

@@ -1,12 +1,18 @@
 // The layout search against planning every layout of its space one by one through the spec's JSON
 // path (the same counts, the same fastest layouts in the same order, each re-planned to the same
-// figures), the same result on any number of threads, the memory limit, the spec's own place, the
-// default space's rules, cancellation and the errors that name a choice.
+// figures), ties to the simpler layout, the same result on any number of threads, the memory limit,
+// the spec's own place (or why it has none on a new cluster), experts, ZeRO's spelling, what
+// tessera-train runs, the default space's rules, progress, cancellation, planner failures and the
+// errors that name a choice.
 #include <QtTest/QtTest>
 
 #include <algorithm>
+#include <chrono>
+#include <limits>
+#include <tuple>
 
 #include "planner/layout_search.hpp"
+#include "planner/runtime_support.hpp"
 
 using namespace tessera;
 using nlohmann::json;
@@ -25,7 +31,7 @@ planner::SearchSpace small_space() {
   space.tp = {1, 2, 4, 8};
   space.cp = {1, 2};
   space.pp = {1, 2, 4};
-  space.vpp = {2, 4};
+  space.vpp = {2, 3};  // 3 breaks pp·vpp | layers for every PP above 1
   space.ep = {1};
   space.micro_batch_size = {1, 2};
   space.zero_stage = {0, 1, 3};
@@ -40,9 +46,9 @@ struct Reference {
 };
 
 // Every layout of small_space() planned on its own: a document per layout, parsed as a user's file
-// would be (parse errors are the invalid ones). Meaningless combinations are those the search
-// documents as left out: one schedule without a pipeline, virtual stages only when interleaving,
-// ZeRO 2/3 only without a pipeline.
+// would be (parse errors are the invalid ones). Left out as the search documents: layouts whose
+// TP·CP·PP does not divide the world, any schedule but 1F1B without a pipeline, virtual stages
+// without interleaving, ZeRO 2/3 with a pipeline.
 Reference plan_each(const json& doc, const planner::SearchSpace& space) {
   Reference ref;
   const auto capacity = spec::PresetCatalog::builtin().gpu(doc["cluster"]["gpu"].get<std::string>())->memory_bytes;
@@ -54,6 +60,7 @@ Reference plan_each(const json& doc, const planner::SearchSpace& space) {
             for (int zero : space.zero_stage)
               for (int64_t mbs : space.micro_batch_size)
                 for (auto recompute : space.recompute) {
+                  if (8 % (tp * cp * pp) != 0) continue;  // the cluster of llama8b_doc: 8 GPUs
                   if (pp == 1 && schedule != spec::Schedule::one_f_one_b) continue;
                   if (pp > 1 && zero > 1) continue;
                   ++ref.candidates;
@@ -274,6 +281,31 @@ class TestLayoutSearch : public QObject {
     QCOMPARE(calls.back(), std::make_pair(r.candidates, r.candidates));
     for (size_t i = 1; i < calls.size(); ++i) QVERIFY(calls[i].first >= calls[i - 1].first);
 
+    // What the progress callback throws ends the search and reaches the caller.
+    options.progress = [](int64_t, int64_t) { throw std::runtime_error("stop"); };
+    QVERIFY_THROWS_EXCEPTION(std::runtime_error, planner::search_layouts(s, small_space(), options));
+
+    // Stopped from the first progress report of a long search (~20 s of planning on two cores): the
+    // counts are of the layouts planned so far.
+    {
+      auto big = spec::parse_spec(json{{"model", {{"preset", "llama3-70b"}}},
+                                       {"training", {{"global_batch_size", 1 << 20}}},
+                                       {"cluster", {{"gpu", "h100-sxm"}, {"nodes", 512}, {"gpus_per_node", 8}}}});
+      auto space = planner::default_search_space(big);
+      for (int64_t m = 9; m <= 16; ++m) space.micro_batch_size.push_back(m);
+      std::atomic<bool> stop{false};
+      planner::SearchOptions mid;
+      mid.cancel = &stop;
+      mid.progress = [&](int64_t, int64_t) { stop = true; };
+      const auto started = std::chrono::steady_clock::now();
+      const auto r = planner::search_layouts(big, space, mid);
+      const double elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+      QVERIFY(r.cancelled);
+      QVERIFY(r.planned > 0 && r.planned < r.candidates);
+      QCOMPARE(r.invalid + r.over_memory + r.fitting, r.planned);
+      QVERIFY2(elapsed_s < 5, qPrintable(QString::number(elapsed_s)));
+    }
+
     std::atomic<bool> cancel{true};
     options.cancel = &cancel;
     options.progress = nullptr;
@@ -282,6 +314,118 @@ class TestLayoutSearch : public QObject {
     QCOMPARE(c.planned, int64_t{0});
     QVERIFY(c.best.empty());
     QVERIFY(c.given.has_value());  // the spec's own plan is still there
+  }
+
+  // Equally fast layouts are listed simpler first: smaller TP, CP, PP, lower ZeRO, 1F1B before
+  // interleaving before ZB-H1, fewer virtual stages, smaller EP and micro-batch, less recompute.
+  void tiesGoToTheSimplerLayout() {
+    const auto s = spec::parse_spec(llama8b_doc());
+    planner::SearchOptions options;
+    options.top = 100000;
+    const auto r = planner::search_layouts(s, planner::default_search_space(s), options);
+    const auto schedule_rank = [](spec::Schedule sc) {
+      return sc == spec::Schedule::one_f_one_b ? 0 : sc == spec::Schedule::interleaved ? 1 : sc == spec::Schedule::zb_h1 ? 2 : 3;
+    };
+    const auto key = [&](const spec::RunSpec& l) {
+      const auto& p = l.parallel;
+      return std::tuple{p.tp, p.cp, p.pp, l.effective_zero_stage(), schedule_rank(p.schedule), p.vpp, p.ep,
+                        l.training.micro_batch_size, static_cast<int>(l.training.recompute)};
+    };
+    int ties = 0;
+    for (size_t i = 1; i < r.best.size(); ++i) {
+      if (r.best[i].tokens_per_s != r.best[i - 1].tokens_per_s) continue;
+      ++ties;
+      QVERIFY2(key(r.best[i - 1].spec) < key(r.best[i].spec), qPrintable(QString::number(i)));
+    }
+    QVERIFY(ties > 10);  // ZeRO-2/3, DP against CP·micro-batch: the case has many
+  }
+
+  // A cluster the spec's own layout does not suit (TP8·PP4 on 16 GPUs): searched all the same.
+  void searchesFromALayoutTheClusterDoesNotTake() {
+    auto doc = llama8b_doc();
+    doc["parallel"] = {{"tp", 8}, {"pp", 4}};
+    doc["cluster"]["gpus_per_node"] = 4;
+    const auto s = spec::parse_spec(doc, spec::PresetCatalog::builtin(), spec::Rules::except_layout);
+    QVERIFY_THROWS_EXCEPTION(spec::SpecError, spec::parse_spec(doc));
+    const auto r = planner::search_layouts(s, planner::default_search_space(s));
+    QVERIFY(!r.given);
+    QVERIFY2(QString::fromStdString(r.given_problem).contains("exceeds the world size"), r.given_problem.c_str());
+    QVERIFY(!r.best.empty());
+    for (const auto& b : r.best) {
+      QVERIFY(b.spec.parallel.tp <= 4);  // TP within a node of 4
+      QVERIFY(spec::validate(b.spec).empty());
+    }
+    // Problems besides the layout still end the search.
+    doc["model"]["hidden_size"] = 4097;
+    QVERIFY_THROWS_EXCEPTION(spec::SpecError,
+                             spec::parse_spec(doc, spec::PresetCatalog::builtin(), spec::Rules::except_layout));
+  }
+
+  void expertsAndZeroSpelling() {
+    const auto mixtral = spec::parse_spec(json{{"model", {{"preset", "mixtral-8x7b"}}},
+                                               {"parallel", {{"tp", 2}, {"pp", 4}, {"distributed_optimizer", true}}},
+                                               {"training", {{"global_batch_size", 64}}},
+                                               {"cluster", {{"gpu", "h100-sxm"}, {"nodes", 2}, {"gpus_per_node", 8}}}});
+    planner::SearchOptions options;
+    options.top = 500;
+    const auto r = planner::search_layouts(mixtral, planner::default_search_space(mixtral), options);
+    QVERIFY(std::any_of(r.best.begin(), r.best.end(), [](const auto& b) { return b.spec.parallel.ep > 1; }));
+    for (const auto& b : r.best) {
+      const auto& p = b.spec.parallel;
+      QCOMPARE(8 % p.ep, int64_t{0});
+      QCOMPARE((b.spec.data_parallel() * p.cp) % p.ep, int64_t{0});
+      QCOMPARE(planner::make_plan(b.spec).prediction.tokens_per_s, b.tokens_per_s);
+      // The spec spelt ZeRO-1 as distributed_optimizer: kept so; other stages as zero_stage.
+      if (b.spec.effective_zero_stage() == 1) QVERIFY(p.distributed_optimizer && p.zero_stage == 0);
+      else QVERIFY(!p.distributed_optimizer && p.zero_stage == b.spec.effective_zero_stage());
+    }
+  }
+
+  void onlyWhatTesseraTrainRuns() {
+    const auto s = spec::parse_spec(llama8b_doc());
+    const auto space = planner::default_search_space(s, true);
+    QCOMPARE(space.cp, (std::vector<int64_t>{1}));
+    QCOMPARE(space.ep, (std::vector<int64_t>{1}));
+    QCOMPARE(space.zero_stage, (std::vector<int>{0, 1}));
+    QVERIFY(std::find(space.schedule.begin(), space.schedule.end(), spec::Schedule::zb_h1) == space.schedule.end());
+    planner::SearchOptions options;
+    options.top = 100000;
+    options.tessera_train = true;
+    // Given the whole space, the layouts tessera-train refuses are counted invalid, never listed.
+    const auto r = planner::search_layouts(s, planner::default_search_space(s), options);
+    QVERIFY(!r.best.empty());
+    for (const auto& b : r.best) QVERIFY(planner::tessera_train_problems(b.spec).empty());
+    planner::SearchOptions any_runtime;
+    any_runtime.top = 100000;
+    const auto all = planner::search_layouts(s, planner::default_search_space(s), any_runtime);
+    QCOMPARE(r.candidates, all.candidates);
+    QVERIFY(r.fitting < all.fitting);
+    QVERIFY(r.invalid > all.invalid);
+    // A model tessera-train does not train ends the search, naming why.
+    const auto mixtral = spec::parse_spec(json{{"model", {{"preset", "mixtral-8x7b"}}},
+                                               {"training", {{"global_batch_size", 64}}},
+                                               {"cluster", {{"gpu", "h100-sxm"}, {"nodes", 2}, {"gpus_per_node", 8}}}});
+    try {
+      planner::search_layouts(mixtral, planner::default_search_space(mixtral, true), options);
+      QFAIL("no error");
+    } catch (const spec::SpecError& e) {
+      QCOMPARE(e.errors().front().field, std::string("model.arch"));
+      QCOMPARE(e.errors().back().field, std::string("model.num_experts"));
+    }
+  }
+
+  // A valid spec the planner cannot time (non-finite constants): counted as the planner's, no crash.
+  void plannerFailuresAreCounted() {
+    const auto s = spec::parse_spec(llama8b_doc());
+    planner::SearchOptions options;
+    options.plan.constants.gemm_half_size = std::numeric_limits<double>::quiet_NaN();
+    options.threads = 2;
+    const auto r = planner::search_layouts(s, small_space(), options);
+    QVERIFY(!r.given);
+    QVERIFY(!r.given_problem.empty());
+    QVERIFY(r.best.empty());
+    QCOMPARE(r.invalid, r.candidates);
+    QVERIFY(std::any_of(r.invalid_fields.begin(), r.invalid_fields.end(), [](const auto& f) { return f.first == "planner"; }));
   }
 
   void errorsNameTheChoice() {
@@ -310,8 +454,16 @@ class TestLayoutSearch : public QObject {
     options.memory_fraction = 0;
     QVERIFY(QString::fromStdString(field_of(small_space(), options)).startsWith("search.memory_fraction: "));
     auto bad = s;
-    bad.parallel.tp = 3;  // 32 heads
+    bad.model.hidden_size = 4097;  // 32 heads
     QVERIFY_THROWS_EXCEPTION(spec::SpecError, planner::search_layouts(bad, small_space()));
+    // A space with no layout of the cluster: refused, naming the choices.
+    space = small_space();
+    space.pp = {2};
+    space.zero_stage = {2, 3};
+    QVERIFY(QString::fromStdString(field_of(space)).startsWith("search: the search space has no layout of 8 ranks"));
+    space = small_space();
+    space.tp = {3, 5};
+    QVERIFY(QString::fromStdString(field_of(space)).startsWith("search: the search space has no layout of 8 ranks"));
     // More layouts than a search plans: refused, naming the limit.
     space = planner::default_search_space(s);
     space.micro_batch_size.clear();

@@ -1,0 +1,174 @@
+// The Search Layouts dialog and its table model: QAbstractItemModelTester on the model over a real
+// search, the dialog's fields filled from the default space, a search on its worker thread, Apply
+// as one undoable step, field errors that name the field, a spec whose layout the cluster does not
+// take, tessera-train's space, and closing the dialog while it searches.
+#include <QAbstractItemModelTester>
+#include <QSignalSpy>
+#include <QtTest/QtTest>
+
+#include <chrono>
+
+#include "layout_search_dialog.hpp"
+#include "layout_search_model.hpp"
+#include "plan_session.hpp"
+
+using namespace tessera;
+using namespace tessera::ui;
+
+namespace {
+QString example(const char* name) { return QStringLiteral(TESSERA_SOURCE_DIR "/resources/examples/%1").arg(name); }
+}  // namespace
+
+class TestLayoutSearchUi : public QObject {
+  Q_OBJECT
+ private slots:
+  void modelOverASearch() {
+    PlanSession session;
+    QVERIFY(session.open(example("llama3-8b-8xh100.json"), nullptr));
+    planner::SearchOptions options;
+    options.top = 30;
+    auto result = planner::search_layouts(session.spec(), planner::default_search_space(session.spec()), options);
+    const auto best = result.best;
+    LayoutSearchModel model;
+    QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+    model.setResult(std::move(result));
+    QCOMPARE(model.rowCount(), 30);
+    QCOMPARE(model.columnCount(), int(LayoutSearchModel::ColumnCount));
+    for (int row = 0; row < model.rowCount(); ++row) {
+      QCOMPARE(model.data(model.index(row, LayoutSearchModel::Layout)).toString(),
+               QString::fromStdString(best[row].spec.layout_label()));
+      QCOMPARE(model.data(model.index(row, LayoutSearchModel::TokensPerSecond), LayoutSearchModel::ValueRole).toDouble(),
+               best[row].tokens_per_s);
+      QCOMPARE(model.data(model.index(row, LayoutSearchModel::PeakMemory), LayoutSearchModel::ValueRole).toLongLong(),
+               qlonglong(best[row].peak_bytes));
+      QCOMPARE(model.data(model.index(row, LayoutSearchModel::Place)).toString(), QString::number(row + 1));
+      QCOMPARE(model.layoutAt(row), &model.result().best[row]);
+    }
+    QVERIFY(model.data(model.index(0, LayoutSearchModel::Mfu)).toString().endsWith(QStringLiteral("%")));
+    QCOMPARE(model.headerData(LayoutSearchModel::TokensPerSecond, Qt::Horizontal).toString(), QStringLiteral("Tokens/s"));
+    QCOMPARE(model.layoutAt(30), nullptr);
+  }
+
+  void searchesAndAppliesAsOneUndoableStep() {
+    PlanSession session;
+    QVERIFY(session.open(example("llama3-8b-8xh100.json"), nullptr));
+    const auto original = session.spec();
+    LayoutSearchDialog dialog(&session);
+    QCOMPARE(dialog.listField("tp")->text(), QStringLiteral("1, 2, 4, 8"));
+    QCOMPARE(dialog.listField("zero_stage")->text(), QStringLiteral("0, 1, 2, 3"));
+    QVERIFY(dialog.recomputeBox(spec::Recompute::selective)->isChecked());
+    QVERIFY(!dialog.scheduleBox(spec::Schedule::gpipe)->isChecked());
+    QSignalSpy finished(&dialog, &LayoutSearchDialog::searchFinished);
+    QVERIFY(dialog.startSearch());
+    QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 30000);
+    QVERIFY(!dialog.isSearching());
+    const auto& r = dialog.model()->result();
+    QVERIFY(r.fitting > 0);
+    QCOMPARE(dialog.model()->rowCount(), int(std::min<int64_t>(100, r.fitting)));
+    QVERIFY2(dialog.summaryText().contains(QStringLiteral("fit — planned in")), qPrintable(dialog.summaryText()));
+    QVERIFY2(dialog.givenText().contains(QStringLiteral("place ")), qPrintable(dialog.givenText()));
+    QCOMPARE(dialog.table()->selectionModel()->selectedRows().size(), 1);  // the fastest, selected
+
+    dialog.table()->selectRow(2);
+    const auto chosen = dialog.model()->layoutAt(2)->spec;
+    QVERIFY(dialog.applySelected());
+    QCOMPARE(dialog.result(), int(QDialog::Accepted));
+    QVERIFY(session.spec().parallel == chosen.parallel);
+    QVERIFY(session.spec().training == chosen.training);
+    QCOMPARE(session.spec().name, original.name);
+    QVERIFY(!session.stale());
+    session.undoStack()->undo();
+    QVERIFY(session.spec() == original);
+  }
+
+  void fieldErrorsNameTheField() {
+    PlanSession session;
+    QVERIFY(session.open(example("llama3-8b-8xh100.json"), nullptr));
+    LayoutSearchDialog dialog(&session);
+    dialog.listField("tp")->setText(QStringLiteral("1, x"));
+    QVERIFY(!dialog.startSearch());
+    QCOMPARE(dialog.problemText(), QStringLiteral("TP: “x” is not a whole number from 1 to 65536"));
+    dialog.listField("tp")->setText(QStringLiteral("2 4"));
+    dialog.listField("zero_stage")->setText(QStringLiteral("4"));
+    QVERIFY(!dialog.startSearch());
+    QCOMPARE(dialog.problemText(), QStringLiteral("ZeRO: “4” is not a whole number from 0 to 3"));
+    dialog.listField("zero_stage")->setText(QString());
+    QVERIFY(!dialog.startSearch());
+    QCOMPARE(dialog.problemText(), QStringLiteral("ZeRO: give at least one value"));
+    dialog.listField("zero_stage")->setText(QStringLiteral("1"));
+    for (auto r : {spec::Recompute::none, spec::Recompute::selective, spec::Recompute::full})
+      dialog.recomputeBox(r)->setChecked(false);
+    QVERIFY(!dialog.startSearch());
+    QCOMPARE(dialog.problemText(), QStringLiteral("Recompute: tick at least one"));
+    // Fixed: the narrowed space (TP 2 and 4, ZeRO-1, full recompute) is what is searched.
+    dialog.recomputeBox(spec::Recompute::full)->setChecked(true);
+    QSignalSpy finished(&dialog, &LayoutSearchDialog::searchFinished);
+    QVERIFY(dialog.startSearch());
+    QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 30000);
+    QVERIFY(dialog.problemText().isEmpty());
+    QVERIFY(dialog.model()->rowCount() > 0);
+    for (const auto& b : dialog.model()->result().best) {
+      QVERIFY(b.spec.parallel.tp == 2 || b.spec.parallel.tp == 4);
+      QCOMPARE(b.spec.effective_zero_stage(), int64_t{1});
+      QVERIFY(b.spec.training.recompute == spec::Recompute::full);
+    }
+  }
+
+  // The layout is what a search mends: a cluster it does not suit still searches; a model problem does not.
+  void aLayoutTheClusterDoesNotTake() {
+    PlanSession session;
+    QVERIFY(session.open(example("llama3-70b-64xh100.json"), nullptr));
+    QVERIFY(session.setField(QStringLiteral("cluster.nodes"), 2));  // TP8·PP4 on 16 GPUs
+    QVERIFY(session.stale());
+    {
+      LayoutSearchDialog dialog(&session);
+      QVERIFY(dialog.problemText().isEmpty());
+      QSignalSpy finished(&dialog, &LayoutSearchDialog::searchFinished);
+      QVERIFY(dialog.startSearch());
+      QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 30000);
+      QVERIFY2(dialog.givenText().startsWith(QStringLiteral("The spec's own layout is none of this cluster's: ")),
+               qPrintable(dialog.givenText()));
+      QVERIFY(dialog.model()->rowCount() > 0);
+      QVERIFY(dialog.applySelected());
+      QVERIFY(!session.stale());  // the applied layout plans
+      QCOMPARE(session.spec().world_size(), int64_t{16});
+    }
+    QVERIFY(session.setField(QStringLiteral("model.hidden_size"), 8191));
+    LayoutSearchDialog dialog(&session);
+    QVERIFY2(dialog.problemText().startsWith(QStringLiteral("The spec has a problem besides its layout (model.hidden_size")),
+             qPrintable(dialog.problemText()));
+    QVERIFY(!dialog.startSearch());
+  }
+
+  void tesseraTrainsSpace() {
+    PlanSession session;
+    QVERIFY(session.open(example("llama3-70b-64xh100.json"), nullptr));
+    LayoutSearchDialog dialog(&session);
+    QCOMPARE(dialog.listField("cp")->text(), QStringLiteral("1, 2, 4, 8"));
+    QVERIFY(dialog.scheduleBox(spec::Schedule::zb_h1)->isChecked());
+    dialog.tesseraTrainOnly()->setChecked(true);
+    QCOMPARE(dialog.listField("cp")->text(), QStringLiteral("1"));
+    QCOMPARE(dialog.listField("zero_stage")->text(), QStringLiteral("0, 1"));
+    QVERIFY(!dialog.scheduleBox(spec::Schedule::zb_h1)->isChecked());
+  }
+
+  // Closing while a large search runs stops it: the dialog waits for its worker, not for the search.
+  void closingStopsTheSearch() {
+    PlanSession session;
+    QVERIFY(session.open(example("llama3-70b-64xh100.json"), nullptr));
+    QVERIFY(session.setField(QStringLiteral("cluster.nodes"), 512));  // ~20 s of planning on two cores
+    QVERIFY(session.setField(QStringLiteral("training.global_batch_size"), 1 << 20));
+    const auto start = std::chrono::steady_clock::now();
+    {
+      LayoutSearchDialog dialog(&session);
+      dialog.listField("micro_batch_size")->setText(QStringLiteral("1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16"));
+      QVERIFY(dialog.startSearch());
+      QVERIFY(dialog.isSearching());
+    }
+    const double elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    QVERIFY2(elapsed_s < 5, qPrintable(QString::number(elapsed_s)));
+  }
+};
+
+QTEST_MAIN(TestLayoutSearchUi)
+#include "test_layout_search_ui.moc"

@@ -1,0 +1,69 @@
+// The layout search's table: texts as the CLI prints them, numbers under ValueRole.
+#include "layout_search_model.hpp"
+
+#include "format.hpp"
+
+namespace tessera::ui {
+
+void LayoutSearchModel::setResult(planner::SearchResult result) {
+  beginResetModel();
+  result_ = std::move(result);
+  endResetModel();
+}
+
+const planner::RankedLayout* LayoutSearchModel::layoutAt(int row) const {
+  return row >= 0 && row < rowCount() ? &result_.best[static_cast<size_t>(row)] : nullptr;
+}
+
+int LayoutSearchModel::rowCount(const QModelIndex& parent) const {
+  return parent.isValid() ? 0 : static_cast<int>(result_.best.size());
+}
+
+int LayoutSearchModel::columnCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : ColumnCount; }
+
+QVariant LayoutSearchModel::data(const QModelIndex& index, int role) const {
+  const auto* l = index.isValid() ? layoutAt(index.row()) : nullptr;
+  if (!l) return {};
+  const auto& s = l->spec;
+  const bool cpu = s.cluster.gpu == "cpu";
+  if (role == Qt::TextAlignmentRole) {
+    const bool text = index.column() == Layout || index.column() == Schedule || index.column() == Recompute;
+    return QVariant::fromValue(Qt::AlignVCenter | (text ? Qt::AlignLeft : Qt::AlignRight));
+  }
+  if (role == Qt::ToolTipRole) {
+    return tr("%1, %2 schedule, ZeRO-%3, micro-batch %4, recompute %5\n%6 a step · %7 tokens/s · MFU %8 · bubble %9\n"
+              "peak %10 of %11 per %12")
+        .arg(QString::fromStdString(s.layout_label()), QString::fromStdString(std::string(spec::to_string(s.parallel.schedule))))
+        .arg(s.effective_zero_stage())
+        .arg(s.training.micro_batch_size)
+        .arg(QString::fromStdString(std::string(spec::to_string(s.training.recompute))), formatSeconds(l->iteration_time_s),
+             formatCount(l->tokens_per_s), formatPercent(l->mfu), formatPercent(l->bubble_fraction), formatBytes(l->peak_bytes),
+             formatBytes(result_.memory_limit_bytes), cpu ? tr("rank") : tr("GPU"));
+  }
+  if (role != Qt::DisplayRole && role != ValueRole) return {};
+  const bool value = role == ValueRole;
+  switch (index.column()) {
+    case Place: return value ? QVariant(index.row() + 1) : QVariant(QString::number(index.row() + 1));
+    case Layout: return QString::fromStdString(s.layout_label());
+    case Schedule: return QString::fromStdString(std::string(spec::to_string(s.parallel.schedule)));
+    case Zero: return value ? QVariant(qlonglong(s.effective_zero_stage())) : QVariant(QString::number(s.effective_zero_stage()));
+    case MicroBatch:
+      return value ? QVariant(qlonglong(s.training.micro_batch_size)) : QVariant(QString::number(s.training.micro_batch_size));
+    case Recompute: return QString::fromStdString(std::string(spec::to_string(s.training.recompute)));
+    case StepTime: return value ? QVariant(l->iteration_time_s) : QVariant(formatSeconds(l->iteration_time_s));
+    case TokensPerSecond: return value ? QVariant(l->tokens_per_s) : QVariant(formatCount(l->tokens_per_s));
+    case Mfu: return value ? QVariant(l->mfu) : QVariant(formatPercent(l->mfu));
+    case Bubble: return value ? QVariant(l->bubble_fraction) : QVariant(formatPercent(l->bubble_fraction));
+    case PeakMemory: return value ? QVariant(qlonglong(l->peak_bytes)) : QVariant(formatBytes(l->peak_bytes));
+    default: return {};
+  }
+}
+
+QVariant LayoutSearchModel::headerData(int section, Qt::Orientation orientation, int role) const {
+  if (orientation != Qt::Horizontal || role != Qt::DisplayRole || section < 0 || section >= ColumnCount) return {};
+  static const char* names[] = {"#", "Layout", "Schedule", "ZeRO", "Micro-batch", "Recompute", "Step", "Tokens/s", "MFU",
+                                "Bubble", "Peak memory"};
+  return tr(names[section]);
+}
+
+}  // namespace tessera::ui
