@@ -104,7 +104,9 @@ void SummaryStrip::refresh() {
   const auto& mem = plan->memory;
 
   set(Parameters, formatCount(static_cast<double>(plan->params.total)), QString::fromStdString(s.model.preset));
-  const QString layout = QString::fromStdString(s.layout_label());
+  QString layout = tr("TP%1·PP%2·DP%3").arg(s.parallel.tp).arg(s.parallel.pp).arg(s.data_parallel());
+  if (s.parallel.cp > 1) layout += tr("·CP%1").arg(s.parallel.cp);
+  if (s.parallel.ep > 1) layout += tr("·EP%1").arg(s.parallel.ep);
   // A CPU cluster's ranks are no GPUs.
   const bool cpu = s.cluster.gpu == "cpu";
   captions_[World]->setText(cpu ? tr("CPU ranks") : tr("GPUs"));

@@ -249,7 +249,9 @@ struct SearchLists {
 
 void print_search(const planner::SearchResult& r, const spec::RunSpec& s) {
   const auto& gpu = *spec::PresetCatalog::builtin().gpu(s.cluster.gpu);
-  std::cout << "Layout search: " << (s.name.empty() ? "the spec" : s.name) << " on " << s.world_size() << " × " << gpu.name
+  // The model rather than the spec's name, which may spell a layout of another cluster.
+  std::cout << "Layout search: " << (s.model.preset.empty() ? std::string("custom model") : s.model.preset)
+            << (s.name.empty() ? "" : " (from \"" + s.name + "\")") << " on " << s.world_size() << " × " << gpu.name
             << ", global batch " << r.global_batch_size << " × " << s.model.seq_length << " tokens, "
             << spec::to_string(s.training.precision) << "\n";
   std::string invalid_fields;

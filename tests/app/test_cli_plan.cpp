@@ -276,7 +276,7 @@ class TestCliPlan : public QObject {
   void searchTextAndErrors() {
     const auto r = cli({"search", example("llama3-8b-8xh100.json"), "--top", "10"});
     QCOMPARE(r.exit_code, 0);
-    for (const char* text : {"Layout search: Llama-3-8B", "layouts: ", " fit; ", "recompute",
+    for (const char* text : {"Layout search: llama3-8b (from \"Llama-3-8B on one H100 node", "layouts: ", " fit; ", "recompute",
                              "The spec's own layout (TP2·PP1·DP4·SP, 1f1b, ZeRO 1, mbs 1, recompute selective): "})
       QVERIFY2(r.out.find(text) != std::string::npos, (std::string(text) + " in\n" + r.out).c_str());
     QVERIFY2(r.err.empty(), r.err.c_str());  // progress only on a terminal
