@@ -19,6 +19,7 @@
 #include "launch/local_agent.hpp"
 #include "protocol/endpoint.hpp"
 #include "launch/run_session.hpp"
+#include "planner/runtime_support.hpp"
 #include "protocol/keys.hpp"
 #include "theme.hpp"
 
@@ -32,6 +33,7 @@ enum Column { Use, Agent, Host, Cores, Memory, Gpus, FreeRanks, ColumnCount };
 
 std::vector<std::string> fitProblems(const spec::RunSpec& spec, const std::vector<nlohmann::json>& inventories) {
   std::vector<std::string> problems;
+  for (const auto& e : planner::tessera_train_problems(spec)) problems.push_back(e.message);
   const auto shares = launch::node_shares(spec);
   if (inventories.size() != shares.size()) {
     problems.push_back("cluster.nodes=" + std::to_string(shares.size()) + " needs " + std::to_string(shares.size()) +

@@ -21,8 +21,9 @@
 
 namespace tessera::ui {
 
-/// Why `spec` does not fit the nodes whose agents sent `inventories` (one per node, in node order):
-/// node count, free ranks per node, GPUs per node for a GPU run. Empty when it fits.
+/// Why `spec` cannot run on the nodes whose agents sent `inventories` (one per node, in node order):
+/// what tessera-train does not train (planner::tessera_train_problems), node count, free ranks per
+/// node, GPUs per node for a GPU run. Empty when it fits.
 std::vector<std::string> fitProblems(const spec::RunSpec& spec, const std::vector<nlohmann::json>& inventories);
 
 /// "tcp://host:port" check; "" when fine, else the rule it breaks.

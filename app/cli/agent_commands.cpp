@@ -9,6 +9,7 @@
 #include "launch/agent_connection.hpp"
 #include "launch/local_agent.hpp"
 #include "launch/slurm.hpp"
+#include "planner/runtime_support.hpp"
 #include "protocol/keys.hpp"
 #include "spec/run_spec.hpp"
 
@@ -114,6 +115,7 @@ void add_agent_commands(CLI::App& app) {
     cmd->add_option("--name", name, "run name (default: the spec's)");
     cmd->callback([] {
       const auto spec = spec::load_spec_file(spec_path);
+      if (auto problems = planner::tessera_train_problems(spec); !problems.empty()) throw spec::SpecError(std::move(problems));
       launch::SlurmOptions options;
       options.cli = std::filesystem::canonical("/proc/self/exe").string();
       options.agent = launch::find_program("tessera-agent", "TESSERA_AGENT", "agent");

@@ -115,6 +115,25 @@ class TestCliLaunch : public QObject {
   }
 
  private slots:
+  // What tessera-train does not train is refused before any agent is asked (none listens at port 1),
+  // by launch and by slurm alike, naming the rule; nothing enters the history.
+  void refusesWhatTesseraTrainDoesNotRun() {
+    const QString path = dir_.path() + "/zb.json";
+    std::ofstream(path.toStdString()) << nlohmann::json{
+        {"model", {{"preset", "tiny-gpt"}}},
+        {"parallel", {{"pp", 2}, {"schedule", "zb-h1"}}},
+        {"training", {{"global_batch_size", 8}, {"precision", "fp32"}}},
+        {"cluster", {{"gpu", "cpu"}, {"nodes", 1}, {"gpus_per_node", 2}}}}.dump();
+    for (const QStringList& args : {QStringList{"launch", path, "--agents", "tcp://127.0.0.1:1"},
+                                    QStringList{"slurm", path, "-o", dir_.path() + "/job.sbatch"}}) {
+      const auto r = cli(args, 20000);
+      QCOMPARE(r.exit_code, 2);
+      QVERIFY2(r.err.contains("error: parallel.schedule=zb-h1: tessera-train executes gpipe, 1f1b and interleaved"),
+               qPrintable(r.err));
+    }
+    QVERIFY(!QFile::exists(dir_.path() + "/job.sbatch"));
+  }
+
   void launchFollowsTwoNodesIntoTheHistory() {
     Agent a("127.0.0.1", dir_.path() + "/a", {"TESSERA_FAKE_STEP_MS=2"}), b("127.0.0.2", dir_.path() + "/b", {"TESSERA_FAKE_STEP_MS=2"});
     const auto r = cli({"launch", spec("two-nodes", 50, 2), "--agents", a.endpoint() + "," + b.endpoint(), "--follow",

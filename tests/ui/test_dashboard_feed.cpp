@@ -306,6 +306,11 @@ class TestDashboardFeed : public QObject {
     QVERIFY(fitProblems(spec, {roomy, roomy})[0].find("cluster.nodes=1 needs 1 agent") == 0);
     spec.cluster.gpu = "h100-sxm";
     QVERIFY(fitProblems(spec, {roomy})[0].find("runs 8 ranks on GPU h100-sxm but has 0 GPUs") != std::string::npos);
+    // What tessera-train does not train is said before any rank starts.
+    spec.cluster.gpu = "cpu";
+    spec.parallel.schedule = spec::Schedule::zb_h1;
+    QCOMPARE(fitProblems(spec, {roomy}),
+             std::vector<std::string>{"parallel.schedule=zb-h1: tessera-train executes gpipe, 1f1b and interleaved"});
     QVERIFY(endpointProblem("tcp://gpu-1:7070").empty());
     // Said once (it read "... is not tcp://HOST:PORT (agent endpoint ... is not tcp://HOST:PORT)").
     QCOMPARE(endpointProblem("gpu-1:7070"), std::string("agent address gpu-1:7070 is not tcp://HOST:PORT — did you mean tcp://gpu-1:7070?"));
