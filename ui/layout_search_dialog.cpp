@@ -86,14 +86,12 @@ LayoutSearchDialog::LayoutSearchDialog(PlanSession* session, QWidget* parent) : 
 
   const bool cpu = s.cluster.gpu == "cpu";
   const auto* gpu = spec::PresetCatalog::builtin().gpu(s.cluster.gpu);
-  const int64_t batch = s.training.global_batch_size > 0 ? s.training.global_batch_size
-                                                         : s.training.micro_batch_size * s.data_parallel();
   auto* intro = new QLabel(tr("Every layout of %1 on %2 (%3) with a global batch of %4 × %5 tokens, planned and ranked by "
                               "predicted tokens/s among those that fit. Model, batch, precision and cluster stay as they "
                               "are; sequence parallelism is on wherever TP > 1.")
                                .arg(s.model.preset.empty() ? tr("the model") : qs(s.model.preset),
                                     formatDevices(s.world_size(), cpu), formatNodes(s.cluster.nodes))
-                               .arg(batch)
+                               .arg(s.training.global_batch_size)
                                .arg(s.model.seq_length),
                            this);
   intro->setWordWrap(true);
@@ -128,14 +126,16 @@ LayoutSearchDialog::LayoutSearchDialog(PlanSession* session, QWidget* parent) : 
   schedules->addStretch();
   left->addRow(tr("Schedules"), schedules);
   memory_percent_ = new QSpinBox(space);
-  memory_percent_->setRange(50, 100);
+  memory_percent_->setRange(10, 100);
   memory_percent_->setValue(100);
   memory_percent_->setSuffix(tr(" % of %1").arg(formatBytes(gpu ? gpu->memory_bytes : 0)));
   memory_percent_->setToolTip(tr("A layout fits when its peak memory is at most this share of the %1's memory")
                                   .arg(cpu ? tr("rank") : tr("GPU")));
   right->addRow(tr("Memory limit"), memory_percent_);
   tessera_train_ = new QCheckBox(tr("Only layouts tessera-train runs (no CP, EP, ZB-H1 or ZeRO-2/3)"), space);
-  tessera_train_->setToolTip(tr("The bundled runtime's limits; the other layouts are for Megatron-LM and its kin"));
+  tessera_train_->setToolTip(tr("The bundled runtime's limits; the other layouts are for Megatron-LM and its kin. "
+                                "Ticked for a CPU cluster, which only tessera-train runs."));
+  tessera_train_->setChecked(cpu);
   left->addRow(QString(), tessera_train_);
   layout->addWidget(space);
 
@@ -185,9 +185,10 @@ LayoutSearchDialog::LayoutSearchDialog(PlanSession* session, QWidget* parent) : 
   connect(stop_, &QPushButton::clicked, this, [this] { stopSearch(); });
   connect(apply_, &QPushButton::clicked, this, [this] { applySelected(); });
   connect(buttons, &QDialogButtonBox::rejected, this, &QDialog::reject);
-  connect(table_, &QTableView::doubleClicked, this, [this] { applySelected(); });
+  // A double-click or Enter on a row applies it (Enter would otherwise search again).
+  connect(table_, &QTableView::activated, this, [this] { applySelected(); });
   connect(table_->selectionModel(), &QItemSelectionModel::selectionChanged, this,
-          [this] { apply_->setEnabled(!table_->selectionModel()->selectedRows().isEmpty()); });
+          [this] { apply_->setEnabled(!isSearching() && !table_->selectionModel()->selectedRows().isEmpty()); });
 
   // A layout that does not suit the cluster is what a search mends; other problems are not.
   if (const QString problem = specProblem(); !problem.isEmpty()) {
@@ -196,7 +197,7 @@ LayoutSearchDialog::LayoutSearchDialog(PlanSession* session, QWidget* parent) : 
     search_->setEnabled(false);
     tessera_train_->setEnabled(false);
   } else {
-    fillFields(planner::default_search_space(s));
+    fillFields(planner::default_search_space(s, tessera_train_->isChecked()));
   }
   connect(tessera_train_, &QCheckBox::toggled, this,
           [this](bool on) { fillFields(planner::default_search_space(session_->spec(), on)); });
@@ -283,6 +284,8 @@ bool LayoutSearchDialog::startSearch() {
   search_->setEnabled(false);
   stop_->setEnabled(true);
   apply_->setEnabled(false);
+  model_->setResult({});  // no row of an earlier search to apply while this one runs
+  progress_->setRange(0, 0);  // busy until the first report
   summary_->setText(tr("Planning…"));
   given_->clear();
   worker_ = std::thread([this, spec = searched_, space = *space, options] {
@@ -340,7 +343,7 @@ void LayoutSearchDialog::showResult(planner::SearchResult r) {
 
   QString given;
   if (!r.given) {
-    given = tr("The spec's own layout is none of this cluster's: %1").arg(qs(r.given_problem));
+    given = tr("The spec's own layout is not valid here: %1").arg(qs(r.given_problem));
   } else {
     const auto& g = *r.given;
     const auto& gs = g.spec;
@@ -365,7 +368,11 @@ void LayoutSearchDialog::showResult(planner::SearchResult r) {
 
   model_->setResult(std::move(r));
   table_->resizeColumnsToContents();
-  if (model_->rowCount() > 0) table_->selectRow(0);
+  if (model_->rowCount() > 0) {
+    table_->selectRow(0);
+    table_->setFocus();
+    apply_->setDefault(true);
+  }
 }
 
 bool LayoutSearchDialog::applySelected() {

@@ -135,12 +135,7 @@ QString RunComparison::formatValue(SummaryField field, double value) {
   return {};
 }
 
-bool RunComparison::samePeak(int a, int b) const {
-  const auto& pa = summaries_.at(a).mfu_peak_tflops;
-  const auto& pb = summaries_.at(b).mfu_peak_tflops;
-  if (!pa || !pb || !std::isfinite(*pa) || !std::isfinite(*pb)) return true;  // nothing to tell
-  return std::fabs(*pa - *pb) <= 0.01 * std::max(*pa, *pb);
-}
+bool RunComparison::samePeak(int a, int b) const { return store::same_mfu_peak(summaries_.at(a), summaries_.at(b)); }
 
 QString RunComparison::formatDelta(int run, SummaryField field) const {
   if (run == baseline_) return QObject::tr("baseline");

@@ -15,6 +15,10 @@
 
 namespace tessera::cli {
 
+void require_tessera_train_runs(const spec::RunSpec& spec) {
+  if (auto problems = planner::tessera_train_problems(spec); !problems.empty()) throw spec::SpecError(std::move(problems));
+}
+
 std::vector<std::string> split_agents(const std::string& list) {
   std::vector<std::string> endpoints;
   std::stringstream items(list);
@@ -115,7 +119,7 @@ void add_agent_commands(CLI::App& app) {
     cmd->add_option("--name", name, "run name (default: the spec's)");
     cmd->callback([] {
       const auto spec = spec::load_spec_file(spec_path);
-      if (auto problems = planner::tessera_train_problems(spec); !problems.empty()) throw spec::SpecError(std::move(problems));
+      require_tessera_train_runs(spec);
       launch::SlurmOptions options;
       options.cli = std::filesystem::canonical("/proc/self/exe").string();
       options.agent = launch::find_program("tessera-agent", "TESSERA_AGENT", "agent");

@@ -8,6 +8,7 @@
 #include <CLI/CLI.hpp>
 
 #include "option_checks.hpp"
+#include "spec/run_spec.hpp"
 
 namespace tessera::cli {
 
@@ -28,6 +29,9 @@ void add_data_commands(CLI::App& app);
 void add_agent_commands(CLI::App& app);
 /// launch, runs follow, runs stop (launch_commands.cpp; after add_runs_commands).
 void add_launch_commands(CLI::App& app);
+/// Throws spec::SpecError with what tessera-train does not train in `spec` (launch and slurm refuse
+/// it before any agent starts a rank that would).
+void require_tessera_train_runs(const spec::RunSpec& spec);
 /// "tcp://a:1,tcp://b:2" → endpoints; UsageError for anything else.
 std::vector<std::string> split_agents(const std::string& list);
 

@@ -14,7 +14,6 @@
 #include "launch/history_sink.hpp"
 #include "launch/local_agent.hpp"
 #include "launch/run_session.hpp"
-#include "planner/runtime_support.hpp"
 #include "store/errors.hpp"
 #include "store/history.hpp"
 #include "store/location.hpp"
@@ -121,8 +120,7 @@ void add_launch_commands(CLI::App& app) {
         ->check(non_empty());
     cmd->callback([o] {
       const auto spec = spec::load_spec_file(o->spec);
-      // Refused here, before any agent starts a rank that would refuse it.
-      if (auto problems = planner::tessera_train_problems(spec); !problems.empty()) throw spec::SpecError(std::move(problems));
+      require_tessera_train_runs(spec);
       const auto credentials = launch::Credentials::from_config_dir();
       std::vector<std::string> endpoints;
       if (o->agents.empty()) {

@@ -282,7 +282,7 @@ void print_search(const planner::SearchResult& r, const spec::RunSpec& s) {
     std::cout << table.str();
   }
   if (!r.given) {
-    std::cout << "\nThe spec's own layout is none of this cluster's: " << r.given_problem << "\n";
+    std::cout << "\nThe spec's own layout is not valid here: " << r.given_problem << "\n";
     return;
   }
   const auto& g = *r.given;
@@ -420,7 +420,8 @@ void add_plan_commands(CLI::App& app) {
     cmd->add_option("--save", save_path, "Write the spec with the chosen layout (--pick) to this file");
     cmd->add_option("--pick", pick, "Which listed layout --save writes (default 1, the fastest; at most --top)")
         ->check(CLI::Range(1, 10000));
-    cmd->add_flag("--tessera-train", tessera_train, "Only layouts tessera-train runs (no CP, EP, ZB-H1 or ZeRO-2/3)");
+    cmd->add_flag("--tessera-train", tessera_train,
+                  "Only layouts tessera-train runs (no CP, EP, ZB-H1 or ZeRO-2/3); always so on a CPU cluster, which only it runs");
     cmd->add_flag("--json", as_json, "Print the result as JSON");
     cmd->callback([] {
       if (pick > top) throw UsageError("--pick " + std::to_string(pick) + " is beyond the --top " + std::to_string(top) + " listed");
@@ -429,7 +430,7 @@ void add_plan_commands(CLI::App& app) {
       planner::SearchOptions options;
       options.top = top;
       options.threads = threads;
-      options.tessera_train = tessera_train;
+      options.tessera_train = tessera_train || s.cluster.gpu == "cpu";
       options.memory_fraction = memory_fraction;
       options.plan.memory_profile = planner::memory_profile_from_string(profile);
       options.plan.causal_flops = causal;
@@ -439,7 +440,7 @@ void add_plan_commands(CLI::App& app) {
           std::cerr << "\rplanned " << format_count(planned) << " of " << format_count(candidates) << " layouts" << std::flush;
           if (planned == candidates) std::cerr << "\r\033[K" << std::flush;
         };
-      const auto result = planner::search_layouts(s, lists.space_for(s, tessera_train), options);
+      const auto result = planner::search_layouts(s, lists.space_for(s, options.tessera_train), options);
       if (as_json) std::cout << search_json(result).dump(2) << "\n";
       else print_search(result, s);
       if (save_path.empty()) return;

@@ -236,15 +236,14 @@ void compare_runs(const std::string& db, const std::vector<std::string>& referen
   std::cout << table.str();
   // MFU is a share of each run's own peak: a CPU rank times its GEMM at start-up (two runs of one
   // spec on one machine measured 42 and 58 GFLOP/s), so MFU of runs with other peaks do not compare.
-  std::vector<std::pair<std::string, double>> peaks;
-  for (size_t i = 0; i < runs.size(); ++i)
-    if (const auto& peak = summaries[i].mfu_peak_tflops; peak && std::isfinite(*peak)) peaks.push_back({short_id(runs[i].id), *peak});
-  const auto [lowest, highest] = std::minmax_element(peaks.begin(), peaks.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
-  if (peaks.size() > 1 && highest->second > lowest->second * 1.01) {
-    std::string list;
-    for (const auto& [run, peak] : peaks) list += (list.empty() ? "" : ", ") + run + " " + flop_rate_text(peak);
-    std::cout << "note: MFU is a share of each run's own peak (" << list << "); compare tokens/s instead\n";
+  bool one_peak = true;
+  std::string list;
+  for (size_t i = 0; i < runs.size(); ++i) {
+    for (size_t j = 0; j < i; ++j) one_peak = one_peak && store::same_mfu_peak(summaries[i], summaries[j]);
+    if (const auto& peak = summaries[i].mfu_peak_tflops; peak && std::isfinite(*peak))
+      list += (list.empty() ? "" : ", ") + short_id(runs[i].id) + " " + flop_rate_text(*peak);
   }
+  if (!one_peak) std::cout << "note: MFU is a share of each run's own peak (" << list << "); compare tokens/s instead\n";
   std::cout << "\n";
   if (diff.empty()) {
     std::cout << "the specs are the same\n";

@@ -147,30 +147,14 @@ int main(int argc, char* argv[]) {
     if (!dialog.grab().toImage().save(parser.value(shotOption))) return fail(QStringLiteral("cannot write %1").arg(parser.value(shotOption)));
     return 0;
   }
-  if (parser.value(viewOption) == QLatin1String("search")) {
-    // The Search Layouts dialog after a search of the spec's default space (for the user guide).
-    if (!parser.isSet(shotOption)) return fail(QStringLiteral("--view search needs --screenshot"));
-    tessera::ui::MainWindow window(/*persistent=*/false);
-    QString error;
-    if (!spec.isEmpty() && !window.openFile(spec, &error)) return fail(QStringLiteral("%1:\n%2").arg(spec, error));
-    tessera::ui::applyTheme(tessera::ui::ThemeChoice::light);
-    tessera::ui::LayoutSearchDialog dialog(window.session());
-    const auto size = QRegularExpression(QStringLiteral("^(\\d+)x(\\d+)$")).match(parser.value(sizeOption));
-    if (!size.hasMatch()) return fail(QStringLiteral("--size must be WIDTHxHEIGHT, got \"%1\"").arg(parser.value(sizeOption)));
-    dialog.resize(size.captured(1).toInt(), size.captured(2).toInt());
-    QEventLoop loop;
-    QObject::connect(&dialog, &tessera::ui::LayoutSearchDialog::searchFinished, &loop, &QEventLoop::quit);
-    dialog.show();
-    if (!dialog.startSearch()) return fail(dialog.problemText());
-    loop.exec();
-    QCoreApplication::processEvents();  // the layout's re-arrangement for the result's texts
-    if (!dialog.grab().toImage().save(parser.value(shotOption))) return fail(QStringLiteral("cannot write %1").arg(parser.value(shotOption)));
-    return 0;
-  }
-  const auto view = tessera::ui::MainWindow::viewFromName(parser.value(viewOption));
-  if (!view) return fail(QStringLiteral("--view must be designer, grid, memory or timeline, got \"%1\"").arg(parser.value(viewOption)));
-
+  // --view search: the Search Layouts dialog over the window's spec (after --set), searched, rendered.
+  const bool search = parser.value(viewOption) == QLatin1String("search");
+  const auto view = search ? std::optional(tessera::ui::MainWindow::View::designer)
+                           : tessera::ui::MainWindow::viewFromName(parser.value(viewOption));
+  if (!view)
+    return fail(QStringLiteral("--view must be designer, grid, memory, timeline, launch or search, got \"%1\"").arg(parser.value(viewOption)));
   const bool screenshot = parser.isSet(shotOption);
+  if (search && !screenshot) return fail(QStringLiteral("--view search needs --screenshot"));
   tessera::ui::MainWindow window(/*persistent=*/!screenshot);
   if (parser.isSet(paletteOption)) {
     const QString name = parser.value(paletteOption);
@@ -220,6 +204,18 @@ int main(int argc, char* argv[]) {
     if (!match.hasMatch()) return fail(QStringLiteral("--size must be WIDTHxHEIGHT, got \"%1\"").arg(parser.value(sizeOption)));
     const QSize size(match.captured(1).toInt(), match.captured(2).toInt());
     const QString out = parser.value(shotOption);
+    if (search) {
+      tessera::ui::LayoutSearchDialog dialog(window.session());
+      dialog.resize(size);
+      QEventLoop loop;
+      QObject::connect(&dialog, &tessera::ui::LayoutSearchDialog::searchFinished, &loop, &QEventLoop::quit);
+      dialog.show();
+      if (!dialog.startSearch()) return fail(dialog.problemText());
+      loop.exec();
+      QCoreApplication::processEvents();  // the layout's re-arrangement for the result's texts
+      if (!dialog.grab().toImage().save(out)) return fail(QStringLiteral("cannot write %1").arg(out));
+      return 0;
+    }
     if (!window.screenshot(*view, size, range).save(out)) return fail(QStringLiteral("cannot write %1").arg(out));
     return 0;
   }

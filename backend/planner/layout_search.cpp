@@ -66,8 +66,8 @@ std::vector<PipelineChoice> pipeline_choices(const SearchSpace& space) {
 }
 
 // Index i of the space <-> one spec. The digits, most significant first: the shape (TP, CP and the
-// pipeline choice, only those whose TP·CP·PP divides the world: others are no layout of this
-// cluster), EP, micro-batch, recompute. With the space's numbers ascending, a lower index is the
+// pipeline choice, only those whose TP·CP·PP divides the world and whose PP·VPP divides the layers:
+// others are no layout of this cluster and model), EP, micro-batch, recompute. With the space's numbers ascending, a lower index is the
 // simpler layout, which is how ties are broken.
 class Enumeration {
  public:
@@ -79,7 +79,8 @@ class Enumeration {
           int64_t model_parallel = 0;
           if (__builtin_mul_overflow(tp, cp, &model_parallel) || __builtin_mul_overflow(model_parallel, pipe.pp, &model_parallel))
             continue;
-          if (model_parallel <= world && world % model_parallel == 0) shapes_.push_back({tp, cp, pipe});
+          if (model_parallel <= world && world % model_parallel == 0 && base.model.num_layers % (pipe.pp * pipe.vpp) == 0)
+            shapes_.push_back({tp, cp, pipe});
         }
     radix_ = {static_cast<int64_t>(shapes_.size()), static_cast<int64_t>(space.ep.size()),
               static_cast<int64_t>(space.micro_batch_size.size()), static_cast<int64_t>(space.recompute.size())};
@@ -171,9 +172,9 @@ SearchSpace default_search_space(const spec::RunSpec& spec, bool tessera_train) 
   const auto& p = spec.parallel;
   const int64_t world = spec.world_size();
   // The spec's own values join the defaults; one that no spec could have (its layout is not
-  // validated here) does not.
-  const auto add_own = [](std::vector<int64_t>& values, int64_t own, int64_t least) {
-    if (own >= least) add_unique(values, own);
+  // validated here) does not: validate()'s bounds.
+  const auto add_own = [](std::vector<int64_t>& values, int64_t own, int64_t least, int64_t most = int64_t{1} << 16) {
+    if (own >= least && own <= most) add_unique(values, own);
   };
   SearchSpace space;
   space.tp = divisors(spec.cluster.gpus_per_node);
@@ -193,7 +194,7 @@ SearchSpace default_search_space(const spec::RunSpec& spec, bool tessera_train) 
   if (!tessera_train) add_own(space.ep, p.ep, 1);
   space.zero_stage = tessera_train ? std::vector<int>{0, 1} : std::vector<int>{0, 1, 2, 3};
   space.micro_batch_size = {1, 2, 4, 8};
-  add_own(space.micro_batch_size, spec.training.micro_batch_size, 1);
+  add_own(space.micro_batch_size, spec.training.micro_batch_size, 1, int64_t{1} << 20);
   space.recompute = {spec::Recompute::none, spec::Recompute::selective, spec::Recompute::full};
   space.schedule = {spec::Schedule::one_f_one_b, spec::Schedule::interleaved};
   if (!tessera_train) space.schedule.push_back(spec::Schedule::zb_h1);
@@ -248,6 +249,7 @@ SearchResult search_layouts(const spec::RunSpec& spec, const SearchSpace& space,
     // What tessera-train refuses whatever the layout (the model, the precision) ends the search here.
     spec::RunSpec plain = base;
     plain.parallel = spec::ParallelSpec{};
+    plain.training.global_batch_size = plain.training.micro_batch_size * plain.data_parallel();  // one microbatch
     std::vector<spec::FieldError> problems;
     for (auto& e : tessera_train_problems(plain))
       if (e.field.rfind("parallel.", 0) != 0) problems.push_back(std::move(e));
@@ -292,9 +294,9 @@ SearchResult search_layouts(const spec::RunSpec& spec, const SearchSpace& space,
                                           " layouts; give fewer values for some choices"}});
   if (space_index.size() == 0)
     throw spec::SpecError({{"search", "the search space has no layout of " + std::to_string(base.world_size()) +
-                                          " ranks: TP·CP·PP must divide the world, interleaving needs PP > 1 and VPP >= 2, "
-                                          "ZeRO-2/3 need PP 1 (search.tp, search.cp, search.pp, search.vpp, "
-                                          "search.schedule, search.zero_stage)"}});
+                                          " ranks: TP·CP·PP must divide the world and PP·VPP the layers, interleaving "
+                                          "needs PP > 1 and VPP >= 2, ZeRO-2/3 need PP 1 (search.tp, search.cp, "
+                                          "search.pp, search.vpp, search.schedule, search.zero_stage)"}});
   result.candidates = space_index.size();
 
   const int hardware = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));

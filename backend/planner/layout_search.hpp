@@ -31,8 +31,8 @@ struct SearchSpace {
 /// while a rank keeps 1024 tokens or more, PP dividing the layers and the world, up to 8 virtual
 /// stages, EP dividing the experts, ZeRO 0-3, micro-batches 1-8, every recompute, and the 1F1B,
 /// interleaved and ZB-H1 schedules (GPipe holds more memory than 1F1B for the same time). The spec's
-/// own values are always in it. With `tessera_train`, only what tessera-train runs: no CP, EP,
-/// ZB-H1 or ZeRO-2/3.
+/// own values are in it (those a spec can have). With `tessera_train`, only what tessera-train runs:
+/// no CP, EP, ZB-H1 or ZeRO-2/3, whatever the spec's.
 SearchSpace default_search_space(const spec::RunSpec& spec, bool tessera_train = false);
 
 /// Throws spec::SpecError naming `search.<choice>` when a list is empty or holds a value no spec
@@ -62,7 +62,7 @@ struct SearchOptions {
 
 struct SearchResult {
   std::vector<RankedLayout> best;  ///< at most `top`, fastest first (ties: the simpler layout first)
-  int64_t candidates = 0;          ///< layouts of the space whose TP·CP·PP divides the world
+  int64_t candidates = 0;          ///< layouts of the space whose TP·CP·PP divides the world and PP·VPP the layers
   int64_t planned = 0;             ///< candidates looked at (all of them unless cancelled)
   int64_t invalid = 0;             ///< broke a rule of the spec (docs/spec.md), or one of tessera-train's when asked
   int64_t over_memory = 0;         ///< valid, but peak above the limit

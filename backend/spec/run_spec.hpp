@@ -94,8 +94,8 @@ struct RunSpec {
   std::string layout_label() const;
 };
 
-/// Which rules validate() checks: all, or all but the layout's (the parallel section, the
-/// micro-batch size, and the rules that join them to the model, the cluster and the batch): what a
+/// Which rules validate() checks: all, or all but the layout's (the parallel section's counts and
+/// ZeRO stage, and the rules that join the layout to the model, the cluster and the batch): what a
 /// layout search needs of the spec it starts from, whose own layout may not suit a new cluster.
 enum class Rules { all, except_layout };
 

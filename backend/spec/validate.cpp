@@ -61,7 +61,7 @@ std::vector<FieldError> validate(const RunSpec& spec, const PresetCatalog& prese
       layout_ok = c.in_range(path, value, k64) && layout_ok;
     if (p.dp != 0) layout_ok = c.in_range("parallel.dp", p.dp, k1M) && layout_ok;
   }
-  bool batch_ok = !layout || c.in_range("training.micro_batch_size", t.micro_batch_size, k1M);
+  bool batch_ok = c.in_range("training.micro_batch_size", t.micro_batch_size, k1M);
   // 0 means "derive from dp", which fails only when dp itself cannot be derived (reported there,
   // or here when the layout's rules are not checked).
   if (t.global_batch_size == 0 && spec.data_parallel() == 0) {

@@ -73,6 +73,11 @@ struct RunSummary {
   std::optional<int64_t> peak_memory_bytes;
 };
 
+/// Whether the MFU of two runs are shares of one peak: their peaks within 1 % of the larger, or one
+/// of them without a (finite) peak, which leaves nothing to tell. CPU ranks time their own GEMM, so
+/// two runs of one spec on one machine can have MFU of different peaks (docs/store.md).
+bool same_mfu_peak(const RunSummary& a, const RunSummary& b);
+
 /// One spec field that differs between runs; nullopt where a run does not have the field.
 struct ConfigDiffRow {
   std::string path;

@@ -190,6 +190,13 @@ std::vector<Bucket> History::downsample(const std::string& id, const std::string
   return out;
 }
 
+bool same_mfu_peak(const RunSummary& a, const RunSummary& b) {
+  const auto& pa = a.mfu_peak_tflops;
+  const auto& pb = b.mfu_peak_tflops;
+  if (!pa || !pb || !std::isfinite(*pa) || !std::isfinite(*pb)) return true;
+  return std::fabs(*pa - *pb) <= 0.01 * std::max(*pa, *pb);
+}
+
 RunSummary History::summary(const std::string& id) const {
   const int64_t run = key_of(id);
   RunSummary summary;

@@ -314,7 +314,7 @@ class TestCliPlan : public QObject {
     // A cluster the spec's own layout does not suit (TP8·PP4 on 2 nodes): searched, the reason said.
     const auto moved = cli({"search", example("llama3-70b-64xh100.json"), "--nodes", "2", "--top", "3"});
     QCOMPARE(moved.exit_code, 0);
-    QVERIFY2(moved.out.find("The spec's own layout is none of this cluster's: parallel.tp·pp·cp = 8·4·1 = 32 exceeds the "
+    QVERIFY2(moved.out.find("The spec's own layout is not valid here: parallel.tp·pp·cp = 8·4·1 = 32 exceeds the "
                             "world size") != std::string::npos,
              moved.out.c_str());
     QVERIFY2(moved.out.find("on 16 × NVIDIA H100") != std::string::npos, moved.out.c_str());

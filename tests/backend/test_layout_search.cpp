@@ -31,9 +31,9 @@ planner::SearchSpace small_space() {
   space.tp = {1, 2, 4, 8};
   space.cp = {1, 2};
   space.pp = {1, 2, 4};
-  space.vpp = {2, 3};  // 3 breaks pp·vpp | layers for every PP above 1
+  space.vpp = {2, 3};  // PP·3 never divides the 32 layers: left out of the space
   space.ep = {1};
-  space.micro_batch_size = {1, 2};
+  space.micro_batch_size = {1, 2, 3};  // 3 never divides the global batch with dp: invalid
   space.zero_stage = {0, 1, 3};
   space.recompute = {spec::Recompute::none, spec::Recompute::full};
   space.schedule = {spec::Schedule::one_f_one_b, spec::Schedule::interleaved};
@@ -47,8 +47,8 @@ struct Reference {
 
 // Every layout of small_space() planned on its own: a document per layout, parsed as a user's file
 // would be (parse errors are the invalid ones). Left out as the search documents: layouts whose
-// TP·CP·PP does not divide the world, any schedule but 1F1B without a pipeline, virtual stages
-// without interleaving, ZeRO 2/3 with a pipeline.
+// TP·CP·PP does not divide the world or whose PP·VPP does not divide the layers, any schedule but
+// 1F1B without a pipeline, virtual stages without interleaving, ZeRO 2/3 with a pipeline.
 Reference plan_each(const json& doc, const planner::SearchSpace& space) {
   Reference ref;
   const auto capacity = spec::PresetCatalog::builtin().gpu(doc["cluster"]["gpu"].get<std::string>())->memory_bytes;
@@ -61,6 +61,7 @@ Reference plan_each(const json& doc, const planner::SearchSpace& space) {
               for (int64_t mbs : space.micro_batch_size)
                 for (auto recompute : space.recompute) {
                   if (8 % (tp * cp * pp) != 0) continue;  // the cluster of llama8b_doc: 8 GPUs
+                  if (32 % (pp * vpp) != 0) continue;     // its 32 layers
                   if (pp == 1 && schedule != spec::Schedule::one_f_one_b) continue;
                   if (pp > 1 && zero > 1) continue;
                   ++ref.candidates;
@@ -150,7 +151,7 @@ class TestLayoutSearch : public QObject {
     const auto s = spec::parse_spec(llama8b_doc());
     auto shuffled = small_space();
     shuffled.tp = {8, 2, 1, 2, 4};
-    shuffled.micro_batch_size = {2, 1, 2};
+    shuffled.micro_batch_size = {3, 2, 1, 2};
     shuffled.zero_stage = {3, 0, 1, 0};
     shuffled.recompute = {spec::Recompute::full, spec::Recompute::none, spec::Recompute::full};
     planner::SearchOptions options;

@@ -4,6 +4,7 @@
 #include <QtTest/QtTest>
 
 #include <atomic>
+#include <cmath>
 #include <cstdlib>
 #include <fstream>
 #include <random>
@@ -132,6 +133,23 @@ class TestStore : public QObject {
   std::string db(const QString& name) const { return dir_.filePath(name).toStdString(); }
 
  private slots:
+  // One rule for "MFU of one peak", used by runs compare and the comparison view: within 1 % of the
+  // larger peak, and a run without a finite peak leaves nothing to tell.
+  void sameMfuPeakWithinOnePercent() {
+    const auto with_peak = [](std::optional<double> peak) {
+      RunSummary s;
+      s.mfu_peak_tflops = peak;
+      return s;
+    };
+    QVERIFY(same_mfu_peak(with_peak(0.104), with_peak(0.1045)));
+    QVERIFY(!same_mfu_peak(with_peak(0.042), with_peak(0.104)));
+    QVERIFY(same_mfu_peak(with_peak(100.0), with_peak(101.0)));
+    QVERIFY(!same_mfu_peak(with_peak(100.0), with_peak(101.1)));
+    QVERIFY(!same_mfu_peak(with_peak(101.1), with_peak(100.0)));
+    QVERIFY(same_mfu_peak(with_peak(std::nullopt), with_peak(5.0)));
+    QVERIFY(same_mfu_peak(with_peak(std::nan("")), with_peak(5.0)));
+  }
+
   void schemaCreatedWithVersionAndParentDirectories() {
     const auto path = db("nested/deeper/history.sqlite");
     History history(path);

@@ -3,9 +3,11 @@
 // as one undoable step, field errors that name the field, a spec whose layout the cluster does not
 // take, tessera-train's space, and closing the dialog while it searches.
 #include <QAbstractItemModelTester>
+#include <QPushButton>
 #include <QSignalSpy>
 #include <QtTest/QtTest>
 
+#include <algorithm>
 #include <chrono>
 
 #include "layout_search_dialog.hpp"
@@ -126,7 +128,7 @@ class TestLayoutSearchUi : public QObject {
       QSignalSpy finished(&dialog, &LayoutSearchDialog::searchFinished);
       QVERIFY(dialog.startSearch());
       QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 30000);
-      QVERIFY2(dialog.givenText().startsWith(QStringLiteral("The spec's own layout is none of this cluster's: ")),
+      QVERIFY2(dialog.givenText().startsWith(QStringLiteral("The spec's own layout is not valid here: ")),
                qPrintable(dialog.givenText()));
       QVERIFY(dialog.model()->rowCount() > 0);
       QVERIFY(dialog.applySelected());
@@ -144,12 +146,72 @@ class TestLayoutSearchUi : public QObject {
     PlanSession session;
     QVERIFY(session.open(example("llama3-70b-64xh100.json"), nullptr));
     LayoutSearchDialog dialog(&session);
+    QVERIFY(!dialog.tesseraTrainOnly()->isChecked());
     QCOMPARE(dialog.listField("cp")->text(), QStringLiteral("1, 2, 4, 8"));
     QVERIFY(dialog.scheduleBox(spec::Schedule::zb_h1)->isChecked());
     dialog.tesseraTrainOnly()->setChecked(true);
     QCOMPARE(dialog.listField("cp")->text(), QStringLiteral("1"));
     QCOMPARE(dialog.listField("zero_stage")->text(), QStringLiteral("0, 1"));
     QVERIFY(!dialog.scheduleBox(spec::Schedule::zb_h1)->isChecked());
+    // The box reaches the search: CP typed back in is refused by tessera-train's rule, never listed.
+    dialog.listField("cp")->setText(QStringLiteral("1, 2"));
+    QSignalSpy finished(&dialog, &LayoutSearchDialog::searchFinished);
+    QVERIFY(dialog.startSearch());
+    QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 30000);
+    const auto& r = dialog.model()->result();
+    QVERIFY(!r.best.empty());
+    for (const auto& b : r.best) QCOMPARE(b.spec.parallel.cp, int64_t{1});
+    QVERIFY(std::any_of(r.invalid_fields.begin(), r.invalid_fields.end(), [](const auto& f) { return f.first == "parallel.cp"; }));
+    // A CPU cluster, which only tessera-train runs, starts with the box ticked.
+    PlanSession cpu;
+    QVERIFY(cpu.open(example("tiny-3d.json"), nullptr));
+    LayoutSearchDialog tiny(&cpu);
+    QVERIFY(tiny.tesseraTrainOnly()->isChecked());
+    QCOMPARE(tiny.listField("cp")->text(), QStringLiteral("1"));
+  }
+
+  // Enter on a row applies it (it searched again when Search was the default button).
+  void enterAppliesTheRow() {
+    PlanSession session;
+    QVERIFY(session.open(example("llama3-8b-8xh100.json"), nullptr));
+    LayoutSearchDialog dialog(&session);
+    dialog.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&dialog));
+    QSignalSpy finished(&dialog, &LayoutSearchDialog::searchFinished);
+    QVERIFY(dialog.startSearch());
+    QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 30000);
+    dialog.table()->selectRow(1);
+    const auto chosen = dialog.model()->layoutAt(1)->spec;
+    QTest::keyClick(dialog.table(), Qt::Key_Return);
+    QCOMPARE(dialog.result(), int(QDialog::Accepted));
+    QCOMPARE(finished.count(), 1);  // not searched again
+    QVERIFY(session.spec().parallel == chosen.parallel);
+  }
+
+  // While a search runs nothing can be applied or searched again; Stop ends it with what was planned.
+  void stopEndsTheSearchWithWhatWasPlanned() {
+    PlanSession session;
+    QVERIFY(session.open(example("llama3-70b-64xh100.json"), nullptr));
+    QVERIFY(session.setField(QStringLiteral("cluster.nodes"), 512));  // ~20 s of planning on two cores
+    QVERIFY(session.setField(QStringLiteral("training.global_batch_size"), 1 << 20));
+    LayoutSearchDialog dialog(&session);
+    dialog.listField("micro_batch_size")->setText(QStringLiteral("1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16"));
+    QSignalSpy finished(&dialog, &LayoutSearchDialog::searchFinished);
+    QVERIFY(dialog.startSearch());
+    QVERIFY(dialog.isSearching());
+    QVERIFY(!dialog.startSearch());
+    QCOMPARE(dialog.model()->rowCount(), 0);
+    QVERIFY(!dialog.applySelected());
+    QTest::qWait(300);
+    const auto buttons = dialog.findChildren<QPushButton*>();
+    const auto stop = std::find_if(buttons.begin(), buttons.end(), [](auto* b) { return b->text() == QStringLiteral("S&top"); });
+    QVERIFY(stop != buttons.end() && (*stop)->isEnabled());
+    (*stop)->click();
+    QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 5000);
+    const auto& r = dialog.model()->result();
+    QVERIFY(r.cancelled);
+    QVERIFY(r.planned > 0 && r.planned < r.candidates);
+    QVERIFY2(dialog.summaryText().contains(QStringLiteral("Stopped after")), qPrintable(dialog.summaryText()));
   }
 
   // Closing while a large search runs stops it: the dialog waits for its worker, not for the search.
@@ -167,6 +229,7 @@ class TestLayoutSearchUi : public QObject {
     }
     const double elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     QVERIFY2(elapsed_s < 5, qPrintable(QString::number(elapsed_s)));
+    QTest::qWait(200);  // whatever the worker posted to the dialog is dropped with it, not run
   }
 };
 

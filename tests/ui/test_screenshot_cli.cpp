@@ -64,6 +64,22 @@ class TestScreenshotCli : public QObject {
     QVERIFY2(unknown.output.contains("unknown field parallel.tpp (did you mean parallel.tp?)"), qPrintable(unknown.output));
   }
 
+  // The Search Layouts dialog after a search, over the spec as --set left it: a cluster its own
+  // layout does not suit (TP8·PP8 on one node of 8) renders too; without --screenshot it is refused.
+  void searchDialogRendersAfterItsSearch() {
+    QTemporaryDir dir;
+    const QString shot = dir.filePath("search.png"), moved = dir.filePath("moved.png");
+    const Run run = tessera({"--spec", kSpec, "--view", "search", "--screenshot", shot, "--size", "1100x700"});
+    QVERIFY2(run.code == 0, qPrintable(run.output));
+    QCOMPARE(QImage(shot).size(), QSize(1100, 700));
+    const Run other = tessera({"--spec", kSpec, "--set", "cluster.nodes=1", "--view", "search", "--screenshot", moved, "--size", "1100x700"});
+    QVERIFY2(other.code == 0, qPrintable(other.output));
+    QVERIFY(QImage(shot) != QImage(moved));
+    const Run windowless = tessera({"--spec", kSpec, "--view", "search"});
+    QCOMPARE(windowless.code, 2);
+    QVERIFY2(windowless.output.contains("--view search needs --screenshot"), qPrintable(windowless.output));
+  }
+
   void badSpecExitsNonZeroWithTheProblem() {
     QTemporaryDir dir;
     QFile bad(dir.filePath("bad.json"));
@@ -80,7 +96,7 @@ class TestScreenshotCli : public QObject {
     QTemporaryDir dir;
     Run run = tessera({"--spec", kSpec, "--view", "gird", "--screenshot", dir.filePath("x.png")});
     QCOMPARE(run.code, 2);
-    QVERIFY(run.output.contains("--view must be designer, grid, memory or timeline"));
+    QVERIFY(run.output.contains("--view must be designer, grid, memory, timeline, launch or search"));
     run = tessera({"--spec", kSpec, "--view", "grid", "--screenshot", dir.filePath("x.png"), "--size", "big"});
     QCOMPARE(run.code, 2);
     QVERIFY(run.output.contains("--size must be WIDTHxHEIGHT"));
