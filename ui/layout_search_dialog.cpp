@@ -262,7 +262,6 @@ bool LayoutSearchDialog::startSearch() {
   if (!space) return false;
   if (worker_.joinable()) worker_.join();
 
-  searched_ = session_->spec();
   planner::SearchOptions options;
   options.top = 100;
   options.memory_fraction = memory_percent_->value() / 100.0;
@@ -288,7 +287,7 @@ bool LayoutSearchDialog::startSearch() {
   progress_->setRange(0, 0);  // busy until the first report
   summary_->setText(tr("Planning…"));
   given_->clear();
-  worker_ = std::thread([this, spec = searched_, space = *space, options] {
+  worker_ = std::thread([this, spec = session_->spec(), space = *space, options] {
     auto result = std::make_shared<planner::SearchResult>();
     auto error = std::make_shared<QString>();
     try {
@@ -305,6 +304,8 @@ bool LayoutSearchDialog::startSearch() {
           stop_->setEnabled(false);
           if (!error->isEmpty()) {
             summary_->clear();
+            progress_->setRange(0, 1);  // out of its busy state
+            progress_->setValue(0);
             problem_->setText(*error);
             problem_->show();
           } else {

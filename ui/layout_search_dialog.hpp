@@ -65,7 +65,6 @@ class LayoutSearchDialog : public QDialog {
   void stopSearch();
 
   PlanSession* session_;
-  spec::RunSpec searched_;  ///< the spec the running or last search was of
   std::map<QString, QLineEdit*> lists_;
   std::map<spec::Recompute, QCheckBox*> recompute_;
   std::map<spec::Schedule, QCheckBox*> schedules_;

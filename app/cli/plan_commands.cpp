@@ -2,7 +2,6 @@
 // commands.
 #include <unistd.h>
 
-#include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <iostream>

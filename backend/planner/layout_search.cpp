@@ -73,9 +73,10 @@ class Enumeration {
  public:
   Enumeration(const spec::RunSpec& base, const SearchSpace& space) : base_(base), space_(space) {
     const int64_t world = base.world_size();
+    const auto pipelines = pipeline_choices(space);
     for (int64_t tp : space.tp)
       for (int64_t cp : space.cp)
-        for (const auto& pipe : pipeline_choices(space)) {
+        for (const auto& pipe : pipelines) {
           int64_t model_parallel = 0;
           if (__builtin_mul_overflow(tp, cp, &model_parallel) || __builtin_mul_overflow(model_parallel, pipe.pp, &model_parallel))
             continue;
