@@ -11,6 +11,7 @@
 #include <QHeaderView>
 #include <QMetaObject>
 #include <QRegularExpression>
+#include <QSortFilterProxyModel>
 #include <QVBoxLayout>
 
 #include "format.hpp"
@@ -162,8 +163,14 @@ LayoutSearchDialog::LayoutSearchDialog(PlanSession* session, QWidget* parent) : 
   summary_->setWordWrap(true);
   layout->addWidget(summary_);
   model_ = new LayoutSearchModel(this);
+  // Sorted by any column's number (ValueRole) through a proxy; "#" keeps the place by speed.
+  sorted_ = new QSortFilterProxyModel(this);
+  sorted_->setSourceModel(model_);
+  sorted_->setSortRole(LayoutSearchModel::ValueRole);
   table_ = new QTableView(this);
-  table_->setModel(model_);
+  table_->setModel(sorted_);
+  table_->setSortingEnabled(true);
+  table_->sortByColumn(LayoutSearchModel::Place, Qt::AscendingOrder);
   table_->setSelectionBehavior(QAbstractItemView::SelectRows);
   table_->setSelectionMode(QAbstractItemView::SingleSelection);
   table_->setEditTriggers(QAbstractItemView::NoEditTriggers);
@@ -378,7 +385,7 @@ void LayoutSearchDialog::showResult(planner::SearchResult r) {
 
 bool LayoutSearchDialog::applySelected() {
   const auto rows = table_->selectionModel()->selectedRows();
-  const auto* layout = rows.isEmpty() ? nullptr : model_->layoutAt(rows.front().row());
+  const auto* layout = rows.isEmpty() ? nullptr : model_->layoutAt(sorted_->mapToSource(rows.front()).row());
   if (!layout || isSearching()) return false;
   spec::RunSpec chosen = layout->spec;
   chosen.name = session_->spec().name;  // a rename since the search is kept

@@ -16,6 +16,7 @@
 #include <QProgressBar>
 #include <QPushButton>
 #include <QSpinBox>
+#include <QSortFilterProxyModel>
 #include <QTableView>
 
 #include "layout_search_model.hpp"
@@ -40,6 +41,7 @@ class LayoutSearchDialog : public QDialog {
   /// Applies the selected layout to the session (one undoable step) and accepts; false when none is.
   bool applySelected();
 
+  /// The result in speed order; the table shows it through a sorting proxy (its rows map to this).
   LayoutSearchModel* model() const { return model_; }
   QTableView* table() const { return table_; }
   QLineEdit* listField(const QString& name) const { return lists_.at(name); }
@@ -79,6 +81,7 @@ class LayoutSearchDialog : public QDialog {
   QLabel* given_ = nullptr;
   QPushButton* apply_ = nullptr;
   LayoutSearchModel* model_ = nullptr;
+  QSortFilterProxyModel* sorted_ = nullptr;  ///< what the table shows
   std::thread worker_;
   std::atomic<bool> cancel_{false};
   bool finished_ = true;

@@ -83,6 +83,30 @@ class TestLayoutSearchUi : public QObject {
     QVERIFY(session.spec() == original);
   }
 
+  // A click on a column's header sorts by its number; the row applied is the one shown.
+  void sortedByAColumnAppliesTheRowShown() {
+    PlanSession session;
+    QVERIFY(session.open(example("llama3-8b-8xh100.json"), nullptr));
+    LayoutSearchDialog dialog(&session);
+    QSignalSpy finished(&dialog, &LayoutSearchDialog::searchFinished);
+    QVERIFY(dialog.startSearch());
+    QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 30000);
+    const auto& best = dialog.model()->result().best;
+    const auto least = std::min_element(best.begin(), best.end(),
+                                        [](const auto& a, const auto& b) { return a.peak_bytes < b.peak_bytes; });
+    QVERIFY(least != best.begin());  // the fastest is not the leanest: the sort changes the first row
+    dialog.table()->sortByColumn(LayoutSearchModel::PeakMemory, Qt::AscendingOrder);
+    const auto* shown = dialog.table()->model();
+    QCOMPARE(shown->index(0, LayoutSearchModel::PeakMemory).data(LayoutSearchModel::ValueRole).toLongLong(),
+             qlonglong(least->peak_bytes));
+    QCOMPARE(shown->index(0, LayoutSearchModel::Place).data().toString(), QString::number(least - best.begin() + 1));
+    dialog.table()->selectRow(0);
+    const auto chosen = least->spec;
+    QVERIFY(dialog.applySelected());
+    QVERIFY(session.spec().parallel == chosen.parallel);
+    QVERIFY(session.spec().training == chosen.training);
+  }
+
   void fieldErrorsNameTheField() {
     PlanSession session;
     QVERIFY(session.open(example("llama3-8b-8xh100.json"), nullptr));
