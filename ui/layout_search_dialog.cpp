@@ -71,15 +71,6 @@ const ListField kListFields[] = {
 
 }  // namespace
 
-const std::vector<QString>& LayoutSearchDialog::listNames() {
-  static const std::vector<QString> names = [] {
-    std::vector<QString> out;
-    for (const auto& f : kListFields) out.push_back(QString::fromLatin1(f.name));
-    return out;
-  }();
-  return names;
-}
-
 LayoutSearchDialog::LayoutSearchDialog(PlanSession* session, QWidget* parent) : QDialog(parent), session_(session) {
   setWindowTitle(tr("Search Layouts"));
   const auto& s = session_->spec();

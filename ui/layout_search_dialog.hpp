@@ -27,15 +27,11 @@ namespace tessera::ui {
 class LayoutSearchDialog : public QDialog {
   Q_OBJECT
  public:
-  /// The choices with a list field, in the dialog's order: "tp", "cp", "pp", "vpp", "ep",
-  /// "micro_batch_size", "zero_stage".
-  static const std::vector<QString>& listNames();
-
   explicit LayoutSearchDialog(PlanSession* session, QWidget* parent = nullptr);
   ~LayoutSearchDialog() override;  ///< stops a running search and waits for it
 
   /// Starts a search of the space the fields give; false (and the reason under the fields) when a
-  /// field does not read or the spec does not plan.
+  /// field does not read or the spec has a problem besides its layout.
   bool startSearch();
   bool isSearching() const { return worker_.joinable() && !finished_; }
   /// Applies the selected layout to the session (one undoable step) and accepts; false when none is.
@@ -44,6 +40,7 @@ class LayoutSearchDialog : public QDialog {
   /// The result in speed order; the table shows it through a sorting proxy (its rows map to this).
   LayoutSearchModel* model() const { return model_; }
   QTableView* table() const { return table_; }
+  /// The field of a choice: "tp", "cp", "pp", "vpp", "ep", "micro_batch_size" or "zero_stage".
   QLineEdit* listField(const QString& name) const { return lists_.at(name); }
   QCheckBox* recomputeBox(spec::Recompute recompute) const { return recompute_.at(recompute); }
   QCheckBox* scheduleBox(spec::Schedule schedule) const { return schedules_.at(schedule); }
