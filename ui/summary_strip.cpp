@@ -135,7 +135,7 @@ void SummaryStrip::refresh() {
     if (!mem.fits) set(speed, values_[speed]->text(), tr("— does not fit"), colors::warning());
   }
   if (mem.fits)
-    values_[Iteration]->setToolTip(tr("pipeline %1 + exposed DP gradient reduction %2 + optimizer step %3")
+    values_[Iteration]->setToolTip(tr("pipeline %1 + exposed data-parallel communication %2 + optimizer step %3")
                                        .arg(formatSeconds(pr.pipeline_s), formatSeconds(pr.dp_exposed_s), formatSeconds(pr.optimizer_s)));
   set(Bubble, formatPercent(pr.bubble_fraction),
       tr("%1 · %2 microbatches").arg(QString::fromLatin1(spec::to_string(s.parallel.schedule).data())).arg(plan->schedule.microbatches));

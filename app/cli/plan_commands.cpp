@@ -182,7 +182,7 @@ void print_plan(const planner::Plan& plan) {
                       format_fixed(pr.hardware_tflops_per_gpu * flops_unit, 1), pct(pr.mfu), pct(pr.hfu),
                       format_si(pr.tokens_per_s, "")});
   std::cout << prediction.str();
-  std::cout << "  of which: pipeline " << format_fixed(pr.pipeline_s, 3) << " s, exposed DP reduction "
+  std::cout << "  of which: pipeline " << format_fixed(pr.pipeline_s, 3) << " s, exposed DP communication "
             << format_fixed(pr.dp_exposed_s, 3) << " s, optimizer " << format_fixed(pr.optimizer_s, 3) << " s\n";
 }
 

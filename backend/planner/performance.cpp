@@ -131,7 +131,7 @@ LayerTime layer_time(const spec::RunSpec& spec, const spec::GpuPreset& gpu, int6
   return out;
 }
 
-Prediction predict(const spec::RunSpec& spec, const ModelParams& params, const ScheduleTable& schedule,
+Prediction predict(const spec::RunSpec& spec, const std::vector<StageParams>& stages, const ScheduleTable& schedule,
                    const IterationFlops& flops, const PerformanceConstants& c, bool record_events) {
   const auto* gpu = spec::PresetCatalog::builtin().gpu(spec.cluster.gpu);
   Prediction out;
@@ -190,33 +190,44 @@ Prediction predict(const spec::RunSpec& spec, const ModelParams& params, const S
   out.pipeline_s = out.simulation.makespan_s;
   out.bubble_fraction = out.simulation.bubble_fraction;
 
-  // Data-parallel gradient reduction of the most loaded stage, hidden behind the last backward.
-  const auto stages = stage_parameters(spec, params, p.tp);
-  double dense = 0, expert = 0;
-  for (const auto& st : stages) {
-    dense = std::max(dense, static_cast<double>(st.dense_on_rank));
-    expert = std::max(expert, static_cast<double>(st.expert_on_rank));
-  }
+  // Data-parallel communication of each pipeline stage, overlapped with that stage's compute; the
+  // stage that exposes the most sets the step (docs/formulas.md §4, "Data parallelism").
   const double grad_bytes = spec.training.precision == Precision::fp16 ? 2 : 4;
   const int64_t dp_cp = spec.data_parallel() * p.cp;
   const int64_t expert_dp = dp_cp / p.ep;
   const double dp_bw = group_bandwidth(p.tp, dp_cp, spec, mc);
   const int64_t zero = spec.effective_zero_stage();
-  double dp_s = 0;
-  if (zero == 0) {
-    dp_s = all_reduce_s(dense * grad_bytes, dp_cp, dp_bw, c) + all_reduce_s(expert * grad_bytes, expert_dp, dp_bw, c);
-  } else {
-    // Gradients reduce-scattered, parameters all-gathered: once after the step (ZeRO-1/2), once in the
-    // forward and once in the backward under ZeRO-3 (3Ψ against plain DP's 2Ψ, Rajbhandari et al. §7.2).
-    const double gathers = zero >= 3 ? 2 : 1;
-    dp_s = half_collective_s(dense * grad_bytes, dp_cp, dp_bw, c) + gathers * half_collective_s(dense * e, dp_cp, dp_bw, c) +
-           half_collective_s(expert * grad_bytes, expert_dp, dp_bw, c) +
-           gathers * half_collective_s(expert * e, expert_dp, dp_bw, c);
+  const double microbatches = static_cast<double>(spec.num_microbatches());
+  double dense = 0, expert = 0;  // of the stage with the most, for the optimizer step
+  for (size_t stage = 0; stage < stages.size(); ++stage) {
+    const double d = static_cast<double>(stages[stage].dense_on_rank);
+    const double x = static_cast<double>(stages[stage].expert_on_rank);
+    dense = std::max(dense, d);
+    expert = std::max(expert, x);
+    const double all_reduce = all_reduce_s(d * grad_bytes, dp_cp, dp_bw, c) + all_reduce_s(x * grad_bytes, expert_dp, dp_bw, c);
+    const double reduce_scatter = half_collective_s(d * grad_bytes, dp_cp, dp_bw, c) + half_collective_s(x * grad_bytes, expert_dp, dp_bw, c);
+    const double all_gather = half_collective_s(d * e, dp_cp, dp_bw, c) + half_collective_s(x * e, expert_dp, dp_bw, c);
+    // Once per step: the gradients after the last backward, the updated parameters before the first
+    // forward of the next step. Every microbatch: what ZeRO-2/3 cannot keep whole.
+    double after_last_backward = 0, before_first_forward = 0, each_forward = 0, each_backward = 0;
+    switch (zero) {
+      case 0: after_last_backward = all_reduce; break;
+      case 1: after_last_backward = reduce_scatter, before_first_forward = all_gather; break;
+      case 2: each_backward = reduce_scatter, before_first_forward = all_gather; break;
+      default: each_forward = all_gather, each_backward = all_gather + reduce_scatter; break;
+    }
+    // The stage's compute for one microbatch: every chunk it runs.
+    double forward = 0, backward = 0;
+    for (int vs = static_cast<int>(stage); vs < virtual_stages; vs += static_cast<int>(p.pp)) {
+      forward += out.costs.forward_s[vs];
+      backward += out.costs.backward_s[vs];
+    }
+    const double comm = after_last_backward + before_first_forward + microbatches * (each_forward + each_backward);
+    const double exposed = std::max(0.0, after_last_backward - backward) + std::max(0.0, before_first_forward - forward) +
+                           microbatches * (std::max(0.0, each_forward - forward) + std::max(0.0, each_backward - backward));
+    out.dp_comm_s = std::max(out.dp_comm_s, comm);
+    out.dp_exposed_s = std::max(out.dp_exposed_s, exposed);
   }
-  double last_backward = 0;
-  for (int vs = 0; vs < virtual_stages; vs += static_cast<int>(p.pp)) last_backward += out.costs.backward_s[vs];
-  out.dp_comm_s = dp_s;
-  out.dp_exposed_s = std::max(0.0, dp_s - last_backward);
   // The distributed optimizer updates its shard: dense parameters over dp·cp, experts over dp·cp/ep.
   const double dense_shard = zero >= 1 ? static_cast<double>(dp_cp) : 1.0;
   const double expert_shard = zero >= 1 ? static_cast<double>(expert_dp) : 1.0;

@@ -1,6 +1,6 @@
 // Performance model: per-op times of every pipeline stage (GEMMs at a size-dependent efficiency,
 // attention, memory-bound kernels, TP/CP/EP collectives), the schedule simulated with them, DP
-// gradient reduction and the optimizer step -> iteration time, TFLOP/s, MFU, tokens/s.
+// communication (per ZeRO stage) and the optimizer step -> iteration time, TFLOP/s, MFU, tokens/s.
 // Constants and sources: docs/formulas.md §4.
 #pragma once
 
@@ -38,8 +38,8 @@ struct Prediction {
   double hfu = 0;
   double tokens_per_s = 0;
   double pipeline_s = 0;       ///< simulated forward/backward of all microbatches
-  double dp_comm_s = 0;        ///< data-parallel reduction and parameter gathers of the most loaded stage
-  double dp_exposed_s = 0;     ///< the part of dp_comm_s not hidden behind the last backward
+  double dp_comm_s = 0;        ///< data-parallel reductions and parameter gathers of one step, the busiest stage's
+  double dp_exposed_s = 0;     ///< the most any stage's DP communication is not hidden behind its own compute
   double optimizer_s = 0;
   double bubble_fraction = 0;
   OpCosts costs;
@@ -49,7 +49,8 @@ struct Prediction {
 LayerTime layer_time(const spec::RunSpec& spec, const spec::GpuPreset& gpu, int64_t layer,
                      const PerformanceConstants& constants = {});
 
-Prediction predict(const spec::RunSpec& spec, const ModelParams& params, const ScheduleTable& schedule,
+/// `stages`: stage_parameters(spec, params, spec.parallel.tp), as in Plan::stage_params.
+Prediction predict(const spec::RunSpec& spec, const std::vector<StageParams>& stages, const ScheduleTable& schedule,
                    const IterationFlops& flops, const PerformanceConstants& constants = {},
                    bool record_events = false);
 

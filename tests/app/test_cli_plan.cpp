@@ -181,7 +181,8 @@ class TestCliPlan : public QObject {
     for (const char* fragment : {"pretrain_gpt.py", "--num-layers 80", "--tensor-model-parallel-size 8",
                                  "--pipeline-model-parallel-size 4", "--group-query-attention", "--num-query-groups 8",
                                  "--swiglu", "--sequence-parallel", "--use-distributed-optimizer", "--bf16",
-                                 "--recompute-granularity selective", "--untie-embeddings-and-output-weights"})
+                                 "--recompute-granularity selective", "--untie-embeddings-and-output-weights",
+                                 "--overlap-grad-reduce", "--overlap-param-gather"})
       QVERIFY2(r.out.find(fragment) != std::string::npos, fragment);
     QVERIFY(r.out.find("--save-interval") == std::string::npos);  // training.save_every 0: at the end only
     QTemporaryDir dir;
@@ -192,6 +193,13 @@ class TestCliPlan : public QObject {
     const auto interval = cli({"export", "megatron", dir.filePath("70b.json")});
     QCOMPARE(interval.exit_code, 0);
     QVERIFY2(interval.out.find("--save-interval 500") != std::string::npos, interval.out.c_str());
+    // On 32 GPUs TP8·PP4 leaves no data parallelism: nothing to overlap.
+    spec["cluster"]["nodes"] = 4;
+    spec["parallel"]["dp"] = 1;
+    std::ofstream(dir.filePath("70b-dp1.json").toStdString()) << spec.dump();
+    const auto alone = cli({"export", "megatron", dir.filePath("70b-dp1.json")});
+    QCOMPARE(alone.exit_code, 0);
+    QVERIFY2(alone.out.find("--overlap-") == std::string::npos, alone.out.c_str());
   }
 
   void importHuggingFace() {

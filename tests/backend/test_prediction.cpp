@@ -1,6 +1,7 @@
 // The performance model against Narayanan et al. 2021 Table 1 (every row within the file's
 // tolerance, ±15%), the bubble / MFU relations the prediction must keep, and terms checked on their
-// own: p2p bytes, flash attention's causal saving, ZeRO-3's gathers, the experts' optimizer shard.
+// own: p2p bytes, flash attention's causal saving, each ZeRO stage's traffic and what its compute hides,
+// the experts' optimizer shard.
 #include <QtTest/QtTest>
 
 #include <fstream>
@@ -113,21 +114,65 @@ class TestPrediction : public QObject {
     QCOMPARE(saved_by_flash({{"preset", "t5-large"}}, 0), 0.0);  // the encoder is not causal
   }
 
-  void zero3GathersParametersTwice() {
-    // bf16: ZeRO-1 reduce-scatters 4-byte gradients and gathers 2-byte parameters once (6 units of
-    // (n-1)/n·Ψ/bandwidth and two latencies); ZeRO-3 gathers them again (8 units, three latencies).
-    nlohmann::json doc = {{"model", {{"preset", "llama3-8b"}}},
-                          {"parallel", {{"tp", 1}, {"pp", 1}, {"distributed_optimizer", true}}},
-                          {"training", {{"micro_batch_size", 1}, {"global_batch_size", 64}, {"precision", "bf16"}}},
-                          {"cluster", {{"gpu", "h100-sxm"}, {"nodes", 2}, {"gpus_per_node", 8}}}};
-    const double zero1 = planner::make_plan(spec::parse_spec(doc)).prediction.dp_comm_s;
-    doc["parallel"]["distributed_optimizer"] = false;
-    doc["parallel"]["zero_stage"] = 3;
-    const double zero3 = planner::make_plan(spec::parse_spec(doc)).prediction.dp_comm_s;
+  // Llama-3-8B without TP or PP on 16 GPUs over two nodes: data parallelism alone, its collectives on
+  // the NIC. bf16: gradients of 4 bytes, parameters of 2.
+  static nlohmann::json dataParallelSpec(int64_t zero_stage, int64_t global_batch) {
+    return {{"model", {{"preset", "llama3-8b"}}},
+            {"parallel", {{"tp", 1}, {"pp", 1}, {"zero_stage", zero_stage}}},
+            {"training", {{"micro_batch_size", 1}, {"global_batch_size", global_batch}, {"precision", "bf16"}}},
+            {"cluster", {{"gpu", "h100-sxm"}, {"nodes", 2}, {"gpus_per_node", 8}}}};
+  }
+
+  void zeroStagesTraffic() {
+    // One unit u = (n-1)/n·Ψ/bandwidth per byte of a parameter; L = one collective's latency.
+    // ZeRO-1 reduce-scatters 4-byte gradients and gathers 2-byte parameters once a step: 6u + 2L.
+    // Plain DP all-reduces the gradients: 2·4u + L. ZeRO-2 keeps no whole gradient, so it
+    // reduce-scatters after every microbatch: m(4u + L) + 2u + L. ZeRO-3 also gathers the parameters
+    // for every forward and backward: m(2u + L + 2u + L + 4u + L) (Rajbhandari et al. 2020 §7.2's 3Ψ
+    // per microbatch).
     const double latency = planner::PerformanceConstants{}.collective_latency_s;
-    const double gather = (zero1 + latency) / 3;  // 2 units + one latency
-    QVERIFY(zero1 > 0);
-    QVERIFY2(std::abs(zero3 - (zero1 + gather)) <= 1e-9 * zero3, qPrintable(QString("%1 vs %2").arg(zero3).arg(zero1 + gather)));
+    auto comm = [](int64_t zero) { return planner::make_plan(spec::parse_spec(dataParallelSpec(zero, 64))).prediction.dp_comm_s; };
+    const double m = 64 / 16;
+    const double zero1 = comm(1);
+    const double u = (zero1 - 2 * latency) / 6;
+    QVERIFY(u > 0);
+    auto near = [](double a, double b) { return std::abs(a - b) <= 1e-9 * std::abs(b); };
+    QVERIFY2(near(comm(0), 8 * u + latency), qPrintable(QString("%1 vs %2").arg(comm(0)).arg(8 * u + latency)));
+    QVERIFY2(near(comm(2), m * (4 * u + latency) + 2 * u + latency), qPrintable(QString::number(comm(2))));
+    QVERIFY2(near(comm(3), m * (8 * u + 3 * latency)), qPrintable(QString::number(comm(3))));
+  }
+
+  void dataParallelCommunicationHidesBehindItsOwnCompute() {
+    // Each collective overlaps only the compute it can: the step's gradient reduction the last
+    // backward, the step's parameter gather the next forward (Megatron's --overlap-grad-reduce and
+    // --overlap-param-gather), ZeRO-3's per-microbatch gathers that microbatch's forward and backward.
+    // On the NIC, 8B parameters take longer than a microbatch's compute, so each stage exposes some.
+    const double latency = planner::PerformanceConstants{}.collective_latency_s;
+    const double m = 64 / 16;
+    const auto zero1 = planner::make_plan(spec::parse_spec(dataParallelSpec(1, 64))).prediction;
+    const double u = (zero1.dp_comm_s - 2 * latency) / 6;
+    const double reduce_scatter = 4 * u + latency, gather = 2 * u + latency;
+    for (int64_t zero : {1, 3}) {
+      const auto pr = planner::make_plan(spec::parse_spec(dataParallelSpec(zero, 64))).prediction;
+      const double forward = pr.costs.forward_s[0], backward = pr.costs.backward_s[0];
+      const double expected = zero == 1 ? std::max(0.0, reduce_scatter - backward) + std::max(0.0, gather - forward)
+                                        : m * (std::max(0.0, gather - forward) + std::max(0.0, gather + reduce_scatter - backward));
+      QVERIFY2(pr.dp_exposed_s > 0, qPrintable(QString("ZeRO-%1").arg(zero)));
+      QVERIFY2(std::abs(pr.dp_exposed_s - expected) <= 1e-9 * expected,
+               qPrintable(QString("ZeRO-%1: %2 vs %3").arg(zero).arg(pr.dp_exposed_s).arg(expected)));
+      QVERIFY(std::abs(pr.iteration_time_s - (pr.pipeline_s + pr.dp_exposed_s + pr.optimizer_s)) <= 1e-12 * pr.iteration_time_s);
+    }
+  }
+
+  void shardedGradientsCostMoreWithMoreMicrobatches() {
+    // Doubling the microbatches (global batch 64 -> 128, micro-batch 1) adds the same compute to every
+    // stage; ZeRO-2 and ZeRO-3 also repeat their collectives, ZeRO-1 does not.
+    auto added = [](int64_t zero) {
+      const auto step = [&](int64_t gbs) { return planner::make_plan(spec::parse_spec(dataParallelSpec(zero, gbs))).prediction.iteration_time_s; };
+      return step(128) - step(64);
+    };
+    const double zero1 = added(1), zero2 = added(2), zero3 = added(3);
+    QVERIFY2(zero1 < zero2 && zero2 < zero3, qPrintable(QString("%1 %2 %3").arg(zero1).arg(zero2).arg(zero3)));
   }
 
   void distributedOptimizerShardsExpertsOverExpertDataParallel() {
