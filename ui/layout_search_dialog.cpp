@@ -143,7 +143,6 @@ LayoutSearchDialog::LayoutSearchDialog(PlanSession* session, QWidget* parent) : 
   stop_ = new QPushButton(tr("S&top"), this);
   stop_->setEnabled(false);
   progress_ = new QProgressBar(this);
-  progress_->setFormat(tr("%v of %m layouts"));
   progress_->setValue(0);
   controls->addWidget(search_);
   controls->addWidget(stop_);
@@ -197,8 +196,14 @@ LayoutSearchDialog::LayoutSearchDialog(PlanSession* session, QWidget* parent) : 
   } else {
     fillFields(planner::default_search_space(s, tessera_train_->isChecked()));
   }
-  connect(tessera_train_, &QCheckBox::toggled, this,
-          [this](bool on) { fillFields(planner::default_search_space(session_->spec(), on)); });
+  // The box governs CP, EP, ZeRO and ZB-H1 only: those refill, edits elsewhere stay.
+  connect(tessera_train_, &QCheckBox::toggled, this, [this](bool on) {
+    const auto space = planner::default_search_space(session_->spec(), on);
+    lists_.at("cp")->setText(joined(space.cp));
+    lists_.at("ep")->setText(joined(space.ep));
+    lists_.at("zero_stage")->setText(joined(space.zero_stage));
+    schedules_.at(spec::Schedule::zb_h1)->setChecked(std::count(space.schedule.begin(), space.schedule.end(), spec::Schedule::zb_h1) > 0);
+  });
   resize(980, 640);
   search_->setFocus();
 }
@@ -270,10 +275,7 @@ bool LayoutSearchDialog::startSearch() {
   // the posted updates never outlive it.
   options.progress = [this](int64_t planned, int64_t candidates) {
     QMetaObject::invokeMethod(
-        this, [this, planned, candidates] {
-          progress_->setMaximum(static_cast<int>(std::min<int64_t>(candidates, kMaxInt)));
-          progress_->setValue(static_cast<int>(std::min<int64_t>(planned, kMaxInt)));
-        },
+        this, [this, planned, candidates] { showProgress(planned, candidates); },
         Qt::QueuedConnection);
   };
   cancel_ = false;
@@ -318,6 +320,13 @@ bool LayoutSearchDialog::startSearch() {
 
 void LayoutSearchDialog::stopSearch() { cancel_ = true; }
 
+void LayoutSearchDialog::showProgress(int64_t planned, int64_t candidates) {
+  const QLocale locale;
+  progress_->setMaximum(static_cast<int>(std::min<int64_t>(candidates, kMaxInt)));
+  progress_->setValue(static_cast<int>(std::min<int64_t>(planned, kMaxInt)));
+  progress_->setFormat(tr("%1 of %2 layouts").arg(locale.toString(qlonglong(planned)), locale.toString(qlonglong(candidates))));
+}
+
 void LayoutSearchDialog::showResult(planner::SearchResult r) {
   QStringList fields;
   for (size_t i = 0; i < r.invalid_fields.size() && i < 3; ++i)
@@ -337,8 +346,7 @@ void LayoutSearchDialog::showResult(planner::SearchResult r) {
   else if (r.best.empty())
     summary += tr(" None fits: more GPUs, a smaller global batch, full recompute or a higher memory limit may.");
   summary_->setText(summary);
-  progress_->setMaximum(static_cast<int>(std::min<int64_t>(r.candidates, kMaxInt)));
-  progress_->setValue(static_cast<int>(std::min<int64_t>(r.planned, kMaxInt)));
+  showProgress(r.planned, r.candidates);
 
   QString given;
   if (!r.given) {
@@ -379,7 +387,8 @@ bool LayoutSearchDialog::applySelected() {
   const auto* layout = rows.isEmpty() ? nullptr : model_->layoutAt(sorted_->mapToSource(rows.front()).row());
   if (!layout || isSearching()) return false;
   spec::RunSpec chosen = layout->spec;
-  chosen.name = session_->spec().name;  // a rename since the search is kept
+  // The run's name (a rename since the search kept) with the layout it spells made the new one's.
+  chosen.name = spec::relabel_layout(session_->spec().name, chosen);
   session_->replaceSpec(chosen, tr("Apply layout %1").arg(qs(chosen.layout_label())));
   accept();
   return true;

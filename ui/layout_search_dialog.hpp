@@ -49,6 +49,7 @@ class LayoutSearchDialog : public QDialog {
   QString problemText() const { return problem_->text(); }
   QString summaryText() const { return summary_->text(); }
   QString givenText() const { return given_->text(); }
+  QString progressText() const { return progress_->text(); }
 
  signals:
   /// A search ended (finished or stopped); model() holds its result.
@@ -62,6 +63,8 @@ class LayoutSearchDialog : public QDialog {
   void fillFields(const planner::SearchSpace& space);
   void showResult(planner::SearchResult result);
   void stopSearch();
+  /// "1,234 of 4,824 layouts" on the progress bar.
+  void showProgress(int64_t planned, int64_t candidates);
 
   PlanSession* session_;
   std::map<QString, QLineEdit*> lists_;

@@ -8,6 +8,7 @@
 #include <limits>
 #include <map>
 #include <optional>
+#include <regex>
 #include <set>
 #include <sstream>
 
@@ -229,6 +230,14 @@ std::string RunSpec::layout_label() const {
   if (parallel.vpp > 1) out += "·VPP" + std::to_string(parallel.vpp);
   if (parallel.sequence_parallel) out += "·SP";
   return out;
+}
+
+std::string relabel_layout(const std::string& name, const RunSpec& spec) {
+  // "TP<n>" then any of "·PP<n>", "·DP<n>", "·CP<n>", "·EP<n>", "·VPP<n>", "·SP" ('·' is two bytes of UTF-8).
+  static const std::regex layout("TP[0-9]+(\xC2\xB7(PP|DP|CP|EP|VPP)[0-9]+|\xC2\xB7SP)*");
+  static const std::regex zero("ZeRO-[0-9]");
+  const std::string relabelled = std::regex_replace(name, layout, spec.layout_label());
+  return std::regex_replace(relabelled, zero, "ZeRO-" + std::to_string(spec.effective_zero_stage()));
 }
 
 const std::vector<std::string>& section_names() {

@@ -94,6 +94,11 @@ struct RunSpec {
   std::string layout_label() const;
 };
 
+/// `name` with every layout it spells ("TP8·PP4·DP2", "TP2·DP4", any layout_label()) replaced by
+/// `spec`'s layout_label() and every "ZeRO-<n>" by its ZeRO stage in force; a name that spells no
+/// layout comes back as it is. What a new layout does to a run's name.
+std::string relabel_layout(const std::string& name, const RunSpec& spec);
+
 /// Which rules validate() checks: all, or all but the layout's (the parallel section's counts and
 /// ZeRO stage, and the rules that join the layout to the model, the cluster and the batch): what a
 /// layout search needs of the spec it starts from, whose own layout may not suit a new cluster.

@@ -282,6 +282,21 @@ class TestSpec : public QObject {
     QCOMPARE(PresetCatalog::builtin().gpu_ids().size(), size_t{7});
     QCOMPARE(PresetCatalog::builtin().gpu("h100-sxm")->peak_tflops(Precision::bf16), 989.0);
   }
+
+  void relabelLayoutRenamesWhatTheNameSpells() {
+    json doc = {{"model", {{"preset", "llama3-70b"}}},
+                {"parallel", {{"tp", 2}, {"pp", 8}, {"cp", 4}, {"sequence_parallel", true}, {"zero_stage", 0}}},
+                {"cluster", {{"gpu", "h100-sxm"}, {"nodes", 8}, {"gpus_per_node", 8}}}};
+    const auto spec = parse_spec(doc);
+    QCOMPARE(spec.layout_label(), std::string("TP2·PP8·DP1·CP4·SP"));
+    QCOMPARE(relabel_layout("Llama-3-70B on 64 H100 (TP8·PP4·DP2)", spec), std::string("Llama-3-70B on 64 H100 (TP2·PP8·DP1·CP4·SP)"));
+    QCOMPARE(relabel_layout("Llama-3-8B on one H100 node (TP2·DP4, ZeRO-1)", spec),
+             std::string("Llama-3-8B on one H100 node (TP2·PP8·DP1·CP4·SP, ZeRO-0)"));
+    QCOMPARE(relabel_layout("x TP4·PP2·DP2·CP2·EP8·VPP2·SP y", spec), std::string("x TP2·PP8·DP1·CP4·SP y"));
+    // A name that spells no layout stays; "TPU" and "SP" alone are no layout.
+    QCOMPARE(relabel_layout("my run on TPU-like SP", spec), std::string("my run on TPU-like SP"));
+    QCOMPARE(relabel_layout("", spec), std::string());
+  }
 };
 
 QTEST_APPLESS_MAIN(TestSpec)

@@ -69,6 +69,7 @@ class TestLayoutSearchUi : public QObject {
     QCOMPARE(dialog.model()->rowCount(), int(std::min<int64_t>(100, r.fitting)));
     QVERIFY2(dialog.summaryText().contains(QStringLiteral("fit — planned in")), qPrintable(dialog.summaryText()));
     QVERIFY2(dialog.givenText().contains(QStringLiteral("place ")), qPrintable(dialog.givenText()));
+    QCOMPARE(dialog.progressText(), QStringLiteral("%1 of %1 layouts").arg(QLocale().toString(qlonglong(r.candidates))));
     QCOMPARE(dialog.table()->selectionModel()->selectedRows().size(), 1);  // the fastest, selected
 
     dialog.table()->selectRow(2);
@@ -77,7 +78,12 @@ class TestLayoutSearchUi : public QObject {
     QCOMPARE(dialog.result(), int(QDialog::Accepted));
     QVERIFY(session.spec().parallel == chosen.parallel);
     QVERIFY(session.spec().training == chosen.training);
-    QCOMPARE(session.spec().name, original.name);
+    // The name spells the layout ("… (TP2·DP4, ZeRO-1)"): it now spells the chosen one.
+    QVERIFY(original.name.find("TP2·DP4, ZeRO-1") != std::string::npos);
+    std::string renamed = original.name;
+    renamed.replace(renamed.find("TP2·DP4, ZeRO-1"), std::string("TP2·DP4, ZeRO-1").size(),
+                    chosen.layout_label() + ", ZeRO-" + std::to_string(chosen.effective_zero_stage()));
+    QCOMPARE(session.spec().name, renamed);
     QVERIFY(!session.stale());
     session.undoStack()->undo();
     QVERIFY(session.spec() == original);
@@ -173,10 +179,21 @@ class TestLayoutSearchUi : public QObject {
     QVERIFY(!dialog.tesseraTrainOnly()->isChecked());
     QCOMPARE(dialog.listField("cp")->text(), QStringLiteral("1, 2, 4, 8"));
     QVERIFY(dialog.scheduleBox(spec::Schedule::zb_h1)->isChecked());
+    // The box refills only the fields it governs (CP, EP, ZeRO, ZB-H1): an edit elsewhere stays.
+    dialog.listField("tp")->setText(QStringLiteral("4, 8"));
+    dialog.recomputeBox(spec::Recompute::full)->setChecked(false);
     dialog.tesseraTrainOnly()->setChecked(true);
     QCOMPARE(dialog.listField("cp")->text(), QStringLiteral("1"));
     QCOMPARE(dialog.listField("zero_stage")->text(), QStringLiteral("0, 1"));
     QVERIFY(!dialog.scheduleBox(spec::Schedule::zb_h1)->isChecked());
+    QCOMPARE(dialog.listField("tp")->text(), QStringLiteral("4, 8"));
+    QVERIFY(!dialog.recomputeBox(spec::Recompute::full)->isChecked());
+    dialog.tesseraTrainOnly()->setChecked(false);
+    QCOMPARE(dialog.listField("cp")->text(), QStringLiteral("1, 2, 4, 8"));
+    QCOMPARE(dialog.listField("zero_stage")->text(), QStringLiteral("0, 1, 2, 3"));
+    QVERIFY(dialog.scheduleBox(spec::Schedule::zb_h1)->isChecked());
+    QCOMPARE(dialog.listField("tp")->text(), QStringLiteral("4, 8"));
+    dialog.tesseraTrainOnly()->setChecked(true);
     // The box reaches the search: CP typed back in is refused by tessera-train's rule, never listed.
     dialog.listField("cp")->setText(QStringLiteral("1, 2"));
     QSignalSpy finished(&dialog, &LayoutSearchDialog::searchFinished);
