@@ -24,6 +24,7 @@ QColor backwardWeight();
 QColor weights();
 QColor gradients();
 QColor optimizer();
+QColor dataParallel();  ///< a data-parallel collective on the timeline's communication strip
 QColor activations();
 QColor buffers();
 QColor warning();

@@ -60,6 +60,8 @@ void TimelineModel::indexStages() {
 }
 
 double TimelineModel::makespan() const { return makespan_s_; }
+
+double TimelineModel::stepEnd() const { return showsStep() ? plan_->prediction.iteration_time_s : makespan_s_; }
 double TimelineModel::bubbleFraction() const { return bubble_; }
 
 int TimelineModel::rowCount(const QModelIndex& parent) const {

@@ -34,6 +34,11 @@ class TimelineModel : public QAbstractTableModel {
   std::pair<size_t, size_t> stageRange(int stage) const { return stage_ranges_[stage]; }
   double makespan() const;
   double bubbleFraction() const;
+  /// Where the step ends: a plan's predicted iteration (pipeline, exposed DP communication, optimizer
+  /// step), a measured step's makespan.
+  double stepEnd() const;
+  /// A plan's data-parallel collectives and optimizer step, drawn beside its ops; none when measured.
+  bool showsStep() const { return plan_ && !measured_; }
 
   int rowCount(const QModelIndex& parent = {}) const override;
   int columnCount(const QModelIndex& parent = {}) const override;

@@ -66,11 +66,15 @@ void TimelineView::setStale(bool stale) {
   update();
 }
 
+int TimelineView::stripHeight(const Band& band) const {
+  return band.model->showsStep() && band.row_height >= 8 ? std::max(2, band.row_height / 4) : 0;
+}
+
 int TimelineView::labelWidth() const { return fontMetrics().horizontalAdvance(QStringLiteral("stage 000")) + 16; }
 
 void TimelineView::fitToView() {
   zoomed_ = false;
-  const double end = std::max(primary_->makespan(), comparison_->makespan());
+  const double end = std::max(primary_->stepEnd(), comparison_->stepEnd());
   const double left = labelWidth();
   axis_.fit(0.0, end > 0 ? end : 1.0, left, std::max(1, width() - labelWidth() - 14));
 }
@@ -131,6 +135,10 @@ TimelineView::Legend TimelineView::legend() const {
                {tr("B backward"), colors::backward(), {}, {}}};
   }
   if (vpp > 1) items.push_back({tr("lighter: later chunk"), colors::forward().lighter(145), {}, {}});
+  if (primary_->showsStep() || comparison_->showsStep()) {
+    items.push_back({tr("DP collective"), colors::dataParallel(), {}, {}});
+    items.push_back({tr("optimizer"), colors::optimizer(), {}, {}});
+  }
   items.push_back({tr("numbers: microbatch"), QColor(), {}, {}});
 
   // Right-aligned at the right of the first title line when it fits beside the title; otherwise on
@@ -183,6 +191,7 @@ QString TimelineView::title(const TimelineModel& model) const {
   text += tr("%1 · %2 stages").arg(scheduleName(plan.schedule.schedule)).arg(plan.schedule.pp);
   if (plan.schedule.vpp > 1) text += tr(" × %1 chunks").arg(plan.schedule.vpp);
   text += tr(" · %1 microbatches · pipeline %2 · bubble %3").arg(plan.schedule.microbatches).arg(formatSeconds(model.makespan()), formatPercent(model.bubbleFraction()));
+  if (model.showsStep()) text += tr(" · step %1").arg(formatSeconds(model.stepEnd()));
   if (model.measured()) return text;  // measured memory is on the dashboard's memory plot
   text += tr(" · peak memory %1").arg(formatBytes(plan.memory.peak_bytes));
   if (!plan.memory.fits) text += tr(" (OOM)");
@@ -234,13 +243,14 @@ void TimelineView::paintBand(QPainter& p, const Band& band, const QRect& plot) {
     auto it = std::lower_bound(events.begin() + first, events.begin() + last, left_t,
                                [](const planner::TimelineEvent& e, double t) { return e.end_s < t; });
     const int inset = band.row_height >= 12 ? 2 : 1;
+    const int strip = stripHeight(band);
     double drawn_to = -1;  // blocks narrower than a pixel merge into the one already drawn there
     for (; it != events.begin() + last && it->start_s <= right_t; ++it) {
       const double x0 = axis_.toPixel(it->start_s), x1 = axis_.toPixel(it->end_s);
       if (x1 < drawn_to + 1) continue;
       const QRectF block(std::max(x0, double(plot.left())), row.top() + inset,
                          std::max(1.0, std::min(x1, double(plot.right())) - std::max(x0, double(plot.left()))),
-                         row.height() - 2 * inset);
+                         row.height() - 2 * inset - strip);
       const QColor c = opColor(it->op, vpp);
       p.fillRect(block, c);
       drawn_to = block.right();
@@ -254,6 +264,22 @@ void TimelineView::paintBand(QPainter& p, const Band& band, const QRect& plot) {
       }
     }
     p.setFont(font());
+    if (!model.showsStep()) continue;
+    // The stage's data-parallel collectives on a strip under its ops (their own stream), then the
+    // optimizer step once the last of them is done, across the row.
+    auto span = [&](double from_s, double to_s, int top, int height) {
+      const double x0 = std::max(axis_.toPixel(from_s), double(plot.left()));
+      const double x1 = std::min(axis_.toPixel(to_s), double(plot.right()));
+      return QRectF(x0, top, std::max(1.0, x1 - x0), height);
+    };
+    const auto& pr = model.plan()->prediction;
+    if (strip > 0)
+      for (const auto& d : pr.dp_events)
+        if (d.stage == s && d.end_s >= left_t && d.start_s <= right_t)
+          p.fillRect(span(d.start_s, d.end_s, row.bottom() - inset - strip + 1, strip), colors::dataParallel());
+    const double optimizer_from = pr.pipeline_s + pr.dp_exposed_s;
+    if (pr.optimizer_s > 0 && optimizer_from <= right_t && pr.iteration_time_s >= left_t)
+      p.fillRect(span(optimizer_from, pr.iteration_time_s, row.top() + inset, row.height() - 2 * inset), colors::optimizer());
   }
 }
 
@@ -310,6 +336,34 @@ const planner::TimelineEvent* TimelineView::eventAt(const QPoint& pos) const {
   return nullptr;
 }
 
+QString TimelineView::stepTextAt(const QPoint& pos) const {
+  for (const auto& band : bands()) {
+    if (!band.model->showsStep() || pos.y() < band.rowsTop() || pos.y() >= band.rowsTop() + band.rows * band.row_height)
+      continue;
+    const int stage = (pos.y() - band.rowsTop()) / band.row_height;
+    const double t = axis_.toTime(pos.x()), slack = 2 * axis_.secondsPerPixel();  // 2 px either side
+    const auto& pr = band.model->plan()->prediction;
+    auto times = [](double from_s, double to_s) {
+      return tr("%1 → %2 (%3)").arg(formatSeconds(from_s), formatSeconds(to_s), formatSeconds(to_s - from_s));
+    };
+    const double optimizer_from = pr.pipeline_s + pr.dp_exposed_s;
+    if (pr.optimizer_s > 0 && t >= optimizer_from - slack && t <= pr.iteration_time_s + slack)
+      return tr("optimizer step · every stage\n%1").arg(times(optimizer_from, pr.iteration_time_s));
+    const int strip = stripHeight(band);
+    const int row_bottom = band.rowsTop() + (stage + 1) * band.row_height;
+    if (strip == 0 || pos.y() < row_bottom - strip - 2) return {};
+    for (const auto& d : pr.dp_events) {
+      if (d.stage != stage || t < d.start_s - slack || t > d.end_s + slack) continue;
+      QString text = QString::fromLatin1(planner::dp_event_name(d.kind).data());
+      if (d.microbatch >= 0) text += tr(" · microbatch %1").arg(d.microbatch + 1);
+      else if (band.model->plan()->schedule.vpp > 1) text += tr(" · chunk %1").arg(d.chunk);
+      return text + tr(" · stage %1 · data parallel\n%2").arg(stage).arg(times(d.start_s, d.end_s));
+    }
+    return {};
+  }
+  return {};
+}
+
 void TimelineView::wheelEvent(QWheelEvent* event) {
   const double steps = event->angleDelta().y() / 120.0;
   axis_.zoomAt(event->position().x(), std::pow(1.25, steps));
@@ -332,6 +386,8 @@ void TimelineView::mouseMoveEvent(QMouseEvent* event) {
     update();
     return;
   }
+  if (const QString step = stepTextAt(event->position().toPoint()); !step.isEmpty())
+    return QToolTip::showText(event->globalPosition().toPoint(), step, this);
   const auto* e = eventAt(event->position().toPoint());
   if (!e) return QToolTip::hideText();
   QString text = tr("%1 · microbatch %2").arg(QLatin1String(planner::op_kind_name(e->op.kind).data())).arg(e->op.microbatch + 1);

@@ -1,5 +1,6 @@
 // The pipeline timeline view: one row per stage, F / B / W blocks labelled with their microbatch,
-// chunks in distinct shades, idle time as gaps, the bubble in the header; wheel zoom, drag pan,
+// chunks in distinct shades, idle time as gaps, the bubble in the header; for a plan, a strip under
+// each row with its data-parallel collectives and the optimizer step at the end; wheel zoom, drag pan,
 // fit, hover tooltip; an optional second schedule drawn below on the same time axis. Paints from
 // TimelineModel; time <-> pixel mapping lives in TimeAxis.
 #pragma once
@@ -25,6 +26,8 @@ class TimelineView : public QWidget {
   const TimeAxis& axis() const { return axis_; }
   /// The event under a widget position (primary, then comparison rows), or nullptr.
   const planner::TimelineEvent* eventAt(const QPoint& pos) const;
+  /// The tooltip of a plan's data-parallel collective or optimizer step under a position, or "".
+  QString stepTextAt(const QPoint& pos) const;
 
   QSize sizeHint() const override { return {1000, 500}; }
   /// Where the first timeline's title text and the colour legend are drawn (they never overlap).
@@ -65,6 +68,8 @@ class TimelineView : public QWidget {
   void paintRuler(QPainter& painter, const QRect& plot);
   QString title(const TimelineModel& model) const;
   int labelWidth() const;
+  /// Height of a band's data-parallel strip under each row's ops (0: measured, or rows too thin).
+  int stripHeight(const Band& band) const;
 
   TimelineModel* primary_;
   TimelineModel* comparison_;

@@ -118,28 +118,35 @@ std::vector<StageParams> stage_parameters(const spec::RunSpec& spec, const Model
   std::vector<StageParams> stages(pp);
   for (int64_t stage = 0; stage < pp; ++stage) {
     auto& st = stages[stage];
+    st.chunk_dense_on_rank.assign(vpp, 0);
+    st.chunk_expert_on_rank.assign(vpp, 0);
     for (int64_t chunk = 0; chunk < vpp; ++chunk) {
       const auto [first, last] = layer_range(spec.model.num_layers, pp, vpp, chunk * pp + stage);
       for (int64_t i = first; i < last; ++i) {
         const auto& layer = params.layers[i];
         st.layers.push_back(i);
         st.total += layer.total();
-        st.dense_on_rank += layer.dense_on_rank(tp);
-        st.expert_on_rank += layer.expert_on_rank(tp, ep);
+        st.chunk_dense_on_rank[chunk] += layer.dense_on_rank(tp);
+        st.chunk_expert_on_rank[chunk] += layer.expert_on_rank(tp, ep);
       }
     }
     const bool first_stage = stage == 0;
     const bool last_stage = stage == pp - 1;
     if (first_stage) {
       st.total += params.embedding_total();
-      st.dense_on_rank += vocab_rank * h + params.embedding_replicated;
+      st.chunk_dense_on_rank.front() += vocab_rank * h + params.embedding_replicated;
     }
     if (last_stage) {
       st.total += params.final_norm + params.output_layer + params.head_replicated + params.head_vocab_bias;
-      st.dense_on_rank += params.final_norm + params.head_replicated;
-      if (params.head_vocab_bias > 0) st.dense_on_rank += vocab_rank;
+      int64_t& head = st.chunk_dense_on_rank.back();
+      head += params.final_norm + params.head_replicated;
+      if (params.head_vocab_bias > 0) head += vocab_rank;
       // Untied output layer, or (pp > 1) the last stage's copy of the tied word embedding.
-      if (params.output_layer > 0 || pp > 1) st.dense_on_rank += vocab_rank * h;
+      if (params.output_layer > 0 || pp > 1) head += vocab_rank * h;
+    }
+    for (int64_t chunk = 0; chunk < vpp; ++chunk) {
+      st.dense_on_rank += st.chunk_dense_on_rank[chunk];
+      st.expert_on_rank += st.chunk_expert_on_rank[chunk];
     }
   }
   return stages;

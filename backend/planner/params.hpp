@@ -44,6 +44,9 @@ struct StageParams {
   int64_t expert_on_rank = 0;  ///< on one rank after ep and tp
   int64_t on_rank() const { return dense_on_rank + expert_on_rank; }
   std::vector<int64_t> layers; ///< model layer indices held by this stage (all its chunks, in order)
+  /// dense_on_rank and expert_on_rank by chunk (virtual stage chunk * pp + stage): the embedding in
+  /// stage 0's first chunk, the final norm and output layer in the last stage's last chunk.
+  std::vector<int64_t> chunk_dense_on_rank, chunk_expert_on_rank;
 };
 
 /// Model layer indices of virtual stage `virtual_stage` (= chunk * pp + stage).

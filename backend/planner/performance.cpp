@@ -112,6 +112,16 @@ double sum_forward(const Parts& f) { return f.gemm_s + f.core_s + f.elementwise_
 
 }  // namespace
 
+std::string_view dp_event_name(DpEvent::Kind kind) {
+  switch (kind) {
+    case DpEvent::Kind::all_reduce: return "gradient all-reduce";
+    case DpEvent::Kind::reduce_scatter: return "gradient reduce-scatter";
+    case DpEvent::Kind::all_gather: return "parameter all-gather";
+    case DpEvent::Kind::gather_reduce_scatter: return "parameter all-gather + gradient reduce-scatter";
+  }
+  return "?";
+}
+
 LayerTime layer_time(const spec::RunSpec& spec, const spec::GpuPreset& gpu, int64_t layer, const PerformanceConstants& c) {
   const Machine mc = machine_of(spec, gpu, c);
   const Parts f = forward_parts(spec, layer, mc, c);
@@ -190,44 +200,85 @@ Prediction predict(const spec::RunSpec& spec, const std::vector<StageParams>& st
   out.pipeline_s = out.simulation.makespan_s;
   out.bubble_fraction = out.simulation.bubble_fraction;
 
-  // Data-parallel communication of each pipeline stage, overlapped with that stage's compute; the
-  // stage that exposes the most sets the step (docs/formulas.md §4, "Data parallelism").
+  // Data-parallel communication of each pipeline stage on its own stream beside the stage's compute
+  // (docs/formulas.md §4, "Data parallelism").
   const double grad_bytes = spec.training.precision == Precision::fp16 ? 2 : 4;
   const int64_t dp_cp = spec.data_parallel() * p.cp;
   const int64_t expert_dp = dp_cp / p.ep;
   const double dp_bw = group_bandwidth(p.tp, dp_cp, spec, mc);
   const int64_t zero = spec.effective_zero_stage();
-  const double microbatches = static_cast<double>(spec.num_microbatches());
+  const int microbatches = static_cast<int>(spec.num_microbatches());
+  auto all_reduce = [&](double d, double x) {
+    return all_reduce_s(d * grad_bytes, dp_cp, dp_bw, c) + all_reduce_s(x * grad_bytes, expert_dp, dp_bw, c);
+  };
+  auto reduce_scatter = [&](double d, double x) {
+    return half_collective_s(d * grad_bytes, dp_cp, dp_bw, c) + half_collective_s(x * grad_bytes, expert_dp, dp_bw, c);
+  };
+  auto all_gather = [&](double d, double x) { return half_collective_s(d * e, dp_cp, dp_bw, c) + half_collective_s(x * e, expert_dp, dp_bw, c); };
+  const auto& sim = out.simulation;
   double dense = 0, expert = 0;  // of the stage with the most, for the optimizer step
-  for (size_t stage = 0; stage < stages.size(); ++stage) {
-    const double d = static_cast<double>(stages[stage].dense_on_rank);
-    const double x = static_cast<double>(stages[stage].expert_on_rank);
+  double reduced_by_s = sim.makespan_s, gather_exposed_s = 0, per_microbatch_exposed_s = 0;
+  for (int stage = 0; stage < static_cast<int>(stages.size()); ++stage) {
+    const auto& st = stages[stage];
+    const double d = static_cast<double>(st.dense_on_rank), x = static_cast<double>(st.expert_on_rank);
     dense = std::max(dense, d);
     expert = std::max(expert, x);
-    const double all_reduce = all_reduce_s(d * grad_bytes, dp_cp, dp_bw, c) + all_reduce_s(x * grad_bytes, expert_dp, dp_bw, c);
-    const double reduce_scatter = half_collective_s(d * grad_bytes, dp_cp, dp_bw, c) + half_collective_s(x * grad_bytes, expert_dp, dp_bw, c);
-    const double all_gather = half_collective_s(d * e, dp_cp, dp_bw, c) + half_collective_s(x * e, expert_dp, dp_bw, c);
-    // Once per step: the gradients after the last backward, the updated parameters before the first
-    // forward of the next step. Every microbatch: what ZeRO-2/3 cannot keep whole.
-    double after_last_backward = 0, before_first_forward = 0, each_forward = 0, each_backward = 0;
-    switch (zero) {
-      case 0: after_last_backward = all_reduce; break;
-      case 1: after_last_backward = reduce_scatter, before_first_forward = all_gather; break;
-      case 2: each_backward = reduce_scatter, before_first_forward = all_gather; break;
-      default: each_forward = all_gather, each_backward = all_gather + reduce_scatter; break;
+    double comm = 0;
+    // The step's gradients (ZeRO-0/1): each chunk's from the start of its last weight-gradient op
+    // (Megatron's --overlap-grad-reduce dispatches bucket by bucket as they fill), one chunk after
+    // the other on the stream.
+    if (zero <= 1) {
+      std::vector<int> chunks(p.vpp);
+      for (int k = 0; k < static_cast<int>(p.vpp); ++k) chunks[k] = k;
+      auto ready = [&](int k) { return sim.last_weight_gradient_s[k * p.pp + stage]; };
+      std::sort(chunks.begin(), chunks.end(), [&](int a, int b) { return ready(a) < ready(b); });
+      double stream_s = 0;
+      for (int k : chunks) {
+        const double cd = static_cast<double>(st.chunk_dense_on_rank[k]), cx = static_cast<double>(st.chunk_expert_on_rank[k]);
+        const double cost = zero == 0 ? all_reduce(cd, cx) : reduce_scatter(cd, cx);
+        if (cost <= 0) continue;
+        const double start = std::max(stream_s, ready(k));
+        stream_s = start + cost;
+        comm += cost;
+        if (record_events)
+          out.dp_events.push_back({stage, k, -1, zero == 0 ? DpEvent::Kind::all_reduce : DpEvent::Kind::reduce_scatter, start, stream_s});
+      }
+      reduced_by_s = std::max(reduced_by_s, stream_s);
     }
     // The stage's compute for one microbatch: every chunk it runs.
     double forward = 0, backward = 0;
-    for (int vs = static_cast<int>(stage); vs < virtual_stages; vs += static_cast<int>(p.pp)) {
+    for (int vs = stage; vs < virtual_stages; vs += static_cast<int>(p.pp)) {
       forward += out.costs.forward_s[vs];
       backward += out.costs.backward_s[vs];
     }
-    const double comm = after_last_backward + before_first_forward + microbatches * (each_forward + each_backward);
-    const double exposed = std::max(0.0, after_last_backward - backward) + std::max(0.0, before_first_forward - forward) +
-                           microbatches * (std::max(0.0, each_forward - forward) + std::max(0.0, each_backward - backward));
+    // The updated parameters (ZeRO-1/2), gathered behind the next step's first forward
+    // (--overlap-param-gather); drawn at this step's start, where the previous update's gather runs.
+    if (zero == 1 || zero == 2) {
+      const double gather = all_gather(d, x);
+      comm += gather;
+      gather_exposed_s = std::max(gather_exposed_s, gather - forward);
+      if (record_events && gather > 0) out.dp_events.push_back({stage, 0, -1, DpEvent::Kind::all_gather, 0.0, gather});
+    }
+    // What ZeRO-2/3 cannot keep whole, every microbatch behind its own forward and backward (pp = 1).
+    if (zero >= 2) {
+      const double each_forward = zero == 3 ? all_gather(d, x) : 0.0;
+      const double each_backward = (zero == 3 ? all_gather(d, x) : 0.0) + reduce_scatter(d, x);
+      comm += microbatches * (each_forward + each_backward);
+      per_microbatch_exposed_s = std::max(per_microbatch_exposed_s, microbatches * (std::max(0.0, each_forward - forward) +
+                                                                                    std::max(0.0, each_backward - backward)));
+      if (record_events)
+        for (const auto& ev : sim.events) {
+          if (ev.stage != stage) continue;
+          const bool fwd = ev.op.kind == OpKind::forward;
+          const double cost = fwd ? each_forward : each_backward;
+          if (cost > 0)
+            out.dp_events.push_back({stage, ev.op.chunk, ev.op.microbatch,
+                                     fwd ? DpEvent::Kind::all_gather : DpEvent::Kind::gather_reduce_scatter, ev.start_s, ev.start_s + cost});
+        }
+    }
     out.dp_comm_s = std::max(out.dp_comm_s, comm);
-    out.dp_exposed_s = std::max(out.dp_exposed_s, exposed);
   }
+  out.dp_exposed_s = (reduced_by_s - sim.makespan_s) + std::max(0.0, gather_exposed_s) + per_microbatch_exposed_s;
   // The distributed optimizer updates its shard: dense parameters over dp·cp, experts over dp·cp/ep.
   const double dense_shard = zero >= 1 ? static_cast<double>(dp_cp) : 1.0;
   const double expert_shard = zero >= 1 ? static_cast<double>(expert_dp) : 1.0;

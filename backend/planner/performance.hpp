@@ -4,6 +4,9 @@
 // Constants and sources: docs/formulas.md §4.
 #pragma once
 
+#include <string_view>
+#include <vector>
+
 #include "planner/flops.hpp"
 #include "planner/params.hpp"
 #include "planner/schedule.hpp"
@@ -30,6 +33,23 @@ struct LayerTime {
   double tp_comm_s = 0;          ///< forward + backward TP collectives inside the two above
 };
 
+/// A data-parallel collective of one stage, on the communication stream beside its ops.
+struct DpEvent {
+  enum class Kind {
+    all_reduce,             ///< the step's gradients (ZeRO-0)
+    reduce_scatter,         ///< the step's gradients (ZeRO-1) or a microbatch's (ZeRO-2)
+    all_gather,             ///< updated parameters (ZeRO-1/2, the previous step's), or a forward's (ZeRO-3)
+    gather_reduce_scatter,  ///< ZeRO-3's backward: the parameters gathered again, the gradients reduced
+  };
+  int32_t stage = 0;
+  int32_t chunk = 0;
+  int32_t microbatch = -1;  ///< -1: once a step
+  Kind kind = Kind::all_reduce;
+  double start_s = 0;
+  double end_s = 0;
+};
+std::string_view dp_event_name(DpEvent::Kind kind);
+
 struct Prediction {
   double iteration_time_s = 0;
   double model_tflops_per_gpu = 0;
@@ -39,7 +59,9 @@ struct Prediction {
   double tokens_per_s = 0;
   double pipeline_s = 0;       ///< simulated forward/backward of all microbatches
   double dp_comm_s = 0;        ///< data-parallel reductions and parameter gathers of one step, the busiest stage's
-  double dp_exposed_s = 0;     ///< the most any stage's DP communication is not hidden behind its own compute
+  double dp_exposed_s = 0;     ///< what the DP communication adds to the pipeline (§4): the gradients' reduction
+                               ///< past the pipeline's end, the gather past a first forward, ZeRO-2/3's past each op
+  std::vector<DpEvent> dp_events;  ///< recorded with the simulation's events
   double optimizer_s = 0;
   double bubble_fraction = 0;
   OpCosts costs;

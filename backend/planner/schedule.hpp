@@ -58,6 +58,10 @@ struct Simulation {
   std::vector<double> busy_s;          ///< per stage
   std::vector<int> peak_in_flight;     ///< per stage: most chunk-microbatches whose activations are held
   double bubble_fraction = 0;          ///< idle / makespan on the busiest stage
+  std::vector<double> stage_end_s;     ///< per stage: end of its last op
+  /// Per virtual stage: start of its last op that computes weight gradients (the last B, or W when
+  /// split): from then on its gradients can be reduced, bucket by bucket.
+  std::vector<double> last_weight_gradient_s;
 };
 
 /// Times a table: each stage runs its ops in order, each op as soon as its stage is free and its

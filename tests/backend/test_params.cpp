@@ -60,6 +60,19 @@ class TestParams : public QObject {
     const auto stages = planner::stage_parameters(s, planner::count_parameters(s.model), 1);
     QCOMPARE(stages[0].layers, (std::vector<int64_t>{0, 2}));
     QCOMPARE(stages[1].layers, (std::vector<int64_t>{1, 3}));
+    // By chunk: the embedding in stage 0's first chunk, the output layer in the last stage's last;
+    // the chunks add up to the stage.
+    const auto params = planner::count_parameters(s.model);
+    const int64_t layer = params.layers[0].dense_on_rank(1);
+    const int64_t vocab = planner::padded_vocab(s.model.vocab_size, 1) * s.model.hidden_size;
+    QCOMPARE(stages[0].chunk_dense_on_rank[0], layer + vocab + params.embedding_replicated);
+    QCOMPARE(stages[0].chunk_dense_on_rank[1], layer);
+    QCOMPARE(stages[1].chunk_dense_on_rank[0], layer);
+    QVERIFY(stages[1].chunk_dense_on_rank[1] >= layer + vocab);  // the output layer or the tied embedding's copy
+    for (const auto& st : stages) {
+      QCOMPARE(st.chunk_dense_on_rank[0] + st.chunk_dense_on_rank[1], st.dense_on_rank);
+      QCOMPARE(st.chunk_expert_on_rank, (std::vector<int64_t>{0, 0}));
+    }
   }
 
   void tensorParallelSplitsByHand() {

@@ -5,6 +5,7 @@
 #include <QtTest/QtTest>
 
 #include <fstream>
+#include <map>
 
 #include "planner/plan.hpp"
 
@@ -162,6 +163,48 @@ class TestPrediction : public QObject {
                qPrintable(QString("ZeRO-%1: %2 vs %3").arg(zero).arg(pr.dp_exposed_s).arg(expected)));
       QVERIFY(std::abs(pr.iteration_time_s - (pr.pipeline_s + pr.dp_exposed_s + pr.optimizer_s)) <= 1e-12 * pr.iteration_time_s);
     }
+  }
+
+  void gradientReductionFollowsEachChunksLastBackward() {
+    // GPT-3 175B on Table 1's layout: 8 stages of 2 chunks, ZeRO-0. Each chunk's all-reduce starts
+    // once its last backward does (bucket by bucket as its gradients fill), one after the other on
+    // the stage's stream; what ends after the pipeline is exposed.
+    std::ifstream in(TESSERA_SOURCE_DIR "/resources/examples/gpt3-175b-table1.json");
+    planner::PlanOptions options;
+    options.record_events = true;
+    const auto plan = planner::make_plan(spec::parse_spec(nlohmann::json::parse(in)), options);
+    const auto& pr = plan.prediction;
+    const int pp = 8;
+    std::map<std::pair<int, int>, double> last_backward;  // (stage, chunk) -> start
+    for (const auto& e : pr.simulation.events)
+      if (e.op.kind == planner::OpKind::backward)
+        last_backward[{e.stage, e.op.chunk}] = std::max(last_backward[{e.stage, e.op.chunk}], e.start_s);
+    QCOMPARE(pr.dp_events.size(), size_t{2 * pp});
+    std::vector<double> stream_free(pp, 0.0), stage_done(pp, 0.0);
+    std::map<std::pair<int, int>, double> reduction_start;
+    double reduced_by = 0;
+    for (const auto& d : pr.dp_events) {
+      QVERIFY(d.kind == planner::DpEvent::Kind::all_reduce);
+      QCOMPARE(d.microbatch, -1);
+      QVERIFY(d.start_s >= last_backward.at({d.stage, d.chunk}) - 1e-12);
+      QVERIFY(d.start_s >= stream_free[d.stage] - 1e-12);  // in order, never two at once
+      QVERIFY(d.end_s > d.start_s);
+      stream_free[d.stage] = d.end_s;
+      stage_done[d.stage] = std::max(stage_done[d.stage], d.end_s);
+      reduction_start[{d.stage, d.chunk}] = d.start_s;
+      reduced_by = std::max(reduced_by, d.end_s);
+    }
+    // Interleaving finishes a stage's second chunk first: its reduction goes first.
+    for (int s = 0; s < pp; ++s) QVERIFY(reduction_start.at({s, 1}) < reduction_start.at({s, 0}));
+    // 1F1B's cool-down hides the last stage's reduction: it ends before stage 0's.
+    QVERIFY(stage_done[pp - 1] < stage_done[0]);
+    const double makespan = pr.simulation.makespan_s;
+    QVERIFY(reduced_by > makespan);
+    QVERIFY(std::abs(pr.dp_exposed_s - (reduced_by - makespan)) <= 1e-9 * pr.dp_exposed_s);
+    // Without events the figures are the same.
+    const auto quiet = planner::make_plan(plan.spec).prediction;
+    QVERIFY(quiet.dp_events.empty());
+    QCOMPARE(quiet.iteration_time_s, pr.iteration_time_s);
   }
 
   void shardedGradientsCostMoreWithMoreMicrobatches() {

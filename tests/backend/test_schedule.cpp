@@ -258,6 +258,16 @@ class TestSchedule : public QObject {
         ready_s.push_back(ready);
       }
       QVERIFY(std::abs(makespan_s - sim.makespan_s) < eps);
+      // Each stage's end and each virtual stage's last weight-gradient op (B, or W when split), read
+      // from the events: where the data-parallel reduction of that chunk may start.
+      std::vector<double> stage_end(pp, 0.0), last_gradient(pp * vpp, -1.0);
+      for (const auto& e : sim.events) {
+        stage_end[e.stage] = std::max(stage_end[e.stage], e.end_s);
+        if (e.op.kind == OpKind::backward || e.op.kind == OpKind::backward_weight)
+          last_gradient[e.op.chunk * pp + e.stage] = std::max(last_gradient[e.op.chunk * pp + e.stage], e.start_s);
+      }
+      QCOMPARE(sim.stage_end_s, stage_end);
+      QCOMPARE(sim.last_weight_gradient_s, last_gradient);
       // Events come stage by stage in table order; a stage never runs two ops at once and starts each op as
       // soon as both the stage and the op's input are ready.
       size_t k = 0;
@@ -277,6 +287,8 @@ class TestSchedule : public QObject {
       QVERIFY(quiet.events.empty());
       QCOMPARE(quiet.makespan_s, sim.makespan_s);
       QCOMPARE(quiet.busy_s, sim.busy_s);
+      QCOMPARE(quiet.stage_end_s, sim.stage_end_s);
+      QCOMPARE(quiet.last_weight_gradient_s, sim.last_weight_gradient_s);
     }
   }
 

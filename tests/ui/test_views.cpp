@@ -144,6 +144,42 @@ class TestViews : public QObject {
     QVERIFY(std::abs(view.axis().toTime(x) - mid) <= view.axis().secondsPerPixel());
   }
 
+  void timelineDrawsThePlansDataParallelStep() {
+    // GPT-3 175B, ZeRO-0: each stage's gradient all-reduces on a strip under its row, the optimizer
+    // step after them; the fit takes in the whole predicted step, not only the pipeline.
+    PlanSession session;
+    QVERIFY(session.open(example("gpt3-175b-table1.json"), nullptr));
+    const auto& pr = session.plan()->prediction;
+    TimelineModel primary, comparison;
+    primary.setPlan(session.plan());
+    QVERIFY(primary.showsStep());
+    QCOMPARE(primary.stepEnd(), pr.iteration_time_s);
+    QVERIFY(primary.stepEnd() > primary.makespan());
+    TimelineView view(&primary, &comparison);
+    view.resize(1400, 600);
+    view.fitToView();
+    QVERIFY(view.axis().toPixel(pr.iteration_time_s) <= view.width());
+    // Stage 0's last reduction ends after the pipeline: hover it on its strip.
+    const planner::DpEvent* last = nullptr;
+    for (const auto& d : pr.dp_events)
+      if (d.stage == 0 && (!last || d.end_s > last->end_s)) last = &d;
+    QVERIFY(last && last->end_s > pr.pipeline_s);
+    const int x = static_cast<int>(std::round(view.axis().toPixel((pr.pipeline_s + last->end_s) / 2)));
+    QString found;
+    int y = 0;
+    for (; y < view.height() && found.isEmpty(); ++y) found = view.stepTextAt(QPoint(x, y));
+    QVERIFY2(found.startsWith(QStringLiteral("gradient all-reduce · chunk 0 · stage 0")), qPrintable(found));
+    QVERIFY(view.eventAt(QPoint(x, y - 1)) == nullptr);  // no op there: the pipeline has ended
+    const int optimizer_x = static_cast<int>(std::round(view.axis().toPixel(pr.iteration_time_s - pr.optimizer_s / 2)));
+    QVERIFY2(view.stepTextAt(QPoint(optimizer_x, y - 1)).startsWith(QStringLiteral("optimizer step")),
+             qPrintable(view.stepTextAt(QPoint(optimizer_x, y - 1))));
+    // A measured step draws its own events only.
+    primary.setMeasured(session.plan(), session.plan()->prediction.simulation.events, QStringLiteral("measured"));
+    QVERIFY(!primary.showsStep());
+    QCOMPARE(primary.stepEnd(), primary.makespan());
+    QVERIFY(view.stepTextAt(QPoint(x, y - 1)).isEmpty());
+  }
+
   void timelineKeepsTheUsersZoomAcrossReplans() {
     PlanSession session;
     QVERIFY(session.open(example("llama3-70b-64xh100.json"), nullptr));
@@ -169,9 +205,9 @@ class TestViews : public QObject {
   }
 
   void timelineLegendNeverCoversTheTitle() {
-    // GPT-3 175B (1F1B) compared with ZB-H1 adds the W / B-input entries: at 1400 px the legend no
-    // longer fits beside the title on a narrow window and moves onto lines of its own, above the
-    // first stage's row.
+    // GPT-3 175B (1F1B) compared with ZB-H1 adds the W / B-input entries: at 1600 px the legend no
+    // longer fits beside the title, nor on a narrower window, and moves onto lines of its own, above
+    // the first stage's row.
     PlanSession session, other;
     QVERIFY(session.open(example("gpt3-175b-table1.json"), nullptr));
     QVERIFY(other.open(example("gpt3-175b-table1.json"), nullptr));
@@ -179,13 +215,13 @@ class TestViews : public QObject {
     TimelineModel primary, comparison;
     primary.setPlan(session.plan());
     TimelineView view(&primary, &comparison);
-    view.resize(1400, 900);
+    view.resize(1600, 900);
     const QRect besideLegend = view.legendBounds();
     QVERIFY(!besideLegend.isEmpty());
     QVERIFY(!besideLegend.intersects(view.titleBounds()));
     QCOMPARE(besideLegend.top(), view.titleBounds().top());  // alone, it fits beside the title
     comparison.setPlan(other.plan());
-    for (int width : {1400, 900, 500, 300}) {
+    for (int width : {1600, 1400, 900, 500, 300}) {
       view.resize(width, 900);
       const QRect legend = view.legendBounds(), title = view.titleBounds();
       QVERIFY2(!legend.intersects(title), qPrintable(QString("width %1").arg(width)));
