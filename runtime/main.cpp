@@ -92,6 +92,9 @@ int main(int argc, char** argv) {
     spec = tessera::spec::load_spec_file(spec_path);
     if (steps > 0) spec.training.train_steps = steps;
     auto errors = tessera::planner::tessera_train_problems(spec);
+    if (steps > 0)  // the spec was valid as written: what breaks now, --steps broke (warmup_steps, say)
+      for (const auto& e : tessera::spec::validate(spec, tessera::spec::PresetCatalog::builtin()))
+        errors.push_back({"--steps", "--steps " + std::to_string(steps) + ": " + e.message});
     if (data.empty()) data = tessera::runtime::default_data_path();
     if (errors.empty() && data != "synthetic") {
       try {  // read once here, so a bad file stops the run before any rank starts

@@ -27,6 +27,18 @@ std::atomic<bool> g_interrupted{false};
 
 void on_interrupt(int) { g_interrupted = true; }
 
+// A run a follower saw end: nothing on the agents to follow or stop ("lost" ones may still run there).
+bool has_ended(const store::RunRecord& record) {
+  return record.status == store::RunStatus::done || record.status == store::RunStatus::failed ||
+         record.status == store::RunStatus::stopped;
+}
+
+std::string ended_text(const store::RunRecord& record) {
+  std::string text = "run " + record.id + " (" + record.name + ") already ended: " + std::string(store::to_string(record.status));
+  if (!record.exit_reason.empty()) text += " (" + record.exit_reason + ")";
+  return text;
+}
+
 // Follows `session` into the history until the run ends (or Ctrl-C detaches), records the final state,
 // and returns the exit code: 0 done or stopped or detached, 1 failed.
 int follow(store::Writer& writer, const store::RunHandle& run, launch::RunSession& session, launch::HistorySink& sink,
@@ -208,6 +220,10 @@ void add_launch_commands(CLI::App& app) {
         throw;
       }
       if (record.hosts.empty()) throw UsageError("run " + record.id + " was not launched through agents");
+      if (has_ended(record)) {
+        std::cout << ended_text(record) << "; its history is complete (tessera-cli runs show " << record.id.substr(0, 12) << ")\n";
+        return;
+      }
       store::Writer writer(path, follower_writer_options());  // leaves a detached agent run running
       const auto run = writer.open_run(record.id);
       launch::RunSession session(record.id, record.hosts, launch::Credentials::from_config_dir());
@@ -237,6 +253,10 @@ void add_launch_commands(CLI::App& app) {
         throw;
       }
       if (record.hosts.empty()) throw UsageError("run " + record.id + " was not launched through agents");
+      if (has_ended(record)) {
+        std::cout << ended_text(record) << "; nothing to stop\n";
+        return;
+      }
       const auto credentials = launch::Credentials::from_config_dir();
       zmq::context_t context;
       int reached = 0;

@@ -110,7 +110,7 @@ class Enumeration {
       p.distributed_optimizer = false;
     }
     p.ep = space_.ep[digit[1]];
-    p.sequence_parallel = p.tp > 1 && s.model.seq_length % p.tp == 0;
+    p.sequence_parallel = p.tp > 1 && s.model.seq_length % (p.tp * p.cp) == 0;
     p.dp = 0;  // derived; an explicit dp is written back for the layouts returned
     s.training.micro_batch_size = space_.micro_batch_size[digit[2]];
     s.training.recompute = space_.recompute[digit[3]];

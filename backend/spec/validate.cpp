@@ -142,9 +142,17 @@ std::vector<FieldError> validate(const RunSpec& spec, const PresetCatalog& prese
     if (m.num_layers % (p.pp * p.vpp) != 0)
       c.fail("parallel.pp", "parallel.pp·vpp = " + n(p.pp) + "·" + n(p.vpp) + " = " + n(p.pp * p.vpp) +
                                 " must divide model.num_layers=" + n(m.num_layers));
-    if (p.sequence_parallel && m.seq_length % p.tp != 0)
-      c.fail("parallel.sequence_parallel", "parallel.sequence_parallel needs parallel.tp=" + n(p.tp) +
-                                               " to divide model.seq_length=" + n(m.seq_length));
+    // SP splits what a context-parallel rank holds, seq_length / cp tokens, over the TP ranks.
+    if (p.sequence_parallel && p.cp >= 1 && m.seq_length % (p.cp * p.tp) != 0) {
+      if (p.cp == 1)
+        c.fail("parallel.sequence_parallel", "parallel.sequence_parallel needs parallel.tp=" + n(p.tp) +
+                                                 " to divide model.seq_length=" + n(m.seq_length));
+      else
+        c.fail("parallel.sequence_parallel", "parallel.sequence_parallel needs parallel.tp=" + n(p.tp) +
+                                                 " to divide each context-parallel rank's share of the sequence, "
+                                                 "model.seq_length / cp = " + n(m.seq_length) + " / " + n(p.cp) +
+                                                 (m.seq_length % p.cp == 0 ? " = " + n(m.seq_length / p.cp) : std::string()));
+    }
     if (p.cp > 1 && m.seq_length % (2 * p.cp) != 0)
       c.fail("parallel.cp", "parallel.cp=" + n(p.cp) + " needs model.seq_length=" + n(m.seq_length) +
                                 " divisible by 2·cp = " + n(2 * p.cp) + " (load-balanced causal chunks)");

@@ -116,7 +116,9 @@ struct Writer::Impl {
         update_status(connection, R"sql(
           UPDATE runs SET status = ?2, exit_reason = ?3,
             started_ms = CASE WHEN ?2 IN ('starting', 'running') THEN coalesce(started_ms, ?4) ELSE started_ms END,
-            ended_ms = CASE WHEN ?2 IN ('done', 'failed', 'stopped', 'lost') THEN ?4 ELSE ended_ms END
+            ended_ms = CASE WHEN ?2 IN ('starting', 'running') AND status = 'lost' THEN NULL
+                            WHEN ?2 IN ('done', 'failed', 'stopped', 'lost') THEN coalesce(ended_ms, ?4)
+                            ELSE ended_ms END
           WHERE key = ?1)sql") {
     connection.exec("PRAGMA busy_timeout = 60000; PRAGMA cache_size = -32768", "setting up the writer connection");
     if (options.max_db_bytes > 0) {

@@ -64,7 +64,9 @@ class Writer {
   void append(const RunHandle& run, Artifact artifact);
   /// Committed in queue order with what was appended before it (a follower's resume point).
   void append(const RunHandle& run, StreamPosition position);
-  /// Queued in order with the data: starting/running set started_ms (once), final states ended_ms.
+  /// Queued in order with the data: starting/running set started_ms (once), final states ended_ms once
+  /// (following a run that had ended again does not move its end; a lost run followed again, running
+  /// once more, gets the end its follower sees).
   void set_status(const RunHandle& run, RunStatus status, std::string exit_reason = {});
 
   /// Waits until everything appended before is committed; throws the writer's error.

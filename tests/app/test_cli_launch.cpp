@@ -148,6 +148,18 @@ class TestCliLaunch : public QObject {
     QCOMPARE(runs.size(), size_t{1});
     QCOMPARE(runs[0]["status"], "done");
     QCOMPARE(runs[0]["tags"][0], "agent-test");
+    // Following or stopping it now does nothing, says so, and leaves its end where it was.
+    store::History before((dir_.path() + "/history.sqlite").toStdString());
+    const auto ended = before.run(id.toStdString()).ended_ms;
+    const auto followed = cli({"runs", "follow", id});
+    QCOMPARE(followed.exit_code, 0);
+    QVERIFY2(followed.out.contains("already ended: done"), qPrintable(followed.out));
+    const auto stopped = cli({"runs", "stop", id});
+    QCOMPARE(stopped.exit_code, 0);
+    QVERIFY2(stopped.out.contains("already ended: done") && stopped.out.contains("nothing to stop"), qPrintable(stopped.out));
+    store::History after((dir_.path() + "/history.sqlite").toStdString());
+    QCOMPARE(after.run(id.toStdString()).ended_ms, ended);
+    QCOMPARE(after.run(id.toStdString()).status, store::RunStatus::done);
   }
 
   void killedFollowerResumesWithoutGapsOrDuplicates() {

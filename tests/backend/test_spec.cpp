@@ -126,6 +126,10 @@ class TestSpec : public QObject {
         "must be divisible by training.micro_batch_size·parallel.dp");
     row("sp needs seq % tp", R"({"model": {"seq_length": 1001}, "parallel": {"sequence_parallel": true}})",
         "parallel.sequence_parallel", "to divide model.seq_length=1001");
+    row("sp needs seq/cp % tp",
+        R"({"model": {"seq_length": 8200}, "parallel": {"tp": 8, "cp": 2, "pp": 1, "sequence_parallel": true},
+            "cluster": {"nodes": 2, "gpus_per_node": 8}})",
+        "parallel.sequence_parallel", "each context-parallel rank's share of the sequence, model.seq_length / cp = 8200 / 2 = 4100");
     row("cp needs seq % 2cp", R"({"model": {"seq_length": 1002}, "parallel": {"cp": 2, "tp": 1}})", "parallel.cp",
         "divisible by 2·cp = 4");
     row("experts divisible by ep",

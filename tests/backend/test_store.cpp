@@ -232,6 +232,38 @@ class TestStore : public QObject {
     QVERIFY2(contains(error.what(), "not a Tessera history"), error.what());
   }
 
+  void anEndedRunKeepsItsEnd() {
+    // A follower attaching again to a run that was done marks it running and done once more: the end
+    // it had stays. A lost run (its writer died) followed again ends when its follower sees it end.
+    const auto path = db("ended.sqlite");
+    const auto id = write_full_run(path, "ended");
+    const auto ended = History(path).run(id).ended_ms;
+    QVERIFY(ended.has_value());
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    {
+      Writer writer(path);
+      const auto run = writer.open_run(id);
+      writer.set_status(run, RunStatus::running);
+      writer.set_status(run, RunStatus::done, "finished");
+      writer.set_status(run, RunStatus::lost, "lost later");
+      writer.close();
+    }
+    const auto again = History(path).run(id);
+    QCOMPARE(again.status, RunStatus::lost);
+    QCOMPARE(again.ended_ms, ended);
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    {
+      Writer writer(path);
+      const auto run = writer.open_run(id);
+      writer.set_status(run, RunStatus::running);
+      writer.set_status(run, RunStatus::done, "finished");
+      writer.close();
+    }
+    const auto found = History(path).run(id);
+    QCOMPARE(found.status, RunStatus::done);
+    QVERIFY(*found.ended_ms > *ended);  // after lost: the end of the follower that saw it finish
+  }
+
   void ingestionReadsBackExactly() {
     const auto path = db("exact.sqlite");
     const auto id = write_full_run(path, "exact");
