@@ -386,7 +386,12 @@ struct Agent::Impl {
       throw ProtocolError(ErrorCode::bad_field, "master_port 0 (agent picks) needs rank 0 on this node");
     if (runs.count(id)) throw ProtocolError(ErrorCode::busy, "run " + id + " exists on this agent");
     // One GPU per rank: more ranks than GPUs would put two on one GPU (NCCL then fails unclearly).
-    const bool use_gpus = spec.cluster.gpu != "cpu" && !node.gpus.empty();
+    // A GPU spec runs on GPUs or not at all: on the CPU it would be another run than the one planned.
+    const bool use_gpus = spec.cluster.gpu != "cpu";
+    if (use_gpus && node.gpus.empty())
+      throw ProtocolError(ErrorCode::bad_field, "cluster.gpu=" + spec.cluster.gpu +
+                                                    " needs one GPU per rank, and this node reports none (a run on "
+                                                    "CPU ranks has cluster.gpu=cpu)");
     if (use_gpus && ranks.size() > node.gpus.size())
       throw ProtocolError(ErrorCode::bad_field, std::to_string(ranks.size()) + " ranks requested on a node of " +
                                                     std::to_string(node.gpus.size()) + " GPUs: one GPU per rank");

@@ -19,7 +19,6 @@
 #include "launch/local_agent.hpp"
 #include "protocol/endpoint.hpp"
 #include "launch/run_session.hpp"
-#include "planner/runtime_support.hpp"
 #include "protocol/keys.hpp"
 #include "theme.hpp"
 
@@ -30,33 +29,6 @@ namespace {
 enum Column { Use, Agent, Host, Cores, Memory, Gpus, FreeRanks, ColumnCount };
 
 }  // namespace
-
-std::vector<std::string> fitProblems(const spec::RunSpec& spec, const std::vector<nlohmann::json>& inventories) {
-  std::vector<std::string> problems;
-  for (const auto& e : planner::tessera_train_problems(spec)) problems.push_back(e.message);
-  const auto shares = launch::node_shares(spec);
-  if (inventories.size() != shares.size()) {
-    problems.push_back("cluster.nodes=" + std::to_string(shares.size()) + " needs " + std::to_string(shares.size()) +
-                       (shares.size() == 1 ? " agent" : " agents") + " (one per node), " + std::to_string(inventories.size()) +
-                       " chosen");
-    return problems;
-  }
-  const bool gpu_run = spec.cluster.gpu != "cpu";
-  for (size_t node = 0; node < shares.size(); ++node) {
-    const auto& inv = inventories[node];
-    const int64_t ranks = static_cast<int64_t>(shares[node].size());
-    const int64_t free_ranks = inv.value("max_ranks", int64_t{0}) - inv.value("ranks_in_use", int64_t{0});
-    const std::string where = "node " + std::to_string(node) + " (" + inv.value("hostname", std::string("?")) + ")";
-    if (ranks > free_ranks)
-      problems.push_back(where + " runs " + std::to_string(ranks) + " ranks but its agent has " + std::to_string(free_ranks) +
-                         " free (max_ranks " + std::to_string(inv.value("max_ranks", int64_t{0})) + ")");
-    const int64_t gpus = inv.contains("gpus") && inv["gpus"].is_array() ? static_cast<int64_t>(inv["gpus"].size()) : 0;
-    if (gpu_run && ranks > gpus)
-      problems.push_back(where + " runs " + std::to_string(ranks) + " ranks on GPU " + spec.cluster.gpu + " but has " +
-                         std::to_string(gpus) + " GPUs");
-  }
-  return problems;
-}
 
 std::string endpointProblem(const std::string& endpoint) {
   try {
@@ -270,7 +242,7 @@ void LaunchDialog::showInventories(const std::vector<nlohmann::json>& inventorie
   }
   QStringList problems = errors;
   if (errors.isEmpty())
-    for (const auto& p : fitProblems(spec_, inventories)) problems << QString::fromStdString(p);
+    for (const auto& p : launch::fit_problems(spec_, inventories)) problems << QString::fromStdString(p);
   fits_ = problems.isEmpty();
   resolved_.clear();
   for (const auto& inv : inventories) resolved_.push_back(inv.value("endpoint", std::string()));

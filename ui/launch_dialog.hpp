@@ -21,11 +21,6 @@
 
 namespace tessera::ui {
 
-/// Why `spec` cannot run on the nodes whose agents sent `inventories` (one per node, in node order):
-/// what tessera-train does not train (planner::tessera_train_problems), node count, free ranks per
-/// node, GPUs per node for a GPU run. Empty when it fits.
-std::vector<std::string> fitProblems(const spec::RunSpec& spec, const std::vector<nlohmann::json>& inventories);
-
 /// "tcp://host:port" check; "" when fine, else the rule it breaks.
 std::string endpointProblem(const std::string& endpoint);
 

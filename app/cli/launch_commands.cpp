@@ -144,20 +144,27 @@ void add_launch_commands(CLI::App& app) {
         endpoints = split_agents(o->agents);
       }
       if (!o->agent_key.empty()) pin_agent_key(credentials, endpoints, o->agent_key);
-      // The agents must answer before the run is recorded (a Slurm job's agents may still be starting).
+      // The agents must answer before the run is recorded (a Slurm job's agents may still be starting),
+      // and the layout must fit what they report, as in the Launch dialog.
       {
         zmq::context_t context;
+        std::vector<nlohmann::json> inventories;
         for (const auto& endpoint : endpoints) {
           const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(o->connect_timeout_s);
           while (true) {
             try {
-              launch::AgentConnection(context, endpoint, credentials)
-                  .request("hello", {{"client", "tessera-cli"}}, "inventory", std::chrono::milliseconds(1000));
+              inventories.push_back(launch::AgentConnection(context, endpoint, credentials)
+                                        .request("hello", {{"client", "tessera-cli"}}, "inventory", std::chrono::milliseconds(1000)));
               break;
             } catch (const launch::AgentError& e) {
               if (std::chrono::steady_clock::now() >= deadline) throw;
             }
           }
+        }
+        if (const auto problems = launch::fit_problems(spec, inventories); !problems.empty()) {
+          std::string text = "the layout does not fit the agents' nodes:";
+          for (const auto& p : problems) text += "\n  " + p;
+          throw UsageError(text);
         }
       }
       const std::string path = store::resolve_history_path(o->db);

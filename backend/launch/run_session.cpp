@@ -2,6 +2,7 @@
 #include "launch/run_session.hpp"
 
 #include "planner/grid.hpp"
+#include "planner/runtime_support.hpp"
 
 namespace tessera::launch {
 
@@ -25,6 +26,33 @@ std::vector<std::vector<int64_t>> node_shares(const spec::RunSpec& spec) {
     shares.at(static_cast<size_t>(coord.node)).push_back(rank);
   }
   return shares;
+}
+
+std::vector<std::string> fit_problems(const spec::RunSpec& spec, const std::vector<nlohmann::json>& inventories) {
+  std::vector<std::string> problems;
+  for (const auto& e : planner::tessera_train_problems(spec)) problems.push_back(e.message);
+  const auto shares = node_shares(spec);
+  if (inventories.size() != shares.size()) {
+    problems.push_back("cluster.nodes=" + std::to_string(shares.size()) + " needs " + std::to_string(shares.size()) +
+                       (shares.size() == 1 ? " agent" : " agents") + " (one per node), " + std::to_string(inventories.size()) +
+                       " chosen");
+    return problems;
+  }
+  const bool gpu_run = spec.cluster.gpu != "cpu";
+  for (size_t node = 0; node < shares.size(); ++node) {
+    const auto& inv = inventories[node];
+    const int64_t ranks = static_cast<int64_t>(shares[node].size());
+    const int64_t free_ranks = inv.value("max_ranks", int64_t{0}) - inv.value("ranks_in_use", int64_t{0});
+    const std::string where = "node " + std::to_string(node) + " (" + inv.value("hostname", std::string("?")) + ")";
+    if (ranks > free_ranks)
+      problems.push_back(where + " runs " + std::to_string(ranks) + " ranks but its agent has " + std::to_string(free_ranks) +
+                         " free (max_ranks " + std::to_string(inv.value("max_ranks", int64_t{0})) + ")");
+    const int64_t gpus = inv.contains("gpus") && inv["gpus"].is_array() ? static_cast<int64_t>(inv["gpus"].size()) : 0;
+    if (gpu_run && ranks > gpus)
+      problems.push_back(where + " runs " + std::to_string(ranks) + " ranks on GPU " + spec.cluster.gpu + " but has " +
+                         std::to_string(gpus) + " GPUs");
+  }
+  return problems;
 }
 
 const char* to_string(RunOutcome outcome) {

@@ -24,6 +24,12 @@ namespace tessera::launch {
 /// The global ranks each node (agent) runs, in node order.
 std::vector<std::vector<int64_t>> node_shares(const spec::RunSpec& spec);
 
+/// Why `spec` cannot run on the nodes whose agents sent `inventories` (one per node, in node order):
+/// what tessera-train does not train (planner::tessera_train_problems), node count, free ranks per
+/// node, GPUs per node for a GPU run. Empty when it fits. The Launch dialog and tessera-cli launch
+/// both refuse with these before a run is recorded.
+std::vector<std::string> fit_problems(const spec::RunSpec& spec, const std::vector<nlohmann::json>& inventories);
+
 /// Where the records of a followed run go (the history, or a test's memory). The sink keeps, with the
 /// records and in the same commit, the highest sequence number of each node it holds: that is what the
 /// session acknowledges and where a restarted follower resumes, so a frame is stored exactly once.

@@ -407,6 +407,32 @@ class TestAgent : public QObject {
     QCOMPARE(inventory["errors_counted"].get<int64_t>(), int64_t{2});
   }
 
+  void aGpuSpecNeedsAGpuPerRank() {
+    // A spec on H100s is not run on CPU ranks of a node without GPUs (it ran there, measured against
+    // the H100's peak); on a node with GPUs, not with more ranks than GPUs.
+    AgentProcess agent("127.0.0.1", dir_.path() + "/gpu-spec");
+    QVERIFY(!agent.endpoint().empty());
+    zmq::context_t context;
+    test::TestKeys none(dir_.path() + "/gpu-client");
+    launch::AgentConnection connection(context, agent.endpoint(), none.credentials);
+    const auto gpus = static_cast<int64_t>(connection.request("hello", {}, "inventory", 5000ms)["gpus"].size());
+    auto spec = spec::to_json(test::tiny_spec(20, 1));
+    spec["cluster"]["gpu"] = "h100-sxm";
+    std::vector<int64_t> ranks;
+    for (int64_t r = 0; r < std::min<int64_t>(gpus + 1, 4); ++r) ranks.push_back(r);
+    const nlohmann::json launch{{"run", "0123456789abcdef0123456789abcd01"}, {"spec", spec}, {"node_rank", 0},
+                                {"ranks", ranks}, {"master_addr", "127.0.0.1"}, {"master_port", 0}};
+    try {
+      connection.request("launch", launch, "launched", 5000ms);
+      QFAIL("a GPU spec with more ranks than GPUs was launched");
+    } catch (const launch::AgentError& e) {
+      const std::string expected = gpus == 0 ? "bad_field: cluster.gpu=h100-sxm needs one GPU per rank, and this node reports none"
+                                             : "ranks requested on a node of " + std::to_string(gpus) + " GPUs";
+      QVERIFY2(std::string(e.what()).find(expected) != std::string::npos, e.what());
+    }
+    QCOMPARE(connection.request("hello", {}, "inventory", 5000ms)["ranks_in_use"].get<int64_t>(), int64_t{0});
+  }
+
   void malformedFramesGetErrorRepliesAndTheAgentStaysUp() {
     AgentProcess agent("127.0.0.1", dir_.path() + "/fuzz");
     zmq::context_t context;

@@ -134,6 +134,24 @@ class TestCliLaunch : public QObject {
     QVERIFY(!QFile::exists(dir_.path() + "/job.sbatch"));
   }
 
+  // The Launch dialog's fit check, from the command line: 16 ranks on H100s on a node whose agent
+  // reports fewer GPUs (none here) is refused naming the node, before a run is recorded.
+  void refusesALayoutTheNodesDoNotFit() {
+    Agent a("127.0.0.1", dir_.path() + "/fit", {"TESSERA_FAKE_STEP_MS=2"});
+    const QString path = dir_.path() + "/h100.json";
+    std::ofstream(path.toStdString()) << nlohmann::json{
+        {"name", "on-h100"},
+        {"model", {{"preset", "tiny-gpt"}}},
+        {"training", {{"global_batch_size", 16}, {"micro_batch_size", 1}, {"precision", "bf16"}}},
+        {"cluster", {{"gpu", "h100-sxm"}, {"nodes", 1}, {"gpus_per_node", 16}}}}.dump();
+    const auto r = cli({"launch", path, "--agents", a.endpoint()}, 20000);
+    QCOMPARE(r.exit_code, 2);
+    QVERIFY2(r.err.contains("the layout does not fit the agents' nodes:") && r.err.contains("runs 16 ranks on GPU h100-sxm but has"),
+             qPrintable(r.err));
+    const auto list = cli({"runs", "list", "--json"});
+    for (const auto& run : nlohmann::json::parse(list.out.toStdString())) QVERIFY(run["name"] != "on-h100");
+  }
+
   void launchFollowsTwoNodesIntoTheHistory() {
     Agent a("127.0.0.1", dir_.path() + "/a", {"TESSERA_FAKE_STEP_MS=2"}), b("127.0.0.2", dir_.path() + "/b", {"TESSERA_FAKE_STEP_MS=2"});
     const auto r = cli({"launch", spec("two-nodes", 50, 2), "--agents", a.endpoint() + "," + b.endpoint(), "--follow",

@@ -10,6 +10,7 @@
 
 #include "dashboard_widget.hpp"
 #include "format.hpp"
+#include "launch/run_session.hpp"
 #include "launch_dialog.hpp"
 #include "run_feed.hpp"
 #include "store/writer.hpp"
@@ -298,18 +299,18 @@ class TestDashboardFeed : public QObject {
   void fitCheckNamesNodeAndRule() {
     auto spec = spec::parse_spec(nlohmann::json::parse(spec3d().dump()));
     const nlohmann::json roomy = {{"hostname", "a"}, {"max_ranks", 16}, {"ranks_in_use", 0}, {"gpus", nlohmann::json::array()}};
-    QVERIFY(fitProblems(spec, {roomy}).empty());
+    QVERIFY(launch::fit_problems(spec, {roomy}).empty());
     const nlohmann::json busy = {{"hostname", "a"}, {"max_ranks", 16}, {"ranks_in_use", 12}, {"gpus", nlohmann::json::array()}};
-    const auto problems = fitProblems(spec, {busy});
+    const auto problems = launch::fit_problems(spec, {busy});
     QCOMPARE(problems.size(), size_t{1});
     QCOMPARE(problems[0], std::string("node 0 (a) runs 8 ranks but its agent has 4 free (max_ranks 16)"));
-    QVERIFY(fitProblems(spec, {roomy, roomy})[0].find("cluster.nodes=1 needs 1 agent") == 0);
+    QVERIFY(launch::fit_problems(spec, {roomy, roomy})[0].find("cluster.nodes=1 needs 1 agent") == 0);
     spec.cluster.gpu = "h100-sxm";
-    QVERIFY(fitProblems(spec, {roomy})[0].find("runs 8 ranks on GPU h100-sxm but has 0 GPUs") != std::string::npos);
+    QVERIFY(launch::fit_problems(spec, {roomy})[0].find("runs 8 ranks on GPU h100-sxm but has 0 GPUs") != std::string::npos);
     // What tessera-train does not train is said before any rank starts.
     spec.cluster.gpu = "cpu";
     spec.parallel.schedule = spec::Schedule::zb_h1;
-    QCOMPARE(fitProblems(spec, {roomy}),
+    QCOMPARE(launch::fit_problems(spec, {roomy}),
              std::vector<std::string>{"parallel.schedule=zb-h1: tessera-train executes gpipe, 1f1b and interleaved"});
     QVERIFY(endpointProblem("tcp://gpu-1:7070").empty());
     // Said once (it read "... is not tcp://HOST:PORT (agent endpoint ... is not tcp://HOST:PORT)").
