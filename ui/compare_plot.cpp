@@ -176,7 +176,10 @@ void ComparePlot::rebuild() {
       for (QCPAxis* axis : {rect->axis(QCPAxis::atBottom), rect->axis(QCPAxis::atLeft)}) axis->rescale(true);
       QCPAxis* y = rect->axis(QCPAxis::atLeft);
       const QCPRange range = y->range();
-      const double pad = range.size() > 0 ? range.size() * 0.05 : std::max(1e-12, std::abs(range.center()) * 0.05 + 1e-12);
+      // A flat series (a constant peak memory, its smoothed copy a few ulps apart) gets ±5 % of its
+      // value, not an axis zoomed into rounding noise.
+      const bool flat = range.size() <= 1e-9 * std::abs(range.center());
+      const double pad = flat ? std::abs(range.center()) * 0.05 + 1e-12 : range.size() * 0.05;
       y->setRange(range.lower - pad, range.upper + pad);
     } else {
       rect->axis(QCPAxis::atBottom)->setRange(0, 1);

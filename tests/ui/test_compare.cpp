@@ -208,6 +208,10 @@ class TestCompare : public QObject {
     }
     // Peak memory: the rank with the highest peak (rank 1 wrote 2e8 bytes), in MiB below 1 GiB.
     QCOMPARE(plot->rawGraph(7, 0)->data()->begin()->value, 2e8 / (1024.0 * 1024.0));
+    // Every run's peak is that constant: the axis spans ±5 % of it, not the smoothed copy's rounding.
+    const QCPRange peak = plot->panel(7)->axis(QCPAxis::atLeft)->range();
+    QVERIFY2(peak.lower < 0.96 * 2e8 / (1024.0 * 1024.0) && peak.upper > 1.04 * 2e8 / (1024.0 * 1024.0),
+             qPrintable(QString("%1 to %2").arg(peak.lower, 0, 'g', 12).arg(peak.upper, 0, 'g', 12)));
     QVERIFY(!plot->rawGraph(6, 0));  // bubble: not reported
     // The store's downsample: 4 buckets give at most 4 points, the last one the last step's.
     plot->setBuckets(4);
