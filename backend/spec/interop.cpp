@@ -62,6 +62,12 @@ json spec_from_hf_config(const json& config, const std::string& source) {
     if (config.contains("head_dim") && config["head_dim"].is_number_integer() &&
         config["head_dim"].get<int64_t>() * model["num_attention_heads"].get<int64_t>() != model["hidden_size"].get<int64_t>())
       throw SpecError({{"", source + ": head_dim * num_attention_heads != hidden_size is not supported"}});
+    // The llama architecture here has no linear biases (Megatron's --disable-bias-linear); a config
+    // with them would be counted and exported as another model.
+    for (const char* bias : {"attention_bias", "mlp_bias"})
+      if (optional_field(config, bias, false, "true or false", source))
+        throw SpecError({{"", source + ": " + bias + "=true is not supported (the " + type +
+                                  " architecture here has no biases in its linear layers)"}});
     if (type == "mixtral") {
       model["num_experts"] = required_int(config, {"num_local_experts"}, source);
       model["moe_top_k"] = required_int(config, {"num_experts_per_tok"}, source);
@@ -118,6 +124,8 @@ MegatronExport megatron_command(const RunSpec& spec) {
   if (m.normalization == Normalization::rmsnorm) arg("normalization", "RMSNorm");
   if (m.activation == Activation::swiglu) flag("swiglu");
   if (m.position_embedding == PositionEmbedding::rope) arg("position-embedding-type", "rope");
+  // T5's relative attention bias (Megatron Core's T5Model: 32 buckets, distance 128, its defaults).
+  if (m.position_embedding == PositionEmbedding::relative) arg("position-embedding-type", "relative");
   if (m.arch == Arch::llama || m.arch == Arch::mixtral || m.arch == Arch::t5) flag("disable-bias-linear");
   if (!m.tie_embeddings) flag("untie-embeddings-and-output-weights");
   if (m.is_moe()) {

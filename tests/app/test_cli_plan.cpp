@@ -193,6 +193,13 @@ class TestCliPlan : public QObject {
     const auto interval = cli({"export", "megatron", dir.filePath("70b.json")});
     QCOMPARE(interval.exit_code, 0);
     QVERIFY2(interval.out.find("--save-interval 500") != std::string::npos, interval.out.c_str());
+    // T5's relative attention bias is asked for (Megatron would train learned positions without it).
+    std::ofstream(dir.filePath("t5.json").toStdString())
+        << nlohmann::json{{"model", {{"preset", "t5-large"}}}, {"cluster", {{"gpu", "a100-80gb"}, {"nodes", 1}, {"gpus_per_node", 1}}}}.dump();
+    const auto t5 = cli({"export", "megatron", dir.filePath("t5.json")});
+    QCOMPARE(t5.exit_code, 0);
+    QVERIFY2(t5.out.find("pretrain_t5.py") != std::string::npos && t5.out.find("--position-embedding-type relative") != std::string::npos,
+             t5.out.c_str());
     // On 32 GPUs TP8·PP4 leaves no data parallelism: nothing to overlap.
     spec["cluster"]["nodes"] = 4;
     spec["parallel"]["dp"] = 1;
@@ -230,6 +237,20 @@ class TestCliPlan : public QObject {
       const auto refused = cli({"import", "hf", path});
       QCOMPARE(refused.exit_code, 2);
       QVERIFY2(refused.err.find(std::string("config field ") + field + " must be") != std::string::npos, refused.err.c_str());
+    }
+    // A llama with linear biases (attention_bias, mlp_bias) is another model: refused, not imported without them.
+    auto llama = nlohmann::json::parse(std::ifstream(data("llama3-8b-config.json").toStdString()));
+    for (const char* bias : {"attention_bias", "mlp_bias"}) {
+      auto biased = llama;
+      biased[bias] = true;
+      const QString path = dir.filePath(QString("biased-%1.json").arg(bias));
+      std::ofstream(path.toStdString()) << biased.dump();
+      const auto refused = cli({"import", "hf", path});
+      QCOMPARE(refused.exit_code, 2);
+      QVERIFY2(refused.err.find(std::string(bias) + "=true is not supported") != std::string::npos, refused.err.c_str());
+      biased[bias] = false;
+      std::ofstream(path.toStdString()) << biased.dump();
+      QCOMPARE(cli({"import", "hf", path}).exit_code, 0);
     }
   }
 
