@@ -1,4 +1,5 @@
 // The validation rules of the run spec (docs/spec.md lists them); every message names fields and rule.
+#include <charconv>
 #include <cmath>
 #include <string>
 #include <tuple>
@@ -10,6 +11,13 @@ namespace tessera::spec {
 namespace {
 
 std::string n(int64_t v) { return std::to_string(v); }
+// The shortest text that reads back as `v` ("1e-07", "0.0003"): std::to_string's six decimals
+// printed a learning rate of 1e-7 as 0.000000.
+std::string real(double v) {
+  char text[32];
+  const auto [end, ec] = std::to_chars(text, text + sizeof text, v);
+  return ec == std::errc() ? std::string(text, end) : std::to_string(v);
+}
 
 class Checker {
  public:
@@ -82,10 +90,9 @@ std::vector<FieldError> validate(const RunSpec& spec, const PresetCatalog& prese
   if (layout && (p.zero_stage < 0 || p.zero_stage > 3))
     c.fail("parallel.zero_stage", "parallel.zero_stage=" + n(p.zero_stage) + " must be 0, 1, 2 or 3");
   if (!(t.lr > 0) || !std::isfinite(t.lr))
-    c.fail("training.lr", "training.lr=" + std::to_string(t.lr) + " must be a finite number greater than 0");
+    c.fail("training.lr", "training.lr=" + real(t.lr) + " must be a finite number greater than 0");
   if (t.min_lr < 0 || t.min_lr > t.lr)
-    c.fail("training.min_lr", "training.min_lr=" + std::to_string(t.min_lr) + " must be between 0 and training.lr=" +
-                                  std::to_string(t.lr));
+    c.fail("training.min_lr", "training.min_lr=" + real(t.min_lr) + " must be between 0 and training.lr=" + real(t.lr));
   if (t.warmup_steps < 0) c.fail("training.warmup_steps", "training.warmup_steps=" + n(t.warmup_steps) + " must be 0 or more");
   else if (t.train_steps >= 1 && t.warmup_steps > t.train_steps)
     c.fail("training.warmup_steps", "training.warmup_steps=" + n(t.warmup_steps) +

@@ -130,6 +130,8 @@ class TestSpec : public QObject {
         R"({"model": {"seq_length": 8200}, "parallel": {"tp": 8, "cp": 2, "pp": 1, "sequence_parallel": true},
             "cluster": {"nodes": 2, "gpus_per_node": 8}})",
         "parallel.sequence_parallel", "each context-parallel rank's share of the sequence, model.seq_length / cp = 8200 / 2 = 4100");
+    row("min_lr at most lr, values kept", R"({"training": {"lr": 1e-7, "min_lr": 3e-7}})", "training.min_lr",
+        "training.min_lr=3e-07 must be between 0 and training.lr=1e-07");
     row("cp needs seq % 2cp", R"({"model": {"seq_length": 1002}, "parallel": {"cp": 2, "tp": 1}})", "parallel.cp",
         "divisible by 2·cp = 4");
     row("experts divisible by ep",
