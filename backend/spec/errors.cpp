@@ -2,6 +2,7 @@
 #include "spec/errors.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <numeric>
 
 namespace tessera::spec {
@@ -28,7 +29,11 @@ int edit_distance(std::string_view a, std::string_view b) {
     row[0] = static_cast<int>(i);
     for (size_t j = 1; j <= b.size(); ++j) {
       const int above = row[j];
-      const int substitution = diagonal + (a[i - 1] == b[j - 1] ? 0 : 1);
+      // Case is no edit: "LLAMA3-8B" is "llama3-8b" typed with caps lock.
+      const int substitution = diagonal + (std::tolower(static_cast<unsigned char>(a[i - 1])) ==
+                                                   std::tolower(static_cast<unsigned char>(b[j - 1]))
+                                               ? 0
+                                               : 1);
       row[j] = std::min({row[j] + 1, row[j - 1] + 1, substitution});
       diagonal = above;
     }

@@ -2,6 +2,7 @@
 #include "spec/run_spec.hpp"
 #include "spec/json_nesting.hpp"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -316,11 +317,14 @@ RunSpec parse_spec(const json& document, const PresetCatalog& presets, Rules rul
     }
   }
 
+  // A model.preset that is not known explains every model field it would have given: said once.
+  const bool unknown_preset = std::any_of(errors.begin(), errors.end(), [](const FieldError& e) { return e.field == "model.preset"; });
   for (const auto& section : sections()) {
     for (const auto& f : section.fields) {
       const std::string path = section.name + "." + f.name;
       const bool t5_layers = spec.model.arch == Arch::t5 && path == "model.num_layers" &&
                              given.count("model.encoder_layers") && given.count("model.decoder_layers");
+      if (unknown_preset && section.name == "model") continue;
       if (f.required && !given.count(path) && !t5_layers)
         errors.push_back({path, path + " is missing: give it, or start from a model.preset"});
     }

@@ -128,7 +128,10 @@ std::vector<FieldError> validate(const RunSpec& spec, const PresetCatalog& prese
       c.fail("model.moe_top_k", "model.moe_top_k=" + n(m.moe_top_k) + " must not exceed model.num_experts=" + n(m.num_experts));
     if (m.arch == Arch::mixtral && m.num_experts < 2)
       c.fail("model.num_experts", "model.arch=mixtral needs model.num_experts >= 2, got " + n(m.num_experts));
-    if (m.arch == Arch::t5) {
+    if (m.arch == Arch::t5 && m.encoder_layers == 0 && m.decoder_layers == 0) {
+      c.fail("model.encoder_layers", "model.arch=t5 needs model.encoder_layers and model.decoder_layers (a t5 model "
+                                     "is an encoder and a decoder; model.preset t5-large has them)");
+    } else if (m.arch == Arch::t5) {
       if (c.in_range("model.encoder_layers", m.encoder_layers, 10'000) &&
           c.in_range("model.decoder_layers", m.decoder_layers, 10'000) &&
           m.encoder_layers + m.decoder_layers != m.num_layers)

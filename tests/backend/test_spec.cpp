@@ -162,6 +162,9 @@ class TestSpec : public QObject {
     row("bad enum", R"({"parallel": {"schedule": "1f1c"}})", "parallel.schedule", "did you mean \"1f1b\"");
     row("wrong type", R"({"parallel": {"tp": "2"}})", "parallel.tp", "must be an integer, got \"2\"");
     row("unknown preset", R"({"model": {"preset": "llama3-8"}})", "model.preset", "did you mean \"llama3-8b\"");
+    row("preset in capitals", R"({"model": {"preset": "LLAMA3-8B"}})", "model.preset", "did you mean \"llama3-8b\"");
+    row("t5 without its layers", R"({"model": {"arch": "t5"}})", "model.encoder_layers",
+        "model.arch=t5 needs model.encoder_layers and model.decoder_layers");
     row("unknown gpu", R"({"cluster": {"gpu": "h100"}})", "cluster.gpu", "not a known GPU preset");
     row("hidden divisible by heads", R"({"model": {"hidden_size": 4100}})", "model.hidden_size",
         "must be divisible by model.num_attention_heads=32");
@@ -189,6 +192,10 @@ class TestSpec : public QObject {
     const auto errors = errors_of(json::parse(R"({"model": {"arch": "gpt", "hidden_size": 64}})"));
     QVERIFY2(has_error(errors, "model.num_layers", "is missing"), dump(errors).c_str());
     QVERIFY(has_error(errors, "model.vocab_size", "is missing"));
+    // An unknown preset is the one error: not also every model field it would have given.
+    const auto preset = errors_of(json::parse(R"({"model": {"preset": "nope"}})"));
+    QCOMPARE(preset.size(), size_t{1});
+    QCOMPARE(preset[0].field, std::string("model.preset"));
   }
 
   void nonFiniteNumbersAreRejected() {
