@@ -328,21 +328,30 @@ void LayoutSearchDialog::showProgress(int64_t planned, int64_t candidates) {
 }
 
 void LayoutSearchDialog::showResult(planner::SearchResult r) {
-  QStringList fields;
-  for (size_t i = 0; i < r.invalid_fields.size() && i < 3; ++i)
-    fields << tr("%1 %2").arg(qs(r.invalid_fields[i].first), QLocale().toString(qlonglong(r.invalid_fields[i].second)));
-  if (r.invalid_fields.size() > 3) fields << QStringLiteral("…");
   const QLocale locale;
+  // "(field count, …)": the three fields most often first to fail.
+  const auto fieldList = [&](const std::vector<std::pair<std::string, int64_t>>& counts) {
+    QStringList parts;
+    for (size_t i = 0; i < counts.size() && i < 3; ++i)
+      parts << tr("%1 %2").arg(qs(counts[i].first), locale.toString(qlonglong(counts[i].second)));
+    if (counts.size() > 3) parts << QStringLiteral("…");
+    return parts.isEmpty() ? QString() : tr(" (%1)").arg(parts.join(QStringLiteral(", ")));
+  };
+  QString broken = fieldList(r.invalid_fields);
+  if (r.unsupported > 0)
+    broken += tr(", %1 are beyond tessera-train%2").arg(locale.toString(qlonglong(r.unsupported)), fieldList(r.unsupported_fields));
   QString summary = tr("%1 layouts: %2 break a rule of the spec%3, %4 need more than %5, %6 fit — planned in %7 on %8.")
-                        .arg(locale.toString(qlonglong(r.candidates)), locale.toString(qlonglong(r.invalid)),
-                             fields.isEmpty() ? QString() : tr(" (%1)").arg(fields.join(QStringLiteral(", "))),
+                        .arg(locale.toString(qlonglong(r.candidates)), locale.toString(qlonglong(r.invalid)), broken,
                              locale.toString(qlonglong(r.over_memory)), formatBytes(r.memory_limit_bytes),
                              locale.toString(qlonglong(r.fitting)), formatSeconds(r.elapsed_s),
                              r.threads == 1 ? tr("1 thread") : tr("%1 threads").arg(r.threads));
   if (r.cancelled)
     summary += tr(" Stopped after %1 of them: the table holds the fastest of those.").arg(locale.toString(qlonglong(r.planned)));
-  if (r.best.empty() && r.invalid == r.planned)
-    summary += tr(" None keeps the spec's rules for this model, batch and cluster: other values for the fields named may.");
+  if (r.best.empty() && r.invalid + r.unsupported == r.planned)
+    summary += r.unsupported > 0
+                   ? tr(" None keeps the spec's rules and tessera-train's limits for this model, batch and cluster: other "
+                        "values for the fields named may.")
+                   : tr(" None keeps the spec's rules for this model, batch and cluster: other values for the fields named may.");
   else if (r.best.empty())
     summary += tr(" None fits: more GPUs, a smaller global batch, full recompute or a higher memory limit may.");
   summary_->setText(summary);
@@ -362,10 +371,10 @@ void LayoutSearchDialog::showResult(planner::SearchResult r) {
     if (!r.given_fits) {
       given += tr("needs %1, more than %2.").arg(formatBytes(g.peak_bytes), formatBytes(r.memory_limit_bytes));
     } else {
-      given += tr("place %1 of %2, %3 a step, %4 tokens/s")
-                   .arg(locale.toString(qlonglong(r.given_place)),
-                        locale.toString(qlonglong(std::max(r.fitting, r.given_place))), formatSeconds(g.iteration_time_s),
-                        formatCount(g.tokens_per_s));
+      given += tr("place %1 of %2%3, %4 a step, %5 tokens/s")
+                   .arg(locale.toString(qlonglong(r.given_place)), locale.toString(qlonglong(r.given_among())),
+                        r.given_searched ? QString() : tr(" (its layout is not in the space searched)"),
+                        formatSeconds(g.iteration_time_s), formatCount(g.tokens_per_s));
       if (!r.best.empty() && r.best.front().tokens_per_s > g.tokens_per_s)
         given += tr("; the fastest is %1× its tokens/s").arg(r.best.front().tokens_per_s / g.tokens_per_s, 0, 'f', 2);
       given += QLatin1Char('.');

@@ -253,18 +253,23 @@ void print_search(const planner::SearchResult& r, const spec::RunSpec& s) {
             << (s.name.empty() ? "" : " (from \"" + s.name + "\")") << " on " << s.world_size() << " × " << gpu.name
             << ", global batch " << r.global_batch_size << " × " << s.model.seq_length << " tokens, "
             << spec::to_string(s.training.precision) << "\n";
-  std::string invalid_fields;
-  for (size_t i = 0; i < r.invalid_fields.size() && i < 3; ++i)
-    invalid_fields += (i ? ", " : "") + r.invalid_fields[i].first + " " + format_count(r.invalid_fields[i].second);
-  if (r.invalid_fields.size() > 3) invalid_fields += ", …";
+  const auto field_list = [](const std::vector<std::pair<std::string, int64_t>>& counts) {
+    std::string text;
+    for (size_t i = 0; i < counts.size() && i < 3; ++i) text += (i ? ", " : "") + counts[i].first + " " + format_count(counts[i].second);
+    if (counts.size() > 3) text += ", …";
+    return text.empty() ? text : " (" + text + ")";
+  };
   std::cout << "  " << format_count(r.candidates) << " layouts: " << format_count(r.invalid) << " break a rule of the spec"
-            << (invalid_fields.empty() ? "" : " (" + invalid_fields + ")") << ", " << format_count(r.over_memory)
+            << field_list(r.invalid_fields)
+            << (r.unsupported > 0 ? ", " + format_count(r.unsupported) + " are beyond tessera-train" + field_list(r.unsupported_fields) : "")
+            << ", " << format_count(r.over_memory)
             << " need more than " << format_bytes(r.memory_limit_bytes) << ", " << format_count(r.fitting) << " fit; "
             << format_fixed(r.elapsed_s, 2) << " s on " << r.threads << " thread" << (r.threads == 1 ? "" : "s")
             << (r.cancelled ? " (stopped early)" : "") << "\n\n";
-  if (r.best.empty() && r.invalid == r.planned) {
-    std::cout << "No layout of this space keeps the spec's rules for this model, batch and cluster (the fields above name "
-                 "them); other values for those choices, or another --gbs, may.\n";
+  if (r.best.empty() && r.invalid + r.unsupported == r.planned) {
+    std::cout << "No layout of this space keeps the spec's rules" << (r.unsupported > 0 ? " and tessera-train's limits" : "")
+              << " for this model, batch and cluster (the fields above name them); other values for those choices, or "
+                 "another --gbs, may.\n";
   } else if (r.best.empty()) {
     std::cout << "No layout of this space fits. More GPUs (--nodes), a smaller global batch (--gbs), full recompute or a "
                  "larger --memory-fraction may.\n";
@@ -292,7 +297,8 @@ void print_search(const planner::SearchResult& r, const spec::RunSpec& s) {
     std::cout << "needs " << format_bytes(g.peak_bytes) << ", more than " << format_bytes(r.memory_limit_bytes) << "\n";
   } else {
     std::cout << format_fixed(g.iteration_time_s, 3) << " s a step, " << format_si(g.tokens_per_s, "") << " tokens/s, place "
-              << format_count(r.given_place) << " of " << format_count(std::max(r.fitting, r.given_place));
+              << format_count(r.given_place) << " of " << format_count(r.given_among())
+              << (r.given_searched ? "" : " (its layout is not in the space searched)");
     if (!r.best.empty() && r.best.front().tokens_per_s > g.tokens_per_s)
       std::cout << "; the best is " << format_fixed(r.best.front().tokens_per_s / g.tokens_per_s, 2) << "× its tokens/s";
     std::cout << "\n";
@@ -316,13 +322,20 @@ json ranked_json(const planner::RankedLayout& l) {
 json search_json(const planner::SearchResult& r) {
   json fields = json::object();
   for (const auto& [field, count] : r.invalid_fields) fields[field] = count;
+  json limits = json::object();
+  for (const auto& [field, count] : r.unsupported_fields) limits[field] = count;
   json best = json::array();
   for (const auto& b : r.best) best.push_back(ranked_json(b));
   json given = r.given ? ranked_json(*r.given) : json{{"problem", r.given_problem}};
   if (r.given) given["fits"] = r.given_fits;
-  if (r.given && r.given_fits) given["place"] = r.given_place;
+  if (r.given && r.given_fits) {
+    given["place"] = r.given_place;
+    given["among"] = r.given_among();
+    given["searched"] = r.given_searched;
+  }
   return {{"candidates", r.candidates}, {"planned", r.planned},        {"invalid", r.invalid},
-          {"invalid_fields", fields},   {"over_memory", r.over_memory}, {"fitting", r.fitting},
+          {"invalid_fields", fields},   {"unsupported", r.unsupported}, {"unsupported_fields", limits},
+          {"over_memory", r.over_memory}, {"fitting", r.fitting},
           {"memory_limit_bytes", r.memory_limit_bytes}, {"global_batch_size", r.global_batch_size},
           {"best", best},               {"given", given},               {"elapsed_s", r.elapsed_s},
           {"threads", r.threads}};

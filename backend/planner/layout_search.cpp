@@ -145,8 +145,9 @@ bool faster(const Scored& a, const Scored& b) {
 // What one worker found.
 struct Tally {
   std::vector<Scored> best;  // at most `top`, kept as a heap (slowest on top)
-  int64_t invalid = 0, over_memory = 0, fitting = 0, faster_than_given = 0;
-  std::map<std::string, int64_t> invalid_fields;
+  int64_t invalid = 0, unsupported = 0, over_memory = 0, fitting = 0, faster_than_given = 0;
+  bool has_given = false;  // the given layout was one of the fitting candidates
+  std::map<std::string, int64_t> invalid_fields, unsupported_fields;
 
   void keep(const Scored& s, size_t top) {
     if (top == 0) return;
@@ -315,6 +316,14 @@ SearchResult search_layouts(const spec::RunSpec& spec, const SearchSpace& space,
     return abort.load(std::memory_order_relaxed) || (options.cancel && options.cancel->load(std::memory_order_relaxed));
   };
   const double given_tokens = result.given && result.given_fits ? result.given->tokens_per_s : 0;
+  // A candidate is the given layout when every choice of the space is the same.
+  const auto is_given = [&](const spec::RunSpec& s) {
+    const auto &a = s.parallel, &b = base.parallel;
+    return result.given && a.tp == b.tp && a.cp == b.cp && a.pp == b.pp && a.vpp == b.vpp && a.ep == b.ep &&
+           a.schedule == b.schedule && a.sequence_parallel == b.sequence_parallel &&
+           s.effective_zero_stage() == base.effective_zero_stage() &&
+           s.training.micro_batch_size == base.training.micro_batch_size && s.training.recompute == base.training.recompute;
+  };
 
   auto work = [&](Tally& tally) {
     try {
@@ -322,13 +331,17 @@ SearchResult search_layouts(const spec::RunSpec& spec, const SearchSpace& space,
         const int64_t last = std::min(first + chunk, result.candidates);
         for (int64_t i = first; i < last; ++i) {
           const spec::RunSpec s = space_index.at(i);
-          auto errors = spec::validate(s);
-          if (errors.empty() && options.tessera_train) errors = tessera_train_problems(s);
-          if (!errors.empty()) {
+          if (const auto errors = spec::validate(s); !errors.empty()) {
             ++tally.invalid;
             ++tally.invalid_fields[errors.front().field];
             continue;
           }
+          if (options.tessera_train)
+            if (const auto limits = tessera_train_problems(s); !limits.empty()) {
+              ++tally.unsupported;
+              ++tally.unsupported_fields[limits.front().field];
+              continue;
+            }
           std::optional<Plan> plan;
           try {
             plan = make_plan(s, plan_options);
@@ -344,6 +357,7 @@ SearchResult search_layouts(const spec::RunSpec& spec, const SearchSpace& space,
             continue;
           }
           ++tally.fitting;
+          if (is_given(s)) tally.has_given = true;
           const auto& pr = plan->prediction;
           if (given_tokens > 0 && pr.tokens_per_s > given_tokens) ++tally.faster_than_given;
           tally.keep({pr.tokens_per_s, plan->memory.peak_bytes, i, pr.iteration_time_s, pr.mfu, pr.bubble_fraction},
@@ -383,9 +397,12 @@ SearchResult search_layouts(const spec::RunSpec& spec, const SearchSpace& space,
   if (failure) std::rethrow_exception(failure);
 
   std::vector<Scored> best;
-  std::map<std::string, int64_t> fields;
+  std::map<std::string, int64_t> fields, limits;
   for (const auto& t : tallies) {
     result.invalid += t.invalid;
+    result.unsupported += t.unsupported;
+    result.given_searched = result.given_searched || t.has_given;
+    for (const auto& [field, count] : t.unsupported_fields) limits[field] += count;
     result.over_memory += t.over_memory;
     result.fitting += t.fitting;
     result.given_place += t.faster_than_given;
@@ -402,9 +419,11 @@ SearchResult search_layouts(const spec::RunSpec& spec, const SearchSpace& space,
     if (spec.parallel.dp != 0) layout.parallel.dp = layout.data_parallel();
     result.best.push_back({std::move(layout), b.iteration_time_s, b.tokens_per_s, b.mfu, b.bubble_fraction, b.peak_bytes});
   }
+  const auto most_first = [](const auto& a, const auto& b) { return a.second > b.second; };
   result.invalid_fields.assign(fields.begin(), fields.end());
-  std::stable_sort(result.invalid_fields.begin(), result.invalid_fields.end(),
-                   [](const auto& a, const auto& b) { return a.second > b.second; });
+  std::stable_sort(result.invalid_fields.begin(), result.invalid_fields.end(), most_first);
+  result.unsupported_fields.assign(limits.begin(), limits.end());
+  std::stable_sort(result.unsupported_fields.begin(), result.unsupported_fields.end(), most_first);
   if (options.progress) options.progress(result.planned, result.candidates);
   result.elapsed_s = std::chrono::duration<double>(Clock::now() - start).count();
   return result;

@@ -64,18 +64,24 @@ struct SearchResult {
   std::vector<RankedLayout> best;  ///< at most `top`, fastest first (ties: the simpler layout first)
   int64_t candidates = 0;          ///< layouts of the space whose TP·CP·PP divides the world and PP·VPP the layers
   int64_t planned = 0;             ///< candidates looked at (all of them unless cancelled)
-  int64_t invalid = 0;             ///< broke a rule of the spec (docs/spec.md), or one of tessera-train's when asked
+  int64_t invalid = 0;             ///< broke a rule of the spec (docs/spec.md)
+  int64_t unsupported = 0;         ///< kept the spec's rules but not tessera-train's limits (only when asked)
   int64_t over_memory = 0;         ///< valid, but peak above the limit
   int64_t fitting = 0;             ///< valid and within the limit
   /// The first broken field of each invalid candidate → count, most first ("planner" when the
   /// planner refused a valid spec: non-finite costs from extreme sizes).
   std::vector<std::pair<std::string, int64_t>> invalid_fields;
+  /// The same for the unsupported candidates: the field of tessera-train's first limit.
+  std::vector<std::pair<std::string, int64_t>> unsupported_fields;
   int64_t memory_limit_bytes = 0;
   int64_t global_batch_size = 0;   ///< held fixed (the spec's, or its one microbatch per DP rank when 0)
   std::optional<RankedLayout> given;  ///< the searched spec's own layout, planned the same way
   std::string given_problem;       ///< why there is no `given`: its layout breaks a rule on this cluster
   bool given_fits = false;
   int64_t given_place = 0;         ///< 1 + fitting layouts strictly faster than the given one (when it fits)
+  bool given_searched = false;     ///< the given layout is one of the space's fitting layouts (else it is not in the space)
+  /// How many the given layout is placed among: the fitting layouts, and itself when not one of them.
+  int64_t given_among() const { return given_searched ? fitting : fitting + 1; }
   bool cancelled = false;
   int threads = 0;
   double elapsed_s = 0;

@@ -206,6 +206,15 @@ class TestLayoutSearch : public QObject {
     QVERIFY(std::any_of(r.best.begin(), r.best.end(), [&](const auto& b) {
       return b.spec.parallel == s.parallel && b.spec.training == s.training && b.tokens_per_s == r.given->tokens_per_s;
     }));
+    QVERIFY(r.given_searched);
+    QCOMPARE(r.given_among(), r.fitting);
+    // Outside the space (TP 4 only), it is placed among the fitting layouts and itself.
+    auto tp4 = small_space();
+    tp4.tp = {4};
+    const auto outside = planner::search_layouts(s, tp4, options);
+    QVERIFY(outside.given && outside.given_fits && !outside.given_searched);
+    QCOMPARE(outside.given_among(), outside.fitting + 1);
+    QVERIFY(outside.given_place <= outside.given_among());
 
     // A layout over the memory has no place.
     json over = llama8b_doc();
@@ -392,7 +401,8 @@ class TestLayoutSearch : public QObject {
     planner::SearchOptions options;
     options.top = 100000;
     options.tessera_train = true;
-    // Given the whole space, the layouts tessera-train refuses are counted invalid, never listed.
+    // Given the whole space, the layouts tessera-train refuses are counted apart (not as breaking a
+    // rule of the spec), by the field of its first limit, and never listed.
     const auto r = planner::search_layouts(s, planner::default_search_space(s), options);
     QVERIFY(!r.best.empty());
     for (const auto& b : r.best) QVERIFY(planner::tessera_train_problems(b.spec).empty());
@@ -401,7 +411,16 @@ class TestLayoutSearch : public QObject {
     const auto all = planner::search_layouts(s, planner::default_search_space(s), any_runtime);
     QCOMPARE(r.candidates, all.candidates);
     QVERIFY(r.fitting < all.fitting);
-    QVERIFY(r.invalid > all.invalid);
+    QCOMPARE(r.invalid, all.invalid);
+    QVERIFY(r.unsupported > 0);
+    QCOMPARE(all.unsupported, int64_t{0});
+    QCOMPARE(r.invalid + r.unsupported + r.over_memory + r.fitting, r.candidates);
+    int64_t named = 0;
+    for (const auto& [field, count] : r.unsupported_fields) {
+      QVERIFY2(field == "parallel.cp" || field == "parallel.schedule" || field == "parallel.zero_stage", field.c_str());
+      named += count;
+    }
+    QCOMPARE(named, r.unsupported);
     // A model tessera-train does not train ends the search, naming why.
     const auto mixtral = spec::parse_spec(json{{"model", {{"preset", "mixtral-8x7b"}}},
                                                {"training", {{"global_batch_size", 64}}},

@@ -202,7 +202,8 @@ class TestLayoutSearchUi : public QObject {
     const auto& r = dialog.model()->result();
     QVERIFY(!r.best.empty());
     for (const auto& b : r.best) QCOMPARE(b.spec.parallel.cp, int64_t{1});
-    QVERIFY(std::any_of(r.invalid_fields.begin(), r.invalid_fields.end(), [](const auto& f) { return f.first == "parallel.cp"; }));
+    QVERIFY(std::any_of(r.unsupported_fields.begin(), r.unsupported_fields.end(), [](const auto& f) { return f.first == "parallel.cp"; }));
+    QVERIFY2(dialog.summaryText().contains(QStringLiteral("are beyond tessera-train (parallel.cp")), qPrintable(dialog.summaryText()));
     // A CPU cluster, which only tessera-train runs, starts with the box ticked.
     PlanSession cpu;
     QVERIFY(cpu.open(example("tiny-3d.json"), nullptr));
