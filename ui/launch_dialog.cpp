@@ -79,7 +79,9 @@ LaunchDialog::LaunchDialog(const spec::RunSpec& spec, nlohmann::ordered_json spe
   auto* meta = new QGroupBox(tr("Run"));
   auto* form = new QFormLayout(meta);
   name_ = new QLineEdit;
-  name_->setPlaceholderText(tr("default: %1 and the id's first digits").arg(QString::fromStdString(spec.name)));
+  // The same default as the run controller's: the spec's name, or "run" for a spec without one.
+  name_->setPlaceholderText(tr("default: %1 and the id's first digits")
+                                .arg(spec.name.empty() ? QStringLiteral("run") : QString::fromStdString(spec.name)));
   tags_ = new QLineEdit;
   tags_->setPlaceholderText(tr("comma separated: baseline, tp-sweep"));
   notes_ = new QPlainTextEdit;

@@ -8,7 +8,6 @@
 #include <QEventLoop>
 #include <QFileInfo>
 #include <QTimer>
-#include <QRegularExpression>
 
 #include "dashboard_widget.hpp"
 #include "history_command.hpp"
@@ -16,6 +15,7 @@
 #include "layout_search_dialog.hpp"
 #include "main_window.hpp"
 #include "rank_grid_view.hpp"
+#include "screen_size.hpp"
 #include "spec/json_nesting.hpp"
 #include "store/location.hpp"
 
@@ -104,6 +104,8 @@ int main(int argc, char* argv[]) {
                      dbOption, historyOption, runOption});
   parser.addPositionalArgument(QStringLiteral("file"), QStringLiteral("Run spec to open (same as --spec)."));
   parser.process(app);
+  QString sizeProblem;
+  const auto size = tessera::app::parseScreenSize(parser.value(sizeOption), &sizeProblem);
 
   // --history, or --compare with run ids (not a schedule name): the run history instead of a spec.
   const bool compareRuns = parser.isSet(compareOption) &&
@@ -113,8 +115,7 @@ int main(int argc, char* argv[]) {
                                             parser.value(shotOption), parser.value(sizeOption), parser.value(paletteOption)});
 
   if (parser.isSet(runOption)) {
-    const auto match = QRegularExpression(QStringLiteral("^(\\d+)x(\\d+)$")).match(parser.value(sizeOption));
-    if (!match.hasMatch()) return fail(QStringLiteral("--size must be WIDTHxHEIGHT, got \"%1\"").arg(parser.value(sizeOption)));
+    if (!size) return fail(sizeProblem);
     if (parser.isSet(paletteOption)) {
       const QString name = parser.value(paletteOption);
       if (name == QLatin1String("dark")) tessera::ui::applyTheme(tessera::ui::ThemeChoice::dark);
@@ -123,8 +124,7 @@ int main(int argc, char* argv[]) {
       tessera::ui::applyTheme(tessera::ui::ThemeChoice::light);
     }
     const QString view = parser.isSet(viewOption) ? parser.value(viewOption) : QStringLiteral("dashboard");
-    return showRun(app, parser.value(runOption), parser.value(dbOption), view, parser.value(shotOption),
-                   QSize(match.captured(1).toInt(), match.captured(2).toInt()));
+    return showRun(app, parser.value(runOption), parser.value(dbOption), view, parser.value(shotOption), *size);
   }
 
   QString spec = parser.value(specOption);
@@ -132,6 +132,7 @@ int main(int argc, char* argv[]) {
   if (parser.value(viewOption) == QLatin1String("launch")) {
     // The launch dialog for the spec, after checking the local agent (for the user guide).
     if (!parser.isSet(shotOption)) return fail(QStringLiteral("--view launch needs --screenshot"));
+    if (!size) return fail(sizeProblem);
     tessera::ui::MainWindow window(/*persistent=*/false);
     QString error;
     if (!spec.isEmpty() && !window.openFile(spec, &error)) return fail(QStringLiteral("%1:\n%2").arg(spec, error));
@@ -144,6 +145,11 @@ int main(int argc, char* argv[]) {
     dialog.checkAgents();
     QTimer::singleShot(30000, &loop, &QEventLoop::quit);
     loop.exec();
+    // The check's result may have grown the dialog's texts: lay them out, at --size when given, else
+    // at least as large as they need.
+    QCoreApplication::processEvents();
+    dialog.resize(parser.isSet(sizeOption) ? *size : dialog.sizeHint().expandedTo(dialog.size()));
+    QCoreApplication::processEvents();
     if (!dialog.grab().toImage().save(parser.value(shotOption))) return fail(QStringLiteral("cannot write %1").arg(parser.value(shotOption)));
     return 0;
   }
@@ -200,13 +206,11 @@ int main(int argc, char* argv[]) {
       return fail(QStringLiteral("--time-range must be FROM:TO seconds with FROM < TO, got \"%1\"").arg(parser.value(rangeOption)));
   }
   if (screenshot) {
-    const auto match = QRegularExpression(QStringLiteral("^(\\d+)x(\\d+)$")).match(parser.value(sizeOption));
-    if (!match.hasMatch()) return fail(QStringLiteral("--size must be WIDTHxHEIGHT, got \"%1\"").arg(parser.value(sizeOption)));
-    const QSize size(match.captured(1).toInt(), match.captured(2).toInt());
+    if (!size) return fail(sizeProblem);
     const QString out = parser.value(shotOption);
     if (search) {
       tessera::ui::LayoutSearchDialog dialog(window.session());
-      dialog.resize(size);
+      dialog.resize(*size);
       QEventLoop loop;
       QObject::connect(&dialog, &tessera::ui::LayoutSearchDialog::searchFinished, &loop, &QEventLoop::quit);
       dialog.show();
@@ -216,7 +220,7 @@ int main(int argc, char* argv[]) {
       if (!dialog.grab().toImage().save(out)) return fail(QStringLiteral("cannot write %1").arg(out));
       return 0;
     }
-    if (!window.screenshot(*view, size, range).save(out)) return fail(QStringLiteral("cannot write %1").arg(out));
+    if (!window.screenshot(*view, *size, range).save(out)) return fail(QStringLiteral("cannot write %1").arg(out));
     return 0;
   }
   window.showView(*view);

@@ -100,6 +100,14 @@ class TestScreenshotCli : public QObject {
     run = tessera({"--spec", kSpec, "--view", "grid", "--screenshot", dir.filePath("x.png"), "--size", "big"});
     QCOMPARE(run.code, 2);
     QVERIFY(run.output.contains("--size must be WIDTHxHEIGHT"));
+    // Sizes no window takes are refused by name, for every view; nothing is written.
+    for (const QStringList& view : {QStringList{"--spec", kSpec, "--view", "grid"}, QStringList{"--history", "--db", dir.filePath("none.sqlite")}})
+      for (const char* size : {"0x0", "100000x100000", "99x500"}) {
+        run = tessera(view + QStringList{"--screenshot", dir.filePath("y.png"), "--size", size});
+        QCOMPARE(run.code, 2);
+        QVERIFY2(run.output.contains(QStringLiteral("--size %1: each side must be 100 to 8192 pixels").arg(size)), qPrintable(run.output));
+        QVERIFY(!QFile::exists(dir.filePath("y.png")));
+      }
   }
 };
 
