@@ -131,6 +131,8 @@ void add_launch_commands(CLI::App& app) {
     cmd->add_option("--db", o->db, "History file (default: $TESSERA_DB, else $XDG_DATA_HOME/tessera/history.sqlite)")
         ->check(non_empty());
     cmd->callback([o] {
+      for (const auto& tag : o->tags)
+        if (const auto problem = store::tag_problem(tag); !problem.empty()) throw UsageError("--tag: " + problem);
       const auto spec = spec::load_spec_file(o->spec);
       require_tessera_train_runs(spec);
       const auto credentials = launch::Credentials::from_config_dir();

@@ -37,6 +37,16 @@ std::function<void()> guarded(F body) {
 
 std::string short_id(const std::string& id) { return id.substr(0, 12); }
 
+/// The history file a command reads: one that exists, not a mistyped --db made into an empty history.
+std::string existing_history(const std::string& db) {
+  const std::string path = store::resolve_history_path(db);
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) throw UsageError("--db " + path + " is a directory, not a history file");
+  if (!std::filesystem::exists(path, ec))
+    throw UsageError("no run history at " + path + " (tessera-cli launch and the workbench create it; --db names another file)");
+  return path;
+}
+
 std::string join(const std::vector<std::string>& items, const std::string& separator = ", ") {
   std::string out;
   for (const auto& item : items) out += (out.empty() ? "" : separator) + item;
@@ -124,7 +134,13 @@ struct ListOptions {
 };
 
 void list_runs(const ListOptions& o) {
-  History history(store::resolve_history_path(o.db));
+  // Before the first run the default history does not exist yet: nothing to list, nothing created.
+  if (o.db.empty() && !std::filesystem::exists(store::resolve_history_path(o.db))) {
+    if (o.json) std::cout << "[]\n";
+    else std::cout << "no runs yet (no history at " << store::resolve_history_path(o.db) << ")\n";
+    return;
+  }
+  History history(existing_history(o.db));
   store::RunFilter filter;
   if (!o.status.empty()) filter.status = store::parse_run_status(o.status);
   if (!o.tag.empty()) filter.tag = o.tag;
@@ -161,7 +177,7 @@ void list_runs(const ListOptions& o) {
 }
 
 void show_run(const std::string& db, const std::string& reference) {
-  History history(store::resolve_history_path(db));
+  History history(existing_history(db));
   const auto id = history.resolve(reference);
   const auto run = history.run(id);
   auto line = [](const std::string& key, const std::string& value) {
@@ -204,9 +220,13 @@ void show_run(const std::string& db, const std::string& reference) {
 
 void compare_runs(const std::string& db, const std::vector<std::string>& references, bool json) {
   if (references.size() < 2) throw UsageError("runs compare needs at least two runs");
-  History history(store::resolve_history_path(db));
+  History history(existing_history(db));
   std::vector<std::string> ids;
-  for (const auto& reference : references) ids.push_back(history.resolve(reference));
+  for (const auto& reference : references) {
+    ids.push_back(history.resolve(reference));
+    if (std::count(ids.begin(), ids.end(), ids.back()) > 1)
+      throw UsageError("run " + short_id(ids.back()) + " is named twice ('" + reference + "'); compare different runs");
+  }
   std::vector<store::RunRecord> runs;
   for (const auto& id : ids) runs.push_back(history.run(id));
   const auto diff = history.config_diff(ids);
@@ -261,11 +281,14 @@ void compare_runs(const std::string& db, const std::vector<std::string>& referen
 }
 
 void export_run(const std::string& db, const std::string& reference, const std::string& csv_dir, const std::string& json_file) {
-  History history(store::resolve_history_path(db));
+  History history(existing_history(db));
   const auto id = history.resolve(reference);
   const auto run = history.run(id);
   const std::string what = short_id(id) + " '" + run.name + "' (" + counts_text(history.counts(id)) + ")";
   if (!csv_dir.empty()) {
+    std::error_code ec;
+    if (std::filesystem::exists(csv_dir, ec) && !std::filesystem::is_directory(csv_dir, ec))
+      throw UsageError("--csv " + csv_dir + " is a file; --csv names a directory for the run's CSV files");
     history.export_csv(id, csv_dir);
     std::cerr << "exported run " << what << " to " << csv_dir << "\n";
   } else if (!json_file.empty()) {
@@ -366,7 +389,7 @@ void add_runs_commands(CLI::App& app) {
   tag->add_option("tag", tag_options->tag, "Tag")->required();
   tag->add_flag("--remove", tag_options->remove, "Remove the tag instead");
   tag->callback(guarded([tag_options] {
-    History history(store::resolve_history_path(tag_options->db));
+    History history(existing_history(tag_options->db));
     const auto id = history.resolve(tag_options->id);
     if (tag_options->remove) {
       if (!history.remove_tag(id, tag_options->tag))
@@ -387,7 +410,7 @@ void add_runs_commands(CLI::App& app) {
   note->add_option("id", note_options->id, "Run id, unique id prefix, or name")->required();
   note->add_option("text", note_options->text, "Notes")->required();
   note->callback(guarded([note_options] {
-    History history(store::resolve_history_path(note_options->db));
+    History history(existing_history(note_options->db));
     const auto id = history.resolve(note_options->id);
     history.set_notes(id, note_options->text);
     std::cout << "notes of " << short_id(id) << " '" << history.run(id).name << "' set\n";
@@ -401,7 +424,7 @@ void add_runs_commands(CLI::App& app) {
   add_db_option(remove, delete_options->db);
   remove->add_option("id", delete_options->id, "Run id, unique id prefix, or name")->required();
   remove->callback(guarded([delete_options] {
-    History history(store::resolve_history_path(delete_options->db));
+    History history(existing_history(delete_options->db));
     const auto [run, counts] = history.delete_run(history.resolve(delete_options->id));
     std::cout << "deleted run " << run.id << " '" << run.name << "': " << counts_text(counts) << "\n";
   }));

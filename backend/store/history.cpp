@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cctype>
 
+#include "spec/errors.hpp"
 #include "spec/json_nesting.hpp"
 #include "spec/run_spec.hpp"
 #include "store/errors.hpp"
@@ -87,6 +88,26 @@ SpecCondition SpecCondition::parse(std::string_view text) {
   const std::string value(text.substr(eq + 1));
   if (auto error = spec::json_nesting_error(value, "spec condition '" + condition.path + "'"))
     throw StoreError(ErrorKind::invalid, *error);
+  // A path no spec has would match no run, silently: refused with the nearest field ("tp" ->
+  // parallel.tp).
+  std::vector<std::string> paths{"name"};
+  for (const auto& section : spec::section_names())
+    for (const auto& field : spec::field_names(section)) paths.push_back(section + "." + field);
+  if (std::find(paths.begin(), paths.end(), condition.path) == paths.end()) {
+    // "tp" is nearest to "parallel.tp" by its field name; "model.num_layer" looks within model.
+    const size_t dot = condition.path.find('.');
+    const std::string section = dot == std::string::npos ? std::string() : condition.path.substr(0, dot + 1);
+    std::vector<std::string> fields;
+    for (auto& p : paths)
+      if (section.empty() || p.rfind(section, 0) == 0) fields.push_back(p.substr(p.find('.') + 1));
+    if (!section.empty())
+      std::erase_if(paths, [&](const std::string& p) { return p.rfind(section, 0) != 0; });
+    std::string message = "spec condition " + condition.path + "=…: " + condition.path + " is not a spec field";
+    const std::string near = spec::closest_name(condition.path.substr(condition.path.find('.') + 1), fields);
+    if (!near.empty()) message += " (did you mean " + paths[std::find(fields.begin(), fields.end(), near) - fields.begin()] + "?)";
+    else message += " (a path is SECTION.FIELD as in a spec: parallel.tp, model.num_layers)";
+    throw StoreError(ErrorKind::invalid, message);
+  }
   condition.value = nlohmann::json::accept(value) ? nlohmann::json::parse(value) : nlohmann::json(value);
   return condition;
 }
@@ -172,7 +193,7 @@ std::vector<RunRecord> History::runs(const RunFilter& filter) const {
 }
 
 void History::add_tag(const std::string& id, const std::string& tag) {
-  if (tag.empty()) throw StoreError(ErrorKind::invalid, "a tag cannot be empty");
+  if (const auto problem = tag_problem(tag); !problem.empty()) throw StoreError(ErrorKind::invalid, problem);
   Statement insert(connection_, "INSERT OR IGNORE INTO run_tags(run, tag) VALUES(?, ?)");
   insert.bind_int(1, key_of(id)).bind_text(2, tag).run("tagging a run");
 }

@@ -15,6 +15,13 @@ constexpr std::string_view kStatusNames[] = {"planned", "starting", "running", "
 
 std::string_view to_string(RunStatus status) { return kStatusNames[static_cast<size_t>(status)]; }
 
+std::string tag_problem(std::string_view tag) {
+  if (tag.empty()) return "a tag cannot be empty";
+  if (tag.find(',') != std::string_view::npos)
+    return "tag '" + std::string(tag) + "' has a comma: tags are listed and edited comma-separated; give each tag on its own";
+  return {};
+}
+
 RunStatus parse_run_status(std::string_view text) {
   for (size_t i = 0; i < std::size(kStatusNames); ++i)
     if (kStatusNames[i] == text) return static_cast<RunStatus>(i);

@@ -17,6 +17,10 @@ std::string_view to_string(RunStatus status);
 /// Throws StoreError(invalid) naming the allowed values.
 RunStatus parse_run_status(std::string_view text);
 
+/// Why `tag` cannot be given to a run ("" when it can): empty, or with a comma (tags are listed and
+/// edited comma-separated; "x,y" would read as two and match neither).
+std::string tag_problem(std::string_view tag);
+
 /// One run. Times are Unix milliseconds (UTC).
 struct RunRecord {
   std::string id;  ///< 32 lowercase hex digits (128 random bits): unique across machines

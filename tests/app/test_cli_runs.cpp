@@ -234,6 +234,42 @@ class TestCliRuns : public QObject {
     QCOMPARE(cli({"runs", "list", "--status", "sleeping"}).code, 2);
     QCOMPARE(cli({"runs", "import", dir_.filePath("no-such-bundle.json")}).code, 2);
     QCOMPARE(cli({"runs", "list", "--where", "model.num_layers"}).code, 2);
+    // A path no spec has would match nothing, silently: refused with the field meant.
+    const auto where = cli({"runs", "list", "--where", "tp=2"});
+    QCOMPARE(where.code, 2);
+    QVERIFY2(where.err.contains("tp is not a spec field (did you mean parallel.tp?)"), qPrintable(where.err));
+    // A run named twice, a tag with a comma, --csv onto a file.
+    const auto twice = cli({"runs", "compare", "run-a", "run-a"});
+    QCOMPARE(twice.code, 2);
+    QVERIFY2(twice.err.contains("is named twice ('run-a')"), qPrintable(twice.err));
+    const auto comma = cli({"runs", "tag", "run-a", "x,y"});
+    QCOMPARE(comma.code, 2);
+    QVERIFY2(comma.err.contains("tag 'x,y' has a comma"), qPrintable(comma.err));
+    const QString plain = dir_.filePath("plain-file.txt");
+    QFile(plain).open(QIODevice::WriteOnly);
+    const auto csv = cli({"runs", "export", "run-a", "--csv", plain});
+    QCOMPARE(csv.code, 2);
+    QVERIFY2(csv.err.contains("is a file; --csv names a directory"), qPrintable(csv.err));
+    // A --db that does not exist, or is a directory, is not made into an empty history.
+    const QString typo = dir_.filePath("histroy.sqlite");
+    for (const QStringList& args : {QStringList{"runs", "list"}, QStringList{"runs", "show", "run-a"}, QStringList{"runs", "tag", "run-a", "t"}}) {
+      const auto r = cli(args + QStringList{"--db", typo}, false);
+      QCOMPARE(r.code, 2);
+      QVERIFY2(r.err.contains("no run history at " + typo), qPrintable(r.err));
+      QVERIFY(!QFile::exists(typo));
+    }
+    const auto directory = cli({"runs", "list", "--db", dir_.path()}, false);
+    QCOMPARE(directory.code, 2);
+    QVERIFY2(directory.err.contains("is a directory, not a history file"), qPrintable(directory.err));
+    // The default history before any run: nothing to list, and nothing created.
+    QTemporaryDir empty;
+    auto env = QProcessEnvironment::systemEnvironment();
+    env.remove("TESSERA_DB");
+    env.insert("XDG_DATA_HOME", empty.path());
+    const auto fresh = cli({"runs", "list"}, false, env);
+    QCOMPARE(fresh.code, 0);
+    QVERIFY2(fresh.out.startsWith("no runs yet (no history at "), qPrintable(fresh.out));
+    QVERIFY(!QFile::exists(empty.filePath("tessera/history.sqlite")));
 
     // An environment problem (not the user's argument) is exit code 1 with a clear message.
     const QString corrupt = dir_.filePath("corrupt.sqlite");

@@ -561,6 +561,11 @@ class TestStore : public QObject {
     by_spec.spec = {SpecCondition::parse("model.arch=gpt")};
     const auto deep = error_of([] { SpecCondition::parse("model.x=" + std::string(100000, '[') + std::string(100000, ']')); });
     QVERIFY2(contains(deep.what(), "spec condition 'model.x' nests arrays and objects more than 64 deep"), deep.what());
+    // A path no spec has is refused (it matched nothing, silently), with the field meant when near.
+    const auto unknown = error_of([] { SpecCondition::parse("tp=2"); });
+    QCOMPARE(unknown.kind(), ErrorKind::invalid);
+    QVERIFY2(contains(unknown.what(), "tp is not a spec field (did you mean parallel.tp?)"), unknown.what());
+    QVERIFY(contains(error_of([] { SpecCondition::parse("model.x=1"); }).what(), "model.x is not a spec field"));
     QCOMPARE(ids(by_spec).size(), size_t{3});
     by_spec.spec = {SpecCondition::parse("model.arch=llama")};
     QVERIFY(ids(by_spec).empty());
