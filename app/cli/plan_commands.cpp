@@ -2,8 +2,10 @@
 // commands.
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <optional>
 #include <sstream>
@@ -52,12 +54,19 @@ struct Overrides {
     integer("--seq", seq, "Sequence length");
     cmd->add_option("--precision", precision, "fp32|bf16|fp16");
     cmd->add_option("--gpu", gpu, "GPU preset id");
-    integer("--nodes", nodes, "Number of nodes");
-    integer("--gpus-per-node", gpus_per_node, "GPUs per node");
+    integer("--nodes", nodes, "Number of nodes (a spec's dp is derived again unless --dp is given)");
+    integer("--gpus-per-node", gpus_per_node, "GPUs per node (a spec's dp is derived again unless --dp is given)");
     cmd->add_option("--preset", preset, "Model preset id (replaces the spec's model section)");
   }
 
+  bool changes_layout() const { return tp || pp || dp || cp || ep || vpp || zero || nodes || gpus_per_node || (sp_option && sp_option->count() > 0); }
+
   void apply(json& doc) const {
+    if (sp_option && sp_option->count() > 1) {
+      const auto given = sp_option->results();
+      if (std::adjacent_find(given.begin(), given.end(), std::not_equal_to<>()) != given.end())
+        throw UsageError("--sp and --no-sp contradict each other: give one");
+    }
     auto set = [&](const char* section, const char* field, const auto& value) {
       if (!value) return;
       // Not silently made an object (null) or thrown out of nlohmann ("x"): the spec's error.
@@ -104,7 +113,10 @@ spec::RunSpec load_with_overrides(const std::string& path, const Overrides& over
   json doc = read_json_file(path);
   if (!doc.is_object()) throw spec::SpecError({{"", path + ": a run spec must be a JSON object"}});
   overrides.apply(doc);
-  return spec::parse_spec(doc, spec::PresetCatalog::builtin(), rules);
+  spec::RunSpec spec = spec::parse_spec(doc, spec::PresetCatalog::builtin(), rules);
+  // A name that spells the layout ("… (TP8·PP4·DP2)") spells the one planned.
+  if (rules == spec::Rules::all && overrides.changes_layout()) spec.name = spec::relabel_layout(spec.name, spec);
+  return spec;
 }
 
 std::string pct(double fraction) { return format_fixed(100 * fraction, 1) + "%"; }

@@ -354,6 +354,18 @@ class TestCliPlan : public QObject {
   }
 
   // A spec section that is not an object, with an override into it: the spec's error, exit 2.
+  void layoutOverridesRenameAndContradictions() {
+    // --nodes 16 derives dp 4 again; the name that spelled TP8·PP4·DP2 spells the layout planned.
+    const auto r = cli({"plan", example("llama3-70b-64xh100.json"), "--nodes", "16"});
+    QCOMPARE(r.exit_code, 0);
+    QVERIFY2(r.out.rfind("Llama-3-70B on 64 H100 (TP8·PP4·DP4·SP)\n", 0) == 0, r.out.c_str());
+    QVERIFY2(r.out.find("TP8·PP4·DP4·SP · ZeRO-1") != std::string::npos, r.out.c_str());
+    const auto both = cli({"plan", example("tiny-3d.json"), "--sp", "--no-sp"});
+    QCOMPARE(both.exit_code, 2);
+    QVERIFY2(both.err.find("--sp and --no-sp contradict each other") != std::string::npos, both.err.c_str());
+    QCOMPARE(cli({"plan", example("tiny-3d.json"), "--no-sp", "--no-sp"}).exit_code, 0);
+  }
+
   void overridesIntoASectionThatIsNoObject() {
     QTemporaryDir dir;
     for (const char* section : {"\"x\"", "null", "[1]"}) {
