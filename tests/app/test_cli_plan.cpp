@@ -227,29 +227,28 @@ class TestCliPlan : public QObject {
     const auto bad = cli({"import", "hf", example("tiny-3d.json")});
     QCOMPARE(bad.exit_code, 2);
     QVERIFY(bad.err.find("model_type") != std::string::npos);
-    // Fields of the wrong type are named (they were nlohmann's type_error, exit 1).
-    auto config = nlohmann::json::parse(std::ifstream(data("gpt2-config.json").toStdString()));
-    for (const auto& [field, value] : {std::pair{"model_type", nlohmann::json(5)}, std::pair{"tie_word_embeddings", nlohmann::json("yes")}}) {
-      auto odd = config;
-      odd[field] = value;
-      const QString path = dir.filePath(QString("odd-%1.json").arg(field));
-      std::ofstream(path.toStdString()) << odd.dump();
+    // A config changed in one field: refused naming it, and imported once the field is as it was.
+    // Fields of the wrong type (they were nlohmann's type_error, exit 1); a llama with linear biases
+    // (attention_bias, mlp_bias), another model than the one imported without them.
+    struct Odd {
+      const char* config;
+      const char* field;
+      nlohmann::json value, fine;
+      std::string problem;
+    };
+    for (const auto& odd : {Odd{"gpt2-config.json", "model_type", 5, "gpt2", "config field model_type must be"},
+                            Odd{"gpt2-config.json", "tie_word_embeddings", "yes", true, "config field tie_word_embeddings must be"},
+                            Odd{"llama3-8b-config.json", "attention_bias", true, false, "attention_bias=true is not supported"},
+                            Odd{"llama3-8b-config.json", "mlp_bias", true, false, "mlp_bias=true is not supported"}}) {
+      auto config = nlohmann::json::parse(std::ifstream(data(odd.config).toStdString()));
+      config[odd.field] = odd.value;
+      const QString path = dir.filePath(QString("odd-%1.json").arg(odd.field));
+      std::ofstream(path.toStdString()) << config.dump();
       const auto refused = cli({"import", "hf", path});
       QCOMPARE(refused.exit_code, 2);
-      QVERIFY2(refused.err.find(std::string("config field ") + field + " must be") != std::string::npos, refused.err.c_str());
-    }
-    // A llama with linear biases (attention_bias, mlp_bias) is another model: refused, not imported without them.
-    auto llama = nlohmann::json::parse(std::ifstream(data("llama3-8b-config.json").toStdString()));
-    for (const char* bias : {"attention_bias", "mlp_bias"}) {
-      auto biased = llama;
-      biased[bias] = true;
-      const QString path = dir.filePath(QString("biased-%1.json").arg(bias));
-      std::ofstream(path.toStdString()) << biased.dump();
-      const auto refused = cli({"import", "hf", path});
-      QCOMPARE(refused.exit_code, 2);
-      QVERIFY2(refused.err.find(std::string(bias) + "=true is not supported") != std::string::npos, refused.err.c_str());
-      biased[bias] = false;
-      std::ofstream(path.toStdString()) << biased.dump();
+      QVERIFY2(refused.err.find(odd.problem) != std::string::npos, refused.err.c_str());
+      config[odd.field] = odd.fine;
+      std::ofstream(path.toStdString()) << config.dump();
       QCOMPARE(cli({"import", "hf", path}).exit_code, 0);
     }
   }
