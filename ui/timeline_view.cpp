@@ -135,10 +135,9 @@ TimelineView::Legend TimelineView::legend() const {
                {tr("B backward"), colors::backward(), {}, {}}};
   }
   if (vpp > 1) items.push_back({tr("lighter: later chunk"), colors::forward().lighter(145), {}, {}});
-  if (primary_->showsStep() || comparison_->showsStep()) {
-    items.push_back({tr("DP collective"), colors::dataParallel(), {}, {}});
-    items.push_back({tr("optimizer"), colors::optimizer(), {}, {}});
-  }
+  const auto has_dp = [](const TimelineModel* m) { return m->showsStep() && !m->plan()->prediction.dp_events.empty(); };
+  if (has_dp(primary_) || has_dp(comparison_)) items.push_back({tr("DP collective"), colors::dataParallel(), {}, {}});
+  if (primary_->showsStep() || comparison_->showsStep()) items.push_back({tr("optimizer"), colors::optimizer(), {}, {}});
   items.push_back({tr("numbers: microbatch"), QColor(), {}, {}});
 
   // Right-aligned at the right of the first title line when it fits beside the title; otherwise on
@@ -275,8 +274,11 @@ void TimelineView::paintBand(QPainter& p, const Band& band, const QRect& plot) {
     const auto& pr = model.plan()->prediction;
     if (strip > 0)
       for (const auto& d : pr.dp_events)
-        if (d.stage == s && d.end_s >= left_t && d.start_s <= right_t)
-          p.fillRect(span(d.start_s, d.end_s, row.bottom() - inset - strip + 1, strip), colors::dataParallel());
+        if (d.stage == s && d.end_s >= left_t && d.start_s <= right_t) {
+          // Back-to-back collectives stay a pixel apart once wide enough, as the ops do.
+          const QRectF block = span(d.start_s, d.end_s, row.bottom() - inset - strip + 1, strip);
+          p.fillRect(block.width() >= 4 ? block.adjusted(0, 0, -1, 0) : block, colors::dataParallel());
+        }
     const double optimizer_from = pr.pipeline_s + pr.dp_exposed_s;
     if (pr.optimizer_s > 0 && optimizer_from <= right_t && pr.iteration_time_s >= left_t)
       p.fillRect(span(optimizer_from, pr.iteration_time_s, row.top() + inset, row.height() - 2 * inset), colors::optimizer());
@@ -347,8 +349,16 @@ QString TimelineView::stepTextAt(const QPoint& pos) const {
       return tr("%1 → %2 (%3)").arg(formatSeconds(from_s), formatSeconds(to_s), formatSeconds(to_s - from_s));
     };
     const double optimizer_from = pr.pipeline_s + pr.dp_exposed_s;
-    if (pr.optimizer_s > 0 && t >= optimizer_from - slack && t <= pr.iteration_time_s + slack)
-      return tr("optimizer step · every stage\n%1").arg(times(optimizer_from, pr.iteration_time_s));
+    // A block narrower than a few pixels is found within 2 px either side; a wider one where drawn.
+    const bool thin = pr.optimizer_s < 4 * axis_.secondsPerPixel();
+    if (pr.optimizer_s > 0 && t >= optimizer_from - (thin ? slack : 0) && t <= pr.iteration_time_s + (thin ? slack : 0)) {
+      QString text = tr("optimizer step · every stage\n%1").arg(times(optimizer_from, pr.iteration_time_s));
+      if (pr.dp_exposed_s > 0)
+        text += tr("\nafter %1 of data-parallel communication the compute did not hide").arg(formatSeconds(pr.dp_exposed_s));
+      if (pr.dp_gather_wait_s > 0)
+        text += tr(" (%1 of it waiting for the parameter gather before a first forward)").arg(formatSeconds(pr.dp_gather_wait_s));
+      return text;
+    }
     const int strip = stripHeight(band);
     const int row_bottom = band.rowsTop() + (stage + 1) * band.row_height;
     if (strip == 0 || pos.y() < row_bottom - strip - 2) return {};

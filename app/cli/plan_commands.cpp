@@ -83,6 +83,8 @@ struct Overrides {
     set("parallel", "ep", ep);
     set("parallel", "vpp", vpp);
     set("parallel", "zero_stage", zero);
+    // --zero 0 means no sharding even for a spec that spells ZeRO-1 as distributed_optimizer.
+    if (zero && doc["parallel"].is_object()) doc["parallel"]["distributed_optimizer"] = *zero >= 1;
     set("parallel", "schedule", schedule);
     if (sp_option && sp_option->count() > 0) doc["parallel"]["sequence_parallel"] = sp;
     set("training", "micro_batch_size", mbs);

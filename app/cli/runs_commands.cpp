@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -43,7 +44,12 @@ std::string existing_history(const std::string& db) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) throw UsageError("--db " + path + " is a directory, not a history file");
   if (!std::filesystem::exists(path, ec))
-    throw UsageError("no run history at " + path + " (tessera-cli launch and the workbench create it; --db names another file)");
+  {
+    const char* env_db = std::getenv("TESSERA_DB");
+    const std::string chooser = !db.empty() ? "--db" : (env_db && *env_db) ? "$TESSERA_DB" : "--db or $TESSERA_DB";
+    throw UsageError("no run history at " + path + " (tessera-cli launch and the workbench create it; " + chooser +
+                     " names another file)");
+  }
   return path;
 }
 
@@ -134,13 +140,6 @@ struct ListOptions {
 };
 
 void list_runs(const ListOptions& o) {
-  // Before the first run the default history does not exist yet: nothing to list, nothing created.
-  if (o.db.empty() && !std::filesystem::exists(store::resolve_history_path(o.db))) {
-    if (o.json) std::cout << "[]\n";
-    else std::cout << "no runs yet (no history at " << store::resolve_history_path(o.db) << ")\n";
-    return;
-  }
-  History history(existing_history(o.db));
   store::RunFilter filter;
   if (!o.status.empty()) filter.status = store::parse_run_status(o.status);
   if (!o.tag.empty()) filter.tag = o.tag;
@@ -148,6 +147,15 @@ void list_runs(const ListOptions& o) {
   if (!o.since.empty()) filter.created_from_ms = store::parse_time_utc(o.since);
   if (!o.until.empty()) filter.created_before_ms = store::parse_time_utc(o.until);
   for (const auto& condition : o.where) filter.spec.push_back(store::SpecCondition::parse(condition));
+  // Before the first run the default history (neither --db nor $TESSERA_DB chose one) does not exist
+  // yet: nothing to list, nothing created.
+  const char* env_db = std::getenv("TESSERA_DB");
+  if (o.db.empty() && (!env_db || !*env_db) && !std::filesystem::exists(store::resolve_history_path(o.db))) {
+    if (o.json) std::cout << "[]\n";
+    else std::cout << "no runs yet (no history at " << store::resolve_history_path(o.db) << ")\n";
+    return;
+  }
+  History history(existing_history(o.db));
   const auto runs = history.runs(filter);
   if (o.json) {
     ojson out = ojson::array();

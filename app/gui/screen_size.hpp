@@ -15,18 +15,19 @@ inline constexpr int kMaxScreenSide = 8192;
 
 /// The size `text` spells, or nullopt and the rule it breaks in *error.
 inline std::optional<QSize> parseScreenSize(const QString& text, QString* error) {
-  const auto match = QRegularExpression(QStringLiteral("^(\\d{1,6})x(\\d{1,6})$")).match(text);
+  const auto match = QRegularExpression(QStringLiteral("^(\\d+)x(\\d+)$")).match(text);
   if (!match.hasMatch()) {
     *error = QStringLiteral("--size must be WIDTHxHEIGHT, got \"%1\"").arg(text);
     return std::nullopt;
   }
-  const QSize size(match.captured(1).toInt(), match.captured(2).toInt());
-  for (int side : {size.width(), size.height()})
-    if (side < kMinScreenSide || side > kMaxScreenSide) {
+  for (int i : {1, 2}) {
+    const QString side = match.captured(i);  // any number of digits: compared as text beyond int
+    if (side.size() > 5 || side.toInt() < kMinScreenSide || side.toInt() > kMaxScreenSide) {
       *error = QStringLiteral("--size %1: each side must be %2 to %3 pixels").arg(text).arg(kMinScreenSide).arg(kMaxScreenSide);
       return std::nullopt;
     }
-  return size;
+  }
+  return QSize(match.captured(1).toInt(), match.captured(2).toInt());
 }
 
 }  // namespace tessera::app

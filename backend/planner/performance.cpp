@@ -207,7 +207,6 @@ Prediction predict(const spec::RunSpec& spec, const std::vector<StageParams>& st
   const int64_t expert_dp = dp_cp / p.ep;
   const double dp_bw = group_bandwidth(p.tp, dp_cp, spec, mc);
   const int64_t zero = spec.effective_zero_stage();
-  const int microbatches = static_cast<int>(spec.num_microbatches());
   auto all_reduce = [&](double d, double x) {
     return all_reduce_s(d * grad_bytes, dp_cp, dp_bw, c) + all_reduce_s(x * grad_bytes, expert_dp, dp_bw, c);
   };
@@ -217,68 +216,69 @@ Prediction predict(const spec::RunSpec& spec, const std::vector<StageParams>& st
   auto all_gather = [&](double d, double x) { return half_collective_s(d * e, dp_cp, dp_bw, c) + half_collective_s(x * e, expert_dp, dp_bw, c); };
   const auto& sim = out.simulation;
   double dense = 0, expert = 0;  // of the stage with the most, for the optimizer step
-  double reduced_by_s = sim.makespan_s, gather_exposed_s = 0, per_microbatch_exposed_s = 0;
+  double stream_end_s = sim.makespan_s, gather_delay_s = 0;
   for (int stage = 0; stage < static_cast<int>(stages.size()); ++stage) {
     const auto& st = stages[stage];
-    const double d = static_cast<double>(st.dense_on_rank), x = static_cast<double>(st.expert_on_rank);
-    dense = std::max(dense, d);
-    expert = std::max(expert, x);
-    double comm = 0;
-    // The step's gradients (ZeRO-0/1): each chunk's from the start of its last weight-gradient op
-    // (Megatron's --overlap-grad-reduce dispatches bucket by bucket as they fill), one chunk after
-    // the other on the stream.
-    if (zero <= 1) {
-      std::vector<int> chunks(p.vpp);
-      for (int k = 0; k < static_cast<int>(p.vpp); ++k) chunks[k] = k;
-      auto ready = [&](int k) { return sim.last_weight_gradient_s[k * p.pp + stage]; };
-      std::sort(chunks.begin(), chunks.end(), [&](int a, int b) { return ready(a) < ready(b); });
-      double stream_s = 0;
-      for (int k : chunks) {
-        const double cd = static_cast<double>(st.chunk_dense_on_rank[k]), cx = static_cast<double>(st.chunk_expert_on_rank[k]);
-        const double cost = zero == 0 ? all_reduce(cd, cx) : reduce_scatter(cd, cx);
-        if (cost <= 0) continue;
-        const double start = std::max(stream_s, ready(k));
-        stream_s = start + cost;
-        comm += cost;
-        if (record_events)
-          out.dp_events.push_back({stage, k, -1, zero == 0 ? DpEvent::Kind::all_reduce : DpEvent::Kind::reduce_scatter, start, stream_s});
-      }
-      reduced_by_s = std::max(reduced_by_s, stream_s);
-    }
-    // The stage's compute for one microbatch: every chunk it runs.
-    double forward = 0, backward = 0;
-    for (int vs = stage; vs < virtual_stages; vs += static_cast<int>(p.pp)) {
-      forward += out.costs.forward_s[vs];
-      backward += out.costs.backward_s[vs];
-    }
-    // The updated parameters (ZeRO-1/2), gathered behind the next step's first forward
-    // (--overlap-param-gather); drawn at this step's start, where the previous update's gather runs.
+    dense = std::max(dense, static_cast<double>(st.dense_on_rank));
+    expert = std::max(expert, static_cast<double>(st.expert_on_rank));
+    const auto chunk_d = [&](int k) { return static_cast<double>(st.chunk_dense_on_rank[k]); };
+    const auto chunk_x = [&](int k) { return static_cast<double>(st.chunk_expert_on_rank[k]); };
+    std::vector<int> chunks(p.vpp);
+    for (int k = 0; k < static_cast<int>(p.vpp); ++k) chunks[k] = k;
+    // One stream per stage: each collective starts when it is ready and the previous one has ended.
+    double stream_s = 0, comm = 0;
+    const auto run = [&](double ready_s, double cost_s, DpEvent::Kind kind, int chunk, int microbatch) {
+      if (cost_s <= 0) return;
+      const double start = std::max(stream_s, ready_s);
+      stream_s = start + cost_s;
+      comm += cost_s;
+      if (record_events) out.dp_events.push_back({stage, chunk, microbatch, kind, start, stream_s});
+    };
+    // The updated parameters (ZeRO-1/2), the previous step's, chunk by chunk from the step's start
+    // (--overlap-param-gather): a chunk's must be there when its first forward ends, else the
+    // stage waits.
     if (zero == 1 || zero == 2) {
-      const double gather = all_gather(d, x);
-      comm += gather;
-      gather_exposed_s = std::max(gather_exposed_s, gather - forward);
-      if (record_events && gather > 0) out.dp_events.push_back({stage, 0, -1, DpEvent::Kind::all_gather, 0.0, gather});
+      const auto first = [&](int k) { return sim.first_forward_end_s[k * p.pp + stage]; };
+      std::sort(chunks.begin(), chunks.end(), [&](int a, int b) { return first(a) < first(b); });
+      for (int k : chunks) {
+        run(0.0, all_gather(chunk_d(k), chunk_x(k)), DpEvent::Kind::all_gather, k, -1);
+        gather_delay_s = std::max(gather_delay_s, stream_s - first(k));
+      }
     }
-    // What ZeRO-2/3 cannot keep whole, every microbatch behind its own forward and backward (pp = 1).
+    // What ZeRO-2/3 cannot keep whole, every microbatch, from the start of the op that needs it or
+    // makes it: the parameters for each forward and backward (ZeRO-3), the gradients after each
+    // weight-gradient op. Both need pp = 1: the ops run back to back in the table's order.
     if (zero >= 2) {
-      const double each_forward = zero == 3 ? all_gather(d, x) : 0.0;
-      const double each_backward = (zero == 3 ? all_gather(d, x) : 0.0) + reduce_scatter(d, x);
-      comm += microbatches * (each_forward + each_backward);
-      per_microbatch_exposed_s = std::max(per_microbatch_exposed_s, microbatches * (std::max(0.0, each_forward - forward) +
-                                                                                    std::max(0.0, each_backward - backward)));
-      if (record_events)
-        for (const auto& ev : sim.events) {
-          if (ev.stage != stage) continue;
-          const bool fwd = ev.op.kind == OpKind::forward;
-          const double cost = fwd ? each_forward : each_backward;
-          if (cost > 0)
-            out.dp_events.push_back({stage, ev.op.chunk, ev.op.microbatch,
-                                     fwd ? DpEvent::Kind::all_gather : DpEvent::Kind::gather_reduce_scatter, ev.start_s, ev.start_s + cost});
-        }
+      const double gather = all_gather(chunk_d(0), chunk_x(0)), scatter = reduce_scatter(chunk_d(0), chunk_x(0));
+      double t = 0;
+      for (const auto& op : schedule.stages[stage]) {
+        if (op.kind == OpKind::forward && zero == 3) run(t, gather, DpEvent::Kind::all_gather, op.chunk, op.microbatch);
+        if (op.kind == OpKind::backward || op.kind == OpKind::backward_weight)
+          run(t, (zero == 3 ? gather : 0.0) + scatter,
+              zero == 3 ? DpEvent::Kind::gather_reduce_scatter : DpEvent::Kind::reduce_scatter, op.chunk, op.microbatch);
+        const auto& cost = op.kind == OpKind::forward          ? out.costs.forward_s
+                           : op.kind == OpKind::backward       ? out.costs.backward_s
+                           : op.kind == OpKind::backward_input ? out.costs.backward_input_s
+                                                               : out.costs.backward_weight_s;
+        t += cost[op.chunk * p.pp + stage];
+      }
     }
+    // The step's gradients (ZeRO-0/1), chunk by chunk from the start of the chunk's last
+    // weight-gradient op (--overlap-grad-reduce dispatches bucket by bucket as they fill).
+    if (zero <= 1) {
+      const auto ready = [&](int k) { return sim.last_weight_gradient_s[k * p.pp + stage]; };
+      std::sort(chunks.begin(), chunks.end(), [&](int a, int b) { return ready(a) < ready(b); });
+      for (int k : chunks)
+        run(ready(k), zero == 0 ? all_reduce(chunk_d(k), chunk_x(k)) : reduce_scatter(chunk_d(k), chunk_x(k)),
+            zero == 0 ? DpEvent::Kind::all_reduce : DpEvent::Kind::reduce_scatter, k, -1);
+    }
+    stream_end_s = std::max(stream_end_s, stream_s);
     out.dp_comm_s = std::max(out.dp_comm_s, comm);
   }
-  out.dp_exposed_s = (reduced_by_s - sim.makespan_s) + std::max(0.0, gather_exposed_s) + per_microbatch_exposed_s;
+  // Exposed: what a stage waited for its parameters before a first forward, and what any stream runs
+  // past the pipeline's last op.
+  out.dp_gather_wait_s = std::max(0.0, gather_delay_s);
+  out.dp_exposed_s = out.dp_gather_wait_s + (stream_end_s - sim.makespan_s);
   // The distributed optimizer updates its shard: dense parameters over dp·cp, experts over dp·cp/ep.
   const double dense_shard = zero >= 1 ? static_cast<double>(dp_cp) : 1.0;
   const double expert_shard = zero >= 1 ? static_cast<double>(expert_dp) : 1.0;

@@ -59,8 +59,9 @@ struct Prediction {
   double tokens_per_s = 0;
   double pipeline_s = 0;       ///< simulated forward/backward of all microbatches
   double dp_comm_s = 0;        ///< data-parallel reductions and parameter gathers of one step, the busiest stage's
-  double dp_exposed_s = 0;     ///< what the DP communication adds to the pipeline (§4): the gradients' reduction
-                               ///< past the pipeline's end, the gather past a first forward, ZeRO-2/3's past each op
+  double dp_exposed_s = 0;     ///< what the DP communication adds to the pipeline (§4): a stage's wait for its
+                               ///< gathered parameters, plus any stage's collectives past the pipeline's last op
+  double dp_gather_wait_s = 0; ///< the part of dp_exposed_s spent waiting for the step's parameter gather (ZeRO-1/2)
   std::vector<DpEvent> dp_events;  ///< recorded with the simulation's events
   double optimizer_s = 0;
   double bubble_fraction = 0;

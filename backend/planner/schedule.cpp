@@ -208,6 +208,7 @@ Simulation simulate(const ScheduleTable& table, const OpCosts& costs, bool recor
   Simulation sim;
   if (record_events) sim.events.resize(total_ops);
   sim.last_weight_gradient_s.assign(virtual_stages, 0.0);
+  sim.first_forward_end_s.assign(virtual_stages, -1.0);
 
   // Worklist of stages that can advance. A stage runs until an input is missing and records which one;
   // the stage that produces exactly that result (the previous virtual stage's F or the next one's B/Bi,
@@ -283,6 +284,7 @@ Simulation simulate(const ScheduleTable& table, const OpCosts& costs, bool recor
       busy_s += cost_s;
       if (record_events) sim.events[st.event_offset + i] = {s, op, start_s, free_s};
       if (op.kind == OpKind::backward || op.kind == OpKind::backward_weight) sim.last_weight_gradient_s[vs] = start_s;
+      if (op.kind == OpKind::forward && sim.first_forward_end_s[vs] < 0) sim.first_forward_end_s[vs] = free_s;
       if (result >= 0) {
         ends[result] = free_s;
         if (wake >= 0 && state[wake].waiting_on == result) {
@@ -300,7 +302,7 @@ Simulation simulate(const ScheduleTable& table, const OpCosts& costs, bool recor
 
   sim.busy_s.resize(pp);
   sim.peak_in_flight.resize(pp);
-  sim.stage_end_s.resize(pp);
+
   for (int s = 0; s < pp; ++s) {
     const StageState& st = state[s];
     if (st.next_op < table.stages[s].size()) {
@@ -311,7 +313,6 @@ Simulation simulate(const ScheduleTable& table, const OpCosts& costs, bool recor
     }
     sim.busy_s[s] = st.busy_s;
     sim.peak_in_flight[s] = st.peak;
-    sim.stage_end_s[s] = st.free_s;
     sim.makespan_s = std::max(sim.makespan_s, st.free_s);
   }
   const double busiest_s = *std::max_element(sim.busy_s.begin(), sim.busy_s.end());

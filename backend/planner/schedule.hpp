@@ -58,7 +58,8 @@ struct Simulation {
   std::vector<double> busy_s;          ///< per stage
   std::vector<int> peak_in_flight;     ///< per stage: most chunk-microbatches whose activations are held
   double bubble_fraction = 0;          ///< idle / makespan on the busiest stage
-  std::vector<double> stage_end_s;     ///< per stage: end of its last op
+  /// Per virtual stage: end of its first forward: by then the chunk's parameters must be there.
+  std::vector<double> first_forward_end_s;
   /// Per virtual stage: start of its last op that computes weight gradients (the last B, or W when
   /// split): from then on its gradients can be reduced, bucket by bucket.
   std::vector<double> last_weight_gradient_s;

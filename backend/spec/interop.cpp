@@ -140,9 +140,9 @@ MegatronExport megatron_command(const RunSpec& spec) {
   if (p.vpp > 1) arg("num-layers-per-virtual-pipeline-stage", m.num_layers / (p.pp * p.vpp));
   if (p.sequence_parallel) flag("sequence-parallel");
   if (spec.effective_zero_stage() >= 1) flag("use-distributed-optimizer");
-  // The planner hides the data-parallel gradient reduction behind the last backward and the
-  // distributed optimizer's parameter gather behind the next forward; Megatron-LM overlaps them only
-  // when asked.
+  // The planner overlaps the data-parallel gradient reduction with each chunk's last backward and
+  // the distributed optimizer's parameter gather with the first forwards (formulas.md §4);
+  // Megatron-LM overlaps them only when asked.
   if (spec.data_parallel() * p.cp > 1) {
     flag("overlap-grad-reduce");
     if (spec.effective_zero_stage() >= 1) flag("overlap-param-gather");

@@ -90,13 +90,18 @@ SpecCondition SpecCondition::parse(std::string_view text) {
     throw StoreError(ErrorKind::invalid, *error);
   // A path no spec has would match no run, silently: refused with the nearest field ("tp" ->
   // parallel.tp).
-  std::vector<std::string> paths{"name"};
-  for (const auto& section : spec::section_names())
+  std::vector<std::string> paths{"name"};  // and every section as a whole
+  for (const auto& section : spec::section_names()) {
+    paths.push_back(section);
     for (const auto& field : spec::field_names(section)) paths.push_back(section + "." + field);
+  }
   if (std::find(paths.begin(), paths.end(), condition.path) == paths.end()) {
     // "tp" is nearest to "parallel.tp" by its field name; "model.num_layer" looks within model.
     const size_t dot = condition.path.find('.');
-    const std::string section = dot == std::string::npos ? std::string() : condition.path.substr(0, dot + 1);
+    std::string section = dot == std::string::npos ? std::string() : condition.path.substr(0, dot + 1);
+    const auto& known = spec::section_names();
+    if (!section.empty() && std::find(known.begin(), known.end(), section.substr(0, section.size() - 1)) == known.end())
+      section.clear();  // "foo.tp": the field is looked for in every section
     std::vector<std::string> fields;
     for (auto& p : paths)
       if (section.empty() || p.rfind(section, 0) == 0) fields.push_back(p.substr(p.find('.') + 1));

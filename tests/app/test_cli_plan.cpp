@@ -363,6 +363,10 @@ class TestCliPlan : public QObject {
     QCOMPARE(both.exit_code, 2);
     QVERIFY2(both.err.find("--sp and --no-sp contradict each other") != std::string::npos, both.err.c_str());
     QCOMPARE(cli({"plan", example("tiny-3d.json"), "--no-sp", "--no-sp"}).exit_code, 0);
+    // --zero 0 on a spec that spells ZeRO-1 as distributed_optimizer: no sharding (it stayed ZeRO-1).
+    const auto zero = cli({"plan", example("llama3-70b-64xh100.json"), "--zero", "0"});
+    QCOMPARE(zero.exit_code, 0);
+    QVERIFY2(zero.out.find("· ZeRO-0 ·") != std::string::npos, zero.out.c_str());
   }
 
   void overridesIntoASectionThatIsNoObject() {

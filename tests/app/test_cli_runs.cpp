@@ -270,6 +270,12 @@ class TestCliRuns : public QObject {
     QCOMPARE(fresh.code, 0);
     QVERIFY2(fresh.out.startsWith("no runs yet (no history at "), qPrintable(fresh.out));
     QVERIFY(!QFile::exists(empty.filePath("tessera/history.sqlite")));
+    QCOMPARE(cli({"runs", "list", "--status", "sleeping"}, false, env).code, 2);  // its options are still checked
+    env.insert("TESSERA_DB", typo);  // a history chosen by $TESSERA_DB must exist
+    const auto chosen = cli({"runs", "list"}, false, env);
+    QCOMPARE(chosen.code, 2);
+    QVERIFY2(chosen.err.contains("no run history at " + typo) && chosen.err.contains("$TESSERA_DB names another file"),
+             qPrintable(chosen.err));
 
     // An environment problem (not the user's argument) is exit code 1 with a clear message.
     const QString corrupt = dir_.filePath("corrupt.sqlite");

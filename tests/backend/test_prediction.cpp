@@ -144,24 +144,51 @@ class TestPrediction : public QObject {
   }
 
   void dataParallelCommunicationHidesBehindItsOwnCompute() {
-    // Each collective overlaps only the compute it can: the step's gradient reduction the last
-    // backward, the step's parameter gather the next forward (Megatron's --overlap-grad-reduce and
-    // --overlap-param-gather), ZeRO-3's per-microbatch gathers that microbatch's forward and backward.
-    // On the NIC, 8B parameters take longer than a microbatch's compute, so each stage exposes some.
+    // One stream of collectives per stage, each from when it is ready: the step's parameter gather
+    // (ZeRO-1/2) from the start, due by the end of the first forward (else the stage waits); ZeRO-3's
+    // gathers from each forward's and backward's start, ZeRO-2/3's gradient reduce-scatter from each
+    // backward's; ZeRO-1's reduction from the last backward's start. Without pipeline parallelism the
+    // ops run back to back: F B F B … (1F1B). On the NIC, 8B parameters take longer than a
+    // microbatch's compute, so the stream runs past the pipeline.
     const double latency = planner::PerformanceConstants{}.collective_latency_s;
-    const double m = 64 / 16;
+    const int m = 64 / 16;
     const auto zero1 = planner::make_plan(spec::parse_spec(dataParallelSpec(1, 64))).prediction;
     const double u = (zero1.dp_comm_s - 2 * latency) / 6;
     const double reduce_scatter = 4 * u + latency, gather = 2 * u + latency;
-    for (int64_t zero : {1, 3}) {
-      const auto pr = planner::make_plan(spec::parse_spec(dataParallelSpec(zero, 64))).prediction;
-      const double forward = pr.costs.forward_s[0], backward = pr.costs.backward_s[0];
-      const double expected = zero == 1 ? std::max(0.0, reduce_scatter - backward) + std::max(0.0, gather - forward)
-                                        : m * (std::max(0.0, gather - forward) + std::max(0.0, gather + reduce_scatter - backward));
+    for (int64_t zero : {1, 2, 3}) {
+      planner::PlanOptions options;
+      options.record_events = true;
+      const auto pr = planner::make_plan(spec::parse_spec(dataParallelSpec(zero, 64)), options).prediction;
+      const double f = pr.costs.forward_s[0], b = pr.costs.backward_s[0], pipeline = m * (f + b);
+      QVERIFY(std::abs(pr.pipeline_s - pipeline) <= 1e-9 * pipeline);
+      double stream = 0, wait = 0;
+      auto run = [&](double ready, double cost) { stream = std::max(stream, ready) + cost; };
+      if (zero <= 2) {
+        run(0, gather);
+        wait = std::max(0.0, stream - f);
+      }
+      for (int i = 0; zero >= 2 && i < m; ++i) {
+        if (zero == 3) run(i * (f + b), gather);
+        run(i * (f + b) + f, (zero == 3 ? gather : 0.0) + reduce_scatter);
+      }
+      if (zero == 1) run(pipeline - b, reduce_scatter);
+      const double expected = wait + std::max(0.0, stream - pipeline);
       QVERIFY2(pr.dp_exposed_s > 0, qPrintable(QString("ZeRO-%1").arg(zero)));
       QVERIFY2(std::abs(pr.dp_exposed_s - expected) <= 1e-9 * expected,
                qPrintable(QString("ZeRO-%1: %2 vs %3").arg(zero).arg(pr.dp_exposed_s).arg(expected)));
+      QCOMPARE(pr.dp_gather_wait_s, wait);
       QVERIFY(std::abs(pr.iteration_time_s - (pr.pipeline_s + pr.dp_exposed_s + pr.optimizer_s)) <= 1e-12 * pr.iteration_time_s);
+      // The strip ends where the exposed communication does: the optimizer follows it at once.
+      double last = 0;
+      for (const auto& d : pr.dp_events) last = std::max(last, d.end_s);
+      QVERIFY2(std::abs(last + pr.dp_gather_wait_s - (pr.pipeline_s + pr.dp_exposed_s)) <= 1e-9 * last,
+               qPrintable(QString("ZeRO-%1: strip ends %2").arg(zero).arg(last)));
+      // ZeRO-2's reduce-scatters are named as such, ZeRO-3's backward collectives as both.
+      for (const auto& d : pr.dp_events)
+        if (d.microbatch >= 0)
+          QVERIFY(d.kind == (zero == 3 ? (d.end_s - d.start_s > gather * 1.5 ? planner::DpEvent::Kind::gather_reduce_scatter
+                                                                                 : planner::DpEvent::Kind::all_gather)
+                                       : planner::DpEvent::Kind::reduce_scatter));
     }
   }
 

@@ -566,6 +566,9 @@ class TestStore : public QObject {
     QCOMPARE(unknown.kind(), ErrorKind::invalid);
     QVERIFY2(contains(unknown.what(), "tp is not a spec field (did you mean parallel.tp?)"), unknown.what());
     QVERIFY(contains(error_of([] { SpecCondition::parse("model.x=1"); }).what(), "model.x is not a spec field"));
+    QVERIFY(contains(error_of([] { SpecCondition::parse("foo.tp=1"); }).what(), "(did you mean parallel.tp?)"));
+    QCOMPARE(SpecCondition::parse("name=x").path, std::string("name"));
+    QCOMPARE(SpecCondition::parse(R"(cluster={"gpu": "cpu"})").path, std::string("cluster"));  // a whole section
     QCOMPARE(ids(by_spec).size(), size_t{3});
     by_spec.spec = {SpecCondition::parse("model.arch=llama")};
     QVERIFY(ids(by_spec).empty());
