@@ -41,15 +41,13 @@ std::string short_id(const std::string& id) { return id.substr(0, 12); }
 /// The history file a command reads: one that exists, not a mistyped --db made into an empty history.
 std::string existing_history(const std::string& db) {
   const std::string path = store::resolve_history_path(db);
+  const char* env_db = std::getenv("TESSERA_DB");
+  const std::string chooser = !db.empty() ? "--db" : (env_db && *env_db) ? "$TESSERA_DB" : "--db or $TESSERA_DB";
   std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) throw UsageError("--db " + path + " is a directory, not a history file");
+  if (std::filesystem::is_directory(path, ec)) throw UsageError(chooser + " " + path + " is a directory, not a history file");
   if (!std::filesystem::exists(path, ec))
-  {
-    const char* env_db = std::getenv("TESSERA_DB");
-    const std::string chooser = !db.empty() ? "--db" : (env_db && *env_db) ? "$TESSERA_DB" : "--db or $TESSERA_DB";
     throw UsageError("no run history at " + path + " (tessera-cli launch and the workbench create it; " + chooser +
                      " names another file)");
-  }
   return path;
 }
 
