@@ -38,11 +38,19 @@ std::function<void()> guarded(F body) {
 
 std::string short_id(const std::string& id) { return id.substr(0, 12); }
 
+/// What chose the history file resolve_history_path(db) gives: "--db", "$TESSERA_DB", or "" for the
+/// default location.
+std::string history_chooser(const std::string& db) {
+  if (!db.empty()) return "--db";
+  const char* env_db = std::getenv("TESSERA_DB");
+  return env_db && *env_db ? "$TESSERA_DB" : "";
+}
+
 /// The history file a command reads: one that exists, not a mistyped --db made into an empty history.
 std::string existing_history(const std::string& db) {
   const std::string path = store::resolve_history_path(db);
-  const char* env_db = std::getenv("TESSERA_DB");
-  const std::string chooser = !db.empty() ? "--db" : (env_db && *env_db) ? "$TESSERA_DB" : "--db or $TESSERA_DB";
+  std::string chooser = history_chooser(db);
+  if (chooser.empty()) chooser = "--db or $TESSERA_DB";
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) throw UsageError(chooser + " " + path + " is a directory, not a history file");
   if (!std::filesystem::exists(path, ec))
@@ -147,10 +155,9 @@ void list_runs(const ListOptions& o) {
   for (const auto& condition : o.where) filter.spec.push_back(store::SpecCondition::parse(condition));
   // Before the first run the default history (neither --db nor $TESSERA_DB chose one) does not exist
   // yet: nothing to list, nothing created.
-  const char* env_db = std::getenv("TESSERA_DB");
-  if (o.db.empty() && (!env_db || !*env_db) && !std::filesystem::exists(store::resolve_history_path(o.db))) {
+  if (const std::string path = store::resolve_history_path(o.db); history_chooser(o.db).empty() && !std::filesystem::exists(path)) {
     if (o.json) std::cout << "[]\n";
-    else std::cout << "no runs yet (no history at " << store::resolve_history_path(o.db) << ")\n";
+    else std::cout << "no runs yet (no history at " << path << ")\n";
     return;
   }
   History history(existing_history(o.db));

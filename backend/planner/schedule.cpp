@@ -302,7 +302,6 @@ Simulation simulate(const ScheduleTable& table, const OpCosts& costs, bool recor
 
   sim.busy_s.resize(pp);
   sim.peak_in_flight.resize(pp);
-
   for (int s = 0; s < pp; ++s) {
     const StageState& st = state[s];
     if (st.next_op < table.stages[s].size()) {

@@ -241,6 +241,22 @@ std::string relabel_layout(const std::string& name, const RunSpec& spec) {
   return std::regex_replace(relabelled, zero, "ZeRO-" + std::to_string(spec.effective_zero_stage()));
 }
 
+std::string nearest_field_path(std::string_view path) {
+  const auto dot = path.find('.');
+  const Section* section = dot == std::string_view::npos ? nullptr : find_section(path.substr(0, dot));
+  const std::string key(path.substr(dot == std::string_view::npos ? 0 : dot + 1));
+  std::vector<std::string> names, paths;
+  for (const auto& s : sections())
+    if (!section || &s == section)
+      for (const auto& name : s.names()) {
+        names.push_back(name);
+        paths.push_back(s.name + "." + name);
+      }
+  std::string near = alias_of(key);
+  if (near.empty() || std::find(names.begin(), names.end(), near) == names.end()) near = closest_name(key, names);
+  return near.empty() ? near : paths[std::find(names.begin(), names.end(), near) - names.begin()];
+}
+
 const std::vector<std::string>& section_names() {
   static const std::vector<std::string> names = {"model", "parallel", "training", "cluster"};
   return names;
@@ -320,11 +336,11 @@ RunSpec parse_spec(const json& document, const PresetCatalog& presets, Rules rul
   // A model.preset that is not known explains every model field it would have given: said once.
   const bool unknown_preset = std::any_of(errors.begin(), errors.end(), [](const FieldError& e) { return e.field == "model.preset"; });
   for (const auto& section : sections()) {
+    if (unknown_preset && section.name == "model") continue;
     for (const auto& f : section.fields) {
       const std::string path = section.name + "." + f.name;
       const bool t5_layers = spec.model.arch == Arch::t5 && path == "model.num_layers" &&
                              given.count("model.encoder_layers") && given.count("model.decoder_layers");
-      if (unknown_preset && section.name == "model") continue;
       if (f.required && !given.count(path) && !t5_layers)
         errors.push_back({path, path + " is missing: give it, or start from a model.preset"});
     }

@@ -128,6 +128,10 @@ nlohmann::ordered_json to_json(const RunSpec& spec);
 /// Names of the fields of each section, in documentation order (for suggestions and the GUI).
 const std::vector<std::string>& section_names();
 const std::vector<std::string>& field_names(std::string_view section);
+/// The "section.field" a path that names no field most likely meant ("tp" or "foo.tp" ->
+/// "parallel.tp", "parallel.tensor_parallel" -> "parallel.tp"): within the path's section when it
+/// names one, else in every section; Megatron and Hugging Face aliases first. "" when none is near.
+std::string nearest_field_path(std::string_view path);
 
 /// Sets one field from its dotted path ("parallel.tp") and a JSON value, with the same type
 /// checks as parse_spec (no validation of cross-field rules). Throws SpecError.

@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <cctype>
 
-#include "spec/errors.hpp"
 #include "spec/json_nesting.hpp"
 #include "spec/run_spec.hpp"
 #include "store/errors.hpp"
@@ -88,29 +87,20 @@ SpecCondition SpecCondition::parse(std::string_view text) {
   const std::string value(text.substr(eq + 1));
   if (auto error = spec::json_nesting_error(value, "spec condition '" + condition.path + "'"))
     throw StoreError(ErrorKind::invalid, *error);
-  // A path no spec has would match no run, silently: refused with the nearest field ("tp" ->
-  // parallel.tp).
-  std::vector<std::string> paths{"name"};  // and every section as a whole
-  for (const auto& section : spec::section_names()) {
-    paths.push_back(section);
-    for (const auto& field : spec::field_names(section)) paths.push_back(section + "." + field);
-  }
-  if (std::find(paths.begin(), paths.end(), condition.path) == paths.end()) {
-    // "tp" is nearest to "parallel.tp" by its field name; "model.num_layer" looks within model.
-    const size_t dot = condition.path.find('.');
-    std::string section = dot == std::string::npos ? std::string() : condition.path.substr(0, dot + 1);
-    const auto& known = spec::section_names();
-    if (!section.empty() && std::find(known.begin(), known.end(), section.substr(0, section.size() - 1)) == known.end())
-      section.clear();  // "foo.tp": the field is looked for in every section
-    std::vector<std::string> fields;
-    for (auto& p : paths)
-      if (section.empty() || p.rfind(section, 0) == 0) fields.push_back(p.substr(p.find('.') + 1));
-    if (!section.empty())
-      std::erase_if(paths, [&](const std::string& p) { return p.rfind(section, 0) != 0; });
+  // A path no spec has would match no run, silently: refused with the field meant ("tp" ->
+  // parallel.tp). "name" and a whole section ("cluster") are paths too.
+  const auto& sections = spec::section_names();
+  const size_t dot = condition.path.find('.');
+  const auto contains = [](const std::vector<std::string>& names, const std::string& name) {
+    return std::find(names.begin(), names.end(), name) != names.end();
+  };
+  const bool known = condition.path == "name" || contains(sections, condition.path) ||
+                     (dot != std::string::npos &&
+                      contains(spec::field_names(condition.path.substr(0, dot)), condition.path.substr(dot + 1)));
+  if (!known) {
     std::string message = "spec condition " + condition.path + "=…: " + condition.path + " is not a spec field";
-    const std::string near = spec::closest_name(condition.path.substr(condition.path.find('.') + 1), fields);
-    if (!near.empty()) message += " (did you mean " + paths[std::find(fields.begin(), fields.end(), near) - fields.begin()] + "?)";
-    else message += " (a path is SECTION.FIELD as in a spec: parallel.tp, model.num_layers)";
+    const std::string near = spec::nearest_field_path(condition.path);
+    message += near.empty() ? " (a path is SECTION.FIELD as in a spec: parallel.tp, model.num_layers)" : " (did you mean " + near + "?)";
     throw StoreError(ErrorKind::invalid, message);
   }
   condition.value = nlohmann::json::accept(value) ? nlohmann::json::parse(value) : nlohmann::json(value);

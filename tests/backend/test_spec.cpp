@@ -296,6 +296,14 @@ class TestSpec : public QObject {
     QCOMPARE(PresetCatalog::builtin().gpu("h100-sxm")->peak_tflops(Precision::bf16), 989.0);
   }
 
+  void nearestFieldPath() {
+    QCOMPARE(nearest_field_path("tp"), std::string("parallel.tp"));
+    QCOMPARE(nearest_field_path("foo.tp"), std::string("parallel.tp"));  // an unknown section: every section
+    QCOMPARE(nearest_field_path("parallel.tensor_parallel"), std::string("parallel.tp"));  // an alias
+    QCOMPARE(nearest_field_path("model.num_layer"), std::string("model.num_layers"));
+    QCOMPARE(nearest_field_path("training.arch"), std::string());  // a known section keeps to its own fields
+  }
+
   void relabelLayoutRenamesWhatTheNameSpells() {
     json doc = {{"model", {{"preset", "llama3-70b"}}},
                 {"parallel", {{"tp", 2}, {"pp", 8}, {"cp", 4}, {"sequence_parallel", true}, {"zero_stage", 0}}},
