@@ -54,8 +54,9 @@ struct Overrides {
     integer("--seq", seq, "Sequence length");
     cmd->add_option("--precision", precision, "fp32|bf16|fp16");
     cmd->add_option("--gpu", gpu, "GPU preset id");
-    integer("--nodes", nodes, "Number of nodes (a spec's dp is derived again unless --dp is given)");
-    integer("--gpus-per-node", gpus_per_node, "GPUs per node (a spec's dp is derived again unless --dp is given)");
+    integer("--nodes", nodes, with_layout ? "Number of nodes (a spec's dp is derived again unless --dp is given)" : "Number of nodes");
+    integer("--gpus-per-node", gpus_per_node,
+            with_layout ? "GPUs per node (a spec's dp is derived again unless --dp is given)" : "GPUs per node");
     cmd->add_option("--preset", preset, "Model preset id (replaces the spec's model section)");
   }
 
@@ -111,13 +112,27 @@ json read_json_file(const std::string& path) {
   return spec::parse_spec_json(buffer.str(), path);
 }
 
+// The GPU count a spec file was written for (nodes × gpus_per_node as its cluster section spells
+// them), or 0 where it spells no such count.
+int64_t written_world_size(const json& doc) {
+  const auto cluster = doc.find("cluster");
+  if (cluster == doc.end() || !cluster->is_object()) return 0;
+  const auto nodes = cluster->find("nodes"), per_node = cluster->find("gpus_per_node");
+  if (nodes == cluster->end() || per_node == cluster->end() || !nodes->is_number_integer() || !per_node->is_number_integer()) return 0;
+  int64_t world = 0;
+  if (__builtin_mul_overflow(nodes->get<int64_t>(), per_node->get<int64_t>(), &world) || world <= 0) return 0;
+  return world;
+}
+
 spec::RunSpec load_with_overrides(const std::string& path, const Overrides& overrides, spec::Rules rules = spec::Rules::all) {
   json doc = read_json_file(path);
   if (!doc.is_object()) throw spec::SpecError({{"", path + ": a run spec must be a JSON object"}});
+  const int64_t world_before = written_world_size(doc);
   overrides.apply(doc);
   spec::RunSpec spec = spec::parse_spec(doc, spec::PresetCatalog::builtin(), rules);
-  // A name that spells the layout ("… (TP8·PP4·DP2)") spells the one planned.
-  if (rules == spec::Rules::all && overrides.changes_layout()) spec.name = spec::relabel_layout(spec.name, spec);
+  // A name that spells the layout ("… on 64 H100 (TP8·PP4·DP2)") spells the one planned.
+  if (rules == spec::Rules::all && overrides.changes_layout())
+    spec.name = spec::relabel_layout(spec.name, spec, world_before);
   return spec;
 }
 
@@ -141,6 +156,12 @@ void print_plan(const planner::Plan& plan) {
   const auto& s = plan.spec;
   const auto& gpu = *spec::PresetCatalog::builtin().gpu(s.cluster.gpu);
   std::cout << (s.name.empty() ? "Plan" : s.name) << "\n";
+  // The model planned, whatever the name says (a --preset or --set may have changed it).
+  const auto& m = s.model;
+  std::cout << "  " << (m.preset.empty() ? "" : m.preset + ": ") << spec::to_string(m.arch) << ", " << m.num_layers
+            << " layers, hidden " << m.hidden_size << ", " << m.num_attention_heads << " heads"
+            << (m.num_experts > 1 ? ", " + std::to_string(m.num_experts) + " experts (top " + std::to_string(m.moe_top_k) + ")" : "")
+            << "\n";
   // A CPU cluster's ranks are no GPUs; its sizes are MiB and its speeds GFLOP/s.
   const bool cpu = s.cluster.gpu == "cpu";
   const std::string per = cpu ? "rank" : "GPU";

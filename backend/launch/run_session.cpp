@@ -91,7 +91,7 @@ void RunSession::launch(const spec::RunSpec& spec) {
   }
   const std::string master_addr = endpoint_host(nodes_[0].endpoint);
   int64_t master_port = 0;
-  const auto spec_json = spec::to_json(spec);
+  const auto spec_json = spec::to_json(spec, spec::JsonFields::for_agents);
   for (size_t node = 0; node < nodes_.size(); ++node) {
     nodes_[node].ranks = shares[node];
     try {

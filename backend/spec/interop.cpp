@@ -68,6 +68,16 @@ json spec_from_hf_config(const json& config, const std::string& source) {
       if (optional_field(config, bias, false, "true or false", source))
         throw SpecError({{"", source + ": " + bias + "=true is not supported (the " + type +
                                   " architecture here has no biases in its linear layers)"}});
+    // The llama architecture here gates its MLP with SiLU (SwiGLU) and attends over the whole sequence.
+    if (const auto act = optional_field<std::string>(config, "hidden_act", "silu", "a string", source); act != "silu")
+      throw SpecError({{"", source + ": hidden_act=\"" + act + "\" is not supported (the " + type +
+                                " architecture here is SwiGLU, gated with silu)"}});
+    if (config.contains("sliding_window") && config["sliding_window"].is_number_integer() &&
+        config["sliding_window"].get<int64_t>() < model["seq_length"].get<int64_t>())
+      throw SpecError({{"", source + ": sliding_window=" + std::to_string(config["sliding_window"].get<int64_t>()) +
+                                " is not supported (attention is planned over the whole sequence of max_position_embeddings=" +
+                                std::to_string(model["seq_length"].get<int64_t>()) +
+                                "): set sliding_window to null, or max_position_embeddings to at most it"}});
     if (type == "mixtral") {
       model["num_experts"] = required_int(config, {"num_local_experts"}, source);
       model["moe_top_k"] = required_int(config, {"num_experts_per_tok"}, source);

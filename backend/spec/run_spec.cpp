@@ -169,10 +169,29 @@ std::string alias_of(const std::string& key) {
   return it == aliases.end() ? std::string{} : it->second;
 }
 
+// The section other than `own` that has `key` (or its Megatron/HF alias) as a field: "parallel.tp"
+// for a model.tp; empty when none has.
+std::string field_of_other_section(const std::string& own, const std::string& key) {
+  const std::string alias = alias_of(key);
+  for (const auto& s : sections()) {
+    if (s.name == own) continue;
+    if (s.find(key)) return s.name + "." + key;
+    if (!alias.empty() && s.find(alias)) return s.name + "." + alias;
+  }
+  return {};
+}
+
 std::string unknown_message(const std::string& path, const std::string& key, const std::vector<std::string>& valid) {
   std::string message = "unknown field " + path;
   std::string near = alias_of(key);
-  if (near.empty() || std::find(valid.begin(), valid.end(), near) == valid.end()) near = closest_name(key, valid);
+  if (near.empty() || std::find(valid.begin(), valid.end(), near) == valid.end()) near.clear();
+  const auto section_dot = path.find('.');
+  // A field of another section spelled in this one ("model.tp"): that section's field.
+  if (near.empty() && section_dot != std::string::npos)
+    if (auto other = field_of_other_section(path.substr(0, section_dot), key); !other.empty())
+      return message + " (" + other.substr(other.find('.') + 1) + " belongs in " + other.substr(0, other.find('.')) +
+             ": did you mean " + other + "?)";
+  if (near.empty()) near = closest_name(key, valid);
   if (!near.empty()) {
     const auto dot = path.rfind('.');
     message += " (did you mean " + (dot == std::string::npos ? near : path.substr(0, dot + 1) + near) + "?)";
@@ -233,12 +252,18 @@ std::string RunSpec::layout_label() const {
   return out;
 }
 
-std::string relabel_layout(const std::string& name, const RunSpec& spec) {
+std::string relabel_layout(const std::string& name, const RunSpec& spec, int64_t world_before) {
   // "TP<n>" then any of "·PP<n>", "·DP<n>", "·CP<n>", "·EP<n>", "·VPP<n>", "·SP" ('·' is two bytes of UTF-8).
   static const std::regex layout("TP[0-9]+(\xC2\xB7(PP|DP|CP|EP|VPP)[0-9]+|\xC2\xB7SP)*");
   static const std::regex zero("ZeRO-[0-9]");
-  const std::string relabelled = std::regex_replace(name, layout, spec.layout_label());
-  return std::regex_replace(relabelled, zero, "ZeRO-" + std::to_string(spec.effective_zero_stage()));
+  std::string relabelled = std::regex_replace(name, layout, spec.layout_label());
+  relabelled = std::regex_replace(relabelled, zero, "ZeRO-" + std::to_string(spec.effective_zero_stage()));
+  const int64_t world = spec.world_size();
+  if (world_before <= 0 || world <= 0 || world == world_before) return relabelled;
+  // The count alone: not part of a longer number, a version ("3.64") or a word ("H100"), and followed
+  // by a space and a word ("64 H100", "64 GPUs").
+  const std::regex count("(^|[^0-9.A-Za-z])" + std::to_string(world_before) + "(?= [A-Za-z])");
+  return std::regex_replace(relabelled, count, "$01" + std::to_string(world));  // $01: group 1 before digits
 }
 
 std::string nearest_field_path(std::string_view path) {
@@ -328,8 +353,12 @@ RunSpec parse_spec(const json& document, const PresetCatalog& presets, Rules rul
       }
       f->read(spec, value, path, errors);
       given.insert(path);
+      // 0 in the struct means "derive"; given as 0 (or less) it is a mistake, not a request to derive.
       if (path == "parallel.dp" && value.is_number_integer() && value.get<int64_t>() <= 0)
         errors.push_back({path, "parallel.dp=" + show(value) + " must be a positive integer (omit it to derive dp from the cluster)"});
+      if (path == "training.global_batch_size" && value.is_number_integer() && value.get<int64_t>() <= 0)
+        errors.push_back({path, "training.global_batch_size=" + show(value) +
+                                    " must be a positive integer (omit it for one microbatch per data-parallel rank)"});
     }
   }
 
@@ -407,7 +436,7 @@ RunSpec load_spec_file(const std::string& path, const PresetCatalog& presets) {
   }
 }
 
-nlohmann::ordered_json to_json(const RunSpec& spec) {
+nlohmann::ordered_json to_json(const RunSpec& spec, JsonFields fields) {
   nlohmann::ordered_json out;
   if (!spec.name.empty()) out["name"] = spec.name;
   for (const auto& section : sections()) {
@@ -415,9 +444,9 @@ nlohmann::ordered_json to_json(const RunSpec& spec) {
     for (const auto& f : section.fields) {
       if (section.name == "model" && f.name == "preset" && spec.model.preset.empty()) continue;
       if (section.name == "parallel" && f.name == "dp" && spec.parallel.dp == 0) continue;
-      // Left out at its default, so that a spec sent to an agent of the release before it (which
-      // refuses unknown fields) still launches when it does not checkpoint along the way.
-      if (section.name == "training" && f.name == "save_every" && spec.training.save_every == 0) continue;
+      if (fields == JsonFields::for_agents && section.name == "training" && f.name == "save_every" &&
+          spec.training.save_every == 0)
+        continue;
       if (section.name == "model" && (f.name == "encoder_layers" || f.name == "decoder_layers") &&
           spec.model.arch != Arch::t5)
         continue;

@@ -95,9 +95,11 @@ struct RunSpec {
 };
 
 /// `name` with every layout it spells ("TP8·PP4·DP2", "TP2·DP4", any layout_label()) replaced by
-/// `spec`'s layout_label() and every "ZeRO-<n>" by its ZeRO stage in force; a name that spells no
-/// layout comes back as it is. What a new layout does to a run's name.
-std::string relabel_layout(const std::string& name, const RunSpec& spec);
+/// `spec`'s layout_label() and every "ZeRO-<n>" by its ZeRO stage in force; with `world_before` (the
+/// GPU count the name was written for) other than spec's world size, also that count where it stands
+/// as a number before a word ("on 64 H100" becomes "on 128 H100"). A name that spells none of these
+/// comes back as it is. What a new layout or cluster does to a run's name.
+std::string relabel_layout(const std::string& name, const RunSpec& spec, int64_t world_before = 0);
 
 /// Which rules validate() checks: all, or all but the layout's (the parallel section's counts and
 /// ZeRO stage, and the rules that join the layout to the model, the cluster and the batch): what a
@@ -122,8 +124,14 @@ std::vector<FieldError> validate(const RunSpec& spec, const PresetCatalog& prese
 /// Throws SpecError when validate() finds anything.
 void require_valid(const RunSpec& spec, const PresetCatalog& presets = PresetCatalog::builtin(), Rules rules = Rules::all);
 
-/// The full spec as JSON (every field explicit); parse_spec(to_json(s)) == s.
-nlohmann::ordered_json to_json(const RunSpec& spec);
+/// Which fields to_json writes: every field (what the history stores, compares and matches, and what
+/// the GUI shows), or what an agent is sent: training.save_every left out at 0, its default, so that
+/// an agent of the release before it (which refuses unknown fields) still launches a run that does
+/// not checkpoint along the way.
+enum class JsonFields { every, for_agents };
+
+/// The spec as JSON (every field explicit unless `fields` says for_agents); parse_spec(to_json(s)) == s.
+nlohmann::ordered_json to_json(const RunSpec& spec, JsonFields fields = JsonFields::every);
 
 /// Names of the fields of each section, in documentation order (for suggestions and the GUI).
 const std::vector<std::string>& section_names();

@@ -239,7 +239,11 @@ class TestCliPlan : public QObject {
     for (const auto& odd : {Odd{"gpt2-config.json", "model_type", 5, "gpt2", "config field model_type must be"},
                             Odd{"gpt2-config.json", "tie_word_embeddings", "yes", true, "config field tie_word_embeddings must be"},
                             Odd{"llama3-8b-config.json", "attention_bias", true, false, "attention_bias=true is not supported"},
-                            Odd{"llama3-8b-config.json", "mlp_bias", true, false, "mlp_bias=true is not supported"}}) {
+                            Odd{"llama3-8b-config.json", "mlp_bias", true, false, "mlp_bias=true is not supported"},
+                            Odd{"llama3-8b-config.json", "hidden_act", "gelu", "silu", "hidden_act=\"gelu\" is not supported"},
+                            Odd{"mixtral-config.json", "sliding_window", 4096, nullptr,
+                                "sliding_window=4096 is not supported (attention is planned over the whole sequence of "
+                                "max_position_embeddings=32768)"}}) {
       auto config = nlohmann::json::parse(std::ifstream(data(odd.config).toStdString()));
       config[odd.field] = odd.value;
       const QString path = dir.filePath(QString("odd-%1.json").arg(odd.field));
@@ -354,11 +358,16 @@ class TestCliPlan : public QObject {
 
   // A spec section that is not an object, with an override into it: the spec's error, exit 2.
   void layoutOverridesRenameAndContradictions() {
-    // --nodes 16 derives dp 4 again; the name that spelled TP8·PP4·DP2 spells the layout planned.
+    // --nodes 16 derives dp 4 again; the name that spelled 64 GPUs and TP8·PP4·DP2 spells the cluster
+    // and the layout planned.
     const auto r = cli({"plan", example("llama3-70b-64xh100.json"), "--nodes", "16"});
     QCOMPARE(r.exit_code, 0);
-    QVERIFY2(r.out.rfind("Llama-3-70B on 64 H100 (TP8·PP4·DP4·SP)\n", 0) == 0, r.out.c_str());
+    QVERIFY2(r.out.rfind("Llama-3-70B on 128 H100 (TP8·PP4·DP4·SP)\n", 0) == 0, r.out.c_str());
     QVERIFY2(r.out.find("TP8·PP4·DP4·SP · ZeRO-1") != std::string::npos, r.out.c_str());
+    // The model planned is named under the name, which --preset does not rewrite.
+    const auto preset = cli({"plan", example("llama3-70b-64xh100.json"), "--preset", "llama3-8b"});
+    QCOMPARE(preset.exit_code, 0);
+    QVERIFY2(preset.out.find("\n  llama3-8b: llama, 32 layers, hidden 4096, 32 heads\n") != std::string::npos, preset.out.c_str());
     const auto both = cli({"plan", example("tiny-3d.json"), "--sp", "--no-sp"});
     QCOMPARE(both.exit_code, 2);
     QVERIFY2(both.err.find("--sp and --no-sp contradict each other") != std::string::npos, both.err.c_str());

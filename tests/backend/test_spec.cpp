@@ -86,11 +86,14 @@ class TestSpec : public QObject {
     const RunSpec again = parse_spec(json::parse(to_json(s).dump()));
     QVERIFY(s == again);
     QCOMPARE(again.name, std::string("round trip"));
-    // save_every is written when set, and left out at 0 (agents of the release before it refuse it).
-    QVERIFY(!to_json(s)["training"].contains("save_every"));
+    // Every field is written, save_every's 0 too; what agents are sent leaves save_every out at 0
+    // (agents of the release before it refuse it) and has it when set.
+    QCOMPARE(to_json(s)["training"]["save_every"].get<int64_t>(), int64_t{0});
+    QVERIFY(!to_json(s, JsonFields::for_agents)["training"].contains("save_every"));
+    QVERIFY(parse_spec(json::parse(to_json(s, JsonFields::for_agents).dump())) == s);
     doc["training"]["save_every"] = 50;
     const RunSpec saving = parse_spec(doc);
-    QCOMPARE(to_json(saving)["training"]["save_every"].get<int64_t>(), int64_t{50});
+    QCOMPARE(to_json(saving, JsonFields::for_agents)["training"]["save_every"].get<int64_t>(), int64_t{50});
     QVERIFY(parse_spec(json::parse(to_json(saving).dump())) == saving);
   }
 
@@ -101,6 +104,13 @@ class TestSpec : public QObject {
     QVERIFY_THROWS_EXCEPTION(SpecError, set_field(s, "parallel.tp", "four"));
     QCOMPARE(s.parallel.tp, int64_t{4});  // unchanged on error
     QVERIFY_THROWS_EXCEPTION(SpecError, set_field(s, "parallel.tpp", 2));
+    try {  // a field of another section: pointed to it
+      set_field(s, "training.seq_length", 4096);
+      QFAIL("training.seq_length was accepted");
+    } catch (const SpecError& e) {
+      QVERIFY2(std::string(e.what()).find("unknown field training.seq_length (seq_length belongs in model: did you mean "
+                                          "model.seq_length?)") != std::string::npos, e.what());
+    }
     set_field(s, "model.preset", "gpt2-124m");
     QCOMPARE(s.model.hidden_size, int64_t{768});
     QCOMPARE(s.model.ffn_hidden_size, int64_t{3072});
@@ -150,6 +160,8 @@ class TestSpec : public QObject {
     row("bounded counts", R"({"model": {"num_layers": 100000}})", "model.num_layers", "must be at most 10000");
     row("tp*pp*cp within the world", R"({"parallel": {"tp": 8, "pp": 4, "cp": 2}})", "parallel.tp",
         "exceeds the world size");
+    row("global batch 0", R"({"training": {"global_batch_size": 0}})", "training.global_batch_size",
+        "training.global_batch_size=0 must be a positive integer (omit it for one microbatch per data-parallel rank)");
     row("zero stage range", R"({"parallel": {"zero_stage": 4}})", "parallel.zero_stage", "must be 0, 1, 2 or 3");
     row("zero-2 with pp", R"({"parallel": {"zero_stage": 2}})", "parallel.zero_stage", "cannot be combined");
     row("unknown field alias", R"({"parallel": {"tensor_parallel": 2}})", "parallel.tensor_parallel",
@@ -159,6 +171,11 @@ class TestSpec : public QObject {
     row("unknown field typo", R"({"training": {"micro_batch_sise": 2}})", "training.micro_batch_sise",
         "did you mean training.micro_batch_size?");
     row("unknown section", R"({"modle": {}})", "modle", "did you mean model?");
+    row("field of another section", R"({"model": {"tp": 2}})", "model.tp", "(tp belongs in parallel: did you mean parallel.tp?)");
+    row("megatron name in another section", R"({"model": {"tensor_model_parallel_size": 2}})",
+        "model.tensor_model_parallel_size", "(tp belongs in parallel: did you mean parallel.tp?)");
+    row("training field in parallel", R"({"parallel": {"micro_batch_size": 2}})", "parallel.micro_batch_size",
+        "did you mean training.micro_batch_size?");
     row("bad enum", R"({"parallel": {"schedule": "1f1c"}})", "parallel.schedule", "did you mean \"1f1b\"");
     row("wrong type", R"({"parallel": {"tp": "2"}})", "parallel.tp", "must be an integer, got \"2\"");
     row("unknown preset", R"({"model": {"preset": "llama3-8"}})", "model.preset", "did you mean \"llama3-8b\"");
@@ -317,6 +334,13 @@ class TestSpec : public QObject {
     // A name that spells no layout stays; "TPU" and "SP" alone are no layout.
     QCOMPARE(relabel_layout("my run on TPU-like SP", spec), std::string("my run on TPU-like SP"));
     QCOMPARE(relabel_layout("", spec), std::string());
+    // A new cluster: the GPU count the name was written for becomes the spec's (64 here), where it
+    // stands as a count; a version, a longer number or a GPU's model number stays.
+    QCOMPARE(relabel_layout("Llama-3-70B on 128 H100 (TP8·PP4·DP4)", spec, 128),
+             std::string("Llama-3-70B on 64 H100 (TP2·PP8·DP1·CP4·SP)"));
+    QCOMPARE(relabel_layout("128 GPUs, v1.128 1280 x128 H128 run", spec, 128), std::string("64 GPUs, v1.128 1280 x128 H128 run"));
+    QCOMPARE(relabel_layout("on 64 H100", spec, 64), std::string("on 64 H100"));  // the same count
+    QCOMPARE(relabel_layout("on 32 H100", spec, 0), std::string("on 32 H100"));   // no count before
   }
 };
 
