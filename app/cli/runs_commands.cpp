@@ -431,14 +431,17 @@ void add_runs_commands(CLI::App& app) {
 
   struct DeleteOptions {
     std::string db, id;
+    bool force = false;
   };
   auto delete_options = std::make_shared<DeleteOptions>();
   auto* remove = runs->add_subcommand("delete", "Delete a run and everything recorded for it");
   add_db_option(remove, delete_options->db);
   remove->add_option("id", delete_options->id, "Run id, unique id prefix, or name")->required();
+  remove->add_flag("--force", delete_options->force,
+                   "Delete a starting or running run too (one whose workbench went away; its ranks are not stopped)");
   remove->callback(guarded([delete_options] {
     History history(existing_history(delete_options->db));
-    const auto [run, counts] = history.delete_run(history.resolve(delete_options->id));
+    const auto [run, counts] = history.delete_run(history.resolve(delete_options->id), delete_options->force);
     std::cout << "deleted run " << run.id << " '" << run.name << "': " << counts_text(counts) << "\n";
   }));
 }

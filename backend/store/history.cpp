@@ -219,9 +219,13 @@ RunCounts History::counts(const std::string& id) const {
   return counts;
 }
 
-std::pair<RunRecord, RunCounts> History::delete_run(const std::string& id) {
+std::pair<RunRecord, RunCounts> History::delete_run(const std::string& id, bool even_if_active) {
   Transaction transaction(connection_);
   RunRecord record = run(id);
+  if (!even_if_active && (record.status == RunStatus::starting || record.status == RunStatus::running))
+    throw StoreError(ErrorKind::invalid, "run " + record.id.substr(0, 8) + " '" + record.name + "' is " +
+                                             std::string(to_string(record.status)) + ": stop it first (tessera-cli runs stop " +
+                                             record.id.substr(0, 8) + "; runs delete --force deletes a run nothing runs any more)");
   const RunCounts removed = counts(id);
   const int64_t key = key_of(id);
   for (const char* table : {"metrics", "metric_blocks"}) {

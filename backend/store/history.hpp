@@ -117,8 +117,10 @@ class History {
   /// False when the run did not have the tag.
   bool remove_tag(const std::string& id, const std::string& tag);
   void set_notes(const std::string& id, const std::string& notes);
-  /// Removes the run and all its rows in one transaction; returns what was removed.
-  std::pair<RunRecord, RunCounts> delete_run(const std::string& id);
+  /// Removes the run and all its rows in one transaction; returns what was removed. A run that is
+  /// starting or running is refused (ErrorKind::invalid: its ranks would train on with nothing to
+  /// stop them by) unless `even_if_active`, for a run whose workbench went away without ending it.
+  std::pair<RunRecord, RunCounts> delete_run(const std::string& id, bool even_if_active = false);
 
   RunCounts counts(const std::string& id) const;
   std::vector<SeriesInfo> series(const std::string& id) const;

@@ -217,7 +217,7 @@ class TestStore : public QObject {
     QCOMPARE(after[0], (StreamPosition{0, 45}));
     QCOMPARE(after[1], (StreamPosition{3, 1}));
     QCOMPARE(after[2], (StreamPosition{12, 7}));
-    history.delete_run("0123456789abcdef0123456789abcdef");
+    history.delete_run("0123456789abcdef0123456789abcdef", /*even_if_active=*/true);  // a migrated run still running
     QCOMPARE(sql_int(path, "SELECT count(*) FROM stream_positions"), int64_t{0});
   }
 
@@ -572,6 +572,8 @@ class TestStore : public QObject {
     QCOMPARE(ids(by_spec).size(), size_t{3});
     by_spec.spec = {SpecCondition::parse("model.arch=llama")};
     QVERIFY(ids(by_spec).empty());
+    by_spec.spec = {SpecCondition::parse("training.save_every=0")};  // a default, whether or not stored
+    QCOMPARE(ids(by_spec).size(), size_t{3});
     QCOMPARE(error_of([] { SpecCondition::parse("model.num_layers"); }).kind(), ErrorKind::invalid);
   }
 
@@ -834,6 +836,24 @@ class TestStore : public QObject {
       QCOMPARE(sql_int(path, std::string("SELECT count(*) FROM ") + table), int64_t{0});
     QCOMPARE(error_of([&] { history.delete_run(id); }).kind(), ErrorKind::not_found);
     QVERIFY(!keep.empty());
+    // A starting or running run is refused (its ranks would train on, unstoppable), unless forced.
+    for (const auto status : {RunStatus::starting, RunStatus::running}) {
+      std::string active;
+      {
+        Writer writer(path);
+        const auto handle = writer.create_run(tiny_run("active"));
+        writer.set_status(handle, status);
+        active = handle.id;
+      }
+      const auto refused = error_of([&] { history.delete_run(active); });
+      QCOMPARE(refused.kind(), ErrorKind::invalid);
+      QVERIFY2(contains(refused.what(), "run " + active.substr(0, 8) + " 'active' is " + std::string(to_string(status)) +
+                                            ": stop it first (tessera-cli runs stop " + active.substr(0, 8)),
+               refused.what());
+      QCOMPARE(history.run(active).name, std::string("active"));  // nothing removed
+      QCOMPARE(history.delete_run(active, true).first.id, active);
+      QCOMPARE(history.runs().size(), size_t{0});
+    }
   }
 
   void readersWorkWhileAWriterWrites() {
