@@ -14,6 +14,7 @@
 #include "runtime/comm/comm_error.hpp"
 #include "runtime/comm/gloo_world.hpp"
 #include "data/token_file.hpp"
+#include "runtime/launch/host_memory.hpp"
 #include "runtime/launch/local_launcher.hpp"
 #include "runtime/train/batches.hpp"
 #include "runtime/train/checkpoint.hpp"
@@ -62,6 +63,9 @@ int main(int argc, char** argv) {
   app.add_flag("--no-checkpoint", no_checkpoint, "write no checkpoint, not even at the end (benchmarks)")
       ->excludes("--save-every");
   app.add_flag("--resume", resume, "continue from the newest complete checkpoint in --out");
+  bool no_memory_check = false;
+  app.add_flag("--no-memory-check", no_memory_check,
+               "with --device cpu, start even when the planner predicts the ranks need more memory than is available");
   app.add_option("--nproc", nproc, "launch this many local ranks (must equal the spec's world size)")
       ->check(CLI::PositiveNumber);
   app.add_option("--threads", threads, "intra-op threads per rank (default: cores / local ranks)")
@@ -117,6 +121,20 @@ int main(int argc, char** argv) {
     if (nproc > 0 && nproc != world)
       errors.push_back({"--nproc", "--nproc " + std::to_string(nproc) + " must equal the spec's world size " +
                                        std::to_string(world) + " (cluster.nodes × cluster.gpus_per_node)"});
+    // The ranks on this machine: all of them with --nproc, else the launcher's (LOCAL_WORLD_SIZE) or
+    // this one. Checked once, by the launcher or by local rank 0.
+    const char* local_world = std::getenv("LOCAL_WORLD_SIZE");
+    const char* local_rank = std::getenv("LOCAL_RANK");
+    const bool checks_memory = device == "cpu" && !no_memory_check && errors.empty() &&
+                               (nproc > 0 || !local_rank || std::string(local_rank) == "0");
+    if (checks_memory) {
+      const int64_t local_ranks = nproc > 0 ? nproc : (local_world ? std::max(1L, std::atol(local_world)) : 1);
+      if (const auto available = tessera::runtime::host_available_bytes()) {
+        const int64_t needed = tessera::runtime::predicted_host_bytes(spec, local_ranks);
+        if (auto problem = tessera::runtime::host_memory_problem(spec, local_ranks, needed, *available); !problem.empty())
+          errors.push_back({"--device", problem});
+      }
+    }
     if (!errors.empty()) throw SpecError(errors);
     if (!out_dir.empty()) require_writable_dir(out_dir);
     if (resume && out_dir.empty()) throw SpecError({FieldError{"--resume", "--resume needs --out DIR (where the checkpoints are)"}});

@@ -108,6 +108,19 @@ class TestTrainErrors : public QObject {
     run = tessera_train({"--spec", spec, "--threads", "100000"});  // accepted, it never finished a step
     QCOMPARE(run.exit_code, 2);
     QVERIFY2(run.err.find("--threads") != std::string::npos && run.err.find("not in range 1 to 1024") != std::string::npos, run.err.c_str());
+    // A GPU-sized spec on the CPU: Llama-3-70B's ranks need hundreds of GiB, refused with the figures
+    // before any rank starts (it would end in the kernel's OOM killer).
+    const std::string huge = spec_file(dir, "huge", {{"model", {{"preset", "llama3-70b"}, {"seq_length", 1024}}},
+                                                     {"parallel", {{"tp", 1}, {"pp", 2}}},
+                                                     {"training", {{"micro_batch_size", 1}, {"precision", "bf16"}}},
+                                                     {"cluster", {{"gpu", "h100-sxm"}, {"nodes", 1}, {"gpus_per_node", 2}}}});
+    run = tessera_train({"--spec", QString::fromStdString(huge), "--nproc", "2"});
+    QCOMPARE(run.exit_code, 2);
+    QVERIFY2(run.err.find("--device cpu: the planner predicts 2 ranks of this spec need ") != std::string::npos &&
+                 run.err.find("is available (MemAvailable); the spec is planned for cluster.gpu=h100-sxm: train it with "
+                              "--device cuda") != std::string::npos,
+             run.err.c_str());
+    QVERIFY2(run.err.find("rank 0") == std::string::npos, run.err.c_str());
     QProcess p;
     auto env = QProcessEnvironment::systemEnvironment();
     env.insert("RANK", "0");
