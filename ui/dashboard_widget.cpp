@@ -704,6 +704,8 @@ void DashboardWidget::updateTimeline() {
                         e.start_s,
                         e.end_s});
   }
+  // Each rank timed its ops from its own step start: onto one clock before drawing and measuring.
+  planner::align_stage_clocks(measured, static_cast<int>(plan_->spec.parallel.pp));
   shown_step_ = step;
   measured_model_.setMeasured(plan_, std::move(measured), tr("Measured, step %1").arg(step));
   predicted_model_.setPlan(plan_, tr("Predicted"));

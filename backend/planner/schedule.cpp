@@ -5,7 +5,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
+#include <map>
 #include <stdexcept>
+#include <tuple>
 
 namespace tessera::planner {
 
@@ -317,6 +320,50 @@ Simulation simulate(const ScheduleTable& table, const OpCosts& costs, bool recor
   const double busiest_s = *std::max_element(sim.busy_s.begin(), sim.busy_s.end());
   sim.bubble_fraction = sim.makespan_s > 0 ? (sim.makespan_s - busiest_s) / sim.makespan_s : 0.0;
   return sim;
+}
+
+void align_stage_clocks(std::vector<TimelineEvent>& events, int pp) {
+  if (pp <= 1 || events.empty()) return;
+  // Each op by (kind, microbatch, virtual stage); a backward split into Bi and W passes its gradient on at Bi.
+  auto is_backward = [](OpKind k) { return k == OpKind::backward || k == OpKind::backward_input; };
+  std::map<std::tuple<bool, int32_t, int64_t>, const TimelineEvent*> by_op;
+  for (const auto& e : events) {
+    if (e.stage < 0 || e.stage >= pp || e.op.kind == OpKind::backward_weight) continue;
+    by_op[{is_backward(e.op.kind), e.op.microbatch, int64_t{e.op.chunk} * pp + e.stage}] = &e;
+  }
+  // Difference constraints offset[to] >= offset[from] + (end in from - start in to), one per edge
+  // between stages; the least offsets are the longest paths from stage 0 (Bellman-Ford).
+  struct Edge {
+    int from, to;
+    double gap_s;
+  };
+  std::vector<Edge> edges;
+  for (const auto& [key, consumer] : by_op) {
+    const auto& [backward, microbatch, virtual_stage] = key;
+    const auto producer = by_op.find({backward, microbatch, backward ? virtual_stage + 1 : virtual_stage - 1});
+    if (producer == by_op.end() || producer->second->stage == consumer->stage) continue;
+    edges.push_back({producer->second->stage, consumer->stage, producer->second->end_s - consumer->start_s});
+  }
+  constexpr double kUnset = -std::numeric_limits<double>::infinity();
+  std::vector<double> offset_s(static_cast<size_t>(pp), kUnset);
+  offset_s[0] = 0;
+  bool settled = false;
+  for (int round = 0; round <= pp && !settled; ++round) {
+    settled = true;
+    for (const auto& edge : edges) {
+      if (offset_s[edge.from] == kUnset) continue;
+      if (const double least = offset_s[edge.from] + edge.gap_s; least > offset_s[edge.to] + 1e-12) {
+        offset_s[edge.to] = least;
+        settled = false;
+      }
+    }
+  }
+  if (!settled) return;  // a cycle that keeps growing: the events contradict each other
+  for (auto& e : events) {
+    if (e.stage < 0 || e.stage >= pp || offset_s[e.stage] == kUnset) continue;
+    e.start_s += offset_s[e.stage];
+    e.end_s += offset_s[e.stage];
+  }
 }
 
 }  // namespace tessera::planner

@@ -77,4 +77,14 @@ constexpr bool releases_activations(OpKind kind) { return kind == OpKind::backwa
 /// Peak number of chunk-microbatches with activations held on a stage (from F until its B or W).
 int peak_in_flight(const ScheduleTable& table, int stage);
 
+/// A measured step's events on one clock. Each rank times its ops from its own step start, and the
+/// ranks start a step at different moments (a later stage leaves the last step's optimizer later),
+/// so stage s+1 could seem to run F(m) before stage s finished it. Shifts each stage's events by
+/// the least offset at which every pipeline dependency holds (F(m) of virtual stage v after F(m) of
+/// v-1 ends, B or Bi of v after v+1's ends), the first stage fixed: the tightest alignment the
+/// events themselves prove, without synchronised clocks (across nodes they are not). Stages with no
+/// event in common are left as they are; so is everything when the dependencies contradict each
+/// other (not one step's events).
+void align_stage_clocks(std::vector<TimelineEvent>& events, int pp);
+
 }  // namespace tessera::planner

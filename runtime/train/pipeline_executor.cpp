@@ -58,7 +58,10 @@ PipelineResult PipelineExecutor::run(const std::vector<Microbatch>& microbatches
   };
   for (size_t i = 0; i < stage_ops.size(); ++i) {
     const auto& op = stage_ops[i];
-    int start = timer_->mark();  // moved past the receive: the timeline shows compute, waiting is bubble
+    // The op's marks hold its compute: the start moves past its receive and the end comes before its
+    // send (a rank preempted while posting it would otherwise end the op after its peer received).
+    int start = timer_->mark();
+    int end = -1;
     const int64_t vs = virtual_stage(op.chunk);
     const auto key = std::make_pair(op.microbatch, op.chunk);
     const Microbatch& mb = microbatches.at(op.microbatch);
@@ -79,6 +82,7 @@ PipelineResult PipelineExecutor::run(const std::vector<Microbatch>& microbatches
         result.loss_sum = result.loss_sum.defined() ? result.loss_sum + loss.detach() : loss.detach();
         f.output = loss * scale;
       } else {
+        end = timer_->mark();
         pp_group.send(output.detach(), static_cast<int>((vs + 1) % pp), tag(op.microbatch, vs + 1, false));
         f.output = output;
       }
@@ -96,11 +100,14 @@ PipelineResult PipelineExecutor::run(const std::vector<Microbatch>& microbatches
         start = timer_->mark();
         torch::autograd::backward({f.output}, {grad});
       }
-      if (vs > 0) pp_group.send(f.input.grad(), static_cast<int>((vs - 1) % pp), tag(op.microbatch, vs - 1, true));
+      if (vs > 0) {
+        end = timer_->mark();
+        pp_group.send(f.input.grad(), static_cast<int>((vs - 1) % pp), tag(op.microbatch, vs - 1, true));
+      }
     } else {
       throw std::invalid_argument("tessera-train executes F and B operations; zb-h1's split backward is not supported");
     }
-    marks.emplace_back(start, timer_->mark());
+    marks.emplace_back(start, end >= 0 ? end : timer_->mark());
     // NCCL holds sends until this stage's next receive: when the next op receives nothing (stage 0's
     // forwards, the last stage's backwards), start them now, or the peer would wait for them until
     // then (GPipe's stage 1 idle until stage 0 ran every forward; 1F1B's warm-up serialised).

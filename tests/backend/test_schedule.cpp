@@ -294,6 +294,52 @@ class TestSchedule : public QObject {
     }
   }
 
+  // Measured events, each stage on a clock of its own: aligned back onto the simulation's one clock
+  // (exactly when sends take no time: a stage's first op then starts as its input's producer ends).
+  void alignStageClocksRestoresOneClock() {
+    for (auto [schedule, pp, vpp, m] :
+         {std::tuple{Schedule::one_f_one_b, 4, 1, 7}, std::tuple{Schedule::interleaved, 3, 2, 6},
+          std::tuple{Schedule::zb_h1, 4, 1, 9}, std::tuple{Schedule::gpipe, 3, 1, 4}}) {
+      auto costs = planner::OpCosts::uniform(pp * vpp, 1.0, 2.0, 0.0);
+      for (int vs = 0; vs < pp * vpp; ++vs) costs.forward_s[vs] += 0.1 * vs;
+      const auto truth = planner::simulate(planner::make_schedule(schedule, pp, vpp, m), costs).events;
+      auto measured = truth;
+      for (auto& e : measured) {  // stage s's clock 0.37·s − 0.5 ahead or behind
+        e.start_s -= 0.37 * e.stage - 0.5 * (e.stage % 2);
+        e.end_s -= 0.37 * e.stage - 0.5 * (e.stage % 2);
+      }
+      planner::align_stage_clocks(measured, pp);
+      for (size_t i = 0; i < truth.size(); ++i) {
+        QVERIFY2(std::abs(measured[i].start_s - truth[i].start_s) < 1e-9, QTest::toString(measured[i].start_s));
+        QVERIFY(std::abs(measured[i].end_s - truth[i].end_s) < 1e-9);
+      }
+    }
+    // With sends that take time the least offsets still satisfy every dependency, one of them tight.
+    const auto truth = planner::simulate(planner::make_schedule(Schedule::one_f_one_b, 2, 1, 4),
+                                         planner::OpCosts::uniform(2, 1.0, 2.0, 0.25)).events;
+    auto measured = truth;
+    for (auto& e : measured)
+      if (e.stage == 1) e.start_s -= 5, e.end_s -= 5;
+    planner::align_stage_clocks(measured, 2);
+    std::map<std::pair<OpKind, int>, std::pair<double, double>> by_op[2];
+    for (const auto& e : measured) by_op[e.stage][{e.op.kind, e.op.microbatch}] = {e.start_s, e.end_s};
+    double tightest_s = 1e9;
+    for (int mb = 0; mb < 4; ++mb) {
+      const double forward_gap = by_op[1][{OpKind::forward, mb}].first - by_op[0][{OpKind::forward, mb}].second;
+      const double backward_gap = by_op[0][{OpKind::backward, mb}].first - by_op[1][{OpKind::backward, mb}].second;
+      QVERIFY(forward_gap > -1e-9 && backward_gap > -1e-9);
+      tightest_s = std::min({tightest_s, forward_gap, backward_gap});
+    }
+    QVERIFY(std::abs(tightest_s) < 1e-9);
+    // Events that contradict each other (stage 1's B before stage 0 sent F, and stage 0's B before
+    // stage 1's): left as they are.
+    std::vector<planner::TimelineEvent> odd = {{0, {OpKind::forward, 0, 0}, 0, 1}, {1, {OpKind::forward, 0, 0}, 0, 1},
+                                               {1, {OpKind::backward, 0, 0}, 1, 2}, {0, {OpKind::backward, 0, 0}, 1, 2}};
+    const auto before = odd;
+    planner::align_stage_clocks(odd, 2);
+    for (size_t i = 0; i < odd.size(); ++i) QCOMPARE(odd[i].start_s, before[i].start_s);
+  }
+
   void deadlockDetected() {
     planner::ScheduleTable table;
     table.pp = 2;
