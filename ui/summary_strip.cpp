@@ -5,6 +5,7 @@
 #include <QGridLayout>
 #include <QVBoxLayout>
 
+#include "elided_label.hpp"
 #include "format.hpp"
 #include "plan_session.hpp"
 #include "theme.hpp"
@@ -29,7 +30,7 @@ SummaryStrip::SummaryStrip(PlanSession* session, QWidget* parent) : QWidget(pare
   valueFont.setBold(true);
   int column = 0;
   for (const auto& [metric, title] : cells) {
-    auto* caption = new QLabel(title, this);
+    auto* caption = new ElidedLabel(title, this);
     captions_[metric] = caption;
     caption->setMinimumWidth(1);
     caption->setFont(captionFont);
@@ -37,8 +38,8 @@ SummaryStrip::SummaryStrip(PlanSession* session, QWidget* parent) : QWidget(pare
     auto* value = new QLabel(this);
     value->setFont(valueFont);
     value->setTextInteractionFlags(Qt::TextSelectableByMouse);
-    auto* detail = new QLabel(this);
-    detail->setMinimumWidth(1);  // details may be cut short on a narrow window; values never are
+    auto* detail = new ElidedLabel(this);
+    detail->setMinimumWidth(1);  // details may end in "…" on a narrow window (whole in the tooltip); values never do
     detail->setFont(captionFont);
     detail->setForegroundRole(QPalette::PlaceholderText);
     grid->addWidget(caption, 0, column);

@@ -1,6 +1,5 @@
 // The --compare and --history modes of the tessera executable.
 #include "history_command.hpp"
-#include "screen_size.hpp"
 
 #include <cstdio>
 
@@ -30,9 +29,6 @@ int runHistoryCommand(const HistoryCommand& command) {
     return fail(QStringLiteral("--compare needs two or more run ids separated by commas (or, for the timeline, a schedule: "
                                "gpipe, 1f1b, interleaved, zb-h1), got \"%1\"")
                     .arg(command.runs));
-  QString problem;
-  const auto size = parseScreenSize(command.size, &problem);
-  if (!size) return fail(problem);
   if (command.palette == QLatin1String("dark")) ui::applyTheme(ui::ThemeChoice::dark);
   else if (command.palette == QLatin1String("light")) ui::applyTheme(ui::ThemeChoice::light);
   else if (command.palette.isEmpty() || command.palette == QLatin1String("system")) ui::applyTheme(ui::ThemeChoice::system);
@@ -48,7 +44,7 @@ int runHistoryCommand(const HistoryCommand& command) {
   if (!window) return fail(error);
   if (!ids.isEmpty() && !window->compare(ids, &error)) return fail(error);
   if (!command.screenshot.isEmpty()) {
-    const QImage image = window->screenshot(*size);
+    const QImage image = window->screenshot(command.size);
     if (!image.save(command.screenshot)) return fail(QStringLiteral("cannot write %1").arg(command.screenshot), 1);
     return 0;
   }

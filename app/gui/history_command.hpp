@@ -2,6 +2,7 @@
 // comparing stored runs, or on its run list; headless to a PNG with --screenshot.
 #pragma once
 
+#include <QSize>
 #include <QString>
 
 namespace tessera::app {
@@ -10,8 +11,8 @@ struct HistoryCommand {
   QString runs;        ///< "ID,ID[,…]": ids, id prefixes or names to compare; "" = the run list
   QString db;          ///< history file ("" = $TESSERA_DB, else the XDG data directory)
   QString screenshot;  ///< PNG to write; "" = open the window
-  QString size = QStringLiteral("1600x1000");  ///< WIDTHxHEIGHT of the screenshot
-  QString palette;                             ///< "system", "light", "dark" ("" = system)
+  QSize size{1600, 1000};  ///< of the screenshot (--size, read and checked by the caller)
+  QString palette;         ///< "system", "light", "dark" ("" = system)
 };
 
 /// The exit code: 0 on success, 2 with a message on stderr for what the user can fix (fewer than two

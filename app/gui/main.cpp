@@ -26,12 +26,20 @@ int fail(const QString& message) {
   return 2;
 }
 
+// A spec file that did not open: its problems under its name, or the one line that names it already.
+QString openProblem(const QString& spec, const QString& error) {
+  return error.contains(spec) && !error.contains(QLatin1Char('\n')) ? error : QStringLiteral("%1:\n%2").arg(spec, error);
+}
+
 // tessera --run ID: the dashboard of a recorded run (live while it runs), or its screenshot.
 int showRun(QApplication& app, const QString& run, const QString& db, const QString& view, const QString& shot, const QSize& size) {
   if (view != QLatin1String("dashboard") && view != QLatin1String("timeline"))
     return fail(QStringLiteral("--view with --run must be dashboard or timeline, got \"%1\"").arg(view));
   const QString path = QString::fromStdString(tessera::store::resolve_history_path(db.toStdString()));
-  if (!QFileInfo::exists(path)) return fail(QStringLiteral("--db: no history file %1").arg(path));
+  if (!QFileInfo::exists(path))
+    return fail(QStringLiteral("--run: no run history at %1 (runs launched with tessera-cli or the workbench create it; "
+                               "--db or $TESSERA_DB names another file)")
+                    .arg(path));
   tessera::ui::DashboardWidget dashboard;
   QString error;
   if (!dashboard.openRun(path, run, &error)) return fail(QStringLiteral("--run: %1").arg(error));
@@ -110,9 +118,11 @@ int main(int argc, char* argv[]) {
   // --history, or --compare with run ids (not a schedule name): the run history instead of a spec.
   const bool compareRuns = parser.isSet(compareOption) &&
                            !tessera::spec::enum_from_string<tessera::spec::Schedule>(parser.value(compareOption).toStdString());
-  if (compareRuns || parser.isSet(historyOption))
+  if (compareRuns || parser.isSet(historyOption)) {
+    if (!size) return fail(sizeProblem);
     return tessera::app::runHistoryCommand({compareRuns ? parser.value(compareOption) : QString(), parser.value(dbOption),
-                                            parser.value(shotOption), parser.value(sizeOption), parser.value(paletteOption)});
+                                            parser.value(shotOption), *size, parser.value(paletteOption)});
+  }
 
   if (parser.isSet(runOption)) {
     if (!size) return fail(sizeProblem);
@@ -135,7 +145,7 @@ int main(int argc, char* argv[]) {
     if (!size) return fail(sizeProblem);
     tessera::ui::MainWindow window(/*persistent=*/false);
     QString error;
-    if (!spec.isEmpty() && !window.openFile(spec, &error)) return fail(QStringLiteral("%1:\n%2").arg(spec, error));
+    if (!spec.isEmpty() && !window.openFile(spec, &error)) return fail(openProblem(spec, error));
     tessera::ui::applyTheme(tessera::ui::ThemeChoice::light);
     tessera::ui::LaunchDialog dialog(window.session()->spec(), tessera::spec::to_json(window.session()->spec()),
                                      QString::fromStdString(tessera::store::resolve_history_path(parser.value(dbOption).toStdString())));
@@ -171,7 +181,7 @@ int main(int argc, char* argv[]) {
   }
   if (!spec.isEmpty()) {
     QString error;
-    if (!window.openFile(spec, &error)) return fail(QStringLiteral("%1:\n%2").arg(spec, error));
+    if (!window.openFile(spec, &error)) return fail(openProblem(spec, error));
   }
   for (const QString& edit : parser.values(setOption)) {
     const auto eq = edit.indexOf('=');
@@ -204,9 +214,19 @@ int main(int argc, char* argv[]) {
     if (parts.size() == 2) range = std::pair{parts[0].toDouble(&ok1), parts[1].toDouble(&ok2)};
     if (!ok1 || !ok2 || range->second <= range->first)
       return fail(QStringLiteral("--time-range must be FROM:TO seconds with FROM < TO, got \"%1\"").arg(parser.value(rangeOption)));
+    // The timeline spans the step, from 0 to its end (the pipeline, exposed DP, the optimizer).
+    if (const auto plan = window.session()->plan(); plan && (range->first >= plan->prediction.iteration_time_s || range->second <= 0))
+      return fail(QStringLiteral("--time-range %1 shows nothing: the step spans 0 to %2 s")
+                      .arg(parser.value(rangeOption))
+                      .arg(plan->prediction.iteration_time_s, 0, 'g', 4));
   }
   if (screenshot) {
     if (!size) return fail(sizeProblem);
+    // What only the timeline draws, asked of another view's picture, would be left out silently.
+    if (*view != tessera::ui::MainWindow::View::timeline || search)
+      for (const auto* option : {&compareOption, &rangeOption})
+        if (parser.isSet(*option))
+          return fail(QStringLiteral("--%1 is for the timeline's picture: add --view timeline").arg(option->names().front()));
     const QString out = parser.value(shotOption);
     if (search) {
       tessera::ui::LayoutSearchDialog dialog(window.session());

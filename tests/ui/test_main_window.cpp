@@ -6,6 +6,7 @@
 #include <QSpinBox>
 
 #include "designer_panel.hpp"
+#include "elided_label.hpp"
 #include "main_window.hpp"
 #include "memory_view.hpp"
 #include "rank_grid_view.hpp"
@@ -21,6 +22,18 @@ QString example(const char* name) { return QStringLiteral(TESSERA_SOURCE_DIR "/r
 class TestMainWindow : public QObject {
   Q_OBJECT
  private slots:
+  // A summary cell narrower than its text ends in "…" (the whole text its tooltip), not mid-word.
+  void aNarrowLabelEndsInAnEllipsis() {
+    ElidedLabel label(QStringLiteral("interleaved · 48 microbatches"));
+    label.resize(label.sizeHint());
+    QVERIFY(!label.isElided());
+    QCOMPARE(label.shownText(), label.text());
+    label.resize(label.sizeHint().width() / 2, label.sizeHint().height());
+    QVERIFY(label.isElided());
+    QVERIFY2(label.shownText().endsWith(QChar(0x2026)) && label.shownText().size() < label.text().size(),
+             qPrintable(label.shownText()));
+  }
+
   void editingAFieldInTheDesignerReplansAndUpdatesTheSummary() {
     MainWindow window(false);
     QVERIFY(window.openFile(example("llama3-70b-64xh100.json"), nullptr));

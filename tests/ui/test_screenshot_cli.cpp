@@ -50,6 +50,16 @@ class TestScreenshotCli : public QObject {
     const Run bad = tessera({"--spec", kSpec, "--view", "grid", "--select-rank", "1536", "--screenshot", selected});
     QCOMPARE(bad.code, 2);
     QVERIFY(bad.output.contains("--select-rank must be a rank below 1536"));
+    // What only the timeline draws, asked of another view, and a range past the step: refused.
+    const Run elsewhere = tessera({"--spec", kSpec, "--view", "memory", "--compare", "zb-h1", "--screenshot", selected});
+    QCOMPARE(elsewhere.code, 2);
+    QVERIFY2(elsewhere.output.contains("--compare is for the timeline's picture: add --view timeline"), qPrintable(elsewhere.output));
+    const Run past = tessera({"--spec", kSpec, "--view", "timeline", "--time-range", "100:200", "--screenshot", selected});
+    QCOMPARE(past.code, 2);
+    QVERIFY2(past.output.contains("--time-range 100:200 shows nothing: the step spans 0 to 28.7"), qPrintable(past.output));
+    const Run missing = tessera({"--spec", dir.filePath("missing.json"), "--view", "grid", "--screenshot", selected});
+    QCOMPARE(missing.code, 2);
+    QCOMPARE(missing.output.count("missing.json"), 1);  // named once
   }
 
   void setEditsAFieldLikeTheDesigner() {
