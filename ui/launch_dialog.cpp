@@ -87,9 +87,6 @@ LaunchDialog::LaunchDialog(const spec::RunSpec& spec, nlohmann::ordered_json spe
   notes_ = new QPlainTextEdit;
   notes_->setMaximumHeight(70);
   form->addRow(tr("Name"), name_);
-  // The first thing to type is the run's name; focus in the agents' table drew its current cell as
-  // an empty white box beside the check box, as if it were a field to fill.
-  name_->setFocus();
   form->addRow(tr("Tags"), tags_);
   form->addRow(tr("Notes"), notes_);
   form->addRow(tr("Layout"), new QLabel(tr("TP%1 · PP%2 · DP%3 — %4 ranks on %5, %6 per node")
@@ -138,6 +135,9 @@ LaunchDialog::LaunchDialog(const spec::RunSpec& spec, nlohmann::ordered_json spe
     if (item->column() == Use) launch_->setEnabled(false);  // check again after changing the agents
   });
   resize(820, 520);
+  // The first thing to type is the run's name (with the agents' table first, its current cell's
+  // focus frame looked like an empty field beside the check box).
+  name_->setFocus();
 }
 
 LaunchDialog::~LaunchDialog() {
