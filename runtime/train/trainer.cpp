@@ -165,7 +165,8 @@ class Trainer {
                                                   bucket_elements(placement_.device, state_.dp));
   }
 
-  void run(double measured_peak_tflops, const std::string& peak_source) {
+  /// `resumed_wall_s`: on rank 0 of a resumed run, its clock at the end of the step resumed from.
+  void run(double measured_peak_tflops, const std::string& peak_source, double resumed_wall_s = 0) {
     const double model_flops = planner::iteration_flops(spec_, /*causal=*/false).model_per_iteration;
     const at::Device device = placement_.device;
     const double peak_tflops = run_peak_tflops(measured_peak_tflops);
@@ -178,7 +179,13 @@ class Trainer {
       std::fflush(stdout);
     }
     reset_memory_peak(device);  // CUDA: the peak of training, not of building the model
-    const auto start = Clock::now();
+    // A resumed run's clock goes on from rank 0's at the step resumed from (every rank's, through the
+    // store), not from 0 again: its step records' wall_time_s keep rising across the sessions, so the
+    // wall-time axis and an imported run's duration span both.
+    const double clock_origin_s =
+        options_.resume ? static_cast<double>(world_.store_gather("resumed-wall-clock", std::llround(resumed_wall_s * 1e6)).at(0)) / 1e6
+                        : 0.0;
+    const auto start = Clock::now() - std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(clock_origin_s));
     const int64_t tokens_per_step = spec_.training.global_batch_size * spec_.model.seq_length;
     int64_t first_step = 1;
     if (options_.resume) {
@@ -385,6 +392,7 @@ RankEnvironment rank_environment_from_env() {
 
 void train(const spec::RunSpec& spec, const TrainOptions& options, const RankEnvironment& env) {
   at::set_num_threads(options.threads);
+  double resumed_wall_s = 0;  // rank 0's clock at the end of the step resumed from
   if (!options.out_dir.empty() && env.rank == 0) {
     // Rank 0 prepares the metrics file before the rendezvous (no rank writes to it until then):
     // afresh, or on resume without the records of steps after the checkpoint.
@@ -417,6 +425,7 @@ void train(const spec::RunSpec& spec, const TrainOptions& options, const RankEnv
       if (!reported)
         kept += protocol::to_json(checkpoint_record_from_manifest(options.out_dir, saved_step, saved_step_wall_s)).dump() + "\n";
       std::ofstream(metrics, std::ios::trunc) << kept;
+      resumed_wall_s = saved_step_wall_s;
     } else {
       std::filesystem::remove(metrics);
     }
@@ -444,7 +453,7 @@ void train(const spec::RunSpec& spec, const TrainOptions& options, const RankEnv
   }
   CountingAllocator::install();  // before the first tensor of the run (after the GEMM's), so every byte is counted
   Trainer trainer(spec, options, env, placement);
-  trainer.run(peak, peak_source);
+  trainer.run(peak, peak_source, resumed_wall_s);
 }
 
 }  // namespace tessera::runtime

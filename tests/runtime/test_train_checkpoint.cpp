@@ -88,6 +88,20 @@ class TestTrainCheckpoint : public QObject {
              static_cast<int64_t>(std::filesystem::file_size(ten + "/rank_00000.pt") + std::filesystem::file_size(ten + "/rank_00001.pt")));
     QVERIFY(checkpoints.at(10).at("wall_time_s").get<double>() > 0);  // step 10's time on rank 0's clock
     QVERIFY(checkpoints.at(20).at("wall_time_s").get<double>() > 0);
+    // The resumed session's clock goes on from step 10's: every rank's step records keep rising.
+    {
+      std::map<int64_t, double> last_wall_s;  // rank → the wall time of its previous step record
+      std::ifstream in(metrics);
+      for (std::string line; std::getline(in, line);) {
+        const auto record = nlohmann::json::parse(line);
+        if (record.at("type") != "step") continue;
+        const int64_t rank = record.at("rank").get<int64_t>();
+        const double wall_s = record.at("wall_time_s").get<double>();
+        QVERIFY2(!last_wall_s.count(rank) || wall_s > last_wall_s[rank], line.c_str());
+        last_wall_s[rank] = wall_s;
+      }
+      QCOMPARE(last_wall_s.size(), size_t{2});
+    }
 
     // Another layout: TP=2 instead of DP=2.
     Layout tp2;
