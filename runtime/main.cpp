@@ -176,6 +176,9 @@ int main(int argc, char** argv) {
       if (a.rfind("--nproc=", 0) == 0) continue;
       args.push_back(a);
     }
+    // Checked here for all of them: a rank checking again while its siblings load could refuse what
+    // this accepted.
+    if (!no_memory_check) args.push_back("--no-memory-check");
     if (threads == 0) {
       args.push_back("--threads");
       args.push_back(std::to_string(std::max(1u, std::thread::hardware_concurrency() / static_cast<unsigned>(nproc))));

@@ -186,13 +186,23 @@ bool HistoryView::deleteSelected() {
   const QStringList ids = selectedRunIds();
   if (ids.isEmpty()) return false;
   QStringList names;
-  for (const QString& id : ids) names << model_.index(model_.rowOfRun(id), RunListModel::Name).data().toString();
-  const QString question = ids.size() == 1
-                               ? tr("Delete run \"%1\" and everything recorded for it (metrics, timeline, logs)? This cannot be undone.").arg(names.front())
-                               : tr("Delete these %1 runs and everything recorded for them? This cannot be undone.\n\n%2").arg(ids.size()).arg(names.join(QLatin1Char('\n')));
+  int active = 0;  // still marked starting or running
+  for (const QString& id : ids) {
+    const QModelIndex index = model_.index(model_.rowOfRun(id), RunListModel::Name);
+    names << index.data().toString();
+    const QString status = index.data(RunListModel::StatusRole).toString();
+    active += status == QLatin1String("starting") || status == QLatin1String("running");
+  }
+  QString question = ids.size() == 1
+                         ? tr("Delete run \"%1\" and everything recorded for it (metrics, timeline, logs)? This cannot be undone.").arg(names.front())
+                         : tr("Delete these %1 runs and everything recorded for them? This cannot be undone.\n\n%2").arg(ids.size()).arg(names.join(QLatin1Char('\n')));
+  // The user is told before deleting a run still marked running (the store refuses it otherwise):
+  // its ranks are not stopped; it may be one whose workbench went away.
+  if (active > 0)
+    question += tr("\n\n%n of them still marked running: deleting does not stop its ranks (Stop run on its dashboard does).", "", active);
   if (!confirm_ || !confirm_(question)) return false;
   bool all = true;
-  for (const QString& id : ids) all = model_.deleteRun(id) && all;
+  for (const QString& id : ids) all = model_.deleteRun(id, /*even_if_active=*/true) && all;
   if (all) error_->hide();
   updateTagChoices();
   updateButtons();

@@ -178,7 +178,7 @@ void RunController::runAttach(const std::string& run_id, const std::string& db_p
       std::lock_guard lock(mutex_);
       run_id_ = record.id;
       try {
-        node_ranks_ = launch::node_shares(spec::parse_spec(nlohmann::json::parse(record.spec.dump())));
+        node_ranks_ = launch::node_shares(spec::parse_stored_spec(nlohmann::json::parse(record.spec.dump())));
       } catch (const std::exception&) {
         node_ranks_.clear();
       }

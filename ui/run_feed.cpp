@@ -39,7 +39,7 @@ const std::vector<std::string>& RunFeed::runMetrics() {
 RunFeed::RunFeed(const std::string& db_path, const std::string& run_id) : history_(db_path) {
   run_ = history_.run(history_.resolve(run_id));
   try {
-    spec_ = spec::parse_spec(nlohmann::json::parse(run_.spec.dump()));
+    spec_ = spec::parse_stored_spec(nlohmann::json::parse(run_.spec.dump()));
     tokens_per_step_ = spec_->training.global_batch_size * spec_->model.seq_length;
   } catch (const std::exception&) {
     spec_.reset();  // plotted by step and wall time only

@@ -169,10 +169,10 @@ bool RunListModel::refresh() {
   return true;
 }
 
-bool RunListModel::deleteRun(const QString& run_id) {
+bool RunListModel::deleteRun(const QString& run_id, bool even_if_active) {
   const int row = rowOfRun(run_id);
   try {
-    history_->delete_run(run_id.toStdString());
+    history_->delete_run(run_id.toStdString(), even_if_active);
   } catch (const std::exception& e) {
     fail(tr("cannot delete run %1: %2").arg(row >= 0 ? qs(rows_[row].run.name) : run_id, QString::fromUtf8(e.what())));
     return false;

@@ -35,7 +35,7 @@ class RunListModel : public QAbstractTableModel {
   /// false (with errorOccurred) when the store cannot be read; the rows stay as they were.
   bool refresh();
   /// Deletes a run and its data from the store, then its row. False with errorOccurred on failure.
-  bool deleteRun(const QString& run_id);
+  bool deleteRun(const QString& run_id, bool even_if_active = false);
 
   QString runId(int row) const;
   int rowOfRun(const QString& run_id) const;

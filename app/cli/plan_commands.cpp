@@ -561,7 +561,9 @@ void add_plan_commands(CLI::App& app) {
     cmd->add_option("--nodes", nodes, "Nodes of the cluster section")->check(fits_int64());
     cmd->add_option("--gpus-per-node", gpus_per_node, "GPUs per node of the cluster section")->check(fits_int64());
     cmd->callback([] {
-      json doc = spec::spec_from_hf_config(read_json_file(path), path);
+      std::vector<std::string> notes;
+      json doc = spec::spec_from_hf_config(read_json_file(path), path, &notes);
+      for (const auto& note : notes) std::cerr << "note: " << note << "\n";
       doc["cluster"] = {{"gpu", gpu}, {"nodes", nodes}, {"gpus_per_node", gpus_per_node}};
       const auto s = spec::parse_spec(doc);  // validate what we produce
       const std::string text = spec::to_json(s).dump(2) + "\n";

@@ -214,11 +214,18 @@ int main(int argc, char* argv[]) {
     if (parts.size() == 2) range = std::pair{parts[0].toDouble(&ok1), parts[1].toDouble(&ok2)};
     if (!ok1 || !ok2 || range->second <= range->first)
       return fail(QStringLiteral("--time-range must be FROM:TO seconds with FROM < TO, got \"%1\"").arg(parser.value(rangeOption)));
-    // The timeline spans the step, from 0 to its end (the pipeline, exposed DP, the optimizer).
-    if (const auto plan = window.session()->plan(); plan && (range->first >= plan->prediction.iteration_time_s || range->second <= 0))
-      return fail(QStringLiteral("--time-range %1 shows nothing: the step spans 0 to %2 s")
-                      .arg(parser.value(rangeOption))
-                      .arg(plan->prediction.iteration_time_s, 0, 'g', 4));
+    // The timeline spans the step, from 0 to its end (the pipeline, exposed DP, the optimizer), or
+    // the longer of the two steps with --compare.
+    if (const auto plan = window.session()->plan()) {
+      double step_s = plan->prediction.iteration_time_s;
+      if (const auto other = tessera::spec::enum_from_string<tessera::spec::Schedule>(parser.value(compareOption).toStdString()))
+        if (const auto compared = window.session()->planWithSchedule(*other).plan)
+          step_s = std::max(step_s, compared->prediction.iteration_time_s);
+      if (range->first >= step_s || range->second <= 0)
+        return fail(QStringLiteral("--time-range %1 shows nothing: the step spans 0 to %2 s")
+                        .arg(parser.value(rangeOption))
+                        .arg(step_s, 0, 'g', 4));
+    }
   }
   if (screenshot) {
     if (!size) return fail(sizeProblem);

@@ -333,17 +333,22 @@ void align_stage_clocks(std::vector<TimelineEvent>& events, int pp) {
   }
   // Difference constraints offset[to] >= offset[from] + (end in from - start in to), one per edge
   // between stages; the least offsets are the longest paths from stage 0 (Bellman-Ford).
+  // Only the largest gap between two stages binds: one edge per ordered pair, whatever the op count.
+  std::map<std::pair<int, int>, double> largest_gap_s;
+  for (const auto& [key, consumer] : by_op) {
+    const auto& [backward, microbatch, virtual_stage] = key;
+    const auto producer = by_op.find({backward, microbatch, backward ? virtual_stage + 1 : virtual_stage - 1});
+    if (producer == by_op.end() || producer->second->stage == consumer->stage) continue;
+    const double gap_s = producer->second->end_s - consumer->start_s;
+    auto [it, inserted] = largest_gap_s.try_emplace({producer->second->stage, consumer->stage}, gap_s);
+    if (!inserted) it->second = std::max(it->second, gap_s);
+  }
   struct Edge {
     int from, to;
     double gap_s;
   };
   std::vector<Edge> edges;
-  for (const auto& [key, consumer] : by_op) {
-    const auto& [backward, microbatch, virtual_stage] = key;
-    const auto producer = by_op.find({backward, microbatch, backward ? virtual_stage + 1 : virtual_stage - 1});
-    if (producer == by_op.end() || producer->second->stage == consumer->stage) continue;
-    edges.push_back({producer->second->stage, consumer->stage, producer->second->end_s - consumer->start_s});
-  }
+  for (const auto& [stages, gap_s] : largest_gap_s) edges.push_back({stages.first, stages.second, gap_s});
   constexpr double kUnset = -std::numeric_limits<double>::infinity();
   std::vector<double> offset_s(static_cast<size_t>(pp), kUnset);
   offset_s[0] = 0;

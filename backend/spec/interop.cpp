@@ -41,7 +41,7 @@ T optional_field(const json& config, const char* key, T fallback, const char* ty
 
 }  // namespace
 
-json spec_from_hf_config(const json& config, const std::string& source) {
+json spec_from_hf_config(const json& config, const std::string& source, std::vector<std::string>* notes) {
   if (!config.is_object()) throw SpecError({{"", source + ": a config.json must be a JSON object"}});
   const std::string type = optional_field<std::string>(config, "model_type", "", "a string", source);
   json model;
@@ -68,16 +68,23 @@ json spec_from_hf_config(const json& config, const std::string& source) {
       if (optional_field(config, bias, false, "true or false", source))
         throw SpecError({{"", source + ": " + bias + "=true is not supported (the " + type +
                                   " architecture here has no biases in its linear layers)"}});
-    // The llama architecture here gates its MLP with SiLU (SwiGLU) and attends over the whole sequence.
-    if (const auto act = optional_field<std::string>(config, "hidden_act", "silu", "a string", source); act != "silu")
+    // The llama architecture here gates its MLP with SiLU (SwiGLU; "swish" in older configs).
+    if (const auto act = optional_field<std::string>(config, "hidden_act", "silu", "a string", source);
+        act != "silu" && act != "swish")
       throw SpecError({{"", source + ": hidden_act=\"" + act + "\" is not supported (the " + type +
                                 " architecture here is SwiGLU, gated with silu)"}});
+    // Attention is planned over the whole sequence: a shorter sliding window (Mistral 7B v0.1's 4096
+    // of 32768) is planned as that sequence, which costs what the window does.
     if (config.contains("sliding_window") && config["sliding_window"].is_number_integer() &&
-        config["sliding_window"].get<int64_t>() < model["seq_length"].get<int64_t>())
-      throw SpecError({{"", source + ": sliding_window=" + std::to_string(config["sliding_window"].get<int64_t>()) +
-                                " is not supported (attention is planned over the whole sequence of max_position_embeddings=" +
-                                std::to_string(model["seq_length"].get<int64_t>()) +
-                                "): set sliding_window to null, or max_position_embeddings to at most it"}});
+        config["sliding_window"].get<int64_t>() > 0 &&
+        config["sliding_window"].get<int64_t>() < model["seq_length"].get<int64_t>()) {
+      const int64_t window = config["sliding_window"].get<int64_t>();
+      if (notes)
+        notes->push_back("sliding_window=" + std::to_string(window) + " is shorter than max_position_embeddings=" +
+                         std::to_string(model["seq_length"].get<int64_t>()) + ": seq_length set to " + std::to_string(window) +
+                         " (attention is planned over the whole sequence; plan --seq sets another)");
+      model["seq_length"] = window;
+    }
     if (type == "mixtral") {
       model["num_experts"] = required_int(config, {"num_local_experts"}, source);
       model["moe_top_k"] = required_int(config, {"num_experts_per_tok"}, source);

@@ -12,7 +12,10 @@ namespace tessera::spec {
 
 /// The model section (and a name) of a spec from a Hugging Face config.json of a Llama, Mistral,
 /// Mixtral or GPT-2 model. Throws SpecError naming the config field that is missing or unsupported.
-nlohmann::json spec_from_hf_config(const nlohmann::json& config, const std::string& source_name);
+/// What the import changed from the config, one sentence each, goes to `notes` when given (a
+/// sliding window shorter than max_position_embeddings becomes the sequence length).
+nlohmann::json spec_from_hf_config(const nlohmann::json& config, const std::string& source_name,
+                                   std::vector<std::string>* notes = nullptr);
 
 struct MegatronExport {
   std::string command;             ///< torchrun ... pretrain_gpt.py --num-layers ...

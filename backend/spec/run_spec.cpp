@@ -260,9 +260,10 @@ std::string relabel_layout(const std::string& name, const RunSpec& spec, int64_t
   relabelled = std::regex_replace(relabelled, zero, "ZeRO-" + std::to_string(spec.effective_zero_stage()));
   const int64_t world = spec.world_size();
   if (world_before <= 0 || world <= 0 || world == world_before) return relabelled;
-  // The count alone: not part of a longer number, a version ("3.64") or a word ("H100"), and followed
-  // by a space and a word ("64 H100", "64 GPUs").
-  const std::regex count("(^|[^0-9.A-Za-z])" + std::to_string(world_before) + "(?= [A-Za-z])");
+  // The count of devices alone: after the start, a space or "(" (not "GPT-2", "v1.64" or "x64"), and
+  // before a space and GPUs, CPUs, ranks or a GPU's model ("64 H100", "8 B200"; not "8 layers").
+  const std::regex count("(^|[\\s(])" + std::to_string(world_before) +
+                         "(?= (GPUs?|CPUs?|ranks?|[A-Z][A-Z0-9]*[0-9][A-Za-z0-9]*)\\b)");
   return std::regex_replace(relabelled, count, "$01" + std::to_string(world));  // $01: group 1 before digits
 }
 
@@ -414,6 +415,16 @@ json parse_spec_json(const std::string& text, const std::string& what) {
   if (duplicate)
     throw SpecError({{*duplicate, what + " gives " + (duplicate->empty() ? "the key \"\"" : *duplicate) + " twice (which one is meant?)"}});
   return document;
+}
+
+RunSpec parse_stored_spec(const json& stored) {
+  json document = stored;
+  if (document.is_object() && document.contains("training") && document["training"].is_object()) {
+    auto& training = document["training"];
+    if (const auto gbs = training.find("global_batch_size"); gbs != training.end() && gbs->is_number_integer() && *gbs == 0)
+      training.erase(gbs);
+  }
+  return parse_spec(document);
 }
 
 RunSpec parse_spec_text(const std::string& text, const PresetCatalog& presets) {

@@ -115,6 +115,10 @@ RunSpec parse_spec(const nlohmann::json& document, const PresetCatalog& presets 
 nlohmann::json parse_spec_json(const std::string& text, const std::string& what);
 /// Reads a spec from JSON text (a syntax error names the line and column).
 RunSpec parse_spec_text(const std::string& text, const PresetCatalog& presets = PresetCatalog::builtin());
+/// A spec a run history stored (any JSON form of it): as parse_spec, with what earlier releases
+/// accepted read as they read it (training.global_batch_size 0: derived), so that older runs keep
+/// their spec.
+RunSpec parse_stored_spec(const nlohmann::json& stored);
 /// Reads a spec file (an unreadable file is a SpecError naming the path).
 RunSpec load_spec_file(const std::string& path, const PresetCatalog& presets = PresetCatalog::builtin());
 

@@ -109,7 +109,7 @@ SpecCondition SpecCondition::parse(std::string_view text) {
 
 nlohmann::ordered_json effective_spec(const nlohmann::ordered_json& stored) {
   try {
-    return spec::to_json(spec::parse_spec(nlohmann::json::parse(stored.dump())));
+    return spec::to_json(spec::parse_stored_spec(nlohmann::json::parse(stored.dump())));
   } catch (const std::exception&) {
     return stored;  // a spec this build cannot read (older, newer, partial) is compared as stored
   }

@@ -260,7 +260,7 @@ std::vector<ConfigDiffRow> History::config_diff(const std::vector<std::string>& 
 int64_t History::tokens_per_step(const std::string& id) const {
   const auto stored = run(id).spec;
   try {
-    const auto s = spec::parse_spec(nlohmann::json::parse(stored.dump()));
+    const auto s = spec::parse_stored_spec(nlohmann::json::parse(stored.dump()));
     return s.training.global_batch_size * s.model.seq_length;
   } catch (const spec::SpecError& e) {
     std::string problems;

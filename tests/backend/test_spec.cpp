@@ -97,6 +97,16 @@ class TestSpec : public QObject {
     QVERIFY(parse_spec(json::parse(to_json(saving).dump())) == saving);
   }
 
+  // A history's spec from before global_batch_size 0 was refused still reads (derived), as it did.
+  void storedSpecsReadAsTheyWereStored() {
+    json doc = base_spec();
+    doc["training"]["global_batch_size"] = 0;
+    QVERIFY_THROWS_EXCEPTION(SpecError, parse_spec(doc));
+    const RunSpec stored = parse_stored_spec(doc);
+    doc["training"].erase("global_batch_size");
+    QCOMPARE(stored.training.global_batch_size, parse_spec(doc).training.global_batch_size);
+  }
+
   void setFieldChecksTypes() {
     RunSpec s = parse_spec(base_spec());
     set_field(s, "parallel.tp", 4);
@@ -341,6 +351,10 @@ class TestSpec : public QObject {
     QCOMPARE(relabel_layout("128 GPUs, v1.128 1280 x128 H128 run", spec, 128), std::string("64 GPUs, v1.128 1280 x128 H128 run"));
     QCOMPARE(relabel_layout("on 64 H100", spec, 64), std::string("on 64 H100"));  // the same count
     QCOMPARE(relabel_layout("on 32 H100", spec, 0), std::string("on 32 H100"));   // no count before
+    // Only a count of GPUs, CPUs or ranks, after a space or "(": not GPT-2, ZeRO-2 or 2 layers.
+    QCOMPARE(relabel_layout("GPT-2 XL, 2 layers, on 2 GPUs (2 ranks)", spec, 2),
+             std::string("GPT-2 XL, 2 layers, on 64 GPUs (64 ranks)"));
+    QCOMPARE(relabel_layout("(2 B200) 2 nodes", spec, 2), std::string("(64 B200) 2 nodes"));
   }
 };
 

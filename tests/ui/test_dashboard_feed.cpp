@@ -44,18 +44,18 @@ void writeSteps(store::Writer& writer, const store::RunHandle& run, int64_t firs
                              {"mfu", rank, step, 1000.0 + step, 0.06},
                              {"peak_tflops", rank, step, 1000.0 + step, 0.0221 + rank * 1e-4}});
     }
-    for (int64_t rank : {0, 4}) {
-      const int64_t stage = rank / 4;
-      double t = stage * 0.01;
-      for (int64_t m = 0; m < 2; ++m) {
-        writer.append(run, store::TimelineEvent{step, rank, stage, "F", m, 0, t, t + 0.01});
-        t += 0.02;
-      }
-      for (int64_t m = 0; m < 2; ++m) {
-        writer.append(run, store::TimelineEvent{step, rank, stage, "B", m, 0, t, t + 0.02});
-        t += 0.03;
-      }
-    }
+    // One step of two stages, each rank on its own clock: on one clock stage 0 runs F at 0 and 0.02,
+    // B at 0.06 and 0.08; stage 1 F at 0.01 and 0.03, B at 0.04 and 0.06 (each B 0.02 s, each F 0.01
+    // s), but stage 1 started its clock 0.01 s late, so it recorded everything 0.01 s early.
+    const struct {
+      int64_t rank, stage;
+      const char* op;
+      int64_t microbatch;
+      double start_s, end_s;
+    } ops[] = {{0, 0, "F", 0, 0.00, 0.01}, {0, 0, "F", 1, 0.02, 0.03}, {0, 0, "B", 0, 0.06, 0.08}, {0, 0, "B", 1, 0.08, 0.10},
+               {4, 1, "F", 0, 0.00, 0.01}, {4, 1, "F", 1, 0.02, 0.03}, {4, 1, "B", 0, 0.03, 0.05}, {4, 1, "B", 1, 0.05, 0.07}};
+    for (const auto& op : ops)
+      writer.append(run, store::TimelineEvent{step, op.rank, op.stage, op.op, op.microbatch, 0, op.start_s, op.end_s});
   }
   writer.flush();
 }
@@ -162,10 +162,15 @@ class TestDashboardFeed : public QObject {
     QCOMPARE(checkpoints->item(1, 0)->text(), QStringLiteral("10"));
     QCOMPARE(checkpoints->item(1, 1)->text(), QStringLiteral("3.0 MiB"));
     QCOMPARE(checkpoints->item(1, 3)->text(), QStringLiteral("/w/out/checkpoints/step_00000010"));
-    // Measured timeline: stage 1 starts later; bubble of the busiest stage over the step's span.
+    // Measured timeline on one clock: stage 1's events moved 0.01 s later, so that its F0 starts as
+    // stage 0's ends (0.01) and stage 0's B0 as stage 1's ends (0.06); bubble of the busiest stage over
+    // the step's span.
     QCOMPARE(dashboard.shownTimelineStep(), std::optional<int64_t>(15));
     QCOMPARE(dashboard.measuredTimeline().events().size(), size_t{8});
     QVERIFY(std::abs(dashboard.measuredTimeline().makespan() - 0.10) < 1e-9);
+    for (const auto& e : dashboard.measuredTimeline().events())
+      if (e.stage == 1 && e.op.microbatch == 0)
+        QVERIFY2(std::abs(e.start_s - (e.op.kind == planner::OpKind::forward ? 0.01 : 0.04)) < 1e-9, QTest::toString(e.start_s));
     QVERIFY(std::abs(dashboard.measuredTimeline().bubbleFraction() - (1 - 0.06 / 0.10)) < 1e-9);
     // The header's bubble says which one it is: not the per-stage plot's.
     QVERIFY2(dashboard.bubbleText().startsWith(QStringLiteral("bubble of the busiest stage over the step: measured 40.0 % (step 15)")),
