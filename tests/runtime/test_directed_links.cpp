@@ -6,6 +6,8 @@
 // Gloo groups (four in-process ranks in a ring); and tessera-train with --pipeline-links directed giving the same
 // losses as through the pp group, including the interleaved schedule with more microbatches than pp
 // (the case NCCL's grouped sends would deadlock on).
+// moc needs none of these (it reads the test class alone); LibTorch would cost it ~20 s.
+#ifndef Q_MOC_RUN
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 
@@ -23,6 +25,7 @@
 #include "runtime/train/pipeline_executor.hpp"
 #include "thread_ranks.hpp"
 #include "train_runner.hpp"
+#endif
 
 using namespace tessera;
 using namespace tessera::runtime;

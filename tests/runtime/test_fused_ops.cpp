@@ -3,6 +3,8 @@
 // in fp32 (tight) and bf16 (against ATen in fp32 on the same bf16-rounded inputs). The vocab-parallel
 // cross-entropy also on two ranks (threads, Gloo) against the full-vocabulary cross-entropy.
 // LibTorch before Qt: Qt's `slots` macro would break LibTorch's headers.
+// moc needs none of these (it reads the test class alone); LibTorch would cost it ~20 s.
+#ifndef Q_MOC_RUN
 #include <torch/torch.h>
 
 #include <QtTest/QtTest>
@@ -16,6 +18,7 @@
 #include "runtime/launch/local_launcher.hpp"
 #include "runtime/model/fused_ops.hpp"
 #include "thread_ranks.hpp"
+#endif
 
 using namespace tessera::runtime;
 

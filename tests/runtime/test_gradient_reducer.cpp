@@ -4,6 +4,8 @@
 // reduce to each shard's owner; a gradient accumulated more often than the step has microbatches is
 // an error, not a silent early reduction.
 // LibTorch before Qt: Qt's `slots` macro would break LibTorch's headers.
+// moc needs none of these (it reads the test class alone); LibTorch would cost it ~20 s.
+#ifndef Q_MOC_RUN
 #include <ATen/ATen.h>
 #include <torch/torch.h>
 
@@ -20,6 +22,7 @@
 #include "runtime/parallel/parallel_state.hpp"
 #include "runtime/train/gradient_reducer.hpp"
 #include "thread_ranks.hpp"
+#endif
 
 using namespace tessera::runtime;
 

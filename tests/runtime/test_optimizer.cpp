@@ -2,6 +2,8 @@
 // against torch::optim::AdamW with two parameter groups (decay and no decay) over several steps;
 // clip_ranges against ranges worked out by hand; the learning-rate schedule's corner points.
 // LibTorch before Qt: Qt's `slots` macro would break LibTorch's headers.
+// moc needs none of these (it reads the test class alone); LibTorch would cost it ~20 s.
+#ifndef Q_MOC_RUN
 #include <ATen/ATen.h>
 #include <torch/torch.h>
 
@@ -10,6 +12,7 @@
 #include <cmath>
 
 #include "runtime/train/optimizer.hpp"
+#endif
 
 using namespace tessera::runtime;
 

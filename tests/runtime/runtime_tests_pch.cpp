@@ -1,0 +1,1 @@
+// The translation unit that owns the runtime suites' precompiled LibTorch header (CMakeLists.txt).
