@@ -357,6 +357,9 @@ QString TimelineView::stepTextAt(const QPoint& pos) const {
         text += tr("\nafter %1 of data-parallel communication the compute did not hide").arg(formatSeconds(pr.dp_exposed_s));
       if (pr.dp_gather_wait_s > 0)
         text += tr(" (%1 of it waiting for the parameter gather before a first forward)").arg(formatSeconds(pr.dp_gather_wait_s));
+      if (pr.embedding_all_reduce_s > 0)
+        text += tr(" (%1 of it the tied embedding's all-reduce between the first and last stage)")
+                    .arg(formatSeconds(pr.embedding_all_reduce_s));
       return text;
     }
     const int strip = stripHeight(band);
@@ -367,6 +370,11 @@ QString TimelineView::stepTextAt(const QPoint& pos) const {
       QString text = QString::fromLatin1(planner::dp_event_name(d.kind).data());
       if (d.microbatch >= 0) text += tr(" · microbatch %1").arg(d.microbatch + 1);
       else if (band.model->plan()->schedule.vpp > 1) text += tr(" · chunk %1").arg(d.chunk);
+      if (d.kind == planner::DpEvent::Kind::embedding_all_reduce)
+        return text + tr(" · stage %1 · with stage %2\n%3")
+                          .arg(stage)
+                          .arg(stage == 0 ? band.model->plan()->schedule.pp - 1 : 0)
+                          .arg(times(d.start_s, d.end_s));
       return text + tr(" · stage %1 · data parallel\n%2").arg(stage).arg(times(d.start_s, d.end_s));
     }
     return {};

@@ -218,7 +218,10 @@ void print_plan(const planner::Plan& plan) {
                       format_si(pr.tokens_per_s, "")});
   std::cout << prediction.str();
   std::cout << "  of which: pipeline " << format_fixed(pr.pipeline_s, 3) << " s, exposed DP communication "
-            << format_fixed(pr.dp_exposed_s, 3) << " s, optimizer " << format_fixed(pr.optimizer_s, 3) << " s\n";
+            << format_fixed(pr.dp_exposed_s, 3) << " s";
+  if (pr.embedding_all_reduce_s > 0)
+    std::cout << " (" << format_fixed(pr.embedding_all_reduce_s, 3) << " s the tied embedding's all-reduce)";
+  std::cout << ", optimizer " << format_fixed(pr.optimizer_s, 3) << " s\n";
 }
 
 std::string op_label(const planner::PipelineOp& op, int vpp) {

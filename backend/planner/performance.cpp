@@ -118,6 +118,7 @@ std::string_view dp_event_name(DpEvent::Kind kind) {
     case DpEvent::Kind::reduce_scatter: return "gradient reduce-scatter";
     case DpEvent::Kind::all_gather: return "parameter all-gather";
     case DpEvent::Kind::gather_reduce_scatter: return "parameter all-gather + gradient reduce-scatter";
+    case DpEvent::Kind::embedding_all_reduce: return "tied-embedding all-reduce";
   }
   return "?";
 }
@@ -215,8 +216,13 @@ Prediction predict(const spec::RunSpec& spec, const std::vector<StageParams>& st
   };
   auto all_gather = [&](double d, double x) { return half_collective_s(d * e, dp_cp, dp_bw, c) + half_collective_s(x * e, expert_dp, dp_bw, c); };
   const auto& sim = out.simulation;
+  // Megatron-LM's gradient buckets (DistributedDataParallelConfig.bucket_size): max(40M, 1M·dp)
+  // parameters, dp counting cp (the expert buffers' over their own data-parallel group).
+  const double dense_bucket = std::max(40e6, 1e6 * static_cast<double>(dp_cp));
+  const double expert_bucket = std::max(40e6, 1e6 * static_cast<double>(expert_dp));
   double dense = 0, expert = 0;  // of the stage with the most, for the optimizer step
   double stream_end_s = sim.makespan_s, gather_delay_s = 0;
+  std::vector<double> stage_stream_end_s(stages.size(), 0.0);
   for (int stage = 0; stage < static_cast<int>(stages.size()); ++stage) {
     const auto& st = stages[stage];
     dense = std::max(dense, static_cast<double>(st.dense_on_rank));
@@ -263,17 +269,42 @@ Prediction predict(const spec::RunSpec& spec, const std::vector<StageParams>& st
         t += cost[op.chunk * p.pp + stage];
       }
     }
-    // The step's gradients (ZeRO-0/1), chunk by chunk from the start of the chunk's last
-    // weight-gradient op (--overlap-grad-reduce dispatches bucket by bucket as they fill).
+    // The step's gradients (ZeRO-0/1), chunk by chunk (--overlap-grad-reduce dispatches bucket by
+    // bucket as they fill): all but the last bucket from the start of the chunk's last weight-gradient
+    // op, the last bucket (the chunk's first layers, whose gradients come last) from its end. Buckets
+    // are filled in reverse order and close once full, so the word embedding, the last gradient of
+    // stage 0's first chunk, is in the last bucket even when larger than a bucket.
     if (zero <= 1) {
       const auto ready = [&](int k) { return sim.last_weight_gradient_s[k * p.pp + stage]; };
+      const auto done = [&](int k) { return sim.last_weight_gradient_end_s[k * p.pp + stage]; };
+      const auto reduce = [&](double d, double x) { return zero == 0 ? all_reduce(d, x) : reduce_scatter(d, x); };
+      const auto kind = zero == 0 ? DpEvent::Kind::all_reduce : DpEvent::Kind::reduce_scatter;
       std::sort(chunks.begin(), chunks.end(), [&](int a, int b) { return ready(a) < ready(b); });
-      for (int k : chunks)
-        run(ready(k), zero == 0 ? all_reduce(chunk_d(k), chunk_x(k)) : reduce_scatter(chunk_d(k), chunk_x(k)),
-            zero == 0 ? DpEvent::Kind::all_reduce : DpEvent::Kind::reduce_scatter, k, -1);
+      for (int k : chunks) {
+        const double bucket_d = stage == 0 && k == 0 ? std::max(dense_bucket, vocab_rank * h) : dense_bucket;
+        const double last_d = std::min(chunk_d(k), bucket_d), last_x = std::min(chunk_x(k), expert_bucket);
+        run(ready(k), reduce(chunk_d(k) - last_d, chunk_x(k) - last_x), kind, k, -1);
+        run(done(k), reduce(last_d, last_x), kind, k, -1);
+      }
     }
+    stage_stream_end_s[stage] = stream_s;
     stream_end_s = std::max(stream_end_s, stream_s);
     out.dp_comm_s = std::max(out.dp_comm_s, comm);
+  }
+  // The tied word embedding (pp > 1): the first and the last stage each hold it; its gradients are
+  // summed between the two once both have finished their data-parallel reductions (Megatron-LM's
+  // finalize_model_grads: finish_grad_sync, then _allreduce_word_embedding_grads), so nothing hides it.
+  if (p.pp > 1 && m.tie_embeddings) {
+    const int last = static_cast<int>(p.pp) - 1;
+    const double bytes = vocab_rank * h * grad_bytes;
+    const double bw = group_bandwidth(static_cast<int64_t>(last) * p.tp * dp_cp, 2, spec, mc);
+    const double start = std::max({sim.makespan_s, stage_stream_end_s[0], stage_stream_end_s[last]});
+    out.embedding_all_reduce_s = all_reduce_s(bytes, 2, bw, c);
+    stream_end_s = std::max(stream_end_s, start + out.embedding_all_reduce_s);
+    if (record_events)
+      for (int stage : {0, last})
+        out.dp_events.push_back({stage, stage == 0 ? 0 : static_cast<int>(p.vpp) - 1, -1,
+                                 DpEvent::Kind::embedding_all_reduce, start, start + out.embedding_all_reduce_s});
   }
   // Exposed: what a stage waited for its parameters before a first forward, and what any stream runs
   // past the pipeline's last op.

@@ -40,6 +40,7 @@ struct DpEvent {
     reduce_scatter,         ///< the step's gradients (ZeRO-1) or a microbatch's (ZeRO-2)
     all_gather,             ///< updated parameters (ZeRO-1/2, the previous step's), or a forward's (ZeRO-3)
     gather_reduce_scatter,  ///< ZeRO-3's backward: the parameters gathered again, the gradients reduced
+    embedding_all_reduce,   ///< the tied word embedding's gradients, first and last stage (pp > 1)
   };
   int32_t stage = 0;
   int32_t chunk = 0;
@@ -62,6 +63,7 @@ struct Prediction {
   double dp_exposed_s = 0;     ///< what the DP communication adds to the pipeline (§4): a stage's wait for its
                                ///< gathered parameters, plus any stage's collectives past the pipeline's last op
   double dp_gather_wait_s = 0; ///< the part of dp_exposed_s spent waiting for the step's parameter gather (ZeRO-1/2)
+  double embedding_all_reduce_s = 0;  ///< the tied embedding's all-reduce (pp > 1), exposed whole, in dp_exposed_s
   std::vector<DpEvent> dp_events;  ///< recorded with the simulation's events
   double optimizer_s = 0;
   double bubble_fraction = 0;

@@ -101,7 +101,11 @@ nlohmann::ordered_json plan_to_json(const Plan& plan) {
                       {"hardware_tflops_per_gpu", pr.hardware_tflops_per_gpu},
                       {"mfu", pr.mfu},
                       {"hfu", pr.hfu},
-                      {"tokens_per_s", pr.tokens_per_s}};
+                      {"tokens_per_s", pr.tokens_per_s},
+                      {"pipeline_s", pr.pipeline_s},
+                      {"dp_exposed_s", pr.dp_exposed_s},
+                      {"embedding_all_reduce_s", pr.embedding_all_reduce_s},
+                      {"optimizer_s", pr.optimizer_s}};
   if (plan.grid) out["grid"] = grid_to_json(*plan.grid);
   return out;
 }

@@ -211,6 +211,7 @@ Simulation simulate(const ScheduleTable& table, const OpCosts& costs, bool recor
   Simulation sim;
   if (record_events) sim.events.resize(total_ops);
   sim.last_weight_gradient_s.assign(virtual_stages, 0.0);
+  sim.last_weight_gradient_end_s.assign(virtual_stages, 0.0);
   sim.first_forward_end_s.assign(virtual_stages, -1.0);
 
   // Worklist of stages that can advance. A stage runs until an input is missing and records which one;
@@ -286,7 +287,10 @@ Simulation simulate(const ScheduleTable& table, const OpCosts& costs, bool recor
       free_s = start_s + cost_s;
       busy_s += cost_s;
       if (record_events) sim.events[st.event_offset + i] = {s, op, start_s, free_s};
-      if (op.kind == OpKind::backward || op.kind == OpKind::backward_weight) sim.last_weight_gradient_s[vs] = start_s;
+      if (op.kind == OpKind::backward || op.kind == OpKind::backward_weight) {
+        sim.last_weight_gradient_s[vs] = start_s;
+        sim.last_weight_gradient_end_s[vs] = free_s;
+      }
       if (op.kind == OpKind::forward && sim.first_forward_end_s[vs] < 0) sim.first_forward_end_s[vs] = free_s;
       if (result >= 0) {
         ends[result] = free_s;

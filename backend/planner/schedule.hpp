@@ -63,6 +63,8 @@ struct Simulation {
   /// Per virtual stage: start of its last op that computes weight gradients (the last B, or W when
   /// split): from then on its gradients can be reduced, bucket by bucket.
   std::vector<double> last_weight_gradient_s;
+  /// Per virtual stage: end of that op, when the last bucket (the chunk's first layers) is complete.
+  std::vector<double> last_weight_gradient_end_s;
 };
 
 /// Times a table: each stage runs its ops in order, each op as soon as its stage is free and its

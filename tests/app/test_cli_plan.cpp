@@ -66,8 +66,16 @@ class TestCliPlan : public QObject {
     QCOMPARE(j["flops"]["tokens_per_iteration"].get<int64_t>(), int64_t{128 * 8192});
     QCOMPARE(j["pipeline"]["microbatches"].get<int64_t>(), int64_t{64});
     QCOMPARE(keys(j["predicted"]), (std::vector<std::string>{"iteration_time_s", "model_tflops_per_gpu",
-                                                             "hardware_tflops_per_gpu", "mfu", "hfu", "tokens_per_s"}));
+                                                             "hardware_tflops_per_gpu", "mfu", "hfu", "tokens_per_s",
+                                                             "pipeline_s", "dp_exposed_s", "embedding_all_reduce_s",
+                                                             "optimizer_s"}));
     QVERIFY(j["predicted"]["mfu"].get<double>() > 0.2);
+    // The step's parts add up; Llama's embedding is untied, nothing to all-reduce between the stages.
+    const auto& predicted = j["predicted"];
+    const double parts = predicted["pipeline_s"].get<double>() + predicted["dp_exposed_s"].get<double>() +
+                         predicted["optimizer_s"].get<double>();
+    QVERIFY(std::abs(parts - predicted["iteration_time_s"].get<double>()) <= 1e-9 * parts);
+    QCOMPARE(predicted["embedding_all_reduce_s"].get<double>(), 0.0);
   }
 
   void gridAndProfiles() {
@@ -84,7 +92,8 @@ class TestCliPlan : public QObject {
     const auto r = cli({"plan", example("gpt3-175b-table1.json")});
     QCOMPARE(r.exit_code, 0);
     for (const char* fragment : {"Parameters: 174,", "Memory per GPU (tessera profile, GiB; capacity 80.00 GiB)", "verdict",
-                                 "interleaved", "bubble", "MFU", "model TFLOP/s/GPU"})
+                                 "interleaved", "bubble", "MFU", "model TFLOP/s/GPU",
+                                 " s the tied embedding's all-reduce), optimizer "})
       QVERIFY2(r.out.find(fragment) != std::string::npos, fragment);
     // On CPU ranks: their name, MiB and GFLOP/s (a peak of a few MiB read "0.00" GiB, speeds "0.0" TFLOP/s).
     const auto tiny = cli({"plan", example("tiny-3d.json")});

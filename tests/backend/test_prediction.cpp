@@ -126,19 +126,19 @@ class TestPrediction : public QObject {
 
   void zeroStagesTraffic() {
     // One unit u = (n-1)/n·Ψ/bandwidth per byte of a parameter; L = one collective's latency.
-    // ZeRO-1 reduce-scatters 4-byte gradients and gathers 2-byte parameters once a step: 6u + 2L.
-    // Plain DP all-reduces the gradients: 2·4u + L. ZeRO-2 keeps no whole gradient, so it
-    // reduce-scatters after every microbatch: m(4u + L) + 2u + L. ZeRO-3 also gathers the parameters
-    // for every forward and backward: m(2u + L + 2u + L + 4u + L) (Rajbhandari et al. 2020 §7.2's 3Ψ
-    // per microbatch).
+    // ZeRO-1 reduce-scatters 4-byte gradients and gathers 2-byte parameters once a step, the last
+    // gradient bucket in a collective of its own: 6u + 3L. Plain DP all-reduces the gradients:
+    // 2·4u + 2L. ZeRO-2 keeps no whole gradient, so it reduce-scatters after every microbatch:
+    // m(4u + L) + 2u + L. ZeRO-3 also gathers the parameters for every forward and backward:
+    // m(2u + L + 2u + L + 4u + L) (Rajbhandari et al. 2020 §7.2's 3Ψ per microbatch).
     const double latency = planner::PerformanceConstants{}.collective_latency_s;
     auto comm = [](int64_t zero) { return planner::make_plan(spec::parse_spec(dataParallelSpec(zero, 64))).prediction.dp_comm_s; };
     const double m = 64 / 16;
     const double zero1 = comm(1);
-    const double u = (zero1 - 2 * latency) / 6;
+    const double u = (zero1 - 3 * latency) / 6;
     QVERIFY(u > 0);
     auto near = [](double a, double b) { return std::abs(a - b) <= 1e-9 * std::abs(b); };
-    QVERIFY2(near(comm(0), 8 * u + latency), qPrintable(QString("%1 vs %2").arg(comm(0)).arg(8 * u + latency)));
+    QVERIFY2(near(comm(0), 8 * u + 2 * latency), qPrintable(QString("%1 vs %2").arg(comm(0)).arg(8 * u + 2 * latency)));
     QVERIFY2(near(comm(2), m * (4 * u + latency) + 2 * u + latency), qPrintable(QString::number(comm(2))));
     QVERIFY2(near(comm(3), m * (8 * u + 3 * latency)), qPrintable(QString::number(comm(3))));
   }
@@ -147,14 +147,20 @@ class TestPrediction : public QObject {
     // One stream of collectives per stage, each from when it is ready: the step's parameter gather
     // (ZeRO-1/2) from the start, due by the end of the first forward (else the stage waits); ZeRO-3's
     // gathers from each forward's and backward's start, ZeRO-2/3's gradient reduce-scatter from each
-    // backward's; ZeRO-1's reduction from the last backward's start. Without pipeline parallelism the
-    // ops run back to back: F B F B … (1F1B). On the NIC, 8B parameters take longer than a
-    // microbatch's compute, so the stream runs past the pipeline.
+    // backward's; ZeRO-1's reduction from the last backward's start, but for the last bucket, from its
+    // end. Megatron-LM fills buckets of max(40M, 1M·dp) parameters in reverse order, so the last one
+    // holds the word embedding (128256 × 4096 here, larger than a bucket). Without pipeline
+    // parallelism the ops run back to back: F B F B … (1F1B). On the NIC, 8B parameters take longer
+    // than a microbatch's compute, so the stream runs past the pipeline.
     const double latency = planner::PerformanceConstants{}.collective_latency_s;
     const int m = 64 / 16;
-    const auto zero1 = planner::make_plan(spec::parse_spec(dataParallelSpec(1, 64))).prediction;
-    const double u = (zero1.dp_comm_s - 2 * latency) / 6;
+    const auto zero1_plan = planner::make_plan(spec::parse_spec(dataParallelSpec(1, 64)));
+    const auto& zero1 = zero1_plan.prediction;
+    const double u = (zero1.dp_comm_s - 3 * latency) / 6;
     const double reduce_scatter = 4 * u + latency, gather = 2 * u + latency;
+    const double on_rank = static_cast<double>(zero1_plan.stage_params.at(0).dense_on_rank);
+    const double last_bucket = 128256.0 * 4096 / on_rank;  // of the gradients
+    QVERIFY(last_bucket > 0.05 && last_bucket < 0.1);
     for (int64_t zero : {1, 2, 3}) {
       planner::PlanOptions options;
       options.record_events = true;
@@ -171,7 +177,10 @@ class TestPrediction : public QObject {
         if (zero == 3) run(i * (f + b), gather);
         run(i * (f + b) + f, (zero == 3 ? gather : 0.0) + reduce_scatter);
       }
-      if (zero == 1) run(pipeline - b, reduce_scatter);
+      if (zero == 1) {
+        run(pipeline - b, 4 * u * (1 - last_bucket) + latency);
+        run(pipeline, 4 * u * last_bucket + latency);
+      }
       const double expected = wait + std::max(0.0, stream - pipeline);
       QVERIFY2(pr.dp_exposed_s > 0, qPrintable(QString("ZeRO-%1").arg(zero)));
       QVERIFY2(std::abs(pr.dp_exposed_s - expected) <= 1e-9 * expected,
@@ -194,44 +203,86 @@ class TestPrediction : public QObject {
 
   void gradientReductionFollowsEachChunksLastBackward() {
     // GPT-3 175B on Table 1's layout: 8 stages of 2 chunks, ZeRO-0. Each chunk's all-reduce starts
-    // once its last backward does (bucket by bucket as its gradients fill), one after the other on
-    // the stage's stream; what ends after the pipeline is exposed.
+    // once its last backward does (bucket by bucket as its gradients fill), but for the last bucket,
+    // which waits for that backward's end; one after the other on the stage's stream. Then the tied
+    // word embedding's all-reduce between stage 0 and stage 7, once both streams are done. What ends
+    // after the pipeline is exposed.
     std::ifstream in(TESSERA_SOURCE_DIR "/resources/examples/gpt3-175b-table1.json");
     planner::PlanOptions options;
     options.record_events = true;
     const auto plan = planner::make_plan(spec::parse_spec(nlohmann::json::parse(in)), options);
     const auto& pr = plan.prediction;
     const int pp = 8;
-    std::map<std::pair<int, int>, double> last_backward;  // (stage, chunk) -> start
+    std::map<std::pair<int, int>, std::pair<double, double>> last_backward;  // (stage, chunk) -> start, end
     for (const auto& e : pr.simulation.events)
-      if (e.op.kind == planner::OpKind::backward)
-        last_backward[{e.stage, e.op.chunk}] = std::max(last_backward[{e.stage, e.op.chunk}], e.start_s);
-    QCOMPARE(pr.dp_events.size(), size_t{2 * pp});
+      if (e.op.kind == planner::OpKind::backward) {
+        auto& last = last_backward[{e.stage, e.op.chunk}];
+        if (e.start_s >= last.first) last = {e.start_s, e.end_s};
+      }
+    QCOMPARE(pr.dp_events.size(), size_t{2 * 2 * pp + 2});
     std::vector<double> stream_free(pp, 0.0), stage_done(pp, 0.0);
-    std::map<std::pair<int, int>, double> reduction_start;
+    std::map<std::pair<int, int>, std::vector<std::pair<double, double>>> reductions;
+    std::vector<planner::DpEvent> embedding;
     double reduced_by = 0;
     for (const auto& d : pr.dp_events) {
-      QVERIFY(d.kind == planner::DpEvent::Kind::all_reduce);
       QCOMPARE(d.microbatch, -1);
-      QVERIFY(d.start_s >= last_backward.at({d.stage, d.chunk}) - 1e-12);
-      QVERIFY(d.start_s >= stream_free[d.stage] - 1e-12);  // in order, never two at once
       QVERIFY(d.end_s > d.start_s);
+      reduced_by = std::max(reduced_by, d.end_s);
+      if (d.kind == planner::DpEvent::Kind::embedding_all_reduce) {
+        embedding.push_back(d);
+        continue;
+      }
+      QVERIFY(d.kind == planner::DpEvent::Kind::all_reduce);
+      QVERIFY(d.start_s >= stream_free[d.stage] - 1e-12);  // in order, never two at once
       stream_free[d.stage] = d.end_s;
       stage_done[d.stage] = std::max(stage_done[d.stage], d.end_s);
-      reduction_start[{d.stage, d.chunk}] = d.start_s;
-      reduced_by = std::max(reduced_by, d.end_s);
+      reductions[{d.stage, d.chunk}].push_back({d.start_s, d.end_s});
+    }
+    for (const auto& [key, parts] : reductions) {
+      const auto [backward_start, backward_end] = last_backward.at(key);
+      QCOMPARE(parts.size(), size_t{2});
+      QVERIFY(parts[0].first >= backward_start - 1e-12);
+      QVERIFY(parts[1].first >= backward_end - 1e-12);     // the last bucket
+      QVERIFY(parts[1].second - parts[1].first < parts[0].second - parts[0].first);
     }
     // Interleaving finishes a stage's second chunk first: its reduction goes first.
-    for (int s = 0; s < pp; ++s) QVERIFY(reduction_start.at({s, 1}) < reduction_start.at({s, 0}));
+    for (int s = 0; s < pp; ++s) QVERIFY(reductions.at({s, 1})[0].first < reductions.at({s, 0})[0].first);
     // 1F1B's cool-down hides the last stage's reduction: it ends before stage 0's.
     QVERIFY(stage_done[pp - 1] < stage_done[0]);
     const double makespan = pr.simulation.makespan_s;
+    // The embedding's all-reduce: on stage 0's first chunk and stage 7's last, after both streams;
+    // 51200 × 12288 / 8 fp16 gradients between two nodes.
+    QCOMPARE(embedding.size(), size_t{2});
+    QCOMPARE(embedding[0].stage, 0);
+    QCOMPARE(embedding[1].stage, pp - 1);
+    QCOMPARE(embedding[1].chunk, 1);
+    for (const auto& e : embedding) {
+      QCOMPARE(e.start_s, std::max({makespan, stage_done[0], stage_done[pp - 1]}));
+      QCOMPARE(e.end_s, reduced_by);
+    }
+    const double embedding_s = pr.embedding_all_reduce_s;
+    QVERIFY(std::abs(embedding_s - (embedding[0].end_s - embedding[0].start_s)) <= 1e-12);
+    QVERIFY2(embedding_s > 0.001 && embedding_s < 0.1, qPrintable(QString::number(embedding_s)));
     QVERIFY(reduced_by > makespan);
     QVERIFY(std::abs(pr.dp_exposed_s - (reduced_by - makespan)) <= 1e-9 * pr.dp_exposed_s);
     // Without events the figures are the same.
     const auto quiet = planner::make_plan(plan.spec).prediction;
     QVERIFY(quiet.dp_events.empty());
     QCOMPARE(quiet.iteration_time_s, pr.iteration_time_s);
+  }
+
+  void untiedOrSingleStageModelsHaveNoEmbeddingAllReduce() {
+    // Llama's output layer is its own (untied): nothing to sum between the stages; and a tied model
+    // on one stage holds the embedding once.
+    nlohmann::json doc = {{"model", {{"preset", "llama3-8b"}}},
+                          {"parallel", {{"tp", 2}, {"pp", 4}}},
+                          {"training", {{"micro_batch_size", 1}, {"global_batch_size", 64}}},
+                          {"cluster", {{"gpu", "h100-sxm"}, {"nodes", 2}, {"gpus_per_node", 8}}}};
+    QCOMPARE(planner::make_plan(spec::parse_spec(doc)).prediction.embedding_all_reduce_s, 0.0);
+    doc["model"]["tie_embeddings"] = true;
+    QVERIFY(planner::make_plan(spec::parse_spec(doc)).prediction.embedding_all_reduce_s > 0);
+    doc["parallel"]["pp"] = 1;
+    QCOMPARE(planner::make_plan(spec::parse_spec(doc)).prediction.embedding_all_reduce_s, 0.0);
   }
 
   void shardedGradientsCostMoreWithMoreMicrobatches() {
