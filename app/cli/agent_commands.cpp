@@ -1,4 +1,5 @@
 // tessera-cli agents status | trust | client-key, and slurm: the node agents seen from the workbench.
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -29,6 +30,10 @@ std::vector<std::string> split_agents(const std::string& list) {
     } catch (const std::invalid_argument& e) {
       throw UsageError(std::string("--agents: ") + e.what());
     }
+    // One agent per node: an agent given twice would refuse the second node's launch as busy.
+    if (const auto same = std::find(endpoints.begin(), endpoints.end(), item); same != endpoints.end())
+      throw UsageError("--agents: " + item + " is given for node " + std::to_string(same - endpoints.begin()) +
+                       " and node " + std::to_string(endpoints.size()) + " (one agent per node)");
     endpoints.push_back(item);
   }
   if (endpoints.empty()) throw UsageError("--agents lists no agent");

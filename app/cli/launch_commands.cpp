@@ -126,8 +126,9 @@ void add_launch_commands(CLI::App& app) {
     cmd->add_option("--name", o->name, "run name (default: the spec's name and the id's first 8 digits)");
     cmd->add_option("--tag", o->tags, "tag the run (repeatable)");
     cmd->add_flag("--follow", o->follow, "stream the run into the history and print its progress until it ends");
-    cmd->add_option("--connect-timeout-s", o->connect_timeout_s, "wait this long for the agents to answer")
-        ->check(finite_range(0.1, 3600.0));
+    cmd->add_option("--connect-timeout-s", o->connect_timeout_s, "wait this long for each agent to answer")
+        ->check(finite_range(0.1, 3600.0))
+        ->capture_default_str();
     cmd->add_option("--db", o->db, "History file (default: $TESSERA_DB, else $XDG_DATA_HOME/tessera/history.sqlite)")
         ->check(non_empty());
     cmd->callback([o] {
@@ -151,18 +152,10 @@ void add_launch_commands(CLI::App& app) {
       {
         zmq::context_t context;
         std::vector<nlohmann::json> inventories;
-        for (const auto& endpoint : endpoints) {
-          const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(o->connect_timeout_s);
-          while (true) {
-            try {
-              inventories.push_back(launch::AgentConnection(context, endpoint, credentials)
-                                        .request("hello", {{"client", "tessera-cli"}}, "inventory", std::chrono::milliseconds(1000)));
-              break;
-            } catch (const launch::AgentError& e) {
-              if (std::chrono::steady_clock::now() >= deadline) throw;
-            }
-          }
-        }
+        const auto timeout = std::chrono::duration_cast<std::chrono::milliseconds>(
+            std::chrono::duration<double>(o->connect_timeout_s));
+        for (const auto& endpoint : endpoints)
+          inventories.push_back(launch::hello_within(context, endpoint, credentials, "tessera-cli", timeout));
         if (const auto problems = launch::fit_problems(spec, inventories); !problems.empty()) {
           std::string text = "the layout does not fit the agents' nodes:";
           for (const auto& p : problems) text += "\n  " + p;

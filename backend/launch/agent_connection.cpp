@@ -1,6 +1,8 @@
 // AgentConnection: socket set-up, checked receive, bounded request/reply.
 #include "launch/agent_connection.hpp"
 
+#include <sstream>
+
 #include "protocol/endpoint.hpp"
 
 namespace tessera::launch {
@@ -86,6 +88,33 @@ nlohmann::json AgentConnection::request(std::string_view type, nlohmann::json bo
   }
   throw AgentError("no reply from agent " + endpoint_ + " within " + std::to_string(timeout.count()) +
                    " ms (not running, unreachable, or it refused this workbench's key)");
+}
+
+nlohmann::json hello_within(zmq::context_t& context, const std::string& endpoint, const Credentials& credentials,
+                            std::string_view client, std::chrono::milliseconds timeout) {
+  constexpr auto kAskEvery = std::chrono::milliseconds(1000);
+  AgentConnection connection(context, endpoint, credentials);
+  const auto deadline = Clock::now() + timeout;
+  while (true) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    if (left.count() <= 0) break;
+    connection.send("hello", {{"client", std::string(client)}});
+    const auto ask_until = Clock::now() + std::min(left, kAskEvery);
+    while (Clock::now() < ask_until) {
+      auto frame = connection.receive(std::chrono::duration_cast<std::chrono::milliseconds>(ask_until - Clock::now()));
+      if (!frame) break;
+      nlohmann::json& reply = frame->message;
+      const auto& type = reply["type"].get_ref<const std::string&>();
+      if (type == "inventory") return std::move(reply);
+      if (type == "error")
+        throw AgentError("agent " + endpoint + " refused hello: " + reply.value("code", std::string("?")) + ": " +
+                         reply.value("message", std::string()));
+    }
+  }
+  std::ostringstream waited;
+  waited << std::chrono::duration<double>(timeout).count();
+  throw AgentError("no reply from agent " + endpoint + " within " + waited.str() +
+                   " s (not running, unreachable, or it refused this workbench's key)");
 }
 
 std::string endpoint_host(const std::string& endpoint) {

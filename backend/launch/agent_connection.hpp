@@ -59,6 +59,12 @@ class AgentConnection {
   int64_t malformed_ = 0;
 };
 
+/// The agent's inventory, asked for again every second on one connection until it answers or
+/// `timeout` has passed (a Slurm job's agents may still be starting). An error reply, or an endpoint
+/// this workbench cannot connect to (no pinned key), throws AgentError at once.
+nlohmann::json hello_within(zmq::context_t& context, const std::string& endpoint, const Credentials& credentials,
+                            std::string_view client, std::chrono::milliseconds timeout);
+
 /// HOST of tcp://HOST:PORT (PORT 1-65535, no spaces or control characters anywhere). Throws
 /// std::invalid_argument for anything else.
 std::string endpoint_host(const std::string& endpoint);

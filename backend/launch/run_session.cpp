@@ -116,8 +116,16 @@ void RunSession::launch(const spec::RunSpec& spec) {
 void RunSession::attach(RunSink& sink) {
   for (size_t node = 0; node < nodes_.size(); ++node) {
     const int64_t durable = sink.durable_seq(static_cast<int64_t>(node));
-    const auto reply = connections_[node]->request("attach", {{"run", run_id_}, {"acked", durable}}, "attached", kHelloTimeout);
     nodes_[node].acked_seq = nodes_[node].received_seq = durable;
+    nlohmann::json reply;
+    try {
+      reply = connections_[node]->request("attach", {{"run", run_id_}, {"acked", durable}}, "attached", kHelloTimeout);
+    } catch (const AgentError& e) {
+      // An agent that is gone, or answers without the run (restarted), cannot give its part back: the
+      // run fails with that node lost, and the nodes that answer are still followed and backfilled.
+      node_lost(node, e.what());
+      continue;
+    }
     resumed(node, reply);
   }
 }
@@ -156,7 +164,17 @@ void RunSession::node_ended(size_t node, const std::string& end_state, const std
 void RunSession::node_lost(size_t node, const std::string& cause) {
   NodeState& state = nodes_[node];
   state.lost = true;
-  fail("node " + std::to_string(node) + " (" + state.endpoint + ") lost: " + cause);
+  const std::string lost = "node " + std::to_string(node) + " (" + state.endpoint + ") lost: " + cause;
+  // A rank that failed while this node's agent was already silent (within the liveness window) most
+  // likely failed because of it: its peers went with the agent, as in "peer rank 3 died". The lost
+  // node is the cause; the rank's failure is said after it.
+  const auto window = milliseconds(protocol::kHeartbeatInterval_ms) * protocol::kHeartbeatLiveness;
+  if (outcome_ == RunOutcome::failed && first_failed_rank_ && reason_.rfind("rank ", 0) == 0 &&
+      Clock::now() - first_failure_heard_ <= window) {
+    reason_ = lost + "; then " + reason_;
+    return;
+  }
+  fail(lost);
 }
 
 void RunSession::stop(const std::string& reason) {
@@ -189,6 +207,7 @@ void RunSession::note_record(size_t node, const nlohmann::json& record) {
     if (!first_failed_rank_ || time_s < first_failure_time_s_) {
       first_failed_rank_ = record.value("rank", int64_t{-1});
       first_failure_time_s_ = time_s;
+      first_failure_heard_ = Clock::now();
       failure_log_.clear();
       if (const auto lines = record.find("last_lines"); lines != record.end() && lines->is_array())
         for (const auto& line : *lines)

@@ -70,7 +70,8 @@ class RunSession {
   /// AgentError is thrown.
   void launch(const spec::RunSpec& spec);
   /// Attaches to a running (or finished, unacknowledged) run: each agent resends from the sink's
-  /// durable sequence number of its node.
+  /// durable sequence number of its node. A node whose agent does not answer, or no longer holds
+  /// the run, is lost (the run fails; the other nodes are followed).
   void attach(RunSink& sink);
   /// Follows until the run ends on every node (or is failed by a lost node and the others ended or
   /// `drain` passed), or `stop` is set. Returns the outcome so far.
@@ -112,6 +113,7 @@ class RunSession {
   std::string stop_reason_;  ///< the reason an agent gave for stopping
   std::optional<int64_t> first_failed_rank_;
   double first_failure_time_s_ = 0;
+  std::chrono::steady_clock::time_point first_failure_heard_;  ///< when the session learnt of it
   std::vector<std::string> failure_log_;
   bool stop_sent_ = false;
   int64_t duplicates_ = 0;

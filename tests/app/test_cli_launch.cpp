@@ -50,6 +50,11 @@ class Agent {
     process_.waitForFinished(5000);
   }
   const QString& endpoint() const { return endpoint_; }
+  // As a crashed node: no goodbye, its ranks left to themselves.
+  void kill_now() {
+    ::kill(static_cast<pid_t>(process_.processId()), SIGKILL);
+    process_.waitForFinished(5000);
+  }
 
  private:
   QProcess process_;
@@ -152,6 +157,34 @@ class TestCliLaunch : public QObject {
     const QString history = dir_.path() + "/history.sqlite";
     if (QFile::exists(history))
       for (const auto& run : store::History(history.toStdString()).runs({})) QVERIFY(run.name != "on-h100");
+  }
+
+  // Agents that cannot serve are refused before a run is recorded, at once: one given for two nodes,
+  // and one whose key is not pinned (no retrying a configuration, as a busy loop once did until the
+  // files ran out). An agent that never answers is waited for --connect-timeout-s, which the message says.
+  void agentsThatCannotServeAreRefusedBeforeRecording() {
+    Agent a("127.0.0.1", dir_.path() + "/twice", {"TESSERA_FAKE_STEP_MS=2"});
+    const auto twice = cli({"launch", spec("twice", 10, 2), "--agents", a.endpoint() + "," + a.endpoint()}, 20000);
+    QCOMPARE(twice.exit_code, 2);
+    QVERIFY2(twice.err.contains("--agents: " + a.endpoint() + " is given for node 0 and node 1 (one agent per node)"),
+             qPrintable(twice.err));
+    QElapsedTimer timer;
+    timer.start();
+    const auto unpinned = cli({"launch", spec("unpinned", 10, 2), "--agents", "tcp://10.255.255.1:7000," + a.endpoint(),
+                               "--connect-timeout-s", "30"}, 20000);
+    QVERIFY2(timer.elapsed() < 5000, qPrintable(QString::number(timer.elapsed())));
+    QVERIFY(unpinned.exit_code != 0);
+    QVERIFY2(unpinned.err.contains("no pinned key for agent tcp://10.255.255.1:7000") && unpinned.err.count("error:") == 1,
+             qPrintable(unpinned.err));
+    timer.restart();
+    const auto silent = cli({"launch", spec("silent", 10, 1), "--agents", "tcp://127.0.0.1:1", "--connect-timeout-s", "1.5"},
+                            20000);
+    QVERIFY2(timer.elapsed() >= 1500 && timer.elapsed() < 6000, qPrintable(QString::number(timer.elapsed())));
+    QVERIFY2(silent.err.contains("no reply from agent tcp://127.0.0.1:1 within 1.5 s"), qPrintable(silent.err));
+    const QString history = dir_.path() + "/history.sqlite";
+    if (QFile::exists(history))
+      for (const auto& run : store::History(history.toStdString()).runs({}))
+        QVERIFY(run.name != "twice" && run.name != "unpinned" && run.name != "silent");
   }
 
   void launchFollowsTwoNodesIntoTheHistory() {
@@ -261,6 +294,49 @@ class TestCliLaunch : public QObject {
     verify_exactly_once(run_id_of(second.out), 20);
     store::History history((dir_.path() + "/history.sqlite").toStdString());
     QCOMPARE(history.run(id.toStdString()).status, store::RunStatus::done);
+  }
+
+  // A detached run whose node 1 agent died: `runs follow` backfills node 0, which it stops, and
+  // records the run failed with node 1 lost (it used to fail to attach and leave the run running).
+  void followOfADetachedRunWithADeadAgentRecordsItFailed() {
+    Agent a("127.0.0.1", dir_.path() + "/ka", {"TESSERA_FAKE_STEP_MS=10"}), b("127.0.0.2", dir_.path() + "/kb", {"TESSERA_FAKE_STEP_MS=10"});
+    const auto started = cli({"launch", spec("dead-agent", 100000, 2), "--agents", a.endpoint() + "," + b.endpoint()});
+    QVERIFY2(started.exit_code == 0, qPrintable(started.err));
+    const QString id = run_id_of(started.out);
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    b.kill_now();
+    const auto followed = cli({"runs", "follow", id, "--quiet"});
+    QCOMPARE(followed.exit_code, 1);
+    store::History history((dir_.path() + "/history.sqlite").toStdString());
+    const auto run = history.run(id.toStdString());
+    QCOMPARE(run.status, store::RunStatus::failed);
+    QVERIFY2(run.exit_reason.find("node 1 (" + b.endpoint().toStdString() + ") lost") == 0, run.exit_reason.c_str());
+    QVERIFY(!history.points(id.toStdString(), "loss", 0).empty());  // node 0's steps, backfilled
+  }
+
+  // A node's agent killed mid-run, and then a rank on the other node failing (as ranks do when
+  // their peers went with the agent): the lost node is named as the cause, the rank after it.
+  void lostNodeIsNamedBeforeTheRankThatFailedAfterIt() {
+    Agent a("127.0.0.1", dir_.path() + "/la", {"TESSERA_FAKE_STEP_MS=10", "TESSERA_FAKE_FAIL_RANK=1", "TESSERA_FAKE_FAIL_STEP=150"});
+    Agent b("127.0.0.2", dir_.path() + "/lb", {"TESSERA_FAKE_STEP_MS=10"});
+    QProcess follower;
+    follower.setProcessEnvironment(env());
+    follower.start(TESSERA_CLI, {"launch", spec("lost-node", 100000, 2), "--agents", a.endpoint() + "," + b.endpoint(), "--follow"});
+    QElapsedTimer timer;
+    timer.start();
+    QString out;
+    while (timer.elapsed() < 15000 && !out.contains("step    40 ")) {
+      follower.waitForReadyRead(100);
+      out += QString::fromUtf8(follower.readAllStandardOutput());
+    }
+    QVERIFY(out.contains("step    40 "));
+    b.kill_now();  // rank 1 fails ~1 s later, node 1 is found lost ~3 s later
+    QVERIFY(follower.waitForFinished(30000));
+    const QString err = QString::fromUtf8(follower.readAllStandardError());
+    QVERIFY2(err.contains("failed: node 1 (" + b.endpoint() + ") lost: no heartbeat for 3 s; then rank 1 exited with code 3"),
+             qPrintable(err));
+    store::History history((dir_.path() + "/history.sqlite").toStdString());
+    QVERIFY(history.run(run_id_of(out).toStdString()).exit_reason.find("node 1 (") == 0);
   }
 
   void localAgentRunsWithoutAgentsGiven() {
