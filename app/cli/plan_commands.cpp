@@ -202,6 +202,10 @@ void print_plan(const planner::Plan& plan) {
   std::cout << memory.str();
   std::cout << "  peak " << format_bytes(mem.peak_bytes) << " of " << format_bytes(mem.capacity_bytes) << ": "
             << (mem.fits ? "fits" : "does NOT fit") << "\n";
+  if (mem.profile == planner::MemoryProfile::megatron && s.model.is_moe() && s.parallel.ep > 1)
+    std::cout << "  note: the megatron profile divides the experts by tp and pp only, as Megatron-LM's "
+                 "theoretical_memory_usage.py does, not by ep="
+              << s.parallel.ep << " (the tessera profile counts what a rank holds)\n";
 
   const auto& pr = plan.prediction;
   std::cout << "\nPipeline: " << spec::to_string(s.parallel.schedule) << ", " << plan.schedule.microbatches

@@ -134,22 +134,48 @@ MegatronExport megatron_command(const RunSpec& spec) {
     arg("num-query-groups", m.num_query_groups);
   }
   arg("ffn-hidden-size", m.ffn_hidden_size);
-  arg("seq-length", m.seq_length);
+  if (m.arch == Arch::t5) {
+    // pretrain_t5.py sizes its dataset by both (the plan gives the decoder the encoder's length).
+    arg("encoder-seq-length", m.seq_length);
+    arg("decoder-seq-length", m.seq_length);
+  } else {
+    arg("seq-length", m.seq_length);
+  }
   arg("max-position-embeddings", m.seq_length);
   arg("tokenizer-type", "NullTokenizer");
-  arg("vocab-size", m.vocab_size);
+  // NullTokenizer adds an end-of-document id after --vocab-size ids: one less gives the spec's vocabulary.
+  arg("vocab-size", m.vocab_size > 1 ? m.vocab_size - 1 : m.vocab_size);
+  if (m.arch == Arch::bert || m.arch == Arch::t5)
+    out.notes.push_back(std::string(script) + "'s masked-language-model data needs a WordPiece vocabulary "
+                        "(--tokenizer-type BertWordPieceLowerCase --vocab-file FILE, in place of NullTokenizer): "
+                        "NullTokenizer has no [CLS], [SEP] or [MASK] ids");
   if (m.normalization == Normalization::rmsnorm) arg("normalization", "RMSNorm");
   if (m.activation == Activation::swiglu) flag("swiglu");
   if (m.position_embedding == PositionEmbedding::rope) arg("position-embedding-type", "rope");
   // T5's relative attention bias (Megatron Core's T5Model: 32 buckets, distance 128, its defaults).
   if (m.position_embedding == PositionEmbedding::relative) arg("position-embedding-type", "relative");
   if (m.arch == Arch::llama || m.arch == Arch::mixtral || m.arch == Arch::t5) flag("disable-bias-linear");
+  // Llama and Mixtral train without dropout, and are planned so (no dropout masks in their
+  // activations); Megatron-LM's defaults are 0.1.
+  if (m.arch == Arch::llama || m.arch == Arch::mixtral) {
+    arg("attention-dropout", "0.0");
+    arg("hidden-dropout", "0.0");
+  }
+  if (m.position_embedding == PositionEmbedding::rope)
+    out.notes.push_back("rotary base: the spec does not carry RoPE's theta; Megatron-LM's --rotary-base defaults to "
+                        "10000 (Llama 3: add --rotary-base 500000; Mixtral: 1000000)");
   if (!m.tie_embeddings) flag("untie-embeddings-and-output-weights");
   if (m.is_moe()) {
     arg("num-experts", m.num_experts);
     arg("moe-router-topk", m.moe_top_k);
     arg("moe-ffn-hidden-size", m.moe_ffn_hidden_size);
   }
+  // Megatron Core's TransformerConfig refuses expert and tensor parallelism without sequence parallelism.
+  if (m.is_moe() && p.tp > 1 && p.ep > 1 && !p.sequence_parallel)
+    throw SpecError({{"parallel.sequence_parallel",
+                      "Megatron-LM needs sequence parallelism with both tensor and expert parallelism (tp=" +
+                          std::to_string(p.tp) + ", ep=" + std::to_string(p.ep) +
+                          "): set parallel.sequence_parallel to true to export this layout"}});
   arg("tensor-model-parallel-size", p.tp);
   arg("pipeline-model-parallel-size", p.pp);
   if (p.cp > 1) arg("context-parallel-size", p.cp);

@@ -191,8 +191,12 @@ class TestCliPlan : public QObject {
                                  "--pipeline-model-parallel-size 4", "--group-query-attention", "--num-query-groups 8",
                                  "--swiglu", "--sequence-parallel", "--use-distributed-optimizer", "--bf16",
                                  "--recompute-granularity selective", "--untie-embeddings-and-output-weights",
-                                 "--overlap-grad-reduce", "--overlap-param-gather"})
+                                 "--overlap-grad-reduce", "--overlap-param-gather",
+                                 // Llama is planned without dropout (Megatron-LM's default is 0.1), and NullTokenizer
+                                 // adds its end-of-document id to 128255 ids: Llama 3's 128256.
+                                 "--attention-dropout 0.0", "--hidden-dropout 0.0", "--vocab-size 128255 "})
       QVERIFY2(r.out.find(fragment) != std::string::npos, fragment);
+    QVERIFY2(r.err.find("note: rotary base:") != std::string::npos, r.err.c_str());
     QVERIFY(r.out.find("--save-interval") == std::string::npos);  // training.save_every 0: at the end only
     QTemporaryDir dir;
     nlohmann::json spec;
@@ -209,6 +213,23 @@ class TestCliPlan : public QObject {
     QCOMPARE(t5.exit_code, 0);
     QVERIFY2(t5.out.find("pretrain_t5.py") != std::string::npos && t5.out.find("--position-embedding-type relative") != std::string::npos,
              t5.out.c_str());
+    // pretrain_t5.py needs both lengths (its dataset config has no default for the decoder's), and a
+    // WordPiece vocabulary for its masked data (said on stderr); T5 has dropout, so none is set.
+    for (const char* fragment : {"--encoder-seq-length 512", "--decoder-seq-length 512"})
+      QVERIFY2(t5.out.find(fragment) != std::string::npos, fragment);
+    QVERIFY(t5.out.find("--seq-length") == std::string::npos && t5.out.find("dropout") == std::string::npos);
+    QVERIFY2(t5.err.find("BertWordPieceLowerCase") != std::string::npos, t5.err.c_str());
+    // Megatron Core refuses experts split over tp and ep without sequence parallelism: so does the export.
+    std::ofstream(dir.filePath("moe.json").toStdString()) << nlohmann::json{
+        {"model", {{"preset", "mixtral-8x7b"}}},
+        {"parallel", {{"tp", 2}, {"pp", 4}, {"ep", 8}, {"sequence_parallel", false}}},
+        {"training", {{"global_batch_size", 256}}},
+        {"cluster", {{"gpu", "h100-sxm"}, {"nodes", 8}, {"gpus_per_node", 8}}}}.dump();
+    const auto moe = cli({"export", "megatron", dir.filePath("moe.json")});
+    QCOMPARE(moe.exit_code, 2);
+    QVERIFY2(moe.err.find("parallel.sequence_parallel") != std::string::npos &&
+                 moe.err.find("tp=2, ep=8") != std::string::npos && moe.out.empty(),
+             moe.err.c_str());
     // On 32 GPUs TP8·PP4 leaves no data parallelism: nothing to overlap.
     spec["cluster"]["nodes"] = 4;
     spec["parallel"]["dp"] = 1;
