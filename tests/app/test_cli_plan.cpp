@@ -230,6 +230,12 @@ class TestCliPlan : public QObject {
     QVERIFY2(moe.err.find("parallel.sequence_parallel") != std::string::npos &&
                  moe.err.find("tp=2, ep=8") != std::string::npos && moe.out.empty(),
              moe.err.c_str());
+    // The megatron memory profile, as Megatron-LM's script, does not divide the experts by ep: said.
+    const auto profile = cli({"plan", dir.filePath("moe.json"), "--memory-profile", "megatron"});
+    QCOMPARE(profile.exit_code, 0);
+    QVERIFY2(profile.out.find("note: the megatron profile divides the experts by tp and pp only") != std::string::npos &&
+                 profile.out.find("not by ep=8") != std::string::npos,
+             profile.out.c_str());
     // On 32 GPUs TP8·PP4 leaves no data parallelism: nothing to overlap.
     spec["cluster"]["nodes"] = 4;
     spec["parallel"]["dp"] = 1;
