@@ -193,8 +193,16 @@ void show_run(const std::string& db, const std::string& reference) {
   History history(existing_history(db));
   const auto id = history.resolve(reference);
   const auto run = history.run(id);
+  // Continuation lines (multi-line notes, an exit reason with the rank's output) under the value,
+  // so that they do not read as fields of their own.
   auto line = [](const std::string& key, const std::string& value) {
-    if (!value.empty()) std::cout << key << std::string(10 - key.size(), ' ') << value << "\n";
+    if (value.empty()) return;
+    std::cout << key << std::string(10 - key.size(), ' ');
+    for (const char c : value) {
+      std::cout << c;
+      if (c == '\n') std::cout << std::string(10, ' ');
+    }
+    std::cout << "\n";
   };
   line("id", run.id);
   line("name", run.name);

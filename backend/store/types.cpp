@@ -1,6 +1,7 @@
 // Run statuses, run ids, and UTC time formatting/parsing for the history.
 #include "store/types.hpp"
 
+#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <random>
@@ -17,6 +18,11 @@ std::string_view to_string(RunStatus status) { return kStatusNames[static_cast<s
 
 std::string tag_problem(std::string_view tag) {
   if (tag.empty()) return "a tag cannot be empty";
+  // Tags are edited comma-separated and trimmed in the workbench: a blank or padded tag would show
+  // as nothing there, or as another tag.
+  if (tag.find_first_not_of(" \t\n\r\f\v") == std::string_view::npos) return "a tag cannot be blank";
+  if (std::isspace(static_cast<unsigned char>(tag.front())) || std::isspace(static_cast<unsigned char>(tag.back())))
+    return "tag '" + std::string(tag) + "' starts or ends with a space: give it without";
   if (tag.find(',') != std::string_view::npos)
     return "tag '" + std::string(tag) + "' has a comma: tags are listed and edited comma-separated; give each tag on its own";
   return {};

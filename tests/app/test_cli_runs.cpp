@@ -161,10 +161,11 @@ class TestCliRuns : public QObject {
     QCOMPARE(tagged.code, 0);
     QVERIFY2(tagged.out.contains("tags: baseline"), qPrintable(tagged.out));
     QCOMPARE(list_json({"--tag", "baseline"}).size(), size_t{1});
-    QCOMPARE(cli({"runs", "note", "run-a", "lr warmup too short"}).code, 0);
+    QCOMPARE(cli({"runs", "note", "run-a", "lr warmup too short\nrerun with 2000"}).code, 0);
     const auto show = cli({"runs", "show", id});
     QCOMPARE(show.code, 0);
-    for (const char* part : {"lr warmup too short", "baseline", "done", "final loss", "1.5000", "100 metric points",
+    // A note's second line stays under the value column.
+    for (const char* part : {"notes     lr warmup too short\n          rerun with 2000\n", "baseline", "done", "final loss", "1.5000", "100 metric points",
                              "MFU is a share of 50.0 GFLOP/s (the runtime's peak)", "tokens_per_s", "peak memory", "1.00 GiB"})
       QVERIFY2(show.out.contains(part), qPrintable(show.out + " lacks " + part));
     const auto untag = cli({"runs", "tag", "run-a", "nope", "--remove"});
@@ -245,6 +246,13 @@ class TestCliRuns : public QObject {
     const auto comma = cli({"runs", "tag", "run-a", "x,y"});
     QCOMPARE(comma.code, 2);
     QVERIFY2(comma.err.contains("tag 'x,y' has a comma"), qPrintable(comma.err));
+    // A blank tag would show as nothing in the list and the workbench, a padded one as another tag.
+    const auto blank = cli({"runs", "tag", "run-a", " "});
+    QCOMPARE(blank.code, 2);
+    QVERIFY2(blank.err.contains("a tag cannot be blank"), qPrintable(blank.err));
+    const auto padded = cli({"runs", "tag", "run-a", "best "});
+    QCOMPARE(padded.code, 2);
+    QVERIFY2(padded.err.contains("tag 'best ' starts or ends with a space"), qPrintable(padded.err));
     const QString plain = dir_.filePath("plain-file.txt");
     QFile(plain).open(QIODevice::WriteOnly);
     const auto csv = cli({"runs", "export", "run-a", "--csv", plain});
