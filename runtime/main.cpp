@@ -95,6 +95,15 @@ int main(int argc, char** argv) {
   try {
     spec = tessera::spec::load_spec_file(spec_path);
     if (steps > 0) spec.training.train_steps = steps;
+    // A short run of a spec that warms up for longer (a smoke test of the shipped examples): the
+    // warm-up is cut to the run, said once by local rank 0 (--nproc's ranks get --steps too).
+    if (steps > 0 && spec.training.warmup_steps > steps) {
+      const char* rank = std::getenv("LOCAL_RANK");
+      if (nproc == 0 && (!rank || std::string(rank) == "0"))
+        std::cerr << "tessera-train: note: --steps " << steps << ": training.warmup_steps="
+                  << spec.training.warmup_steps << " cut to " << steps << "\n";
+      spec.training.warmup_steps = steps;
+    }
     auto errors = tessera::planner::tessera_train_problems(spec);
     if (steps > 0)  // the spec was valid as written: what breaks now, --steps broke (warmup_steps, say)
       for (const auto& e : tessera::spec::validate(spec, tessera::spec::PresetCatalog::builtin()))
