@@ -134,7 +134,15 @@ HistoryView::HistoryView(store::History* history, QWidget* parent) : QWidget(par
   setPollInterval(3000);
   updateTagChoices();
   updateButtons();
+  fitColumns();
+}
+
+void HistoryView::fitColumns() {
   table_->resizeColumnsToContents();
+  const int widest = fontMetrics().averageCharWidth() * 48;
+  for (const int column : {RunListModel::Name, RunListModel::Layout, RunListModel::Model, RunListModel::Tags,
+                           RunListModel::Notes})
+    table_->setColumnWidth(column, std::min(table_->columnWidth(column), widest));
 }
 
 void HistoryView::setPollInterval(int interval_ms) {

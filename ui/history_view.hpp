@@ -34,6 +34,10 @@ class HistoryView : public QWidget {
   /// Full ids of the selected runs, in table order.
   QStringList selectedRunIds() const;
   void selectRuns(const QStringList& run_ids);
+  /// Columns as wide as their contents, the free-text ones (name, layout, model, tags, notes) at most
+  /// about 48 characters: a long run name ends in "…" (whole in its tooltip) instead of pushing every
+  /// other column out of sight.
+  void fitColumns();
   /// How often the store is re-read (0: never, only on refresh()).
   void setPollInterval(int interval_ms);
   /// Asks before deleting; the default is a QMessageBox. Tests replace it.

@@ -55,7 +55,7 @@ QImage HistoryWindow::screenshot(const QSize& size) {
   show();
   QCoreApplication::processEvents();
   compare_view_->fitTables();
-  history_view_->table()->resizeColumnsToContents();
+  history_view_->fitColumns();
   QCoreApplication::processEvents();
   return grab().toImage();
 }

@@ -225,7 +225,7 @@ QVariant RunListModel::data(const QModelIndex& index, int role) const {
     case Qt::ToolTipRole:
       if (unsaved != row.unsaved.end()) return tr("Not saved: %1").arg(unsaved->second.second);
       if (index.column() == Status && !run.exit_reason.empty()) return qs(run.exit_reason);
-      if (index.column() == Name) return qs(run.id);
+      if (index.column() == Name) return qs(run.name) + QLatin1Char('\n') + qs(run.id);
       if (index.column() == Notes && !run.notes.empty()) return qs(run.notes);
       return {};
     case Qt::ForegroundRole:

@@ -212,6 +212,31 @@ class TestHistory : public QObject {
              qPrintable(QString::number(view.table()->columnWidth(RunListModel::Tags))));
   }
 
+  void aLongNameEndsInAnEllipsisNotPastTheWindow() {
+    // A 300-character name fits in about 48 characters, whole in its tooltip; every other column
+    // stays in a 1600-pixel window.
+    const std::string long_name(300, 'L');
+    test::WrittenRun long_run;
+    {
+      store::Writer writer(path_.toStdString());
+      long_run = test::writeRun(writer, long_name, test::tinySpec(long_name, 2, 2, 0.003), {}, store::RunStatus::done, 5.0, 20000, 10,
+                     1'700'000'300'000);
+    }
+    store::History history(path_.toStdString());
+    HistoryView view(&history);
+    view.setPollInterval(0);
+    view.resize(1600, 500);
+    view.show();
+    const QFontMetrics metrics = view.table()->fontMetrics();
+    QVERIFY2(view.table()->columnWidth(RunListModel::Name) <= metrics.averageCharWidth() * 48,
+             qPrintable(QString::number(view.table()->columnWidth(RunListModel::Name))));
+    int total = 0;
+    for (int column = 0; column < RunListModel::ColumnCount; ++column) total += view.table()->columnWidth(column);
+    QVERIFY2(total < 1600, qPrintable(QString::number(total)));
+    const int row = view.model()->rowOfRun(QString::fromStdString(long_run.id));
+    QVERIFY(view.model()->index(row, RunListModel::Name).data(Qt::ToolTipRole).toString().startsWith(QString::fromStdString(long_name)));
+  }
+
   void compareAndOpenAreSignalled() {
     store::History history(path_.toStdString());
     HistoryView view(&history);
