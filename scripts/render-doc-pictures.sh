@@ -33,5 +33,5 @@ render gpt3-175b-designer "$gpt3" --view designer
 render gpt3-175b-grid "$gpt3" --view grid --select-rank 100
 render gpt3-175b-memory "$gpt3" --view memory
 render gpt3-175b-timeline "$gpt3" --view timeline
-render gpt3-175b-timeline-step-end "$gpt3" --view timeline --time-range 27.5:28.8
+render gpt3-175b-timeline-step-end "$gpt3" --view timeline --time-range 27.6:29.0
 render gpt3-175b-timeline-vs-zbh1-dark "$gpt3" --view timeline --compare zb-h1 --palette dark --time-range 0:6

@@ -217,9 +217,9 @@ Prediction predict(const spec::RunSpec& spec, const std::vector<StageParams>& st
   auto all_gather = [&](double d, double x) { return half_collective_s(d * e, dp_cp, dp_bw, c) + half_collective_s(x * e, expert_dp, dp_bw, c); };
   const auto& sim = out.simulation;
   // Megatron-LM's gradient buckets (DistributedDataParallelConfig.bucket_size): max(40M, 1M·dp)
-  // parameters, dp counting cp (the expert buffers' over their own data-parallel group).
-  const double dense_bucket = std::max(40e6, 1e6 * static_cast<double>(dp_cp));
-  const double expert_bucket = std::max(40e6, 1e6 * static_cast<double>(expert_dp));
+  // parameters, dp counting cp; the expert buffers' the same size.
+  const double bucket = std::max(40e6, 1e6 * static_cast<double>(dp_cp));
+  const bool interleaved = p.vpp > 1;
   double dense = 0, expert = 0;  // of the stage with the most, for the optimizer step
   double stream_end_s = sim.makespan_s, gather_delay_s = 0;
   std::vector<double> stage_stream_end_s(stages.size(), 0.0);
@@ -269,22 +269,49 @@ Prediction predict(const spec::RunSpec& spec, const std::vector<StageParams>& st
         t += cost[op.chunk * p.pp + stage];
       }
     }
-    // The step's gradients (ZeRO-0/1), chunk by chunk (--overlap-grad-reduce dispatches bucket by
-    // bucket as they fill): all but the last bucket from the start of the chunk's last weight-gradient
-    // op, the last bucket (the chunk's first layers, whose gradients come last) from its end. Buckets
-    // are filled in reverse order and close once full, so the word embedding, the last gradient of
-    // stage 0's first chunk, is in the last bucket even when larger than a bucket.
+    // The step's gradients (ZeRO-0/1), chunk by chunk, as Megatron-LM launches them with
+    // --overlap-grad-reduce (and its default --align-grad-reduce):
+    // - pp = 1, and stage 0 of 1F1B: bucket by bucket while the last backward fills them, all but the
+    //   last bucket from that op's start, the last (the chunk's first layers, whose gradients come
+    //   last; in stage 0's first chunk at least the word embedding) from its end;
+    // - the other stages of 1F1B: one bucket (DDP turns bucketing off for pp rank > 0), after the
+    //   stage's last backward ends, in the pipeline's cool-down;
+    // - interleaved: one reduction per chunk (the schedule calls grad_sync_func), after the backward op
+    //   `stage` places after the chunk's last one, so that the stages launch together; past the end,
+    //   after the stage's last op.
     if (zero <= 1) {
-      const auto ready = [&](int k) { return sim.last_weight_gradient_s[k * p.pp + stage]; };
-      const auto done = [&](int k) { return sim.last_weight_gradient_end_s[k * p.pp + stage]; };
       const auto reduce = [&](double d, double x) { return zero == 0 ? all_reduce(d, x) : reduce_scatter(d, x); };
       const auto kind = zero == 0 ? DpEvent::Kind::all_reduce : DpEvent::Kind::reduce_scatter;
-      std::sort(chunks.begin(), chunks.end(), [&](int a, int b) { return ready(a) < ready(b); });
+      const bool bucketed = p.pp == 1 || (stage == 0 && !interleaved);
+      std::vector<double> launch_s(p.vpp), fill_s(p.vpp);  // when the reduction (or its buckets) may start
+      for (int k = 0; k < static_cast<int>(p.vpp); ++k) {
+        fill_s[k] = sim.last_weight_gradient_s[k * p.pp + stage];
+        launch_s[k] = sim.last_weight_gradient_end_s[k * p.pp + stage];
+      }
+      if (interleaved) {
+        std::vector<double> backward_ends;  // this stage's backward ops in order
+        std::vector<int> last_of_chunk(p.vpp, -1);
+        for (const auto& op : schedule.stages[stage]) {
+          if (op.kind != OpKind::backward && op.kind != OpKind::backward_input) continue;
+          last_of_chunk[op.chunk] = static_cast<int>(backward_ends.size());
+          backward_ends.push_back(sim.backward_end_s(op.chunk * static_cast<int>(p.pp) + stage, op.microbatch,
+                                                     schedule.microbatches));
+        }
+        for (int k = 0; k < static_cast<int>(p.vpp); ++k) {
+          const size_t at = static_cast<size_t>(last_of_chunk[k] + stage);
+          launch_s[k] = std::max(launch_s[k], at < backward_ends.size() ? backward_ends[at] : backward_ends.back());
+        }
+      }
+      std::sort(chunks.begin(), chunks.end(), [&](int a, int b) { return launch_s[a] < launch_s[b]; });
       for (int k : chunks) {
-        const double bucket_d = stage == 0 && k == 0 ? std::max(dense_bucket, vocab_rank * h) : dense_bucket;
-        const double last_d = std::min(chunk_d(k), bucket_d), last_x = std::min(chunk_x(k), expert_bucket);
-        run(ready(k), reduce(chunk_d(k) - last_d, chunk_x(k) - last_x), kind, k, -1);
-        run(done(k), reduce(last_d, last_x), kind, k, -1);
+        if (!bucketed) {
+          run(launch_s[k], reduce(chunk_d(k), chunk_x(k)), kind, k, -1);
+          continue;
+        }
+        const double dense_last = std::min(chunk_d(k), k == 0 && stage == 0 ? std::max(bucket, vocab_rank * h) : bucket);
+        const double expert_last = std::min(chunk_x(k), bucket);
+        run(fill_s[k], reduce(chunk_d(k) - dense_last, chunk_x(k) - expert_last), kind, k, -1);
+        run(launch_s[k], reduce(dense_last, expert_last), kind, k, -1);
       }
     }
     stage_stream_end_s[stage] = stream_s;
@@ -297,14 +324,21 @@ Prediction predict(const spec::RunSpec& spec, const std::vector<StageParams>& st
   if (p.pp > 1 && m.tie_embeddings) {
     const int last = static_cast<int>(p.pp) - 1;
     const double bytes = vocab_rank * h * grad_bytes;
-    const double bw = group_bandwidth(static_cast<int64_t>(last) * p.tp * dp_cp, 2, spec, mc);
+    // Over the NIC when any first-stage rank's partner in the last stage is on another node.
+    const int64_t stage_ranks = p.tp * dp_cp, partner = static_cast<int64_t>(last) * stage_ranks;
+    bool crosses = false;
+    for (int64_t r = 0; r < stage_ranks && !crosses; ++r)
+      crosses = r / spec.cluster.gpus_per_node != (r + partner) / spec.cluster.gpus_per_node;
+    const double bw = crosses ? mc.inter_bytes_per_s : mc.intra_bytes_per_s;
     const double start = std::max({sim.makespan_s, stage_stream_end_s[0], stage_stream_end_s[last]});
-    out.embedding_all_reduce_s = all_reduce_s(bytes, 2, bw, c);
-    stream_end_s = std::max(stream_end_s, start + out.embedding_all_reduce_s);
+    const double cost = all_reduce_s(bytes, 2, bw, c);
+    // What it adds to the exposed communication: past every stream (one of the stages between may end later).
+    out.embedding_all_reduce_s = std::max(0.0, start + cost - stream_end_s);
+    stream_end_s = std::max(stream_end_s, start + cost);
     if (record_events)
       for (int stage : {0, last})
         out.dp_events.push_back({stage, stage == 0 ? 0 : static_cast<int>(p.vpp) - 1, -1,
-                                 DpEvent::Kind::embedding_all_reduce, start, start + out.embedding_all_reduce_s});
+                                 DpEvent::Kind::embedding_all_reduce, start, start + cost});
   }
   // Exposed: what a stage waited for its parameters before a first forward, and what any stream runs
   // past the pipeline's last op.

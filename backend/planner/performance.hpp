@@ -63,7 +63,8 @@ struct Prediction {
   double dp_exposed_s = 0;     ///< what the DP communication adds to the pipeline (§4): a stage's wait for its
                                ///< gathered parameters, plus any stage's collectives past the pipeline's last op
   double dp_gather_wait_s = 0; ///< the part of dp_exposed_s spent waiting for the step's parameter gather (ZeRO-1/2)
-  double embedding_all_reduce_s = 0;  ///< the tied embedding's all-reduce (pp > 1), exposed whole, in dp_exposed_s
+  double embedding_all_reduce_s = 0;  ///< what the tied embedding's all-reduce (pp > 1) adds past every other
+                                      ///< stream: its part of dp_exposed_s
   std::vector<DpEvent> dp_events;  ///< recorded with the simulation's events
   double optimizer_s = 0;
   double bubble_fraction = 0;

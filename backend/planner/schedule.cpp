@@ -323,6 +323,7 @@ Simulation simulate(const ScheduleTable& table, const OpCosts& costs, bool recor
   }
   const double busiest_s = *std::max_element(sim.busy_s.begin(), sim.busy_s.end());
   sim.bubble_fraction = sim.makespan_s > 0 ? (sim.makespan_s - busiest_s) / sim.makespan_s : 0.0;
+  sim.op_end_s = std::move(end_s);
   return sim;
 }
 

@@ -65,6 +65,12 @@ struct Simulation {
   std::vector<double> last_weight_gradient_s;
   /// Per virtual stage: end of that op, when the last bucket (the chunk's first layers) is complete.
   std::vector<double> last_weight_gradient_end_s;
+  /// End of every op that hands on a result: F of (virtual stage vs, microbatch mb) at [vs·m + mb],
+  /// B (or Bi) at the same index in the second half; backward_end_s reads that half.
+  std::vector<double> op_end_s;
+  double backward_end_s(int virtual_stage, int microbatch, int microbatches) const {
+    return op_end_s[op_end_s.size() / 2 + static_cast<size_t>(virtual_stage) * microbatches + microbatch];
+  }
 };
 
 /// Times a table: each stage runs its ops in order, each op as soon as its stage is free and its

@@ -202,26 +202,34 @@ class TestPrediction : public QObject {
   }
 
   void gradientReductionFollowsEachChunksLastBackward() {
-    // GPT-3 175B on Table 1's layout: 8 stages of 2 chunks, ZeRO-0. Each chunk's all-reduce starts
-    // once its last backward does (bucket by bucket as its gradients fill), but for the last bucket,
-    // which waits for that backward's end; one after the other on the stage's stream. Then the tied
-    // word embedding's all-reduce between stage 0 and stage 7, once both streams are done. What ends
-    // after the pipeline is exposed.
+    // GPT-3 175B on Table 1's layout: 8 stages of 2 chunks, interleaved, ZeRO-0. As Megatron-LM's
+    // interleaved schedule launches them: each chunk's all-reduce whole, after the backward that comes
+    // `stage` backwards after the chunk's last one on its stage (or after the stage's last), one after
+    // the other on the stage's stream. Then the tied word embedding's all-reduce between stage 0 and
+    // stage 7, once both streams are done. What ends after the pipeline is exposed.
     std::ifstream in(TESSERA_SOURCE_DIR "/resources/examples/gpt3-175b-table1.json");
     planner::PlanOptions options;
     options.record_events = true;
     const auto plan = planner::make_plan(spec::parse_spec(nlohmann::json::parse(in)), options);
     const auto& pr = plan.prediction;
     const int pp = 8;
-    std::map<std::pair<int, int>, std::pair<double, double>> last_backward;  // (stage, chunk) -> start, end
+    std::vector<std::vector<planner::TimelineEvent>> backwards(pp);
     for (const auto& e : pr.simulation.events)
-      if (e.op.kind == planner::OpKind::backward) {
-        auto& last = last_backward[{e.stage, e.op.chunk}];
-        if (e.start_s >= last.first) last = {e.start_s, e.end_s};
+      if (e.op.kind == planner::OpKind::backward) backwards[e.stage].push_back(e);
+    std::map<std::pair<int, int>, double> launch;  // (stage, chunk)
+    for (int s = 0; s < pp; ++s) {
+      auto& b = backwards[s];
+      std::sort(b.begin(), b.end(), [](const auto& x, const auto& y) { return x.start_s < y.start_s; });
+      for (int chunk = 0; chunk < 2; ++chunk) {
+        int last = -1;
+        for (int i = 0; i < static_cast<int>(b.size()); ++i)
+          if (b[i].op.chunk == chunk) last = i;
+        launch[{s, chunk}] = b[std::min(last + s, static_cast<int>(b.size()) - 1)].end_s;
       }
-    QCOMPARE(pr.dp_events.size(), size_t{2 * 2 * pp + 2});
+    }
+    QCOMPARE(pr.dp_events.size(), size_t{2 * pp + 2});
     std::vector<double> stream_free(pp, 0.0), stage_done(pp, 0.0);
-    std::map<std::pair<int, int>, std::vector<std::pair<double, double>>> reductions;
+    std::map<std::pair<int, int>, double> reduction_start;
     std::vector<planner::DpEvent> embedding;
     double reduced_by = 0;
     for (const auto& d : pr.dp_events) {
@@ -233,21 +241,17 @@ class TestPrediction : public QObject {
         continue;
       }
       QVERIFY(d.kind == planner::DpEvent::Kind::all_reduce);
-      QVERIFY(d.start_s >= stream_free[d.stage] - 1e-12);  // in order, never two at once
+      QVERIFY(!reduction_start.count({d.stage, d.chunk}));  // one per chunk
+      // From its launch, or when the previous one on the stream ends.
+      QVERIFY(std::abs(d.start_s - std::max(launch.at({d.stage, d.chunk}), stream_free[d.stage])) <= 1e-12);
       stream_free[d.stage] = d.end_s;
       stage_done[d.stage] = std::max(stage_done[d.stage], d.end_s);
-      reductions[{d.stage, d.chunk}].push_back({d.start_s, d.end_s});
+      reduction_start[{d.stage, d.chunk}] = d.start_s;
     }
-    for (const auto& [key, parts] : reductions) {
-      const auto [backward_start, backward_end] = last_backward.at(key);
-      QCOMPARE(parts.size(), size_t{2});
-      QVERIFY(parts[0].first >= backward_start - 1e-12);
-      QVERIFY(parts[1].first >= backward_end - 1e-12);     // the last bucket
-      QVERIFY(parts[1].second - parts[1].first < parts[0].second - parts[0].first);
-    }
+    QCOMPARE(reduction_start.size(), size_t{2 * pp});
     // Interleaving finishes a stage's second chunk first: its reduction goes first.
-    for (int s = 0; s < pp; ++s) QVERIFY(reductions.at({s, 1})[0].first < reductions.at({s, 0})[0].first);
-    // 1F1B's cool-down hides the last stage's reduction: it ends before stage 0's.
+    for (int s = 0; s < pp; ++s) QVERIFY(reduction_start.at({s, 1}) < reduction_start.at({s, 0}));
+    // The cool-down hides the last stage's reduction: it ends before stage 0's.
     QVERIFY(stage_done[pp - 1] < stage_done[0]);
     const double makespan = pr.simulation.makespan_s;
     // The embedding's all-reduce: on stage 0's first chunk and stage 7's last, after both streams;
@@ -260,6 +264,7 @@ class TestPrediction : public QObject {
       QCOMPARE(e.start_s, std::max({makespan, stage_done[0], stage_done[pp - 1]}));
       QCOMPARE(e.end_s, reduced_by);
     }
+    // Stage 0's stream ends last: the whole all-reduce is exposed.
     const double embedding_s = pr.embedding_all_reduce_s;
     QVERIFY(std::abs(embedding_s - (embedding[0].end_s - embedding[0].start_s)) <= 1e-12);
     QVERIFY2(embedding_s > 0.001 && embedding_s < 0.1, qPrintable(QString::number(embedding_s)));
@@ -269,6 +274,37 @@ class TestPrediction : public QObject {
     const auto quiet = planner::make_plan(plan.spec).prediction;
     QVERIFY(quiet.dp_events.empty());
     QCOMPARE(quiet.iteration_time_s, pr.iteration_time_s);
+  }
+
+  void oneF1BBucketsOnStageZeroOnly() {
+    // Llama-3-70B's example, 1F1B over 4 stages, distributed optimizer: stage 0 reduce-scatters bucket
+    // by bucket from its last backward's start, the last bucket (with the 128256 × 8192 / 8 word
+    // embedding) from its end; the other stages keep one bucket and reduce it once their last backward
+    // has ended.
+    std::ifstream in(TESSERA_SOURCE_DIR "/resources/examples/llama3-70b-64xh100.json");
+    planner::PlanOptions options;
+    options.record_events = true;
+    const auto plan = planner::make_plan(spec::parse_spec(nlohmann::json::parse(in)), options);
+    const auto& pr = plan.prediction;
+    std::map<int, std::pair<double, double>> last_backward;  // stage -> start, end
+    for (const auto& e : pr.simulation.events)
+      if (e.op.kind == planner::OpKind::backward && e.start_s >= last_backward[e.stage].first)
+        last_backward[e.stage] = {e.start_s, e.end_s};
+    std::map<int, std::vector<planner::DpEvent>> reductions;
+    for (const auto& d : pr.dp_events)
+      if (d.kind == planner::DpEvent::Kind::reduce_scatter) reductions[d.stage].push_back(d);
+    QCOMPARE(reductions.size(), size_t{4});
+    QCOMPARE(reductions[0].size(), size_t{2});
+    QCOMPARE(reductions[0][0].start_s, last_backward[0].first);
+    QCOMPARE(reductions[0][1].start_s, std::max(last_backward[0].second, reductions[0][0].end_s));
+    const double on_rank = static_cast<double>(plan.stage_params[0].dense_on_rank);
+    const double share = (reductions[0][1].end_s - reductions[0][1].start_s) /
+                         (reductions[0][0].end_s - reductions[0][0].start_s + reductions[0][1].end_s - reductions[0][1].start_s);
+    QVERIFY2(std::abs(share - 128256.0 * 8192 / 8 / on_rank) < 0.01, qPrintable(QString::number(share)));
+    for (int s = 1; s < 4; ++s) {
+      QCOMPARE(reductions[s].size(), size_t{1});
+      QCOMPARE(reductions[s][0].start_s, last_backward[s].second);
+    }
   }
 
   void untiedOrSingleStageModelsHaveNoEmbeddingAllReduce() {
@@ -283,6 +319,18 @@ class TestPrediction : public QObject {
     QVERIFY(planner::make_plan(spec::parse_spec(doc)).prediction.embedding_all_reduce_s > 0);
     doc["parallel"]["pp"] = 1;
     QCOMPARE(planner::make_plan(spec::parse_spec(doc)).prediction.embedding_all_reduce_s, 0.0);
+    // Stage 0 and stage 3 on one node exchange over NVLink, on two nodes over the NIC.
+    const auto embedding_s = [&](int64_t nodes) {
+      doc["parallel"]["pp"] = 4;
+      doc["cluster"]["nodes"] = nodes;
+      planner::PlanOptions options;
+      options.record_events = true;
+      for (const auto& d : planner::make_plan(spec::parse_spec(doc), options).prediction.dp_events)
+        if (d.kind == planner::DpEvent::Kind::embedding_all_reduce) return d.end_s - d.start_s;
+      return 0.0;
+    };
+    const double one_node = embedding_s(1), two_nodes = embedding_s(2);
+    QVERIFY2(one_node > 0 && two_nodes > 5 * one_node, qPrintable(QString("%1 vs %2").arg(one_node).arg(two_nodes)));
   }
 
   void shardedGradientsCostMoreWithMoreMicrobatches() {
