@@ -202,13 +202,15 @@ void add_launch_commands(CLI::App& app) {
   {
     struct RunOptions {
       std::string db, id;
-      bool quiet = false;
+      bool quiet = false, agents_gone = false;
     };
     auto o = std::make_shared<RunOptions>();
     auto* cmd = runs->add_subcommand("follow", "Attach to a running run again and stream it into the history (backfills)");
     cmd->add_option("id", o->id, "Run id, unique id prefix, or name")->required();
     cmd->add_option("--db", o->db, "History file")->check(non_empty());
     cmd->add_flag("--quiet", o->quiet, "do not print the steps");
+    cmd->add_flag("--agents-gone", o->agents_gone,
+                  "record the nodes whose agents do not answer as lost, even when none answers (the run fails)");
     cmd->callback([o] {
       const std::string path = store::resolve_history_path(o->db);
       store::RunRecord record;
@@ -231,7 +233,13 @@ void add_launch_commands(CLI::App& app) {
       launch::RunSession session(record.id, record.hosts, launch::Credentials::from_config_dir());
       writer.set_status(run, store::RunStatus::running);
       launch::HistorySink sink(writer, run, positions);
-      session.attach(sink);
+      try {
+        session.attach(sink, o->agents_gone);
+      } catch (const launch::AgentTimeout& e) {
+        throw std::runtime_error(std::string(e.what()) + "; the run stays running. If its agents are gone for good, "
+                                 "tessera-cli runs follow " + record.id.substr(0, 12) +
+                                 " --agents-gone records it failed with what the history holds");
+      }
       std::cout << "following run " << record.id << " (" << record.name << ")" << std::endl;
       if (follow(writer, run, session, sink, !o->quiet) != 0) throw std::runtime_error("the run failed");
     });

@@ -86,7 +86,7 @@ nlohmann::json AgentConnection::request(std::string_view type, nlohmann::json bo
       throw AgentError("agent " + endpoint_ + " refused " + std::string(type) + ": " +
                        reply.value("code", std::string("?")) + ": " + reply.value("message", std::string()));
   }
-  throw AgentError("no reply from agent " + endpoint_ + " within " + std::to_string(timeout.count()) +
+  throw AgentTimeout("no reply from agent " + endpoint_ + " within " + std::to_string(timeout.count()) +
                    " ms (not running, unreachable, or it refused this workbench's key)");
 }
 
@@ -98,7 +98,11 @@ nlohmann::json hello_within(zmq::context_t& context, const std::string& endpoint
   while (true) {
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
     if (left.count() <= 0) break;
-    connection.send("hello", {{"client", std::string(client)}});
+    try {
+      connection.send("hello", {{"client", std::string(client)}});
+    } catch (const AgentError&) {
+      // Queue full (an agent silent for ~1000 asks): the hellos already queued are enough.
+    }
     const auto ask_until = Clock::now() + std::min(left, kAskEvery);
     while (Clock::now() < ask_until) {
       auto frame = connection.receive(std::chrono::duration_cast<std::chrono::milliseconds>(ask_until - Clock::now()));
@@ -113,7 +117,7 @@ nlohmann::json hello_within(zmq::context_t& context, const std::string& endpoint
   }
   std::ostringstream waited;
   waited << std::chrono::duration<double>(timeout).count();
-  throw AgentError("no reply from agent " + endpoint + " within " + waited.str() +
+  throw AgentTimeout("no reply from agent " + endpoint + " within " + waited.str() +
                    " s (not running, unreachable, or it refused this workbench's key)");
 }
 

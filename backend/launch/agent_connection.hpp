@@ -21,6 +21,11 @@ class AgentError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };
+/// No reply in time: the agent may be gone, unreachable from here, or refusing this workbench's key.
+class AgentTimeout : public AgentError {
+ public:
+  using AgentError::AgentError;
+};
 
 /// The workbench's own key pair and the agents' pinned keys, from the config directory.
 struct Credentials {

@@ -113,20 +113,34 @@ void RunSession::launch(const spec::RunSpec& spec) {
   }
 }
 
-void RunSession::attach(RunSink& sink) {
+void RunSession::attach(RunSink& sink, bool silent_agents_are_gone) {
+  std::vector<nlohmann::json> replies(nodes_.size());
+  std::vector<std::string> silent(nodes_.size()), refused(nodes_.size());
+  bool any_answered = false;
   for (size_t node = 0; node < nodes_.size(); ++node) {
     const int64_t durable = sink.durable_seq(static_cast<int64_t>(node));
     nodes_[node].acked_seq = nodes_[node].received_seq = durable;
-    nlohmann::json reply;
     try {
-      reply = connections_[node]->request("attach", {{"run", run_id_}, {"acked", durable}}, "attached", kHelloTimeout);
-    } catch (const AgentError& e) {
-      // An agent that is gone, or answers without the run (restarted), cannot give its part back: the
-      // run fails with that node lost, and the nodes that answer are still followed and backfilled.
-      node_lost(node, e.what());
-      continue;
+      replies[node] = connections_[node]->request("attach", {{"run", run_id_}, {"acked", durable}}, "attached", kHelloTimeout);
+      any_answered = true;
+    } catch (const AgentTimeout& e) {
+      silent[node] = e.what();
+    } catch (const AgentError& e) {  // it answered, without the run (restarted)
+      refused[node] = e.what();
+      any_answered = true;
     }
-    resumed(node, reply);
+  }
+  if (!any_answered && !silent_agents_are_gone) {
+    std::string text = silent.front();
+    if (nodes_.size() > 1) text += " (none of the run's " + std::to_string(nodes_.size()) + " agents answered)";
+    throw AgentTimeout(text);
+  }
+  // An agent that is gone, or answers without the run, cannot give its part back: the run fails with
+  // that node lost, and the nodes that answered are still followed and backfilled.
+  for (size_t node = 0; node < nodes_.size(); ++node) {
+    if (!refused[node].empty()) node_lost(node, refused[node]);
+    else if (!silent[node].empty()) node_lost(node, silent[node]);
+    else resumed(node, replies[node]);
   }
 }
 
@@ -165,12 +179,11 @@ void RunSession::node_lost(size_t node, const std::string& cause) {
   NodeState& state = nodes_[node];
   state.lost = true;
   const std::string lost = "node " + std::to_string(node) + " (" + state.endpoint + ") lost: " + cause;
-  // A rank that failed while this node's agent was already silent (within the liveness window) most
-  // likely failed because of it: its peers went with the agent, as in "peer rank 3 died". The lost
-  // node is the cause; the rank's failure is said after it.
-  const auto window = milliseconds(protocol::kHeartbeatInterval_ms) * protocol::kHeartbeatLiveness;
+  // A rank on another node whose failure was heard after this node's agent fell silent most likely
+  // failed because of it: its peers went with the agent, as in "peer rank 3 died". The lost node is
+  // the cause; the rank's failure is said after it.
   if (outcome_ == RunOutcome::failed && first_failed_rank_ && reason_.rfind("rank ", 0) == 0 &&
-      Clock::now() - first_failure_heard_ <= window) {
+      first_failure_node_ != node && first_failure_heard_ >= connections_[node]->last_heard()) {
     reason_ = lost + "; then " + reason_;
     return;
   }
@@ -208,6 +221,7 @@ void RunSession::note_record(size_t node, const nlohmann::json& record) {
       first_failed_rank_ = record.value("rank", int64_t{-1});
       first_failure_time_s_ = time_s;
       first_failure_heard_ = Clock::now();
+      first_failure_node_ = node;
       failure_log_.clear();
       if (const auto lines = record.find("last_lines"); lines != record.end() && lines->is_array())
         for (const auto& line : *lines)

@@ -70,9 +70,12 @@ class RunSession {
   /// AgentError is thrown.
   void launch(const spec::RunSpec& spec);
   /// Attaches to a running (or finished, unacknowledged) run: each agent resends from the sink's
-  /// durable sequence number of its node. A node whose agent does not answer, or no longer holds
-  /// the run, is lost (the run fails; the other nodes are followed).
-  void attach(RunSink& sink);
+  /// durable sequence number of its node. A node whose agent no longer holds the run is lost (the
+  /// run fails; the other nodes are followed, and stopped), and so is one whose agent does not
+  /// answer while another does. When none answers (this machine offline, its key refused: no telling
+  /// from agents that are gone) AgentTimeout is thrown and the run left as it is, unless
+  /// `silent_agents_are_gone`.
+  void attach(RunSink& sink, bool silent_agents_are_gone = false);
   /// Follows until the run ends on every node (or is failed by a lost node and the others ended or
   /// `drain` passed), or `stop` is set. Returns the outcome so far.
   RunOutcome follow(RunSink& sink, const std::atomic<bool>& stop,
@@ -114,6 +117,7 @@ class RunSession {
   std::optional<int64_t> first_failed_rank_;
   double first_failure_time_s_ = 0;
   std::chrono::steady_clock::time_point first_failure_heard_;  ///< when the session learnt of it
+  size_t first_failure_node_ = 0;                               ///< the node its report came from
   std::vector<std::string> failure_log_;
   bool stop_sent_ = false;
   int64_t duplicates_ = 0;

@@ -5,6 +5,7 @@
 //   TESSERA_FAKE_START_MS      silent before its first output, as a rank loading LibTorch (default 0)
 //   TESSERA_FAKE_STEP_MS       sleep per step (default 10)
 //   TESSERA_FAKE_FAIL_RANK/_STEP  that rank exits with code 3 at that step
+//   TESSERA_FAKE_FAIL_FILE     ... or (with _RANK) at the first step once this file exists
 //   TESSERA_FAKE_METRICS_PER_STEP  extra "metric" records per step (benchmark load; default 0)
 #include <chrono>
 #include <cstdio>
@@ -50,6 +51,7 @@ int main(int argc, char** argv) {
   const auto step_ms = env_int("TESSERA_FAKE_STEP_MS", 10);
   const auto fail_rank = env_int("TESSERA_FAKE_FAIL_RANK", -1), fail_step = env_int("TESSERA_FAKE_FAIL_STEP", -1);
   const auto metrics_per_step = env_int("TESSERA_FAKE_METRICS_PER_STEP", 0);
+  const char* fail_file = std::getenv("TESSERA_FAKE_FAIL_FILE");
   auto reporter = tessera::protocol::Reporter::from_environment();
   if (!reporter) {
     std::cerr << "fake_rank: TESSERA_REPORT_ENDPOINT is not set\n";
@@ -60,7 +62,7 @@ int main(int argc, char** argv) {
   std::cout << "fake_rank " << rank << "/" << world << " starting " << steps << " steps" << std::endl;
   const double start = now_s();
   for (int64_t step = 1; step <= steps; ++step) {
-    if (rank == fail_rank && step == fail_step) {
+    if (rank == fail_rank && (step == fail_step || (fail_file && std::ifstream(fail_file).good()))) {
       std::cerr << "fatal: injected failure at step " << step << std::endl;
       return 3;
     }

@@ -12,6 +12,7 @@
 #include <QtTest/QtTest>
 
 #include <fstream>
+#include <memory>
 #include <thread>
 
 #include "store/history.hpp"
@@ -314,10 +315,35 @@ class TestCliLaunch : public QObject {
     QVERIFY(!history.points(id.toStdString(), "loss", 0).empty());  // node 0's steps, backfilled
   }
 
+  // When no agent of a run answers (this machine offline, its key refused, or all gone: no telling),
+  // follow leaves the run running and says how to give it up; --agents-gone records it failed.
+  void followWithNoAgentAnsweringLeavesTheRunRunning() {
+    auto a = std::make_unique<Agent>("127.0.0.1", dir_.path() + "/na", QStringList{"TESSERA_FAKE_STEP_MS=10"});
+    auto b = std::make_unique<Agent>("127.0.0.2", dir_.path() + "/nb", QStringList{"TESSERA_FAKE_STEP_MS=10"});
+    const auto started = cli({"launch", spec("no-agent", 100000, 2), "--agents", a->endpoint() + "," + b->endpoint()});
+    QVERIFY2(started.exit_code == 0, qPrintable(started.err));
+    const QString id = run_id_of(started.out);
+    a->kill_now();
+    b->kill_now();
+    const auto followed = cli({"runs", "follow", id, "--quiet"});
+    QCOMPARE(followed.exit_code, 1);
+    QVERIFY2(followed.err.contains("none of the run's 2 agents answered") && followed.err.contains("--agents-gone"),
+             qPrintable(followed.err));
+    {
+      store::History history((dir_.path() + "/history.sqlite").toStdString());
+      QCOMPARE(history.run(id.toStdString()).status, store::RunStatus::running);
+    }
+    QCOMPARE(cli({"runs", "follow", id, "--quiet", "--agents-gone"}).exit_code, 1);
+    store::History history((dir_.path() + "/history.sqlite").toStdString());
+    QCOMPARE(history.run(id.toStdString()).status, store::RunStatus::failed);
+    QVERIFY2(history.run(id.toStdString()).exit_reason.find("node 0 (") == 0, history.run(id.toStdString()).exit_reason.c_str());
+  }
+
   // A node's agent killed mid-run, and then a rank on the other node failing (as ranks do when
   // their peers went with the agent): the lost node is named as the cause, the rank after it.
   void lostNodeIsNamedBeforeTheRankThatFailedAfterIt() {
-    Agent a("127.0.0.1", dir_.path() + "/la", {"TESSERA_FAKE_STEP_MS=10", "TESSERA_FAKE_FAIL_RANK=1", "TESSERA_FAKE_FAIL_STEP=150"});
+    const QString fail_file = dir_.path() + "/fail-rank-1";
+    Agent a("127.0.0.1", dir_.path() + "/la", {"TESSERA_FAKE_STEP_MS=10", "TESSERA_FAKE_FAIL_RANK=1", "TESSERA_FAKE_FAIL_FILE=" + fail_file});
     Agent b("127.0.0.2", dir_.path() + "/lb", {"TESSERA_FAKE_STEP_MS=10"});
     QProcess follower;
     follower.setProcessEnvironment(env());
@@ -330,7 +356,8 @@ class TestCliLaunch : public QObject {
       out += QString::fromUtf8(follower.readAllStandardOutput());
     }
     QVERIFY(out.contains("step    40 "));
-    b.kill_now();  // rank 1 fails ~1 s later, node 1 is found lost ~3 s later
+    b.kill_now();
+    QFile(fail_file).open(QIODevice::WriteOnly);  // rank 1 fails now; node 1 is found lost 3 s later
     QVERIFY(follower.waitForFinished(30000));
     const QString err = QString::fromUtf8(follower.readAllStandardError());
     QVERIFY2(err.contains("failed: node 1 (" + b.endpoint() + ") lost: no heartbeat for 3 s; then rank 1 exited with code 3"),
