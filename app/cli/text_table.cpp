@@ -19,12 +19,39 @@ void TextTable::add_row(std::vector<std::string> cells) {
 
 namespace {
 
-// Columns a cell takes on a terminal: one per character, so "TP2·PP2" is 7 wide, not its 8 bytes
-// (UTF-8 continuation bytes, 10xxxxxx, are not counted).
+// Columns a code point takes on a terminal (after Markus Kuhn's wcwidth, without the locale): 0 for
+// combining marks and zero-width characters, 2 for East Asian wide and fullwidth characters and
+// emoji, else 1.
+int code_point_width(char32_t c) {
+  if ((c >= 0x0300 && c <= 0x036F) || (c >= 0x200B && c <= 0x200F) || (c >= 0xFE00 && c <= 0xFE0F) || c == 0x20E3)
+    return 0;
+  const bool wide = (c >= 0x1100 && c <= 0x115F) || (c >= 0x2E80 && c <= 0xA4CF && c != 0x303F) ||
+                    (c >= 0xAC00 && c <= 0xD7A3) || (c >= 0xF900 && c <= 0xFAFF) || (c >= 0xFE30 && c <= 0xFE4F) ||
+                    (c >= 0xFF00 && c <= 0xFF60) || (c >= 0xFFE0 && c <= 0xFFE6) || (c >= 0x1F300 && c <= 0x1F64F) ||
+                    (c >= 0x1F680 && c <= 0x1F6FF) || (c >= 0x1F900 && c <= 0x1FAFF) || (c >= 0x20000 && c <= 0x3FFFD);
+  return wide ? 2 : 1;
+}
+
+// Columns a cell takes: "TP2·PP2" is 7 wide, not its 8 bytes; "ラン" 4. Invalid UTF-8 counts a
+// column per byte.
 size_t display_width(const std::string& text) {
-  return static_cast<size_t>(std::count_if(text.begin(), text.end(), [](char c) {
-    return (static_cast<unsigned char>(c) & 0xC0) != 0x80;
-  }));
+  size_t width = 0;
+  for (size_t i = 0; i < text.size();) {
+    const auto byte = static_cast<unsigned char>(text[i]);
+    const size_t length = byte < 0x80 ? 1 : (byte >> 5) == 0x6 ? 2 : (byte >> 4) == 0xE ? 3 : (byte >> 3) == 0x1E ? 4 : 0;
+    bool valid = length > 0 && i + length <= text.size();
+    for (size_t k = 1; valid && k < length; ++k) valid = (static_cast<unsigned char>(text[i + k]) & 0xC0) == 0x80;
+    if (!valid) {
+      ++width;
+      ++i;
+      continue;
+    }
+    char32_t c = length == 1 ? byte : byte & (0x7F >> length);
+    for (size_t k = 1; k < length; ++k) c = (c << 6) | (static_cast<unsigned char>(text[i + k]) & 0x3F);
+    width += static_cast<size_t>(code_point_width(c));
+    i += length;
+  }
+  return width;
 }
 
 }  // namespace

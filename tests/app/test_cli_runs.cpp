@@ -173,6 +173,25 @@ class TestCliRuns : public QObject {
     QVERIFY2(untag.err.contains("has no tag 'nope'"), qPrintable(untag.err));
   }
 
+  void wideCharactersKeepTheColumnsAligned() {
+    // Japanese and an emoji take two terminal columns each: the status column starts where its header
+    // does (it was padded by code points, two columns short per wide character).
+    const QString name = QString::fromUtf8("ラン-α 🚀");  // 2 + 2 + 1 + 1 + 1 + 2 = 9 columns
+    QCOMPARE(cli({"runs", "import", write_train_output(dir_, "wide", 1, 3), "--name", name}).code, 0);
+    const auto list = cli({"runs", "list"});
+    QCOMPARE(list.code, 0);
+    const QStringList lines = list.out.split('\n');
+    const int status_column = lines[0].indexOf("status");  // ASCII: characters are columns
+    const auto row = std::find_if(lines.begin(), lines.end(), [&](const QString& l) { return l.contains(name); });
+    QVERIFY(row != lines.end());
+    const int name_at = row->indexOf(name);
+    QCOMPARE(name_at, lines[0].indexOf("name"));
+    int spaces = 0;
+    while (row->at(name_at + name.size() + spaces) == ' ') ++spaces;
+    QCOMPARE(name_at + 9 + spaces, status_column);
+    QVERIFY(cli({"runs", "delete", name}).code == 0);
+  }
+
   void compareShowsSummaryAndDiff() {
     const auto text = cli({"runs", "compare", "run-a", "run-b"});
     QCOMPARE(text.code, 0);
