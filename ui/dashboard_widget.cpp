@@ -281,6 +281,8 @@ bool DashboardWidget::openRun(const QString& db_path, const QString& run, QStrin
   }
   plots_.at(QStringLiteral("peak_memory_bytes"))->yAxis->setLabel(memory_scale_ < 1e-8 ? tr("GiB") : tr("MiB"));
   addPredictionLines();
+  // The axis spans the predicted peaks before any point arrives (a run without points drew none).
+  rescale(plots_.at(QStringLiteral("peak_memory_bytes")));
   const int64_t world = feed_->worldSize();
   for (int64_t r = 0; r < world && r < 4096; ++r) log_rank_->addItem(tr("rank %1").arg(r), static_cast<qlonglong>(r));
   title_->setText(QString::fromStdString(feed_->run().name));

@@ -294,6 +294,29 @@ class TestDashboardFeed : public QObject {
     QCOMPARE(shown.back(), 99999.0);
   }
 
+  void aRunWithoutPointsShowsEveryPredictedPeak() {
+    // No metric yet (a run just started, or imported without any): the memory axis still spans every
+    // stage's predicted peak (it kept its default 0-5 and cut the highest off).
+    store::RunRecord record;
+    record.name = "no points";
+    record.spec = spec3d();
+    record.spec["training"]["micro_batch_size"] = 16;  // peaks of 12 and 8 MiB, past QCustomPlot's default 0-5
+    record.spec["training"]["global_batch_size"] = 64;
+    record.status = store::RunStatus::done;
+    writer_->create_run(record);
+    writer_->flush();
+    DashboardWidget dashboard;
+    QVERIFY(dashboard.openRun(db_, "no points"));
+    QCustomPlot* memory = dashboard.plot("peak_memory_bytes");
+    QCOMPARE(dashboard.predictionLines().size(), size_t{2});
+    QVERIFY(dashboard.predictionLines()[0]->point1->coords().y() > 10);  // MiB
+    for (const auto* line : dashboard.predictionLines()) {
+      const double value = line->point1->coords().y();
+      QVERIFY2(memory->yAxis->range().contains(value),
+               qPrintable(QString("%1 outside %2..%3").arg(value).arg(memory->yAxis->range().lower).arg(memory->yAxis->range().upper)));
+    }
+  }
+
   void missingRunIsAClearError() {
     DashboardWidget dashboard;
     QString error;
