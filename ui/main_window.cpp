@@ -381,7 +381,9 @@ void MainWindow::importHuggingFace() {
   const QString path = QFileDialog::getOpenFileName(this, tr("Import Hugging Face config.json"), {}, tr("config.json (*.json)"));
   if (path.isEmpty()) return;
   QString error;
-  if (!session_.importHuggingFace(path, &error)) QMessageBox::critical(this, tr("Cannot import"), error);
+  QStringList notes;
+  if (!session_.importHuggingFace(path, &error, &notes)) QMessageBox::critical(this, tr("Cannot import"), error);
+  else if (!notes.isEmpty()) QMessageBox::information(this, tr("Imported with changes"), notes.join(QLatin1Char('\n')));
 }
 
 void MainWindow::searchLayouts() {

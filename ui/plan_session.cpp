@@ -88,14 +88,16 @@ void PlanSession::replaceSpec(const spec::RunSpec& spec, const QString& descript
   undo_.push(new SpecEdit(this, spec_, spec, description));
 }
 
-bool PlanSession::importHuggingFace(const QString& path, QString* error) {
+bool PlanSession::importHuggingFace(const QString& path, QString* error, QStringList* notes) {
   try {
     std::ifstream in(path.toStdString());
     if (!in) throw std::runtime_error("cannot read " + path.toStdString());
     std::stringstream text;
     text << in.rdbuf();
     if (auto error = spec::json_nesting_error(text.str(), path.toStdString())) throw std::runtime_error(*error);
-    const auto imported = spec::spec_from_hf_config(nlohmann::json::parse(text.str()), QFileInfo(path).fileName().toStdString());
+    std::vector<std::string> import_notes;
+    const auto imported =
+        spec::spec_from_hf_config(nlohmann::json::parse(text.str()), QFileInfo(path).fileName().toStdString(), &import_notes);
     spec::RunSpec updated = spec_;
     updated.model = spec::ModelSpec{};
     for (const auto& [key, value] : imported["model"].items()) spec::set_field(updated, "model." + key, value);
@@ -103,6 +105,8 @@ bool PlanSession::importHuggingFace(const QString& path, QString* error) {
     if (updated.model.moe_ffn_hidden_size == 0) updated.model.moe_ffn_hidden_size = updated.model.ffn_hidden_size;
     updated.name = imported.value("name", updated.name);
     replaceSpec(updated, tr("Import %1").arg(QFileInfo(path).fileName()));
+    if (notes)
+      for (const auto& note : import_notes) notes->push_back(QString::fromStdString(note));
     return true;
   } catch (const spec::SpecError& e) {
     if (error) *error = messages(e.errors());

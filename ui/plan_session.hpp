@@ -52,8 +52,9 @@ class PlanSession : public QObject {
   /// Replaces the whole spec (a rename, an import) as one undoable step.
   void replaceSpec(const spec::RunSpec& spec, const QString& description);
   /// Replaces the model section with one read from a Hugging Face config.json (layout, training and
-  /// cluster stay), as one undoable step; false with the reason in *error.
-  bool importHuggingFace(const QString& path, QString* error);
+  /// cluster stay), as one undoable step; false with the reason in *error. What the import changed
+  /// to plan the model (a sliding window planned as the sequence) is appended to *notes.
+  bool importHuggingFace(const QString& path, QString* error, QStringList* notes = nullptr);
   QUndoStack* undoStack() { return &undo_; }
 
   planner::MemoryProfile memoryProfile() const { return options_.memory_profile; }

@@ -119,6 +119,19 @@ class TestModels : public QObject {
     config.close();
     QVERIFY(!session.importHuggingFace(config.fileName(), &error));
     QVERIFY2(error.contains("num_hidden_layers"), qPrintable(error));
+
+    // Mistral 7B v0.1: its 4096-token sliding window is planned as the sequence, and said so (the
+    // window lets it see that far; the command line said it, the workbench did not).
+    QVERIFY(config.open(QIODevice::WriteOnly | QIODevice::Truncate));
+    config.write(R"({"model_type": "mistral", "num_hidden_layers": 32, "hidden_size": 4096, "num_attention_heads": 32,
+                     "num_key_value_heads": 8, "intermediate_size": 14336, "vocab_size": 32000,
+                     "max_position_embeddings": 32768, "sliding_window": 4096})");
+    config.close();
+    QStringList notes;
+    QVERIFY2(session.importHuggingFace(config.fileName(), &error, &notes), qPrintable(error));
+    QCOMPARE(session.spec().model.seq_length, int64_t{4096});
+    QCOMPARE(notes.size(), qsizetype{1});
+    QVERIFY2(notes[0].contains("sliding_window=4096") && notes[0].contains("seq_length set to 4096"), qPrintable(notes[0]));
   }
 
   void rejectedValueChangesNothing() {
