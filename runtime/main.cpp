@@ -105,7 +105,7 @@ int main(int argc, char** argv) {
       spec.training.warmup_steps = steps;
     }
     auto errors = tessera::planner::tessera_train_problems(spec);
-    if (steps > 0)  // the spec was valid as written: what breaks now, --steps broke (warmup_steps, say)
+    if (steps > 0)  // the spec was valid as written: what breaks now, --steps broke
       for (const auto& e : tessera::spec::validate(spec, tessera::spec::PresetCatalog::builtin()))
         errors.push_back({"--steps", "--steps " + std::to_string(steps) + ": " + e.message});
     if (data.empty()) data = tessera::runtime::default_data_path();
