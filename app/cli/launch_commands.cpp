@@ -154,8 +154,13 @@ void add_launch_commands(CLI::App& app) {
         std::vector<nlohmann::json> inventories;
         const auto timeout = std::chrono::duration_cast<std::chrono::milliseconds>(
             std::chrono::duration<double>(o->connect_timeout_s));
-        for (const auto& endpoint : endpoints)
-          inventories.push_back(launch::hello_within(context, endpoint, credentials, "tessera-cli", timeout));
+        for (const auto& endpoint : endpoints) {
+          try {
+            inventories.push_back(launch::hello_within(context, endpoint, credentials, "tessera-cli", timeout));
+          } catch (const launch::AgentTimeout& e) {
+            throw launch::AgentTimeout(std::string(e.what()) + "; --connect-timeout-s waits longer");
+          }
+        }
         if (const auto problems = launch::fit_problems(spec, inventories); !problems.empty()) {
           std::string text = "the layout does not fit the agents' nodes:";
           for (const auto& p : problems) text += "\n  " + p;
