@@ -1,5 +1,7 @@
 // tessera-cli agents status | trust | client-key, and slurm: the node agents seen from the workbench.
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -10,6 +12,7 @@
 #include "launch/agent_connection.hpp"
 #include "launch/local_agent.hpp"
 #include "launch/slurm.hpp"
+#include "planner/plan.hpp"
 #include "planner/runtime_support.hpp"
 #include "protocol/keys.hpp"
 #include "spec/run_spec.hpp"
@@ -116,25 +119,56 @@ void add_agent_commands(CLI::App& app) {
 
   {
     auto* cmd = app.add_subcommand("slurm", "A Slurm batch script: one agent per node with srun, then the launch");
-    static std::string spec_path, out_path, name;
+    static std::string spec_path, out_path, name, time_limit, partition, account;
     static int port = 7070;
     cmd->add_option("spec", spec_path, "Run spec (JSON)")->required();
     cmd->add_option("-o,--output", out_path, "where to write the script")->required();
     cmd->add_option("--port", port, "the agents' TCP port")->check(CLI::Range(1, 65535));
-    cmd->add_option("--name", name, "run name (default: the spec's)");
+    cmd->add_option("--name", name, "run name (default: the spec's); each job's run adds \" (job ID)\"");
+    cmd->add_option("--time", time_limit,
+                    "sbatch --time, [D-]HH:MM:SS (default: 1.5 x the plan's predicted run + 15 min)");
+    cmd->add_option("--partition", partition, "sbatch --partition");
+    cmd->add_option("--account", account, "sbatch --account");
     cmd->callback([] {
       const auto spec = spec::load_spec_file(spec_path);
       require_tessera_train_runs(spec);
+      if (!time_limit.empty() && !launch::is_slurm_time(time_limit))
+        throw UsageError("--time " + time_limit + ": give [D-]HH:MM:SS (as 12:00:00 or 2-00:00:00) or whole minutes");
+      for (const auto& [option, value] : {std::pair{"--partition", partition}, std::pair{"--account", account}})
+        if (!value.empty() && !launch::is_slurm_word(value))
+          throw UsageError(std::string(option) + " " + value + ": letters, digits, '_', '-', '.' and ',' only");
       launch::SlurmOptions options;
       options.cli = std::filesystem::canonical("/proc/self/exe").string();
       options.agent = launch::find_program("tessera-agent", "TESSERA_AGENT", "agent");
       options.runtime = launch::find_program("tessera-train", "TESSERA_TRAIN", "runtime");
       options.port = port;
       options.name = name;
+      options.partition = partition;
+      options.account = account;
+      std::string time_note;
+      if (!time_limit.empty()) {
+        options.time_limit = time_limit;
+      } else {
+        // The run as planned, with room for loading and checkpoints: 1.5 x + 15 min, whole 5 minutes.
+        const double run_s = planner::make_plan(spec).prediction.iteration_time_s * static_cast<double>(spec.training.train_steps);
+        const int64_t limit_s = (static_cast<int64_t>(std::ceil((1.5 * run_s + 900) / 300))) * 300;
+        char text[32];
+        const int64_t days = limit_s / 86400, rest = limit_s % 86400;
+        if (days > 0)
+          std::snprintf(text, sizeof text, "%lld-%02lld:%02lld:00", static_cast<long long>(days),
+                        static_cast<long long>(rest / 3600), static_cast<long long>(rest % 3600 / 60));
+        else
+          std::snprintf(text, sizeof text, "%02lld:%02lld:00", static_cast<long long>(rest / 3600),
+                        static_cast<long long>(rest % 3600 / 60));
+        options.time_limit = text;
+        time_note = ": 1.5 x the predicted " + format_fixed(run_s / 3600, 2) + " h of " +
+                    std::to_string(spec.training.train_steps) + " steps + 15 min (--time sets another)";
+      }
       std::ofstream out(out_path);
       if (!(out << launch::slurm_script(spec, options)) || !out.flush()) throw UsageError("cannot write " + out_path);
       std::filesystem::permissions(out_path, std::filesystem::perms::owner_exec, std::filesystem::perm_options::add);
-      std::cout << "wrote " << out_path << " (" << spec.cluster.nodes << " nodes); submit it with sbatch " << out_path << "\n";
+      std::cout << "wrote " << out_path << " (" << spec.cluster.nodes << (spec.cluster.nodes == 1 ? " node" : " nodes")
+                << "); submit it with sbatch " << out_path << "\n  time limit " << options.time_limit << time_note << "\n";
     });
   }
 }

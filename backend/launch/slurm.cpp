@@ -1,6 +1,7 @@
 // slurm_script: the sbatch text.
 #include "launch/slurm.hpp"
 
+#include <regex>
 #include <sstream>
 
 #include "protocol/endpoint.hpp"
@@ -28,6 +29,16 @@ std::string job_name(const std::string& name) {
 
 }  // namespace
 
+bool is_slurm_time(const std::string& text) {
+  static const std::regex time(R"(^([0-9]+-)?[0-9]{1,3}:[0-5][0-9]:[0-5][0-9]$|^[0-9]{1,7}$)");
+  return std::regex_match(text, time);
+}
+
+bool is_slurm_word(const std::string& text) {
+  static const std::regex word(R"(^[A-Za-z0-9_.,-]{1,128}$)");
+  return std::regex_match(text, word);
+}
+
 std::string slurm_script(const spec::RunSpec& spec, const SlurmOptions& options) {
   const std::string name = options.name.empty() ? spec.name : options.name;
   std::ostringstream s;
@@ -40,6 +51,8 @@ std::string slurm_script(const spec::RunSpec& spec, const SlurmOptions& options)
     << "#SBATCH --ntasks-per-node=1\n";
   if (spec.cluster.gpu != "cpu") s << "#SBATCH --gpus-per-node=" << spec.cluster.gpus_per_node << "\n";
   else s << "#SBATCH --cpus-per-task=" << spec.cluster.gpus_per_node << "\n";
+  if (!options.partition.empty()) s << "#SBATCH --partition=" << options.partition << "\n";
+  if (!options.account.empty()) s << "#SBATCH --account=" << options.account << "\n";
   s << "#SBATCH --time=" << options.time_limit << "\n"
     << "#SBATCH --exclusive\n"
     << "set -euo pipefail\n\n"
@@ -47,13 +60,13 @@ std::string slurm_script(const spec::RunSpec& spec, const SlurmOptions& options)
     << "export TESSERA_AGENT_BIN=" << quoted(options.agent) << "\n"
     << "export TESSERA_RUNTIME=" << quoted(options.runtime) << "\n"
     << "export TESSERA_AGENT_PORT=\"${TESSERA_AGENT_PORT:-" << options.port << "}\"\n"
-    << "export TESSERA_JOB_DIR=\"${TESSERA_JOB_DIR:-$HOME/tessera-jobs/${SLURM_JOB_ID}}\"\n\n"
+    << "export TESSERA_JOB_DIR=\"${TESSERA_JOB_DIR:-$HOME/tessera-jobs/${SLURM_JOB_ID:-local}}\"\n\n"
     << "# The per-node command: an agent on every interface (CURVE only: it is not loopback), runs under\n"
     << "# the job directory, exiting once idle after the run.\n"
     << "tessera_node_agent() {\n"
     << "  exec \"$TESSERA_AGENT_BIN\" --bind \"tcp://*:${TESSERA_AGENT_PORT}\" \\\n"
     << "    --keys \"$TESSERA_JOB_DIR/keys\" --authorized-keys \"$TESSERA_JOB_DIR/authorized_keys\" \\\n"
-    << "    --runtime \"$TESSERA_RUNTIME\" --workdir \"$TESSERA_JOB_DIR/node-${SLURM_NODEID}\" \\\n"
+    << "    --runtime \"$TESSERA_RUNTIME\" --workdir \"$TESSERA_JOB_DIR/node-${SLURM_NODEID:-0}\" \\\n"
     << "    --max-ranks " << spec.cluster.gpus_per_node << " --exit-when-idle-s 60\n"
     << "}\n"
     << "if [ \"${TESSERA_NODE_ONLY:-0}\" = 1 ]; then tessera_node_agent; fi\n\n"
@@ -63,13 +76,16 @@ std::string slurm_script(const spec::RunSpec& spec, const SlurmOptions& options)
     << "cat > \"$TESSERA_JOB_DIR/spec.json\" <<'TESSERA_SPEC'\n"
     << spec::to_json(spec).dump(2) << "\n"
     << "TESSERA_SPEC\n\n"
-    << "srun --nodes=\"$SLURM_JOB_NUM_NODES\" --ntasks-per-node=1 --kill-on-bad-exit=1 \\\n"
+    << "# The agent and its ranks get every CPU of the node (srun does not inherit --cpus-per-task).\n"
+    << "srun --nodes=\"$SLURM_JOB_NUM_NODES\" --ntasks-per-node=1 --cpus-per-task=\"$SLURM_CPUS_ON_NODE\" --kill-on-bad-exit=1 \\\n"
     << "  bash -c \"$(declare -f tessera_node_agent); tessera_node_agent\" &\n"
     << "agents_pid=$!\n"
     << "trap 'kill \"$agents_pid\" 2>/dev/null || true' EXIT\n"
     << "agents=$(scontrol show hostnames \"$SLURM_JOB_NODELIST\" | sed \"s|.*|tcp://&:${TESSERA_AGENT_PORT}|\" | paste -sd, -)\n"
     << "\"$TESSERA_CLI\" launch \"$TESSERA_JOB_DIR/spec.json\" --agents \"$agents\" \\\n"
-    << "  --agent-key \"$TESSERA_JOB_DIR/keys/agent.pub\" --connect-timeout-s 120 --name " << quoted(name) << " --follow\n";
+    << "  --agent-key \"$TESSERA_JOB_DIR/keys/agent.pub\" --connect-timeout-s 120 \\\n"
+    << "  --name " << quoted(name)
+    << "\" (job ${SLURM_JOB_ID}${SLURM_RESTART_COUNT:+, restart ${SLURM_RESTART_COUNT}})\" --follow\n";
   return s.str();
 }
 

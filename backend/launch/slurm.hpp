@@ -13,9 +13,16 @@ struct SlurmOptions {
   std::string agent;    ///< absolute path of tessera-agent
   std::string runtime;  ///< absolute path of tessera-train
   int port = 7070;      ///< the agents' TCP port (TESSERA_AGENT_PORT overrides it at run time)
-  std::string name;     ///< run name (default: the spec's)
-  std::string time_limit = "01:00:00";
+  std::string name;     ///< run name (default: the spec's); each job's run adds " (job ID)"
+  std::string time_limit = "01:00:00";  ///< sbatch --time, [D-]HH:MM:SS
+  std::string partition, account;       ///< sbatch --partition / --account when not empty
 };
+
+/// Whether `text` is a time limit sbatch takes as [D-]HH:MM:SS (or whole minutes).
+bool is_slurm_time(const std::string& text);
+/// Whether `text` can stand in an #SBATCH line unquoted (partition and account names: letters,
+/// digits, '_', '-', '.', ',').
+bool is_slurm_word(const std::string& text);
 
 /// The script. With TESSERA_NODE_ONLY=1 it runs only the per-node command (what srun starts on each
 /// node), which is how it is tested off a cluster.

@@ -127,6 +127,33 @@ class TestCliAgents : public QObject {
     QVERIFY(text.contains("#SBATCH --job-name=tiny-on-slurm\n"));
     QVERIFY(text.contains("srun "));
     QVERIFY(text.contains("launch \"$TESSERA_JOB_DIR/spec.json\" --agents \"$agents\""));
+    // The agent step takes the node's CPUs (srun does not inherit --cpus-per-task since Slurm 22.05).
+    QVERIFY(text.contains("--cpus-per-task=\"$SLURM_CPUS_ON_NODE\""));
+    // Each job's run is named for the job, so that submitting the script again (or a requeue) does not
+    // collide with the last run's name in the history.
+    QVERIFY(text.contains("--name 'tiny on slurm'\" (job ${SLURM_JOB_ID}${SLURM_RESTART_COUNT:+, restart ${SLURM_RESTART_COUNT}})\""));
+    // The time limit comes from the plan (tiny-3d: seconds): 15 minutes and a bit, in whole 5 minutes, said.
+    QVERIFY2(text.contains("#SBATCH --time=00:20:00\n") && made.out.contains("time limit 00:20:00: 1.5 x the predicted"),
+             qPrintable(made.out));
+    const QString custom = dir_.path() + "/custom.sbatch";
+    QCOMPARE(cli({"slurm", TESSERA_SOURCE_DIR "/resources/examples/llama3-70b-64xh100.json", "-o", custom, "--time",
+                  "2-00:00:00", "--partition", "gpu", "--account", "ml-research"})
+                 .exit_code,
+             0);
+    QFile custom_file(custom);
+    QVERIFY(custom_file.open(QIODevice::ReadOnly));
+    const QString custom_text = QString::fromUtf8(custom_file.readAll());
+    for (const char* line : {"#SBATCH --time=2-00:00:00\n", "#SBATCH --partition=gpu\n", "#SBATCH --account=ml-research\n"})
+      QVERIFY2(custom_text.contains(line), line);
+    // Llama-3-70B for its 100 steps at the planned 20.4 s each: 34 min; 1.5 x + 15 min = 66 min, up to 70.
+    const auto planned = cli({"slurm", TESSERA_SOURCE_DIR "/resources/examples/llama3-70b-64xh100.json", "-o", custom});
+    QVERIFY2(planned.out.contains("time limit 01:10:00"), qPrintable(planned.out));
+    const auto bad_time = cli({"slurm", TESSERA_SOURCE_DIR "/resources/examples/tiny-3d.json", "-o", custom, "--time", "1h"});
+    QCOMPARE(bad_time.exit_code, 2);
+    QVERIFY2(bad_time.err.contains("--time 1h: give [D-]HH:MM:SS"), qPrintable(bad_time.err));
+    const auto bad_partition =
+        cli({"slurm", TESSERA_SOURCE_DIR "/resources/examples/tiny-3d.json", "-o", custom, "--partition", "gpu\n#SBATCH --x"});
+    QCOMPARE(bad_partition.exit_code, 2);
     QProcess syntax;
     syntax.start("bash", {"-n", script});
     QVERIFY(syntax.waitForFinished(10000));
@@ -146,7 +173,7 @@ class TestCliAgents : public QObject {
     QVERIFY(header.contains("# Tessera run \"x?touch pwned?#SBATCH --evil\" on Slurm: one tessera-agent per node (srun), then the launch."));
     for (const auto& line : header) QVERIFY2(!line.startsWith("touch") && !line.startsWith("#SBATCH --evil"), qPrintable(line));
     // Further down, one single-quoted argument.
-    QVERIFY(named_text.contains("--name 'x\ntouch pwned\n#SBATCH --evil' --follow\n"));
+    QVERIFY(named_text.contains("--name 'x\ntouch pwned\n#SBATCH --evil'\" (job "));
 
     // The per-node command, as srun would start it on node 0 of job 4242.
     const QString job = dir_.path() + "/job-4242";
