@@ -143,10 +143,23 @@ int main(int argc, char* argv[]) {
     // The launch dialog for the spec, after checking the local agent (for the user guide).
     if (!parser.isSet(shotOption)) return fail(QStringLiteral("--view launch needs --screenshot"));
     if (!size) return fail(sizeProblem);
+    // The dialog launches the spec file as it is: an edit it would not show is refused, not ignored.
+    for (const auto* option : {&setOption, &compareOption, &rankOption, &rangeOption})
+      if (parser.isSet(*option))
+        return fail(QStringLiteral("--%1 does not apply to --view launch, which shows the spec file as it is (edit the file)")
+                        .arg(option->names().front()));
+    auto theme = tessera::ui::ThemeChoice::light;
+    if (parser.isSet(paletteOption)) {
+      const QString name = parser.value(paletteOption);
+      if (name == QLatin1String("dark")) theme = tessera::ui::ThemeChoice::dark;
+      else if (name == QLatin1String("system")) theme = tessera::ui::ThemeChoice::system;
+      else if (name != QLatin1String("light"))
+        return fail(QStringLiteral("--palette must be system, light or dark, got \"%1\"").arg(name));
+    }
     tessera::ui::MainWindow window(/*persistent=*/false);
     QString error;
     if (!spec.isEmpty() && !window.openFile(spec, &error)) return fail(openProblem(spec, error));
-    tessera::ui::applyTheme(tessera::ui::ThemeChoice::light);
+    tessera::ui::applyTheme(theme);
     tessera::ui::LaunchDialog dialog(window.session()->spec(), tessera::spec::to_json(window.session()->spec()),
                                      QString::fromStdString(tessera::store::resolve_history_path(parser.value(dbOption).toStdString())));
     QEventLoop loop;

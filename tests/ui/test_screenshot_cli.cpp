@@ -59,6 +59,10 @@ class TestScreenshotCli : public QObject {
     // The step's length is the planner's (28.9 s for GPT-3's example today): any figure below 100.
     QVERIFY2(past.output.contains(QRegularExpression("--time-range 100:200 shows nothing: the step spans 0 to [1-9][0-9]\\.[0-9]+ s")),
              qPrintable(past.output));
+    // The launch dialog launches the file as it is: an edit it would not show is refused, not ignored.
+    const Run launch_set = tessera({"--spec", kSpec, "--view", "launch", "--set", "parallel.tp=3", "--screenshot", selected});
+    QCOMPARE(launch_set.code, 2);
+    QVERIFY2(launch_set.output.contains("--set does not apply to --view launch"), qPrintable(launch_set.output));
     const Run missing = tessera({"--spec", dir.filePath("missing.json"), "--view", "grid", "--screenshot", selected});
     QCOMPARE(missing.code, 2);
     QCOMPARE(missing.output.count("missing.json"), 1);  // named once
