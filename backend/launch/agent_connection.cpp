@@ -92,33 +92,17 @@ nlohmann::json AgentConnection::request(std::string_view type, nlohmann::json bo
 
 nlohmann::json hello_within(zmq::context_t& context, const std::string& endpoint, const Credentials& credentials,
                             std::string_view client, std::chrono::milliseconds timeout) {
-  constexpr auto kAskEvery = std::chrono::milliseconds(1000);
-  AgentConnection connection(context, endpoint, credentials);
-  const auto deadline = Clock::now() + timeout;
-  while (true) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
-    if (left.count() <= 0) break;
-    try {
-      connection.send("hello", {{"client", std::string(client)}});
-    } catch (const AgentError&) {
-      // Queue full (an agent silent for ~1000 asks): the hellos already queued are enough.
-    }
-    const auto ask_until = Clock::now() + std::min(left, kAskEvery);
-    while (Clock::now() < ask_until) {
-      auto frame = connection.receive(std::chrono::duration_cast<std::chrono::milliseconds>(ask_until - Clock::now()));
-      if (!frame) break;
-      nlohmann::json& reply = frame->message;
-      const auto& type = reply["type"].get_ref<const std::string&>();
-      if (type == "inventory") return std::move(reply);
-      if (type == "error")
-        throw AgentError("agent " + endpoint + " refused hello: " + reply.value("code", std::string("?")) + ": " +
-                         reply.value("message", std::string()));
-    }
+  // One hello: ZeroMQ keeps it queued until the agent's socket is there (a Slurm job's agents may
+  // still be starting) and reconnects on its own, so there is nothing to ask again.
+  try {
+    return AgentConnection(context, endpoint, credentials)
+        .request("hello", {{"client", std::string(client)}}, "inventory", timeout);
+  } catch (const AgentTimeout&) {
+    std::ostringstream waited;
+    waited << std::chrono::duration<double>(timeout).count();
+    throw AgentTimeout("no reply from agent " + endpoint + " within " + waited.str() +
+                       " s (not running, unreachable, or it refused this workbench's key)");
   }
-  std::ostringstream waited;
-  waited << std::chrono::duration<double>(timeout).count();
-  throw AgentTimeout("no reply from agent " + endpoint + " within " + waited.str() +
-                   " s (not running, unreachable, or it refused this workbench's key)");
 }
 
 std::string endpoint_host(const std::string& endpoint) {

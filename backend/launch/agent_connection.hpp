@@ -64,9 +64,9 @@ class AgentConnection {
   int64_t malformed_ = 0;
 };
 
-/// The agent's inventory, asked for again every second on one connection until it answers or
-/// `timeout` has passed (a Slurm job's agents may still be starting). An error reply, or an endpoint
-/// this workbench cannot connect to (no pinned key), throws AgentError at once.
+/// The agent's inventory, waiting up to `timeout` for an agent that may still be starting (one hello,
+/// queued until it connects). An error reply, or an endpoint this workbench cannot connect to (no
+/// pinned key), throws AgentError at once; no reply, AgentTimeout saying the wait in seconds.
 nlohmann::json hello_within(zmq::context_t& context, const std::string& endpoint, const Credentials& credentials,
                             std::string_view client, std::chrono::milliseconds timeout);
 
