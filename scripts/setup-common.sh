@@ -57,9 +57,23 @@ tessera_install_torch() {
     return 0
   fi
   tessera_log "installing torch==$TESSERA_TORCH_VERSION into .venv/ (its LibTorch is the runtime's)"
-  python3 -m venv "$venv"
-  "$venv/bin/python" -m pip install -q --upgrade pip
-  "$venv/bin/python" -m pip install -q "torch==$TESSERA_TORCH_VERSION" numpy pyzmq
+  # The wheel and its CUDA libraries take 4.7 GB in .venv/ (measured: du -sh .venv), and pip unpacks
+  # the downloads beside them; say so before, not after, a full disk.
+  local free_kb tmp_dir="${TMPDIR:-/tmp}"
+  free_kb=$(df -Pk "$TESSERA_ROOT" | awk 'NR == 2 { print $4 }')
+  if [ -n "$free_kb" ] && [ "$free_kb" -lt $((7 * 1024 * 1024)) ]; then
+    tessera_log "warning: $((free_kb / 1024)) MiB free under $TESSERA_ROOT; torch with its CUDA libraries needs about 4.7 GiB there and about 7 GiB while installing"
+  fi
+  # No pip cache: a second copy of 3 GB of wheels in ~/.cache helps nobody on a fresh machine.
+  if ! { python3 -m venv "$venv" &&
+         "$venv/bin/python" -m pip install -q --no-cache-dir --upgrade pip &&
+         "$venv/bin/python" -m pip install -q --no-cache-dir "torch==$TESSERA_TORCH_VERSION" numpy pyzmq; }; then
+    tessera_log "installing torch failed; free space now:"
+    df -h "$TESSERA_ROOT" "$tmp_dir" | sed 's/^/  /'
+    # A half-installed environment would be taken for a broken torch next time: remove it.
+    rm -rf "$venv"
+    exit 1
+  fi
 }
 
 tessera_build() {
