@@ -20,7 +20,7 @@ QString formatCount(double count) {
   const double a = std::fabs(count);
   auto scaled = [&](double unit, const char* suffix) {
     const double v = count / unit;
-    const int decimals = std::fabs(v) >= 100 ? 1 : 2;
+    const int decimals = std::fabs(v) >= 10 ? 1 : 2;  // as tessera-cli prints them: 70.6 B, 8.03 B
     return QStringLiteral("%1 %2").arg(v, 0, 'f', decimals).arg(QLatin1String(suffix));
   };
   if (a >= 1e12) return scaled(1e12, "T");
@@ -33,6 +33,9 @@ QString formatCount(double count) {
 QString formatSeconds(double seconds) {
   const double a = std::fabs(seconds);
   if (a == 0.0) return QStringLiteral("0 s");
+  // A CPU cluster's steps of a large model last hours: "28.3 h", not "101964.5 s".
+  if (a >= 7200) return QStringLiteral("%1 h").arg(seconds / 3600, 0, 'f', 1);
+  if (a >= 600) return QStringLiteral("%1 min").arg(seconds / 60, 0, 'f', 1);
   if (a >= 1.0) return QStringLiteral("%1 s").arg(seconds, 0, 'f', a >= 100 ? 1 : 2);
   if (a >= 1e-3) return QStringLiteral("%1 ms").arg(seconds * 1e3, 0, 'f', a >= 0.1 ? 0 : 1);
   return QStringLiteral("%1 µs").arg(seconds * 1e6, 0, 'f', 0);

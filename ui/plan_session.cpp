@@ -79,6 +79,10 @@ bool PlanSession::setField(const QString& path, const nlohmann::json& value, QSt
     p.dp = 0;
     text += tr(" (dp derived again)");
   }
+  // A name that spells the layout or the GPU count follows it, as `tessera-cli plan --tp` relabels it:
+  // "… on 64 H100 (TP8·PP4·DP2)" after TP 4 would name another run than the one planned.
+  if (path.startsWith(QLatin1String("parallel.")) || path.startsWith(QLatin1String("cluster.")))
+    updated.name = spec::relabel_layout(updated.name, updated, spec_.world_size());
   undo_.push(new SpecEdit(this, spec_, std::move(updated), text));
   return true;
 }

@@ -58,6 +58,13 @@ QPalette darkPalette() {
 
 bool isDarkPalette(const QPalette& palette) { return palette.color(QPalette::Window).lightness() < 128; }
 
+std::optional<ThemeChoice> themeFromName(QStringView name) {
+  if (name == QLatin1String("system")) return ThemeChoice::system;
+  if (name == QLatin1String("light")) return ThemeChoice::light;
+  if (name == QLatin1String("dark")) return ThemeChoice::dark;
+  return std::nullopt;
+}
+
 void applyTheme(ThemeChoice choice) {
   bool dark = choice == ThemeChoice::dark;
   if (choice == ThemeChoice::system) {

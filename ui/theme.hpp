@@ -3,14 +3,18 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 
 #include <QColor>
 #include <QPalette>
+#include <QStringView>
 
 namespace tessera::ui {
 
 enum class ThemeChoice { system, light, dark };
 
+/// The choice a name spells ("system", "light", "dark"); nullopt for any other name.
+std::optional<ThemeChoice> themeFromName(QStringView name);
 /// Applies Fusion with the light or dark palette; `system` picks by the platform palette's lightness.
 void applyTheme(ThemeChoice choice);
 /// Whether the application palette currently in force is dark.

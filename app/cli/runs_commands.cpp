@@ -9,6 +9,7 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <optional>
 
 #include "cli/commands.hpp"
 #include "cli/text_table.hpp"
@@ -140,7 +141,8 @@ void add_db_option(CLI::App* command, std::string& db) {
 }
 
 struct ListOptions {
-  std::string db, status, tag, name, since, until;
+  std::string db, status, name, since, until;
+  std::optional<std::string> tag;  ///< set when --tag was given, even as 
   std::vector<std::string> where;
   bool json = false;
 };
@@ -148,7 +150,12 @@ struct ListOptions {
 void list_runs(const ListOptions& o) {
   store::RunFilter filter;
   if (!o.status.empty()) filter.status = store::parse_run_status(o.status);
-  if (!o.tag.empty()) filter.tag = o.tag;
+  if (o.tag) {
+    // An empty or padded tag can never have been stored: it would list nothing, or (empty) everything.
+    if (const auto problem = store::tag_problem(*o.tag); !problem.empty())
+      throw store::StoreError(store::ErrorKind::invalid, "--tag: " + problem);
+    filter.tag = *o.tag;
+  }
   filter.name_contains = o.name;
   if (!o.since.empty()) filter.created_from_ms = store::parse_time_utc(o.since);
   if (!o.until.empty()) filter.created_before_ms = store::parse_time_utc(o.until);
@@ -178,7 +185,7 @@ void list_runs(const ListOptions& o) {
     return;
   }
   if (runs.empty()) {
-    std::cout << "no runs" << (o.status.empty() && o.tag.empty() && o.name.empty() && o.since.empty() && o.until.empty() && o.where.empty()
+    std::cout << "no runs" << (o.status.empty() && !o.tag && o.name.empty() && o.since.empty() && o.until.empty() && o.where.empty()
                                    ? " in "
                                    : " match in ")
               << history.path() << "\n";

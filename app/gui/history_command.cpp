@@ -29,10 +29,7 @@ int runHistoryCommand(const HistoryCommand& command) {
     return fail(QStringLiteral("--compare needs two or more run ids separated by commas (or, for the timeline, a schedule: "
                                "gpipe, 1f1b, interleaved, zb-h1), got \"%1\"")
                     .arg(command.runs));
-  if (command.palette == QLatin1String("dark")) ui::applyTheme(ui::ThemeChoice::dark);
-  else if (command.palette == QLatin1String("light")) ui::applyTheme(ui::ThemeChoice::light);
-  else if (command.palette.isEmpty() || command.palette == QLatin1String("system")) ui::applyTheme(ui::ThemeChoice::system);
-  else return fail(QStringLiteral("--palette must be system, light or dark, got \"%1\"").arg(command.palette));
+  ui::applyTheme(command.palette);
   QString path;
   try {
     path = QString::fromStdString(store::resolve_history_path(command.db.toStdString()));

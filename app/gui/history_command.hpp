@@ -5,6 +5,8 @@
 #include <QSize>
 #include <QString>
 
+#include "theme.hpp"
+
 namespace tessera::app {
 
 struct HistoryCommand {
@@ -12,7 +14,7 @@ struct HistoryCommand {
   QString db;          ///< history file ("" = $TESSERA_DB, else the XDG data directory)
   QString screenshot;  ///< PNG to write; "" = open the window
   QSize size{1600, 1000};  ///< of the screenshot (--size, read and checked by the caller)
-  QString palette;         ///< "system", "light", "dark" ("" = system)
+  ui::ThemeChoice palette = ui::ThemeChoice::system;  ///< --palette
 };
 
 /// The exit code: 0 on success, 2 with a message on stderr for what the user can fix (fewer than two

@@ -114,6 +114,12 @@ int main(int argc, char* argv[]) {
   parser.process(app);
   QString sizeProblem;
   const auto size = tessera::app::parseScreenSize(parser.value(sizeOption), &sizeProblem);
+  // --palette, the same three names in every mode; a mode without it picks its own default.
+  std::optional<tessera::ui::ThemeChoice> palette;
+  if (parser.isSet(paletteOption)) {
+    palette = tessera::ui::themeFromName(parser.value(paletteOption));
+    if (!palette) return fail(QStringLiteral("--palette must be system, light or dark, got \"%1\"").arg(parser.value(paletteOption)));
+  }
 
   // --history, or --compare with run ids (not a schedule name): the run history instead of a spec.
   const bool compareRuns = parser.isSet(compareOption) &&
@@ -121,18 +127,12 @@ int main(int argc, char* argv[]) {
   if (compareRuns || parser.isSet(historyOption)) {
     if (!size) return fail(sizeProblem);
     return tessera::app::runHistoryCommand({compareRuns ? parser.value(compareOption) : QString(), parser.value(dbOption),
-                                            parser.value(shotOption), *size, parser.value(paletteOption)});
+                                            parser.value(shotOption), *size, palette.value_or(tessera::ui::ThemeChoice::system)});
   }
 
   if (parser.isSet(runOption)) {
     if (!size) return fail(sizeProblem);
-    if (parser.isSet(paletteOption)) {
-      const QString name = parser.value(paletteOption);
-      if (name == QLatin1String("dark")) tessera::ui::applyTheme(tessera::ui::ThemeChoice::dark);
-      else if (name == QLatin1String("light")) tessera::ui::applyTheme(tessera::ui::ThemeChoice::light);
-    } else {
-      tessera::ui::applyTheme(tessera::ui::ThemeChoice::light);
-    }
+    tessera::ui::applyTheme(palette.value_or(tessera::ui::ThemeChoice::light));
     const QString view = parser.isSet(viewOption) ? parser.value(viewOption) : QStringLiteral("dashboard");
     return showRun(app, parser.value(runOption), parser.value(dbOption), view, parser.value(shotOption), *size);
   }
@@ -148,18 +148,10 @@ int main(int argc, char* argv[]) {
       if (parser.isSet(*option))
         return fail(QStringLiteral("--%1 does not apply to --view launch, which shows the spec file as it is (edit the file)")
                         .arg(option->names().front()));
-    auto theme = tessera::ui::ThemeChoice::light;
-    if (parser.isSet(paletteOption)) {
-      const QString name = parser.value(paletteOption);
-      if (name == QLatin1String("dark")) theme = tessera::ui::ThemeChoice::dark;
-      else if (name == QLatin1String("system")) theme = tessera::ui::ThemeChoice::system;
-      else if (name != QLatin1String("light"))
-        return fail(QStringLiteral("--palette must be system, light or dark, got \"%1\"").arg(name));
-    }
     tessera::ui::MainWindow window(/*persistent=*/false);
     QString error;
     if (!spec.isEmpty() && !window.openFile(spec, &error)) return fail(openProblem(spec, error));
-    tessera::ui::applyTheme(theme);
+    tessera::ui::applyTheme(palette.value_or(tessera::ui::ThemeChoice::light));
     tessera::ui::LaunchDialog dialog(window.session()->spec(), tessera::spec::to_json(window.session()->spec()),
                                      QString::fromStdString(tessera::store::resolve_history_path(parser.value(dbOption).toStdString())));
     QEventLoop loop;
@@ -185,13 +177,7 @@ int main(int argc, char* argv[]) {
   const bool screenshot = parser.isSet(shotOption);
   if (search && !screenshot) return fail(QStringLiteral("--view search needs --screenshot"));
   tessera::ui::MainWindow window(/*persistent=*/!screenshot);
-  if (parser.isSet(paletteOption)) {
-    const QString name = parser.value(paletteOption);
-    if (name == QLatin1String("light")) window.setTheme(tessera::ui::ThemeChoice::light);
-    else if (name == QLatin1String("dark")) window.setTheme(tessera::ui::ThemeChoice::dark);
-    else if (name == QLatin1String("system")) window.setTheme(tessera::ui::ThemeChoice::system);
-    else return fail(QStringLiteral("--palette must be system, light or dark, got \"%1\"").arg(name));
-  }
+  if (palette) window.setTheme(*palette);
   if (!spec.isEmpty()) {
     QString error;
     if (!window.openFile(spec, &error)) return fail(openProblem(spec, error));

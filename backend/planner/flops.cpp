@@ -51,7 +51,9 @@ TokenMacs model_token_macs(const spec::ModelSpec& m, bool causal) {
 IterationFlops iteration_flops(const spec::RunSpec& spec, bool causal) {
   const auto macs = model_token_macs(spec.model, causal);
   IterationFlops out;
-  out.causal = causal;
+  // Only masked self-attention is halved: BERT (and a T5 with no decoder layer) has none.
+  const auto& m = spec.model;
+  out.causal = causal && m.arch != Arch::bert && !(m.arch == Arch::t5 && m.num_layers <= m.encoder_layers);
   out.tokens_per_iteration = spec.training.global_batch_size * spec.model.seq_length;
   const double tokens = static_cast<double>(out.tokens_per_iteration);
   out.model_per_iteration = 6.0 * macs.total() * tokens;

@@ -26,7 +26,7 @@ struct IterationFlops {
   double model_per_iteration = 0;     ///< 6 * MACs * tokens
   double hardware_per_iteration = 0;  ///< model FLOPs plus the recomputed forward
   int64_t tokens_per_iteration = 0;   ///< global_batch_size * seq_length
-  bool causal = false;                ///< whether attention scores were halved
+  bool causal = false;                ///< whether any attention scores were halved (never for BERT)
 };
 
 /// causal=true halves the attention-score FLOPs of causal (decoder) self-attention.

@@ -471,8 +471,18 @@ nlohmann::ordered_json to_json(const RunSpec& spec, JsonFields fields) {
 void set_field(RunSpec& spec, std::string_view dotted_path, const json& value, const PresetCatalog& presets) {
   const auto dot = dotted_path.find('.');
   const std::string path(dotted_path);
+  if (path == "name") {
+    if (!value.is_string()) throw SpecError({{path, "name must be a string, got " + show(value)}});
+    spec.name = value.get<std::string>();
+    return;
+  }
   const Section* section = dot == std::string_view::npos ? nullptr : find_section(dotted_path.substr(0, dot));
-  if (!section) throw SpecError({{path, unknown_message(path, path, section_names())}});
+  if (!section) {
+    // "tp" or "paralel.tp": the field meant, from every section and the aliases.
+    const std::string near = nearest_field_path(path);
+    if (near.empty()) throw SpecError({{path, unknown_message(path, path, section_names())}});
+    throw SpecError({{path, "unknown field " + path + " (did you mean " + near + "?)"}});
+  }
   const std::string key(dotted_path.substr(dot + 1));
   const Field* f = section->find(key);
   if (!f) throw SpecError({{path, unknown_message(path, key, section->names())}});

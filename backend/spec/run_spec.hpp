@@ -145,7 +145,7 @@ const std::vector<std::string>& field_names(std::string_view section);
 /// names one, else in every section; Megatron and Hugging Face aliases first. "" when none is near.
 std::string nearest_field_path(std::string_view path);
 
-/// Sets one field from its dotted path ("parallel.tp") and a JSON value, with the same type
+/// Sets one field from its dotted path ("parallel.tp", or "name") and a JSON value, with the same type
 /// checks as parse_spec (no validation of cross-field rules). Throws SpecError.
 void set_field(RunSpec& spec, std::string_view dotted_path, const nlohmann::json& value,
                const PresetCatalog& presets = PresetCatalog::builtin());

@@ -104,6 +104,32 @@ SpecCondition SpecCondition::parse(std::string_view text) {
     throw StoreError(ErrorKind::invalid, message);
   }
   condition.value = nlohmann::json::accept(value) ? nlohmann::json::parse(value) : nlohmann::json(value);
+  // A value the field cannot hold matches nothing, silently ("02", "True" or "abc" for an integer, a
+  // flag or a choice): refused with the field's own rule, as a spec file would be.
+  if (condition.path == "name") {
+    condition.value = value;  // a name is text, even "7"
+  } else if (dot == std::string::npos) {
+    if (!condition.value.is_object())
+      throw StoreError(ErrorKind::invalid, "spec condition " + condition.path + "=" + value + ": " + condition.path +
+                                               " is a whole section; give one of its fields (" + condition.path + "." +
+                                               spec::field_names(condition.path).front() + "=…) or a JSON object");
+  } else {
+    const auto accepts = [&](const nlohmann::json& candidate) -> std::string {
+      spec::RunSpec probe;
+      try {
+        spec::set_field(probe, condition.path, candidate);
+        return {};
+      } catch (const spec::SpecError& error) {
+        return error.what();
+      }
+    };
+    if (const std::string problem = accepts(condition.value); !problem.empty()) {
+      // A text field given something that reads as a number or a flag ("model.preset=7") is text.
+      if (condition.value.is_string() || !accepts(nlohmann::json(value)).empty())
+        throw StoreError(ErrorKind::invalid, "spec condition " + condition.path + "=" + value + ": " + problem);
+      condition.value = value;
+    }
+  }
   return condition;
 }
 

@@ -258,6 +258,14 @@ class TestCliRuns : public QObject {
     const auto where = cli({"runs", "list", "--where", "tp=2"});
     QCOMPARE(where.code, 2);
     QVERIFY2(where.err.contains("tp is not a spec field (did you mean parallel.tp?)"), qPrintable(where.err));
+    // So would a value the field cannot hold, and an empty tag (which listed every run).
+    const auto typed = cli({"runs", "list", "--where", "parallel.tp=02"});
+    QCOMPARE(typed.code, 2);
+    QVERIFY2(typed.err.contains("spec condition parallel.tp=02: parallel.tp must be"), qPrintable(typed.err));
+    const auto empty_tag = cli({"runs", "list", "--tag", ""});
+    QCOMPARE(empty_tag.code, 2);
+    QVERIFY2(empty_tag.err.contains("--tag: a tag cannot be empty"), qPrintable(empty_tag.err));
+    QVERIFY(empty_tag.out.isEmpty());
     // A run named twice, a tag with a comma, --csv onto a file.
     const auto twice = cli({"runs", "compare", "run-a", "run-a"});
     QCOMPARE(twice.code, 2);

@@ -118,6 +118,13 @@ class TestParams : public QObject {
     const auto causal = planner::iteration_flops(s, true);
     QVERIFY(causal.model_per_iteration < f.model_per_iteration);
     QVERIFY(causal.causal);
+    // BERT's self-attention is bidirectional: asking for causal FLOPs halves nothing and says so.
+    const auto bert = spec::parse_spec({{"model", {{"preset", "bert-large"}}},
+                                        {"training", {{"micro_batch_size", 1}, {"global_batch_size", 8}}},
+                                        {"cluster", {{"gpu", "a100-80gb"}, {"nodes", 1}, {"gpus_per_node", 8}}}});
+    const auto bert_causal = planner::iteration_flops(bert, true);
+    QCOMPARE(bert_causal.model_per_iteration, planner::iteration_flops(bert, false).model_per_iteration);
+    QVERIFY(!bert_causal.causal);
   }
 };
 

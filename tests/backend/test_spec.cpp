@@ -124,6 +124,18 @@ class TestSpec : public QObject {
     set_field(s, "model.preset", "gpt2-124m");
     QCOMPARE(s.model.hidden_size, int64_t{768});
     QCOMPARE(s.model.ffn_hidden_size, int64_t{3072});
+    // A field without its section: the one meant is named.
+    try {
+      set_field(s, "tp", 4);
+      QFAIL("tp was accepted");
+    } catch (const SpecError& e) {
+      QVERIFY2(std::string(e.what()).find("unknown field tp (did you mean parallel.tp?)") != std::string::npos, e.what());
+    }
+    // The run's name is a field too, and text only.
+    set_field(s, "name", "TP4 trial");
+    QCOMPARE(s.name, std::string("TP4 trial"));
+    QVERIFY_THROWS_EXCEPTION(SpecError, set_field(s, "name", 4));
+    QCOMPARE(s.name, std::string("TP4 trial"));
   }
 
   void validationRules_data() {

@@ -575,6 +575,20 @@ class TestStore : public QObject {
     by_spec.spec = {SpecCondition::parse("training.save_every=0")};  // a default, whether or not stored
     QCOMPARE(ids(by_spec).size(), size_t{3});
     QCOMPARE(error_of([] { SpecCondition::parse("model.num_layers"); }).kind(), ErrorKind::invalid);
+    // A value the field cannot hold matched nothing, silently: refused with the field's rule.
+    for (const char* text : {"parallel.tp=02", "parallel.tp=abc", "training.flash_attention=True", "model.arch=gtp",
+                             "parallel.tp=2.5"}) {
+      const auto wrong = error_of([&] { SpecCondition::parse(text); });
+      QCOMPARE(wrong.kind(), ErrorKind::invalid);
+      QVERIFY2(contains(wrong.what(), std::string("spec condition ") + text + ": "), wrong.what());
+    }
+    QVERIFY(contains(error_of([] { SpecCondition::parse("parallel.tp=02"); }).what(), "parallel.tp"));
+    // A whole section compares as an object only.
+    const auto section = error_of([] { SpecCondition::parse("parallel=2"); });
+    QVERIFY2(contains(section.what(), "parallel is a whole section; give one of its fields (parallel."), section.what());
+    // Text fields keep text that reads as something else.
+    QCOMPARE(SpecCondition::parse("name=7").value, nlohmann::json("7"));
+    QCOMPARE(SpecCondition::parse("training.flash_attention=true").value, nlohmann::json(true));
   }
 
   void idsResolveByPrefixAndName() {

@@ -41,7 +41,7 @@ class TestMainWindow : public QObject {
     const auto* summary = window.summary();
     QCOMPARE(summary->value(SummaryStrip::World), QStringLiteral("64"));
     QCOMPARE(summary->detail(SummaryStrip::World), QStringLiteral("TP8·PP4·DP2"));
-    QCOMPARE(summary->value(SummaryStrip::Parameters), QStringLiteral("70.55 B"));
+    QCOMPARE(summary->value(SummaryStrip::Parameters), QStringLiteral("70.6 B"));
     const QString memoryBefore = summary->value(SummaryStrip::Memory);
     const QString iterationBefore = summary->value(SummaryStrip::Iteration);
 

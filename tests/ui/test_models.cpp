@@ -30,6 +30,14 @@ class TestModels : public QObject {
     QCOMPARE(tessera::ui::formatDevices(8, true), QStringLiteral("8 CPU ranks"));
     QCOMPARE(tessera::ui::formatNodes(1), QStringLiteral("1 node"));
     QCOMPARE(tessera::ui::formatNodes(4), QStringLiteral("4 nodes"));
+    // Three figures from 10 up, as tessera-cli plan prints a parameter count.
+    QCOMPARE(tessera::ui::formatCount(70553706496.0), QStringLiteral("70.6 B"));
+    QCOMPARE(tessera::ui::formatCount(8030261248.0), QStringLiteral("8.03 B"));
+    QCOMPARE(tessera::ui::formatCount(175e9), QStringLiteral("175.0 B"));
+    QCOMPARE(tessera::ui::formatSeconds(28.93), QStringLiteral("28.93 s"));
+    QCOMPARE(tessera::ui::formatSeconds(0.0123), QStringLiteral("12.3 ms"));
+    QCOMPARE(tessera::ui::formatSeconds(900), QStringLiteral("15.0 min"));
+    QCOMPARE(tessera::ui::formatSeconds(101964.5), QStringLiteral("28.3 h"));
   }
   void specModelPassesTesterAcrossEdits() {
     PlanSession session;
@@ -81,7 +89,14 @@ class TestModels : public QObject {
     QCOMPARE(session.spec().parallel.dp, int64_t{0});
     QCOMPARE(session.grid()->dp, int64_t{4});
     QCOMPARE(session.undoStack()->undoText(), QStringLiteral("Set parallel.tp = 4 (dp derived again)"));
+    // The name spelled the old layout; it follows the new one, and comes back with undo.
+    const std::string name_before = "Llama-3-70B on 64 H100 (TP8·PP4·DP2)";
+    QCOMPARE(session.spec().name, std::string("Llama-3-70B on 64 H100 (TP4·PP4·DP4·SP)"));
+    QVERIFY(session.setField("cluster.nodes", 16));
+    QCOMPARE(session.spec().name, std::string("Llama-3-70B on 128 H100 (TP4·PP4·DP8·SP)"));
     session.undoStack()->undo();
+    session.undoStack()->undo();
+    QCOMPARE(session.spec().name, name_before);
     QCOMPARE(session.grid()->tp, int64_t{8});
     QCOMPARE(session.spec().parallel.tp, int64_t{8});
     QCOMPARE(session.spec().parallel.dp, int64_t{2});

@@ -110,6 +110,15 @@ class TestScreenshotCli : public QObject {
 
   void badViewOrSizeExitsNonZero() {
     QTemporaryDir dir;
+    // --palette takes the same three names in every mode.
+    for (const QStringList& mode : {QStringList{"--spec", kSpec, "--view", "grid"}, QStringList{"--history", "--db", dir.filePath("none.sqlite")},
+                                    QStringList{"--run", "some-run", "--db", dir.filePath("none.sqlite")},
+                                    QStringList{"--spec", kSpec, "--view", "launch"}}) {
+      const Run bad = tessera(mode + QStringList{"--palette", "sepia", "--screenshot", dir.filePath("p.png")});
+      QCOMPARE(bad.code, 2);
+      QVERIFY2(bad.output.contains("--palette must be system, light or dark, got \"sepia\""), qPrintable(bad.output));
+      QVERIFY(!QFile::exists(dir.filePath("p.png")));
+    }
     Run run = tessera({"--spec", kSpec, "--view", "gird", "--screenshot", dir.filePath("x.png")});
     QCOMPARE(run.code, 2);
     QVERIFY(run.output.contains("--view must be designer, grid, memory, timeline, launch or search"));
