@@ -57,21 +57,27 @@ tessera_install_torch() {
     return 0
   fi
   tessera_log "installing torch==$TESSERA_TORCH_VERSION into .venv/ (its LibTorch is the runtime's)"
-  # The wheel and its CUDA libraries take 4.7 GB in .venv/ (measured: du -sh .venv), and pip unpacks
-  # the downloads beside them; say so before, not after, a full disk.
-  local free_kb tmp_dir="${TMPDIR:-/tmp}"
+  # The wheel and its CUDA libraries take 4.7 GiB in .venv/ (measured: du -sh .venv); pip downloads
+  # and unpacks them in $TMPDIR first. Say so before, not after, a full disk.
+  local free_kb tmp_dir="${TMPDIR:-/tmp}" created=0
   free_kb=$(df -Pk "$TESSERA_ROOT" | awk 'NR == 2 { print $4 }')
-  if [ -n "$free_kb" ] && [ "$free_kb" -lt $((7 * 1024 * 1024)) ]; then
-    tessera_log "warning: $((free_kb / 1024)) MiB free under $TESSERA_ROOT; torch with its CUDA libraries needs about 4.7 GiB there and about 7 GiB while installing"
+  if [ -n "$free_kb" ] && [ "$free_kb" -lt $((5 * 1024 * 1024)) ]; then
+    tessera_log "warning: $((free_kb / 1024)) MiB free under $TESSERA_ROOT; torch with its CUDA libraries needs about 4.7 GiB there"
   fi
+  free_kb=$(df -Pk "$tmp_dir" | awk 'NR == 2 { print $4 }')
+  if [ -n "$free_kb" ] && [ "$free_kb" -lt $((3 * 1024 * 1024)) ]; then
+    tessera_log "warning: $((free_kb / 1024)) MiB free in $tmp_dir, where pip unpacks about 3 GiB of wheels (set TMPDIR elsewhere)"
+  fi
+  [ -e "$venv" ] || created=1
   # No pip cache: a second copy of 3 GB of wheels in ~/.cache helps nobody on a fresh machine.
   if ! { python3 -m venv "$venv" &&
          "$venv/bin/python" -m pip install -q --no-cache-dir --upgrade pip &&
          "$venv/bin/python" -m pip install -q --no-cache-dir "torch==$TESSERA_TORCH_VERSION" numpy pyzmq; }; then
     tessera_log "installing torch failed; free space now:"
     df -h "$TESSERA_ROOT" "$tmp_dir" | sed 's/^/  /'
-    # A half-installed environment would be taken for a broken torch next time: remove it.
-    rm -rf "$venv"
+    # A half-made environment of this call's would be taken for a broken torch next time: removed (one
+    # that was here before, an older torch say, is left as it was found).
+    [ "$created" -eq 1 ] && rm -rf "$venv"
     exit 1
   fi
 }

@@ -33,12 +33,17 @@ QString formatCount(double count) {
 QString formatSeconds(double seconds) {
   const double a = std::fabs(seconds);
   if (a == 0.0) return QStringLiteral("0 s");
-  // A CPU cluster's steps of a large model last hours: "28.3 h", not "101964.5 s".
-  if (a >= 7200) return QStringLiteral("%1 h").arg(seconds / 3600, 0, 'f', 1);
-  if (a >= 600) return QStringLiteral("%1 min").arg(seconds / 60, 0, 'f', 1);
   if (a >= 1.0) return QStringLiteral("%1 s").arg(seconds, 0, 'f', a >= 100 ? 1 : 2);
   if (a >= 1e-3) return QStringLiteral("%1 ms").arg(seconds * 1e3, 0, 'f', a >= 0.1 ? 0 : 1);
   return QStringLiteral("%1 µs").arg(seconds * 1e6, 0, 'f', 0);
+}
+
+QString formatDuration(double seconds) {
+  // A CPU cluster's steps of a large model last hours: "28.3 h", not "101964.5 s".
+  const double a = std::fabs(seconds);
+  if (a >= 7200) return QStringLiteral("%1 h").arg(seconds / 3600, 0, 'f', 1);
+  if (a >= 600) return QStringLiteral("%1 min").arg(seconds / 60, 0, 'f', 1);
+  return formatSeconds(seconds);
 }
 
 QString formatDevices(int64_t count, bool cpu) {

@@ -16,10 +16,12 @@ inline constexpr double kGiB = 1024.0 * kMiB;
 QString formatGiB(int64_t bytes, int decimals = 1);
 /// GiB from 1 GiB up, MiB below (tiny CPU models would read "0.0 GiB").
 QString formatBytes(int64_t bytes, int decimals = 1);
-/// "70.55 B", "1.05 M", "12.3 k", "512".
+/// "70.6 B", "8.03 B", "1.05 M", "12.3 k", "512": three figures from 10 up, as tessera-cli prints them.
 QString formatCount(double count);
-/// "9.87 s", "312 ms", "45 µs".
+/// "9.87 s", "312 ms", "45 µs", "101964.5 s": seconds at any length (the timeline's ruler and events).
 QString formatSeconds(double seconds);
+/// formatSeconds below 10 minutes, then "15.0 min", from 2 h "28.3 h": a step time or a wait.
+QString formatDuration(double seconds);
 /// "8 GPUs", "1 GPU"; "8 CPU ranks" when the cluster's device preset is "cpu".
 QString formatDevices(int64_t count, bool cpu);
 /// "1 node", "4 nodes".

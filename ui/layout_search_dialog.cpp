@@ -343,7 +343,7 @@ void LayoutSearchDialog::showResult(planner::SearchResult r) {
   QString summary = tr("%1 layouts: %2 break a rule of the spec%3, %4 need more than %5, %6 fit — planned in %7 on %8.")
                         .arg(locale.toString(qlonglong(r.candidates)), locale.toString(qlonglong(r.invalid)), broken,
                              locale.toString(qlonglong(r.over_memory)), formatBytes(r.memory_limit_bytes),
-                             locale.toString(qlonglong(r.fitting)), formatSeconds(r.elapsed_s),
+                             locale.toString(qlonglong(r.fitting)), formatDuration(r.elapsed_s),
                              r.threads == 1 ? tr("1 thread") : tr("%1 threads").arg(r.threads));
   if (r.cancelled)
     summary += tr(" Stopped after %1 of them: the table holds the fastest of those.").arg(locale.toString(qlonglong(r.planned)));
@@ -374,7 +374,7 @@ void LayoutSearchDialog::showResult(planner::SearchResult r) {
       given += tr("place %1 of %2%3, %4 a step, %5 tokens/s")
                    .arg(locale.toString(qlonglong(r.given_place)), locale.toString(qlonglong(r.given_among())),
                         r.given_searched ? QString() : tr(" (its layout is not in the space searched)"),
-                        formatSeconds(g.iteration_time_s), formatCount(g.tokens_per_s));
+                        formatDuration(g.iteration_time_s), formatCount(g.tokens_per_s));
       if (!r.best.empty() && r.best.front().tokens_per_s > g.tokens_per_s)
         given += tr("; the fastest is %1× its tokens/s").arg(r.best.front().tokens_per_s / g.tokens_per_s, 0, 'f', 2);
       given += QLatin1Char('.');

@@ -36,7 +36,7 @@ QVariant LayoutSearchModel::data(const QModelIndex& index, int role) const {
         .arg(QString::fromStdString(s.layout_label()), QString::fromStdString(std::string(spec::to_string(s.parallel.schedule))))
         .arg(s.effective_zero_stage())
         .arg(s.training.micro_batch_size)
-        .arg(QString::fromStdString(std::string(spec::to_string(s.training.recompute))), formatSeconds(l->iteration_time_s),
+        .arg(QString::fromStdString(std::string(spec::to_string(s.training.recompute))), formatDuration(l->iteration_time_s),
              formatCount(l->tokens_per_s), formatPercent(l->mfu), formatPercent(l->bubble_fraction), formatBytes(l->peak_bytes),
              formatBytes(result_.memory_limit_bytes), cpu ? tr("rank") : tr("GPU"));
   }
@@ -50,7 +50,7 @@ QVariant LayoutSearchModel::data(const QModelIndex& index, int role) const {
     case MicroBatch:
       return value ? QVariant(qlonglong(s.training.micro_batch_size)) : QVariant(QString::number(s.training.micro_batch_size));
     case Recompute: return QString::fromStdString(std::string(spec::to_string(s.training.recompute)));
-    case StepTime: return value ? QVariant(l->iteration_time_s) : QVariant(formatSeconds(l->iteration_time_s));
+    case StepTime: return value ? QVariant(l->iteration_time_s) : QVariant(formatDuration(l->iteration_time_s));
     case TokensPerSecond: return value ? QVariant(l->tokens_per_s) : QVariant(formatCount(l->tokens_per_s));
     case Mfu: return value ? QVariant(l->mfu) : QVariant(formatPercent(l->mfu));
     case Bubble: return value ? QVariant(l->bubble_fraction) : QVariant(formatPercent(l->bubble_fraction));

@@ -79,10 +79,19 @@ bool PlanSession::setField(const QString& path, const nlohmann::json& value, QSt
     p.dp = 0;
     text += tr(" (dp derived again)");
   }
-  // A name that spells the layout or the GPU count follows it, as `tessera-cli plan --tp` relabels it:
-  // "… on 64 H100 (TP8·PP4·DP2)" after TP 4 would name another run than the one planned.
-  if (path.startsWith(QLatin1String("parallel.")) || path.startsWith(QLatin1String("cluster.")))
-    updated.name = spec::relabel_layout(updated.name, updated, spec_.world_size());
+  // A name that spells the layout or the GPU count follows it, as `tessera-cli plan --tp` relabels it
+  // (the same fields): "… on 64 H100 (TP8·PP4·DP2)" after TP 4 would name another run than the one
+  // planned. Not while the layout does not divide the cluster (it would spell "DP0").
+  static const QStringList labelled = {"parallel.tp", "parallel.pp", "parallel.dp", "parallel.cp", "parallel.ep", "parallel.vpp",
+                                       "parallel.sequence_parallel", "parallel.zero_stage", "parallel.distributed_optimizer",
+                                       "cluster.nodes", "cluster.gpus_per_node"};
+  if (labelled.contains(path) && updated.data_parallel() > 0) {
+    const std::string renamed = spec::relabel_layout(updated.name, updated, spec_.world_size());
+    if (renamed != updated.name) {
+      updated.name = renamed;
+      text += tr(" (name relabelled)");
+    }
+  }
   undo_.push(new SpecEdit(this, spec_, std::move(updated), text));
   return true;
 }

@@ -127,7 +127,7 @@ QString RunComparison::formatValue(SummaryField field, double value) {
     case SummaryField::mean_mfu:
     case SummaryField::mean_bubble: return formatPercent(value, 2);
     case SummaryField::mean_tokens_per_s: return formatCount(value);
-    case SummaryField::step_time_s: return formatSeconds(value);
+    case SummaryField::step_time_s: return formatDuration(value);
     case SummaryField::peak_memory_bytes:
       if (std::fabs(value) < kGiB) return QStringLiteral("%1 MiB").arg(value / (1024.0 * 1024.0), 0, 'f', 1);
       return formatGiB(static_cast<int64_t>(value), 2);

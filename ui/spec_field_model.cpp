@@ -109,7 +109,9 @@ SpecFieldModel::FieldKind SpecFieldModel::kind(const QString& path, const ordere
   if (value.is_boolean()) return Boolean;
   if (value.is_number_integer()) return Integer;
   if (value.is_number()) return Number;
-  if (path == "parallel.dp" || path == "model.encoder_layers" || path == "model.decoder_layers") return Integer;
+  if (path == "parallel.dp" || path == "model.encoder_layers" || path == "model.decoder_layers" ||
+      path == "model.decoder_seq_length")
+    return Integer;
   return Text;
 }
 

@@ -93,7 +93,7 @@ void SummaryStrip::refresh() {
     pal.setColor(QPalette::WindowText, colors::warning());
   } else {
     status_text_ = tr("%1 · planned in %2").arg(QString::fromStdString(session_->spec().name.empty() ? "Untitled" : session_->spec().name),
-                                                formatSeconds(session_->lastPlanSeconds()));
+                                                formatDuration(session_->lastPlanSeconds()));
     status_->setText(status_text_.toHtmlEscaped());
     pal.setColor(QPalette::WindowText, palette().color(QPalette::PlaceholderText));
   }
@@ -121,7 +121,7 @@ void SummaryStrip::refresh() {
       mem.fits ? tr("fits · %1 free").arg(formatBytes(mem.capacity_bytes - mem.peak_bytes))
                : tr("OOM by %1").arg(formatBytes(mem.peak_bytes - mem.capacity_bytes)),
       mem.fits ? colors::ok() : colors::warning());
-  set(Iteration, formatSeconds(pr.iteration_time_s), tr("pipeline %1").arg(formatSeconds(pr.pipeline_s)));
+  set(Iteration, formatDuration(pr.iteration_time_s), tr("pipeline %1").arg(formatDuration(pr.pipeline_s)));
   set(Tflops, QString::number(pr.model_tflops_per_gpu * flops_unit, 'f', giga ? 1 : 0),
       tr("hardware %1").arg(pr.hardware_tflops_per_gpu * flops_unit, 0, 'f', giga ? 1 : 0));
   set(Mfu, formatPercent(pr.mfu), tr("HFU %1").arg(formatPercent(pr.hfu)));
@@ -137,7 +137,7 @@ void SummaryStrip::refresh() {
   }
   if (mem.fits)
     values_[Iteration]->setToolTip(tr("pipeline %1 + exposed data-parallel communication %2 + optimizer step %3")
-                                       .arg(formatSeconds(pr.pipeline_s), formatSeconds(pr.dp_exposed_s), formatSeconds(pr.optimizer_s)));
+                                       .arg(formatDuration(pr.pipeline_s), formatDuration(pr.dp_exposed_s), formatDuration(pr.optimizer_s)));
   set(Bubble, formatPercent(pr.bubble_fraction),
       tr("%1 · %2 microbatches").arg(QString::fromLatin1(spec::to_string(s.parallel.schedule).data())).arg(plan->schedule.microbatches));
   QStringList crossing, warn;

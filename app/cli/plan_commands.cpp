@@ -170,8 +170,9 @@ void print_plan(const planner::Plan& plan) {
             << " · ZeRO-" << s.effective_zero_stage() << " · " << spec::to_string(s.training.precision) << " · recompute "
             << spec::to_string(s.training.recompute) << "\n";
   std::cout << "  " << s.num_microbatches() << " microbatches of " << s.training.micro_batch_size << " × "
-            << s.model.seq_length << " tokens per DP rank · " << format_count(plan.flops.tokens_per_iteration)
-            << " tokens per step\n";
+            << s.model.seq_length << " tokens per DP rank"
+            << (s.model.output_seq_length() != s.model.seq_length ? " (decoder " + std::to_string(s.model.output_seq_length()) + ")" : "")
+            << " · " << format_count(plan.flops.tokens_per_iteration) << " tokens per step\n";
   std::string kinds;
   for (const auto& k : plan.cross_node_groups)
     if (!planner::is_derived_group_kind(k)) kinds += (kinds.empty() ? "" : ", ") + k;

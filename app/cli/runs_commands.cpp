@@ -142,7 +142,7 @@ void add_db_option(CLI::App* command, std::string& db) {
 
 struct ListOptions {
   std::string db, status, name, since, until;
-  std::optional<std::string> tag;  ///< set when --tag was given, even as 
+  std::optional<std::string> tag;  ///< set when --tag was given, even as an empty string (refused)
   std::vector<std::string> where;
   bool json = false;
 };

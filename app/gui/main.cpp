@@ -192,7 +192,10 @@ int main(int argc, char* argv[]) {
                                : nlohmann::json(nlohmann::json::value_t::discarded);
     if (value.is_discarded()) value = text;
     QString error;
-    if (!window.session()->setField(edit.left(eq), value, &error)) return fail(error);
+    // A text field given what reads as a number or a flag ("name=2024") takes the text.
+    if (!window.session()->setField(edit.left(eq), value, &error) &&
+        (value.is_string() || !window.session()->setField(edit.left(eq), nlohmann::json(text), nullptr)))
+      return fail(error);
   }
   if (parser.isSet(compareOption)) {
     const auto schedule = tessera::spec::enum_from_string<tessera::spec::Schedule>(parser.value(compareOption).toStdString());

@@ -8,8 +8,9 @@
 
 namespace tessera::planner {
 
-/// Multiply-accumulates of one forward pass per token, by part.
-struct TokenMacs {
+/// Multiply-accumulates of one sample's forward pass, by part (each layer over the tokens it sees:
+/// a t5 decoder layer over model.decoder_seq_length, every other over model.seq_length).
+struct SampleMacs {
   double projections = 0;     ///< QKV and output projections (and t5 cross-attention) over all layers
   double attention_core = 0;  ///< QK^T and AV over all layers (already halved when causal)
   double mlp = 0;             ///< dense MLPs or the routed experts (top-k) plus routers
@@ -18,14 +19,14 @@ struct TokenMacs {
   double total() const { return layers() + logits; }
 };
 
-/// Forward MACs per token of one layer (index into the model's layers), by part.
-TokenMacs layer_token_macs(const spec::ModelSpec& model, int64_t layer, bool causal);
-TokenMacs model_token_macs(const spec::ModelSpec& model, bool causal);
+/// Forward MACs of one layer (index into the model's layers) over one sample, by part.
+SampleMacs layer_sample_macs(const spec::ModelSpec& model, int64_t layer, bool causal);
+SampleMacs model_sample_macs(const spec::ModelSpec& model, bool causal);
 
 struct IterationFlops {
-  double model_per_iteration = 0;     ///< 6 * MACs * tokens
+  double model_per_iteration = 0;     ///< 6 * MACs of a sample * global batch
   double hardware_per_iteration = 0;  ///< model FLOPs plus the recomputed forward
-  int64_t tokens_per_iteration = 0;   ///< global_batch_size * seq_length
+  int64_t tokens_per_iteration = 0;   ///< global_batch_size * seq_length (a t5's encoder tokens)
   bool causal = false;                ///< whether any attention scores were halved (never for BERT)
 };
 

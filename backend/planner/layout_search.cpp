@@ -110,7 +110,8 @@ class Enumeration {
       p.distributed_optimizer = false;
     }
     p.ep = space_.ep[digit[1]];
-    p.sequence_parallel = p.tp > 1 && s.model.seq_length % (p.tp * p.cp) == 0;
+    // SP splits a t5 decoder's sequence too: both lengths must divide.
+    p.sequence_parallel = p.tp > 1 && s.model.seq_length % (p.tp * p.cp) == 0 && s.model.output_seq_length() % (p.tp * p.cp) == 0;
     p.dp = 0;  // derived; an explicit dp is written back for the layouts returned
     s.training.micro_batch_size = space_.micro_batch_size[digit[2]];
     s.training.recompute = space_.recompute[digit[3]];
@@ -183,7 +184,9 @@ SearchSpace default_search_space(const spec::RunSpec& spec, bool tessera_train) 
   add_own(space.tp, p.tp, 1);
   space.cp = {1};
   if (!tessera_train) {
-    for (int64_t cp = 2; cp <= world && m.seq_length % (2 * cp) == 0 && m.seq_length / cp >= 1024; cp *= 2)
+    for (int64_t cp = 2; cp <= world && m.seq_length % (2 * cp) == 0 && m.output_seq_length() % (2 * cp) == 0 &&
+                         m.seq_length / cp >= 1024;
+         cp *= 2)
       space.cp.push_back(cp);
     add_own(space.cp, p.cp, 1);
   }

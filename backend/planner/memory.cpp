@@ -43,17 +43,20 @@ struct LayerActivation {
   double stored_input = 0;  // the layer input (what full recompute keeps)
 };
 
-// One attention block's stored tensors (bytes), excluding the norm before it.
-void attention_activations(LayerActivation& a, const spec::RunSpec& spec, double tokens, double kv_width, bool scores) {
+// One attention block's stored tensors (bytes), excluding the norm before it: `tokens` queries on this
+// rank, `kv_tokens` keys and values on this rank (a t5 cross-attention's come from the encoder), each
+// query attending `seq_keys` keys (all of them under the CP ring).
+void attention_activations(LayerActivation& a, const spec::RunSpec& spec, double tokens, double kv_tokens, double seq_keys,
+                           bool scores) {
   const auto& m = spec.model;
   const double t = static_cast<double>(spec.parallel.tp);
   const double e = spec::bytes_per_element(spec.training.precision);
   const double q = static_cast<double>(m.num_attention_heads * m.head_dim());
+  const double kv_width = static_cast<double>(m.num_query_groups * m.head_dim());
   const double a_heads = static_cast<double>(m.num_attention_heads);
-  const double seq_keys = static_cast<double>(m.seq_length);  // keys each query attends (all of them under CP ring)
   const bool dropout = has_dropout(m.arch);
   a.replicated += e * tokens * static_cast<double>(m.hidden_size);  // QKV input
-  a.split += e * tokens * (q + 2 * kv_width) / t;                     // Q, K, V
+  a.split += e * (tokens * q + kv_tokens * 2 * kv_width) / t;        // Q, K, V
   a.split += e * tokens * q / t;                                      // attention output = projection input
   if (dropout) a.replicated += tokens * static_cast<double>(m.hidden_size);  // projection dropout mask
   if (scores) {
@@ -86,17 +89,17 @@ void mlp_activations(LayerActivation& a, const spec::RunSpec& spec, double token
 
 LayerActivation layer_activation(const spec::RunSpec& spec, int64_t layer, bool scores) {
   const auto& m = spec.model;
-  const double tokens = static_cast<double>(m.seq_length / spec.parallel.cp * spec.training.micro_batch_size);
+  const auto per_rank = [&](int64_t seq) { return static_cast<double>(seq / spec.parallel.cp * spec.training.micro_batch_size); };
+  const double tokens = per_rank(m.layer_seq_length(layer));  // a t5 decoder layer's are the decoder's
   const double e = spec::bytes_per_element(spec.training.precision);
   const double h = static_cast<double>(m.hidden_size);
-  const double kv = static_cast<double>(m.num_query_groups * m.head_dim());
   LayerActivation a;
   a.stored_input = e * tokens * h;
   a.replicated += 2 * e * tokens * h;  // inputs of the two norms
-  attention_activations(a, spec, tokens, kv, scores);
+  attention_activations(a, spec, tokens, tokens, static_cast<double>(m.layer_seq_length(layer)), scores);
   if (m.arch == Arch::t5 && layer >= m.encoder_layers) {
     a.replicated += e * tokens * h;  // third norm (before cross-attention)
-    attention_activations(a, spec, tokens, kv, scores);
+    attention_activations(a, spec, tokens, per_rank(m.seq_length), static_cast<double>(m.seq_length), scores);
   }
   mlp_activations(a, spec, tokens);
   return a;
@@ -317,6 +320,8 @@ std::vector<StageMemory> tessera_stages(const spec::RunSpec& spec, const ModelPa
   const double shard_expert = shard_dense / static_cast<double>(p.ep);
   const double t = static_cast<double>(p.tp);
   const double tokens = static_cast<double>(m.seq_length / p.cp * spec.training.micro_batch_size);
+  // What the output layer and the loss see: a t5's decoder tokens.
+  const double out_tokens = static_cast<double>(m.output_seq_length() / p.cp * spec.training.micro_batch_size);
   const double h = static_cast<double>(m.hidden_size);
   const double vocab_rank = static_cast<double>(padded_vocab(m.vocab_size, p.tp)) / t;
 
@@ -362,7 +367,7 @@ std::vector<StageMemory> tessera_stages(const spec::RunSpec& spec, const ModelPa
       const int64_t virtual_stage = chunk * p.pp + stage;
       if (virtual_stage == 0) chunk_bytes[chunk] += tokens * (8 + (has_dropout(m.arch) ? h : 0));
       if (virtual_stage == last_virtual)
-        loss_bytes[chunk] = e * tokens * h / (p.sequence_parallel ? t : 1) + 4 * tokens * vocab_rank;
+        loss_bytes[chunk] = e * out_tokens * h / (p.sequence_parallel ? t : 1) + 4 * out_tokens * vocab_rank;
     }
     double held = 0, act = 0;
     for (const auto& op : schedule.stages.at(stage)) {
@@ -375,7 +380,7 @@ std::vector<StageMemory> tessera_stages(const spec::RunSpec& spec, const ModelPa
 
     double buffers = 0;
     if (p.pp > 1) buffers += 2 * e * tokens * h / (p.sequence_parallel ? t : 1);  // p2p send and receive
-    if (stage == p.pp - 1) buffers += 4 * tokens * vocab_rank;             // logits gradient during backward
+    if (stage == p.pp - 1) buffers += 4 * out_tokens * vocab_rank;         // logits gradient during backward
     if (zero >= 3 && !sp.layers.empty()) {
       double largest = 0;
       for (int64_t layer : sp.layers)

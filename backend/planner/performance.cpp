@@ -63,7 +63,9 @@ Parts forward_parts(const spec::RunSpec& spec, int64_t layer, const Machine& mc,
   const auto& m = spec.model;
   const auto& p = spec.parallel;
   const double t = static_cast<double>(p.tp);
-  const double tokens = static_cast<double>(m.seq_length / p.cp * spec.training.micro_batch_size);
+  // This layer's tokens (a t5 decoder layer's are the decoder's), and a t5 encoder's for cross-attention.
+  const double tokens = static_cast<double>(m.layer_seq_length(layer) / p.cp * spec.training.micro_batch_size);
+  const double encoder_tokens = static_cast<double>(m.seq_length / p.cp * spec.training.micro_batch_size);
   const double h = static_cast<double>(m.hidden_size);
   const double q = static_cast<double>(m.num_attention_heads * m.head_dim());
   const double kv = static_cast<double>(m.num_query_groups * m.head_dim());
@@ -75,7 +77,12 @@ Parts forward_parts(const spec::RunSpec& spec, int64_t layer, const Machine& mc,
   const double up = m.activation == Activation::swiglu ? 2 : 1;
 
   Parts parts;
-  parts.gemm_s += attention_blocks * (gemm_s(tokens, h, (q + 2 * kv) / t, mc, c) + gemm_s(tokens, q / t, h, mc, c));
+  parts.gemm_s += gemm_s(tokens, h, (q + 2 * kv) / t, mc, c) + gemm_s(tokens, q / t, h, mc, c);
+  if (decoder_t5) {
+    // Cross-attention: Q from the decoder's tokens, K and V from the encoder's output (two GEMMs).
+    parts.gemm_s += gemm_s(tokens, h, q / t, mc, c) + gemm_s(encoder_tokens, h, 2 * kv / t, mc, c) +
+                    gemm_s(tokens, q / t, h, mc, c);
+  }
   if (m.is_moe()) {
     const double f = static_cast<double>(m.moe_ffn_hidden_size);
     const double local_experts = static_cast<double>(m.num_experts / p.ep);
@@ -91,9 +98,10 @@ Parts forward_parts(const spec::RunSpec& spec, int64_t layer, const Machine& mc,
   }
   // Attention scores and values: 2 products of tokens x keys x q/t; flash skips the masked blocks of a
   // causal self-attention (a t5 decoder's cross-attention is never masked).
-  const double keys = static_cast<double>(m.seq_length);
+  const double keys = static_cast<double>(m.layer_seq_length(layer));  // all of them under the CP ring
+  const double cross_keys = decoder_t5 ? static_cast<double>(m.seq_length) : 0.0;
   const double self_share = (causal && spec.training.flash_attention) ? 0.5 : 1.0;
-  const double core_flops = 2 * 2 * tokens * keys * q / t * (self_share + (decoder_t5 ? 1.0 : 0.0));
+  const double core_flops = 2 * 2 * tokens * q / t * (keys * self_share + cross_keys);
   parts.core_s = core_flops / (mc.flops_per_s * c.attention_efficiency * size_factor(d, c));
   parts.elementwise_s = c.elementwise_passes * layer_activation_bytes_no_recompute(spec, layer) / mc.hbm_bytes_per_s;
   if (p.tp > 1) {
@@ -177,9 +185,11 @@ Prediction predict(const spec::RunSpec& spec, const std::vector<StageParams>& st
     }
     if (vs == 0) f += 3 * e * tokens * h / mc.hbm_bytes_per_s;  // embedding lookup
     if (vs == virtual_stages - 1) {
-      // Output layer and vocab-parallel cross-entropy (fp32 logits read and written a few times).
-      const double logits = gemm_s(tokens, h, vocab_rank, mc, c);
-      const double loss = 3 * 4 * tokens * vocab_rank / mc.hbm_bytes_per_s;
+      // Output layer and vocab-parallel cross-entropy (fp32 logits read and written a few times), over
+      // the decoder's tokens for t5.
+      const double out_tokens = static_cast<double>(m.output_seq_length() / p.cp * spec.training.micro_batch_size);
+      const double logits = gemm_s(out_tokens, h, vocab_rank, mc, c);
+      const double loss = 3 * 4 * out_tokens * vocab_rank / mc.hbm_bytes_per_s;
       f += logits + loss;
       b += 2 * logits + loss;
       w += logits;

@@ -1,6 +1,7 @@
 // Hugging Face config.json import and Megatron-LM argument export.
 #include "spec/interop.hpp"
 
+#include <algorithm>
 #include <sstream>
 
 namespace tessera::spec {
@@ -135,13 +136,13 @@ MegatronExport megatron_command(const RunSpec& spec) {
   }
   arg("ffn-hidden-size", m.ffn_hidden_size);
   if (m.arch == Arch::t5) {
-    // pretrain_t5.py sizes its dataset by both (the plan gives the decoder the encoder's length).
+    // pretrain_t5.py sizes its dataset by both.
     arg("encoder-seq-length", m.seq_length);
-    arg("decoder-seq-length", m.seq_length);
+    arg("decoder-seq-length", m.output_seq_length());
   } else {
     arg("seq-length", m.seq_length);
   }
-  arg("max-position-embeddings", m.seq_length);
+  arg("max-position-embeddings", std::max(m.seq_length, m.output_seq_length()));
   arg("tokenizer-type", "NullTokenizer");
   // NullTokenizer adds an end-of-document id after --vocab-size ids: one less gives the spec's vocabulary.
   arg("vocab-size", m.vocab_size > 1 ? m.vocab_size - 1 : m.vocab_size);

@@ -122,7 +122,8 @@ const std::vector<Section>& sections() {
                   make_field("activation", m, &M::activation), make_field("position_embedding", m, &M::position_embedding),
                   make_field("tie_embeddings", m, &M::tie_embeddings), make_field("num_experts", m, &M::num_experts),
                   make_field("moe_top_k", m, &M::moe_top_k), make_field("moe_ffn_hidden_size", m, &M::moe_ffn_hidden_size),
-                  make_field("encoder_layers", m, &M::encoder_layers), make_field("decoder_layers", m, &M::decoder_layers)}});
+                  make_field("encoder_layers", m, &M::encoder_layers), make_field("decoder_layers", m, &M::decoder_layers),
+                  make_field("decoder_seq_length", m, &M::decoder_seq_length)}});
     s.push_back({"parallel",
                  {make_field("tp", p, &P::tp), make_field("pp", p, &P::pp), make_field("dp", p, &P::dp),
                   make_field("cp", p, &P::cp), make_field("ep", p, &P::ep), make_field("vpp", p, &P::vpp),
@@ -455,6 +456,7 @@ nlohmann::ordered_json to_json(const RunSpec& spec, JsonFields fields) {
     for (const auto& f : section.fields) {
       if (section.name == "model" && f.name == "preset" && spec.model.preset.empty()) continue;
       if (section.name == "parallel" && f.name == "dp" && spec.parallel.dp == 0) continue;
+      if (section.name == "model" && f.name == "decoder_seq_length" && spec.model.decoder_seq_length == 0) continue;
       if (fields == JsonFields::for_agents && section.name == "training" && f.name == "save_every" &&
           spec.training.save_every == 0)
         continue;

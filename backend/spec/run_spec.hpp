@@ -33,8 +33,16 @@ struct ModelSpec {
   int64_t moe_ffn_hidden_size = 0;   ///< 0 in JSON = ffn_hidden_size
   int64_t encoder_layers = 0;        ///< t5 only
   int64_t decoder_layers = 0;        ///< t5 only
+  int64_t decoder_seq_length = 0;    ///< t5 only; 0 (or absent) = follows seq_length (Megatron's --decoder-seq-length)
 
   int64_t head_dim() const { return hidden_size / num_attention_heads; }
+  /// Tokens of one sample that layer `layer` processes: a t5 decoder layer's decoder_seq_length, else
+  /// seq_length (a t5 encoder's, and every layer of the other architectures).
+  int64_t layer_seq_length(int64_t layer) const {
+    return arch == Arch::t5 && layer >= encoder_layers && decoder_seq_length > 0 ? decoder_seq_length : seq_length;
+  }
+  /// Tokens of one sample that the output layer and the loss see: the decoder's for t5.
+  int64_t output_seq_length() const { return arch == Arch::t5 && decoder_seq_length > 0 ? decoder_seq_length : seq_length; }
   bool is_moe() const { return num_experts > 1; }
   bool operator==(const ModelSpec&) const = default;
 };

@@ -141,6 +141,11 @@ std::vector<FieldError> validate(const RunSpec& spec, const PresetCatalog& prese
       c.fail(m.encoder_layers != 0 ? "model.encoder_layers" : "model.decoder_layers",
              "model.encoder_layers and model.decoder_layers are only for model.arch=t5");
     }
+    if (m.arch == Arch::t5 && m.decoder_seq_length != 0)  // 0: the same as seq_length
+      shape_ok = c.in_range("model.decoder_seq_length", m.decoder_seq_length, k16M) && shape_ok;
+    else if (m.arch != Arch::t5 && m.decoder_seq_length != 0)
+      c.fail("model.decoder_seq_length", "model.decoder_seq_length is only for model.arch=t5 (the other architectures "
+                                         "have one sequence, model.seq_length)");
   }
 
   // Layout against the model.
@@ -166,6 +171,15 @@ std::vector<FieldError> validate(const RunSpec& spec, const PresetCatalog& prese
     if (p.cp > 1 && m.seq_length % (2 * p.cp) != 0)
       c.fail("parallel.cp", "parallel.cp=" + n(p.cp) + " needs model.seq_length=" + n(m.seq_length) +
                                 " divisible by 2·cp = " + n(2 * p.cp) + " (load-balanced causal chunks)");
+    // A t5 decoder's sequence is split the same ways as the encoder's.
+    if (const int64_t decoder = m.output_seq_length(); decoder != m.seq_length) {
+      if (p.sequence_parallel && decoder % (p.cp * p.tp) != 0)
+        c.fail("parallel.sequence_parallel", "parallel.sequence_parallel needs parallel.tp·cp = " + n(p.tp * p.cp) +
+                                                 " to divide model.decoder_seq_length=" + n(decoder));
+      if (p.cp > 1 && decoder % (2 * p.cp) != 0)
+        c.fail("parallel.cp", "parallel.cp=" + n(p.cp) + " needs model.decoder_seq_length=" + n(decoder) +
+                                  " divisible by 2·cp = " + n(2 * p.cp));
+    }
     if (p.ep > 1) {
       if (!m.is_moe()) c.fail("parallel.ep", "parallel.ep=" + n(p.ep) + " needs a mixture of experts (model.num_experts > 1)");
       else c.divides("parallel.ep", p.ep, "model.num_experts", m.num_experts);

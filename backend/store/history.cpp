@@ -106,8 +106,10 @@ SpecCondition SpecCondition::parse(std::string_view text) {
   condition.value = nlohmann::json::accept(value) ? nlohmann::json::parse(value) : nlohmann::json(value);
   // A value the field cannot hold matches nothing, silently ("02", "True" or "abc" for an integer, a
   // flag or a choice): refused with the field's own rule, as a spec file would be.
-  if (condition.path == "name") {
-    condition.value = value;  // a name is text, even "7"
+  if (condition.path == "name" || condition.path == "model.preset") {
+    // Text, even "7"; "\"my run\"" is the name without its quotes. A preset is matched as stored,
+    // whether or not this build still knows it.
+    if (!condition.value.is_string()) condition.value = value;
   } else if (dot == std::string::npos) {
     if (!condition.value.is_object())
       throw StoreError(ErrorKind::invalid, "spec condition " + condition.path + "=" + value + ": " + condition.path +
@@ -124,7 +126,7 @@ SpecCondition SpecCondition::parse(std::string_view text) {
       }
     };
     if (const std::string problem = accepts(condition.value); !problem.empty()) {
-      // A text field given something that reads as a number or a flag ("model.preset=7") is text.
+      // A text field given something that reads as a number or a flag ("cluster.gpu=7") is text.
       if (condition.value.is_string() || !accepts(nlohmann::json(value)).empty())
         throw StoreError(ErrorKind::invalid, "spec condition " + condition.path + "=" + value + ": " + problem);
       condition.value = value;

@@ -21,8 +21,9 @@ namespace tessera::store {
 /// A condition on the run spec by dotted path: "model.num_layers=32", "model.arch=llama".
 struct SpecCondition {
   std::string path;
-  nlohmann::json value;  ///< the right-hand side as JSON when it parses (32, true), else a string
-  /// Throws StoreError(invalid) when there is no '=' or the path is empty.
+  nlohmann::json value;  ///< the right-hand side as JSON when it parses (32, true), else a string; text for text fields
+  /// Throws StoreError(invalid) when there is no '=', the path is empty or names no spec field, or the
+  /// value is one the field cannot hold (spec::set_field's rule: "parallel.tp=02", "model.arch=gtp").
   static SpecCondition parse(std::string_view text);
 };
 

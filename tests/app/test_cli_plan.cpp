@@ -219,6 +219,16 @@ class TestCliPlan : public QObject {
       QVERIFY2(t5.out.find(fragment) != std::string::npos, fragment);
     QVERIFY(t5.out.find("--seq-length") == std::string::npos && t5.out.find("dropout") == std::string::npos);
     QVERIFY2(t5.err.find("BertWordPieceLowerCase") != std::string::npos, t5.err.c_str());
+    // A decoder shorter than the encoder, as Megatron's T5 examples train it (512 and 128).
+    std::ofstream(dir.filePath("t5-128.json").toStdString())
+        << nlohmann::json{{"model", {{"preset", "t5-large"}, {"decoder_seq_length", 128}}},
+                          {"cluster", {{"gpu", "a100-80gb"}, {"nodes", 1}, {"gpus_per_node", 1}}}}.dump();
+    const auto t5_short = cli({"export", "megatron", dir.filePath("t5-128.json")});
+    QCOMPARE(t5_short.exit_code, 0);
+    for (const char* fragment : {"--encoder-seq-length 512", "--decoder-seq-length 128", "--max-position-embeddings 512"})
+      QVERIFY2(t5_short.out.find(fragment) != std::string::npos, fragment);
+    const auto t5_plan = cli({"plan", dir.filePath("t5-128.json")});
+    QVERIFY2(t5_plan.out.find("1 × 512 tokens per DP rank (decoder 128)") != std::string::npos, t5_plan.out.c_str());
     // Megatron Core refuses experts split over tp and ep without sequence parallelism: so does the export.
     std::ofstream(dir.filePath("moe.json").toStdString()) << nlohmann::json{
         {"model", {{"preset", "mixtral-8x7b"}}},

@@ -126,6 +126,27 @@ class TestParams : public QObject {
     QCOMPARE(bert_causal.model_per_iteration, planner::iteration_flops(bert, false).model_per_iteration);
     QVERIFY(!bert_causal.causal);
   }
+
+  void t5DecoderRunsAtItsOwnLength() {
+    // T5-Large with Megatron's example lengths, encoder 512 and decoder 128, counted by hand per
+    // sample: each encoder layer over 512 tokens, each decoder layer over 128 with cross-attention
+    // to 512 keys (its K and V projected from the 512 encoder outputs), the logits over 128.
+    const auto spec = spec::parse_spec({{"model", {{"preset", "t5-large"}, {"decoder_seq_length", 128}}},
+                                        {"training", {{"micro_batch_size", 1}, {"global_batch_size", 16}}},
+                                        {"cluster", {{"gpu", "a100-80gb"}, {"nodes", 1}, {"gpus_per_node", 1}}}});
+    const double se = 512, sd = 128, h = 1024, q = 1024, kv = 1024, f = 4096, V = 32128, B = 16;
+    const double encoder = se * (h * (q + 2 * kv) + q * h) + 2 * se * se * q + se * 2 * h * f;
+    const double decoder = sd * (h * (q + 2 * kv) + q * h) + 2 * sd * sd * q  // self-attention
+                           + sd * 2 * h * q + se * h * 2 * kv + 2 * sd * se * q     // cross-attention
+                           + sd * 2 * h * f;
+    const double expected = 6 * B * (24 * encoder + 24 * decoder + sd * h * V);
+    const auto flops = planner::iteration_flops(spec, false);
+    QVERIFY2(std::abs(flops.model_per_iteration / expected - 1) < 1e-12, std::to_string(flops.model_per_iteration / expected).c_str());
+    QCOMPARE(flops.tokens_per_iteration, int64_t{16 * 512});  // the encoder's tokens
+    // Causal counting halves the decoder's self-attention scores only.
+    const double halved = 6 * B * 24 * (sd * sd * q);
+    QVERIFY(std::abs(flops.model_per_iteration - planner::iteration_flops(spec, true).model_per_iteration - halved) < 1e-6 * halved);
+  }
 };
 
 QTEST_APPLESS_MAIN(TestParams)

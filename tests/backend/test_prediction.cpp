@@ -115,6 +115,28 @@ class TestPrediction : public QObject {
     QCOMPARE(saved_by_flash({{"preset", "t5-large"}}, 0), 0.0);  // the encoder is not causal
   }
 
+  void t5ShorterDecoderCostsLessTimeAndMemory() {
+    // A decoder of 128 tokens instead of 512: its layers take less time and hold fewer activations,
+    // the encoder's are untouched, the step is shorter.
+    auto spec_with = [](int64_t decoder) {
+      return spec::parse_spec({{"model", {{"preset", "t5-large"}, {"decoder_seq_length", decoder}}},
+                               {"parallel", {{"pp", 2}}},
+                               {"training", {{"micro_batch_size", 4}, {"global_batch_size", 64}, {"flash_attention", false}}},
+                               {"cluster", {{"gpu", "a100-80gb"}, {"nodes", 1}, {"gpus_per_node", 2}}}});
+    };
+    const auto full = spec_with(512), short_decoder = spec_with(128);
+    const auto* gpu = spec::PresetCatalog::builtin().gpu("a100-80gb");
+    const planner::PerformanceConstants c;
+    QCOMPARE(planner::layer_time(short_decoder, *gpu, 0, c).forward_s, planner::layer_time(full, *gpu, 0, c).forward_s);
+    QVERIFY(planner::layer_time(short_decoder, *gpu, 24, c).forward_s < 0.5 * planner::layer_time(full, *gpu, 24, c).forward_s);
+    QCOMPARE(planner::layer_activation_bytes(short_decoder, 0), planner::layer_activation_bytes(full, 0));
+    QVERIFY(planner::layer_activation_bytes(short_decoder, 24) < 0.5 * planner::layer_activation_bytes(full, 24));
+    const auto plan_full = planner::make_plan(full), plan_short = planner::make_plan(short_decoder);
+    QVERIFY(plan_short.prediction.iteration_time_s < plan_full.prediction.iteration_time_s);
+    QVERIFY(plan_short.memory.stages[1].activations_bytes < plan_full.memory.stages[1].activations_bytes);  // the decoder stage
+    QCOMPARE(plan_short.memory.stages[0].activations_bytes, plan_full.memory.stages[0].activations_bytes);   // the encoder stage
+  }
+
   // Llama-3-8B without TP or PP on 16 GPUs over two nodes: data parallelism alone, its collectives on
   // the NIC. bf16: gradients of 4 bytes, parameters of 2.
   static nlohmann::json dataParallelSpec(int64_t zero_stage, int64_t global_batch) {

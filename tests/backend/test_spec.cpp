@@ -124,6 +124,21 @@ class TestSpec : public QObject {
     set_field(s, "model.preset", "gpt2-124m");
     QCOMPARE(s.model.hidden_size, int64_t{768});
     QCOMPARE(s.model.ffn_hidden_size, int64_t{3072});
+    // A t5's decoder follows the encoder's length unless given (also after seq_length changes); a
+    // length given is written back.
+    RunSpec t5 = parse_spec({{"model", {{"preset", "t5-large"}}}});
+    QCOMPARE(t5.model.output_seq_length(), int64_t{512});
+    QVERIFY(!to_json(t5)["model"].contains("decoder_seq_length"));
+    set_field(t5, "model.seq_length", 1024);
+    QCOMPARE(t5.model.layer_seq_length(24), int64_t{1024});
+    QVERIFY(!to_json(s)["model"].contains("decoder_seq_length"));
+    RunSpec shorter = parse_spec({{"model", {{"preset", "t5-large"}}}});
+    set_field(shorter, "model.decoder_seq_length", 128);
+    QCOMPARE(to_json(shorter)["model"]["decoder_seq_length"].get<int64_t>(), int64_t{128});
+    QCOMPARE(parse_spec(to_json(shorter)), shorter);
+    QCOMPARE(shorter.model.layer_seq_length(0), int64_t{512});
+    QCOMPARE(shorter.model.layer_seq_length(24), int64_t{128});
+    QCOMPARE(shorter.model.output_seq_length(), int64_t{128});
     // A field without its section: the one meant is named.
     try {
       set_field(s, "tp", 4);
@@ -204,6 +219,12 @@ class TestSpec : public QObject {
     row("preset in capitals", R"({"model": {"preset": "LLAMA3-8B"}})", "model.preset", "did you mean \"llama3-8b\"");
     row("t5 without its layers", R"({"model": {"arch": "t5"}})", "model.encoder_layers",
         "model.arch=t5 needs model.encoder_layers and model.decoder_layers");
+    row("decoder length only for t5", R"({"model": {"decoder_seq_length": 128}})", "model.decoder_seq_length",
+        "model.decoder_seq_length is only for model.arch=t5");
+    row("t5 decoder length positive", R"({"model": {"preset": "t5-large", "decoder_seq_length": -1}})",
+        "model.decoder_seq_length", "model.decoder_seq_length=-1");
+    row("sp divides the decoder length", R"({"model": {"preset": "t5-large", "decoder_seq_length": 129}, "parallel": {"sequence_parallel": true}})",
+        "parallel.sequence_parallel", "needs parallel.tp·cp = 2 to divide model.decoder_seq_length=129");
     row("unknown gpu", R"({"cluster": {"gpu": "h100"}})", "cluster.gpu", "not a known GPU preset");
     row("hidden divisible by heads", R"({"model": {"hidden_size": 4100}})", "model.hidden_size",
         "must be divisible by model.num_attention_heads=32");

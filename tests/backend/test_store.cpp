@@ -588,6 +588,8 @@ class TestStore : public QObject {
     QVERIFY2(contains(section.what(), "parallel is a whole section; give one of its fields (parallel."), section.what());
     // Text fields keep text that reads as something else.
     QCOMPARE(SpecCondition::parse("name=7").value, nlohmann::json("7"));
+    QCOMPARE(SpecCondition::parse(R"(name="my run")").value, nlohmann::json("my run"));
+    QCOMPARE(SpecCondition::parse("model.preset=retired-preset").value, nlohmann::json("retired-preset"));
     QCOMPARE(SpecCondition::parse("training.flash_attention=true").value, nlohmann::json(true));
   }
 

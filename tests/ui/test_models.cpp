@@ -36,8 +36,10 @@ class TestModels : public QObject {
     QCOMPARE(tessera::ui::formatCount(175e9), QStringLiteral("175.0 B"));
     QCOMPARE(tessera::ui::formatSeconds(28.93), QStringLiteral("28.93 s"));
     QCOMPARE(tessera::ui::formatSeconds(0.0123), QStringLiteral("12.3 ms"));
-    QCOMPARE(tessera::ui::formatSeconds(900), QStringLiteral("15.0 min"));
-    QCOMPARE(tessera::ui::formatSeconds(101964.5), QStringLiteral("28.3 h"));
+    QCOMPARE(tessera::ui::formatDuration(900), QStringLiteral("15.0 min"));
+    QCOMPARE(tessera::ui::formatDuration(101964.5), QStringLiteral("28.3 h"));
+    QCOMPARE(tessera::ui::formatDuration(28.93), QStringLiteral("28.93 s"));
+    QCOMPARE(tessera::ui::formatSeconds(101964.5), QStringLiteral("101964.5 s"));  // the ruler's unit stays
   }
   void specModelPassesTesterAcrossEdits() {
     PlanSession session;
@@ -88,14 +90,19 @@ class TestModels : public QObject {
     QVERIFY(!session.stale());
     QCOMPARE(session.spec().parallel.dp, int64_t{0});
     QCOMPARE(session.grid()->dp, int64_t{4});
-    QCOMPARE(session.undoStack()->undoText(), QStringLiteral("Set parallel.tp = 4 (dp derived again)"));
+    QCOMPARE(session.undoStack()->undoText(), QStringLiteral("Set parallel.tp = 4 (dp derived again) (name relabelled)"));
     // The name spelled the old layout; it follows the new one, and comes back with undo.
     const std::string name_before = "Llama-3-70B on 64 H100 (TP8·PP4·DP2)";
     QCOMPARE(session.spec().name, std::string("Llama-3-70B on 64 H100 (TP4·PP4·DP4·SP)"));
     QVERIFY(session.setField("cluster.nodes", 16));
     QCOMPARE(session.spec().name, std::string("Llama-3-70B on 128 H100 (TP4·PP4·DP8·SP)"));
-    session.undoStack()->undo();
-    session.undoStack()->undo();
+    // A layout that does not divide the cluster leaves the name alone (no "DP0"); the GPU model is
+    // not part of the layout.
+    QVERIFY(session.setField("parallel.tp", 3));
+    QCOMPARE(session.spec().name, std::string("Llama-3-70B on 128 H100 (TP4·PP4·DP8·SP)"));
+    QVERIFY(session.setField("cluster.gpu", "a100-80gb"));
+    QCOMPARE(session.spec().name, std::string("Llama-3-70B on 128 H100 (TP4·PP4·DP8·SP)"));
+    for (int i = 0; i < 4; ++i) session.undoStack()->undo();
     QCOMPARE(session.spec().name, name_before);
     QCOMPARE(session.grid()->tp, int64_t{8});
     QCOMPARE(session.spec().parallel.tp, int64_t{8});

@@ -78,6 +78,15 @@ class TestScreenshotCli : public QObject {
     const Run unknown = tessera({"--spec", kSpec, "--set", "parallel.tpp=3", "--view", "grid", "--screenshot", invalid});
     QCOMPARE(unknown.code, 2);
     QVERIFY2(unknown.output.contains("unknown field parallel.tpp (did you mean parallel.tp?)"), qPrintable(unknown.output));
+    // The name is a field, and text even when it reads as a number; a field's section is suggested.
+    const Run renamed = tessera({"--spec", kSpec, "--set", "name=2024", "--view", "grid", "--screenshot", invalid});
+    QVERIFY2(renamed.code == 0, qPrintable(renamed.output));
+    const Run bare = tessera({"--spec", kSpec, "--set", "tp=4", "--view", "grid", "--screenshot", invalid});
+    QCOMPARE(bare.code, 2);
+    QVERIFY2(bare.output.contains("unknown field tp (did you mean parallel.tp?)"), qPrintable(bare.output));
+    const Run typed = tessera({"--spec", kSpec, "--set", "parallel.tp=abc", "--view", "grid", "--screenshot", invalid});
+    QCOMPARE(typed.code, 2);
+    QVERIFY2(typed.output.contains("parallel.tp must be an integer"), qPrintable(typed.output));
   }
 
   // The Search Layouts dialog after a search, over the spec as --set left it: a cluster its own
