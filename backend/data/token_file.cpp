@@ -1,6 +1,7 @@
 // Token file reader/writer and the byte tokenizer.
 #include "data/token_file.hpp"
 
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -25,46 +26,94 @@ T get(const unsigned char* p) {
 
 }  // namespace
 
+namespace {
+
+// The 32-byte header of docs/data.md.
+std::string header_bytes(uint32_t width, int64_t vocab_size, uint64_t count) {
+  std::string header;
+  header.append(kTokenFileMagic, sizeof(kTokenFileMagic));
+  put<uint32_t>(header, kTokenFileVersion);
+  put<uint32_t>(header, width);
+  put<uint64_t>(header, static_cast<uint64_t>(vocab_size));
+  put<uint64_t>(header, count);
+  return header;
+}
+
+// The system's reason for the last failed call, read before anything else can change errno.
+std::string reason() { return std::strerror(errno); }
+
+// A token file written to a temporary beside `path` and renamed onto it once whole: a failure leaves
+// neither a partial file at `path` nor the temporary.
+class AtomicFile {
+ public:
+  explicit AtomicFile(std::string path) : path_(std::move(path)), temp_(path_ + ".tmp-" + std::to_string(getpid())) {
+    out_.open(temp_, std::ios::binary | std::ios::trunc);
+    if (!out_) fail("cannot write " + path_ + ": " + reason());
+  }
+  ~AtomicFile() {
+    if (!committed_) discard();
+  }
+  std::ofstream& stream() { return out_; }
+  /// Throws DataError naming the file and the system's reason when a write has failed.
+  void check() {
+    if (!out_) fail("cannot write " + path_ + ": " + reason());
+  }
+  [[noreturn]] void fail(const std::string& message) {
+    discard();
+    throw DataError(message);
+  }
+  void commit() {
+    out_.close();  // the last buffer is written here: a failure to write it is a failure too
+    check();
+    std::error_code ec;
+    std::filesystem::rename(temp_, path_, ec);
+    if (ec) fail("cannot write " + path_ + ": " + ec.message());
+    committed_ = true;
+  }
+
+ private:
+  void discard() {
+    if (out_.is_open()) out_.close();
+    std::error_code ignored;
+    std::filesystem::remove(temp_, ignored);
+  }
+  std::string path_, temp_;
+  std::ofstream out_;
+  bool committed_ = false;
+};
+
+}  // namespace
+
 void write_token_file(const std::string& path, const std::vector<uint32_t>& tokens, int64_t vocab_size) {
   if (vocab_size < 1 || vocab_size > (int64_t{1} << 32))
     throw DataError(path + ": vocabulary size " + std::to_string(vocab_size) + " must be in 1..2^32");
   const uint32_t width = vocab_size <= 65536 ? 2 : 4;
-  std::string out;
+  std::string out = header_bytes(width, vocab_size, tokens.size());
   out.reserve(kTokenFileHeaderBytes + tokens.size() * width);
-  out.append(kTokenFileMagic, sizeof(kTokenFileMagic));
-  put<uint32_t>(out, kTokenFileVersion);
-  put<uint32_t>(out, width);
-  put<uint64_t>(out, static_cast<uint64_t>(vocab_size));
-  put<uint64_t>(out, tokens.size());
   for (uint32_t t : tokens) {
     if (t >= vocab_size) throw DataError(path + ": token " + std::to_string(t) + " is outside the vocabulary");
     width == 2 ? put<uint16_t>(out, static_cast<uint16_t>(t)) : put<uint32_t>(out, t);
   }
-  const std::string temp = path + ".tmp-" + std::to_string(getpid());
-  {
-    std::ofstream file(temp, std::ios::binary | std::ios::trunc);
-    file.write(out.data(), static_cast<std::streamsize>(out.size()));
-    if (!file) {
-      std::filesystem::remove(temp);
-      throw DataError("cannot write " + path);
-    }
-  }
-  std::error_code ec;
-  std::filesystem::rename(temp, path, ec);
-  if (ec) {
-    std::filesystem::remove(temp);
-    throw DataError("cannot write " + path + ": " + ec.message());
-  }
+  AtomicFile file(path);
+  file.stream().write(out.data(), static_cast<std::streamsize>(out.size()));
+  file.check();
+  file.commit();
 }
 
 TokenFile read_token_file(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) throw DataError("data file " + path + " is a directory, not a token file");
   std::ifstream file(path, std::ios::binary);
-  if (!file) throw DataError("data file " + path + " cannot be opened (missing or unreadable)");
+  if (!file) throw DataError("data file " + path + " cannot be opened: " + std::strerror(errno));
   const std::string bytes((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
   const auto* p = reinterpret_cast<const unsigned char*>(bytes.data());
-  if (static_cast<int64_t>(bytes.size()) < kTokenFileHeaderBytes || std::memcmp(p, kTokenFileMagic, 8) != 0)
+  const bool magic = bytes.size() >= 8 && std::memcmp(p, kTokenFileMagic, 8) == 0;
+  if (!magic)
     throw DataError("data file " + path + " is not a Tessera token file (no TESSTOK header; make one with "
                     "`tessera-cli data prepare`)");
+  if (static_cast<int64_t>(bytes.size()) < kTokenFileHeaderBytes)
+    throw DataError("data file " + path + " is " + std::to_string(bytes.size()) + " bytes, shorter than the " +
+                    std::to_string(kTokenFileHeaderBytes) + "-byte header: truncated");
   const auto version = get<uint32_t>(p + 8);
   if (version != kTokenFileVersion)
     throw DataError("data file " + path + " has format version " + std::to_string(version) + "; this build reads " +
@@ -92,6 +141,40 @@ TokenFile read_token_file(const std::string& path) {
                       " is not below the vocabulary size " + std::to_string(out.vocab_size) + ": corrupt");
   }
   return out;
+}
+
+int64_t write_byte_token_file(const std::string& path, const std::vector<std::string>& inputs) {
+  AtomicFile file(path);
+  std::ofstream& out = file.stream();
+  std::string header(kTokenFileHeaderBytes, '\0');  // the count is known at the end
+  out.write(header.data(), static_cast<std::streamsize>(header.size()));
+  std::vector<char> chunk(1 << 20);
+  std::string tokens;
+  uint64_t count = 0;
+  for (const auto& input : inputs) {
+    std::ifstream in(input, std::ios::binary);
+    if (!in) file.fail("cannot read " + input + ": " + reason());
+    while (in) {
+      in.read(chunk.data(), static_cast<std::streamsize>(chunk.size()));
+      if (in.bad()) file.fail("cannot read " + input + ": " + reason());
+      const auto got = static_cast<size_t>(in.gcount());
+      tokens.resize(2 * got);
+      for (size_t i = 0; i < got; ++i) {  // one uint16 (little-endian) per byte
+        tokens[2 * i] = chunk[i];
+        tokens[2 * i + 1] = '\0';
+      }
+      out.write(tokens.data(), static_cast<std::streamsize>(tokens.size()));
+      file.check();  // a full disk ends the copy at once, not after the rest of the input is read
+      count += got;
+    }
+  }
+  if (count == 0) file.fail("the input text is empty");
+  header = header_bytes(2, kByteVocabSize, count);
+  out.seekp(0);
+  out.write(header.data(), static_cast<std::streamsize>(header.size()));
+  file.check();
+  file.commit();
+  return static_cast<int64_t>(count);
 }
 
 std::vector<uint32_t> byte_tokenize(std::string_view text) {

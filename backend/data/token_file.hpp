@@ -39,4 +39,10 @@ TokenFile read_token_file(const std::string& path);
 constexpr int64_t kByteVocabSize = 256;
 std::vector<uint32_t> byte_tokenize(std::string_view text);
 
+/// The bytes of `inputs`, concatenated in order, as a byte-level token file at `path` (what
+/// byte_tokenize and write_token_file make), streamed a megabyte at a time: memory does not grow with
+/// the corpus. Written to a temporary file and renamed; returns the token count. Throws DataError
+/// naming the file that cannot be read or written (with the system's reason), or for empty inputs.
+int64_t write_byte_token_file(const std::string& path, const std::vector<std::string>& inputs);
+
 }  // namespace tessera::data

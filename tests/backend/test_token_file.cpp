@@ -1,5 +1,6 @@
 // The token file format of docs/data.md: round trips at both widths, the exact header bytes, and a
 // clear DataError for every kind of damage (missing, foreign, truncated, out-of-vocabulary).
+#include <QtCore/QDir>
 #include <QtCore/QTemporaryDir>
 #include <QtTest/QtTest>
 
@@ -62,7 +63,11 @@ class TestTokenFile : public QObject {
 
   void damagedFilesAreNamedWithTheProblem() {
     QTemporaryDir dir;
-    expect_error(dir.filePath("missing.tokens").toStdString(), "cannot be opened");
+    expect_error(dir.filePath("missing.tokens").toStdString(), "cannot be opened: No such file or directory");
+    expect_error(dir.path().toStdString(), "is a directory, not a token file");
+    const std::string short_header = dir.filePath("short.tokens").toStdString();
+    std::ofstream(short_header, std::ios::binary).write("TESSTOK\0\1\0", 10);
+    expect_error(short_header, "is 10 bytes, shorter than the 32-byte header: truncated");
     const std::string foreign = dir.filePath("foreign.bin").toStdString();
     std::ofstream(foreign) << "just some text that is long enough to hold a header";
     expect_error(foreign, "not a Tessera token file");
@@ -92,6 +97,34 @@ class TestTokenFile : public QObject {
 
   void byteTokenizerMapsEachByte() {
     QCOMPARE(byte_tokenize("A\xc3\xa9"), (std::vector<uint32_t>{65, 0xc3, 0xa9}));
+  }
+
+  // data prepare streams its inputs: the file it writes is byte for byte the one made in memory
+  // (inputs longer than its megabyte chunk, an empty one between them, every byte value).
+  void streamedByteTokenFileMatchesTheInMemoryOne() {
+    QTemporaryDir dir;
+    std::string first(3 * 1024 * 1024 + 17, '\0'), second;
+    for (size_t i = 0; i < first.size(); ++i) first[i] = static_cast<char>((i * 131) % 256);
+    for (int i = 0; i < 256; ++i) second.push_back(static_cast<char>(255 - i));
+    const std::string a = dir.filePath("a.txt").toStdString(), empty = dir.filePath("empty.txt").toStdString(),
+                      b = dir.filePath("b.txt").toStdString();
+    std::ofstream(a, std::ios::binary) << first;
+    std::ofstream(empty, std::ios::binary).close();
+    std::ofstream(b, std::ios::binary) << second;
+    const std::string streamed = dir.filePath("streamed.tokens").toStdString(), in_memory = dir.filePath("memory.tokens").toStdString();
+    QCOMPARE(write_byte_token_file(streamed, {a, empty, b}), static_cast<int64_t>(first.size() + second.size()));
+    write_token_file(in_memory, byte_tokenize(first + second), kByteVocabSize);
+    QVERIFY(bytes_of(streamed) == bytes_of(in_memory));
+    QCOMPARE(read_token_file(streamed).tokens.size(), first.size() + second.size());
+    // An unreadable input says why; empty inputs are refused; neither leaves a file behind.
+    try {
+      write_byte_token_file(dir.filePath("out.tokens").toStdString(), {a, dir.filePath("gone.txt").toStdString()});
+      QFAIL("a missing input was read");
+    } catch (const DataError& e) {
+      QVERIFY2(std::string(e.what()).find("gone.txt: No such file or directory") != std::string::npos, e.what());
+    }
+    QVERIFY_THROWS_EXCEPTION(DataError, write_byte_token_file(dir.filePath("out.tokens").toStdString(), {empty}));
+    QCOMPARE(QDir(dir.path()).entryList({"out.tokens*"}, QDir::Files).size(), 0);
   }
 };
 
