@@ -115,6 +115,39 @@ RunRecord run_from_json(const ojson& object, const std::string& where) {
   return run;
 }
 
+// The store's rules for values from outside (types.hpp), applied by every import whatever the file (a
+// bundle or tessera-train's metrics.jsonl) as the live writer applies them: what the history holds
+// reads back and exports again (docs/store.md, "Importing").
+void refuse_problem(const std::string& problem, const std::string& where) {
+  if (!problem.empty()) throw StoreError(ErrorKind::invalid, where + ": " + problem);
+}
+
+double checked_wall_time_s(double wall_time_s, const std::string& where) {
+  refuse_problem(wall_time_problem(wall_time_s), where);
+  return wall_time_s;
+}
+
+const Artifact& checked(const Artifact& artifact, const std::string& where) {
+  refuse_problem(artifact_problem(artifact), where);
+  return artifact;
+}
+
+const TimelineEvent& checked(const TimelineEvent& event, const std::string& where) {
+  refuse_problem(timeline_event_problem(event), where);
+  return event;
+}
+
+// A bundle's run: it does not end before it started, its tags are ones `runs tag` would take. (Its
+// start may precede its creation: the agent's clock is not the workbench's.)
+void check_run(const RunRecord& run, const std::string& where) {
+  if (run.started_ms && run.ended_ms && *run.ended_ms < *run.started_ms)
+    throw StoreError(ErrorKind::invalid, where + ".ended (" + format_time_utc(*run.ended_ms) + ") is before " + where + ".started (" +
+                                             format_time_utc(*run.started_ms) + ")");
+  for (size_t i = 0; i < run.tags.size(); ++i)
+    if (const auto problem = tag_problem(run.tags[i]); !problem.empty())
+      throw StoreError(ErrorKind::invalid, where + ".tags[" + std::to_string(i) + "]: " + problem);
+}
+
 void check_bundle_header(const ojson& document, const std::string& file) {
   if (!document.is_object() || !document.contains("tessera_bundle"))
     throw StoreError(ErrorKind::invalid, file + " is not a Tessera run bundle (no \"tessera_bundle\" field)");
@@ -274,6 +307,7 @@ RunCounts import_json_bundle(Connection& connection, const fs::path& file, const
   const std::string name = file.filename().string();
   check_bundle_header(document, name);
   run = run_from_json(field(document, "run", name), "run");
+  check_run(run, "run");
   if (!options.name.empty()) run.name = options.name;
   const int64_t key = insert_run(connection, run);
   Ingest ingest(connection, Ingest::OnDuplicate::fail);
@@ -297,7 +331,8 @@ RunCounts import_json_bundle(Connection& connection, const fs::path& file, const
       const auto& p = points[j];
       if (!p.is_array() || p.size() != 3) throw StoreError(ErrorKind::invalid, at_point + " must be [step, wall_time_s, value]");
       at(at_point, [&] {
-        ingest.metric(series_id, get_integer(p[0], at_point + "[0]"), get_value(p[1], at_point + "[1]"), get_value(p[2], at_point + "[2]"));
+        ingest.metric(series_id, get_integer(p[0], at_point + "[0]"),
+                      checked_wall_time_s(get_value(p[1], at_point + "[1]"), at_point), get_value(p[2], at_point + "[2]"));
       });
       ++counts.points;
     }
@@ -307,11 +342,15 @@ RunCounts import_json_bundle(Connection& connection, const fs::path& file, const
     const std::string where = "timeline[" + std::to_string(i) + "]";
     const auto& e = events[i];
     at(where, [&] {
-      ingest.event(key, {get_integer(field(e, "step", where), where + ".step"), get_integer(field(e, "rank", where), where + ".rank"),
-                         get_integer(field(e, "stage", where), where + ".stage"), get_string(field(e, "op", where), where + ".op"),
-                         get_integer(field(e, "microbatch", where), where + ".microbatch"),
-                         get_integer(field(e, "chunk", where), where + ".chunk"),
-                         get_value(field(e, "start_s", where), where + ".start_s"), get_value(field(e, "end_s", where), where + ".end_s")});
+      ingest.event(key, checked(TimelineEvent{get_integer(field(e, "step", where), where + ".step"),
+                                              get_integer(field(e, "rank", where), where + ".rank"),
+                                              get_integer(field(e, "stage", where), where + ".stage"),
+                                              get_string(field(e, "op", where), where + ".op"),
+                                              get_integer(field(e, "microbatch", where), where + ".microbatch"),
+                                              get_integer(field(e, "chunk", where), where + ".chunk"),
+                                              get_value(field(e, "start_s", where), where + ".start_s"),
+                                              get_value(field(e, "end_s", where), where + ".end_s")},
+                                where));
     });
     ++counts.events;
   }
@@ -330,10 +369,12 @@ RunCounts import_json_bundle(Connection& connection, const fs::path& file, const
     const std::string where = "artifacts[" + std::to_string(i) + "]";
     const auto& a = files[i];
     at(where, [&] {
-      ingest.artifact(key, {get_string(field(a, "kind", where), where + ".kind"), get_string(field(a, "path", where), where + ".path"),
-                            get_integer(field(a, "step", where), where + ".step"),
-                            get_integer(field(a, "size_bytes", where), where + ".size_bytes"),
-                            parse_time_utc(get_string(field(a, "created", where), where + ".created"))});
+      ingest.artifact(key, checked(Artifact{get_string(field(a, "kind", where), where + ".kind"),
+                                            get_string(field(a, "path", where), where + ".path"),
+                                            get_integer(field(a, "step", where), where + ".step"),
+                                            get_integer(field(a, "size_bytes", where), where + ".size_bytes"),
+                                            parse_time_utc(get_string(field(a, "created", where), where + ".created"))},
+                                   where));
     });
     ++counts.artifacts;
   }
@@ -378,26 +419,29 @@ RunCounts import_csv_bundle(Connection& connection, const fs::path& directory, c
   const ojson document = read_json_file(directory / "run.json");
   check_bundle_header(document, "run.json");
   run = run_from_json(field(document, "run", "run.json"), "run");
+  check_run(run, "run");
   if (!options.name.empty()) run.name = options.name;
   const int64_t key = insert_run(connection, run);
   Ingest ingest(connection, Ingest::OnDuplicate::fail);
   RunCounts counts;
   counts.points = for_each_csv_row(directory, "metrics.csv", kMetricsHeader, [&](const auto& f, const std::string& where) {
     ingest.metric(ingest.series_id(key, ingest.metric_id(f[0]), parse_integer(f[1], where + " rank")), parse_integer(f[2], where + " step"),
-                  parse_number(f[3], where + " wall_time_s"), parse_number(f[4], where + " value"));
+                  checked_wall_time_s(parse_number(f[3], where + " wall_time_s"), where), parse_number(f[4], where + " value"));
   });
   counts.events = for_each_csv_row(directory, "timeline.csv", kTimelineHeader, [&](const auto& f, const std::string& where) {
-    ingest.event(key, {parse_integer(f[0], where + " step"), parse_integer(f[1], where + " rank"),
-                       parse_integer(f[2], where + " stage"), f[3], parse_integer(f[4], where + " microbatch"),
-                       parse_integer(f[5], where + " chunk"), parse_number(f[6], where + " start_s"),
-                       parse_number(f[7], where + " end_s")});
+    ingest.event(key, checked(TimelineEvent{parse_integer(f[0], where + " step"), parse_integer(f[1], where + " rank"),
+                                            parse_integer(f[2], where + " stage"), f[3], parse_integer(f[4], where + " microbatch"),
+                                            parse_integer(f[5], where + " chunk"), parse_number(f[6], where + " start_s"),
+                                            parse_number(f[7], where + " end_s")},
+                              where));
   });
   counts.log_lines = for_each_csv_row(directory, "logs.csv", kLogsHeader, [&](const auto& f, const std::string& where) {
     ingest.log(key, {parse_integer(f[0], where + " rank"), f[1], parse_number(f[2], where + " time_s"), f[3]});
   });
   counts.artifacts = for_each_csv_row(directory, "artifacts.csv", kArtifactsHeader, [&](const auto& f, const std::string& where) {
-    ingest.artifact(key, {f[0], f[1], parse_integer(f[2], where + " step"), parse_integer(f[3], where + " size_bytes"),
-                          parse_time_utc(f[4])});
+    ingest.artifact(key, checked(Artifact{f[0], f[1], parse_integer(f[2], where + " step"), parse_integer(f[3], where + " size_bytes"),
+                                          parse_time_utc(f[4])},
+                                 where));
   });
   ingest.finish();
   return counts;
@@ -428,6 +472,7 @@ RunCounts import_train_output(Connection& connection, const fs::path& directory,
   std::optional<double> first_wall_s, last_wall_s;
   std::optional<double> origin_from_artifact_s;  // Unix seconds of wall_time_s 0, from an artifact record
   int64_t last_step = -1;
+  int64_t cut_line = 0;  // a last line without its newline that does not parse: a rank killed mid-write
   std::string line;
   for (int64_t number = 1; std::getline(in, line); ++number) {
     const std::string where = "metrics.jsonl line " + std::to_string(number);
@@ -437,6 +482,10 @@ RunCounts import_train_output(Connection& connection, const fs::path& directory,
     try {
       object = ojson::parse(line);
     } catch (const nlohmann::json::parse_error& e) {
+      if (in.eof()) {  // the file ends inside this line: what was written before it is the run
+        cut_line = number;
+        break;
+      }
       throw StoreError(ErrorKind::invalid, where + " is not valid JSON: " + e.what());
     }
     if (!object.is_object()) throw StoreError(ErrorKind::invalid, where + " must be a JSON object");
@@ -458,7 +507,7 @@ RunCounts import_train_output(Connection& connection, const fs::path& directory,
         if (!value.is_number()) throw StoreError(ErrorKind::invalid, where + ": " + name + " must be a number");
         *target = value.get<double>();
       }
-      at(where, [&] { ingest.event(key, event); });
+      at(where, [&] { ingest.event(key, checked(event, where)); });
       ++counts.events;
       continue;
     }
@@ -474,10 +523,7 @@ RunCounts import_train_output(Connection& connection, const fs::path& directory,
       artifact.size_bytes = object.contains("size_bytes") ? get_integer(object["size_bytes"], where + ": size_bytes") : 0;
       artifact.created_ms = object.contains("created_ms") ? get_integer(object["created_ms"], where + ": created_ms")
                                                           : file_mtime_ms(metrics_path);
-      if (artifact.size_bytes < 0) throw StoreError(ErrorKind::invalid, where + ": size_bytes must not be negative");
-      if (artifact.created_ms < 0 || artifact.created_ms >= kYear3000Ms)
-        throw StoreError(ErrorKind::invalid, where + ": created_ms must be Unix milliseconds before the year 3000, got " +
-                                                 std::to_string(artifact.created_ms));
+      checked(artifact, where);
       // Its Unix time beside the step records' clock places the run exactly (the file's mtime is
       // later by the time the checkpoint took to write).
       if (object.contains("created_ms") && object.contains("wall_time_s") && object["wall_time_s"].is_number())
@@ -491,12 +537,7 @@ RunCounts import_train_output(Connection& connection, const fs::path& directory,
     const int64_t rank = get_integer(field(object, "rank", where), where + ": rank");
     const auto& wall = field(object, "wall_time_s", where);
     if (!wall.is_number()) throw StoreError(ErrorKind::invalid, where + ": wall_time_s must be a number");
-    const double wall_time_s = wall.get<double>();
-    // Seconds since the rank started, or Unix seconds: either way before the year 3000 (1e300 made a
-    // run of the year 10850, whose export could not be imported again).
-    if (!(wall_time_s >= 0 && wall_time_s < kYear3000Ms / 1000.0))
-      throw StoreError(ErrorKind::invalid, where + ": wall_time_s must be from 0 to 32503680000 (the year 3000), got " +
-                                               wall.dump());
+    const double wall_time_s = checked_wall_time_s(wall.get<double>(), where);
     for (const auto& [name, value] : object.items()) {
       if (name == "step" || name == "rank" || name == "wall_time_s") continue;
       const bool numeric = value.is_number() || value.is_null() ||
@@ -527,12 +568,14 @@ RunCounts import_train_output(Connection& connection, const fs::path& directory,
     run.created_ms = *run.started_ms;
     run.ended_ms = std::llround((origin_s + *last_wall_s) * 1000);
   }
-  if (planned_steps > 0 && last_step >= planned_steps) {
+  if (planned_steps > 0 && last_step >= planned_steps && cut_line == 0) {
     run.status = RunStatus::done;
   } else {
     run.status = RunStatus::lost;
     run.exit_reason = "imported from " + directory.string() + ": metrics end at step " + std::to_string(std::max<int64_t>(last_step, 0)) +
                       (planned_steps > 0 ? " of " + std::to_string(planned_steps) : "");
+    if (cut_line > 0)
+      run.exit_reason += "; metrics.jsonl line " + std::to_string(cut_line) + " is cut off (the file ends inside it) and was left out";
   }
   Statement update(connection, "UPDATE runs SET status = ?, exit_reason = ?, created_ms = ?, started_ms = ?, ended_ms = ? WHERE key = ?");
   update.bind_text(1, to_string(run.status))

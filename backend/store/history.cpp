@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <locale>
+#include <string>
 
 #include "spec/json_nesting.hpp"
 #include "spec/run_spec.hpp"
@@ -57,6 +59,41 @@ bool is_hex(std::string_view text) {
 std::string lower(std::string_view text) {
   std::string out(text);
   for (auto& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+// Lower case for matching names: every letter Unicode lower-cases (Ü, Ω), through the C.UTF-8
+// locale's tables (ASCII only where the C library has none); invalid UTF-8 is compared as bytes.
+std::wstring folded(std::string_view text) {
+  static const std::ctype<wchar_t>* ctype = []() -> const std::ctype<wchar_t>* {
+    try {
+      static const std::locale utf8("C.UTF-8");
+      return &std::use_facet<std::ctype<wchar_t>>(utf8);
+    } catch (const std::exception&) {
+      return nullptr;
+    }
+  }();
+  std::wstring out;
+  out.reserve(text.size());
+  for (size_t i = 0; i < text.size();) {
+    const auto byte = static_cast<unsigned char>(text[i]);
+    const int length = byte < 0x80 ? 1 : (byte >> 5) == 0x6 ? 2 : (byte >> 4) == 0xe ? 3 : (byte >> 3) == 0x1e ? 4 : 0;
+    char32_t code = length == 1 ? byte : length == 2 ? byte & 0x1f : length == 3 ? byte & 0x0f : byte & 0x07;
+    bool valid = length > 0 && i + length <= text.size();
+    for (int k = 1; valid && k < length; ++k) {
+      const auto next = static_cast<unsigned char>(text[i + k]);
+      valid = (next & 0xc0) == 0x80;
+      code = (code << 6) | (next & 0x3f);
+    }
+    if (!valid) {
+      out.push_back(static_cast<wchar_t>(0xdc00 + byte));  // a lone byte stays itself
+      ++i;
+      continue;
+    }
+    const auto wide = static_cast<wchar_t>(code);
+    out.push_back(ctype ? ctype->tolower(wide) : (code < 0x80 ? static_cast<wchar_t>(std::tolower(static_cast<int>(code))) : wide));
+    i += static_cast<size_t>(length);
+  }
   return out;
 }
 
@@ -188,7 +225,6 @@ std::vector<RunRecord> History::runs(const RunFilter& filter) const {
   std::string sql = std::string("SELECT ") + kRunColumns + " FROM runs WHERE 1";
   if (filter.status) sql += " AND status = :status";
   if (filter.tag) sql += " AND EXISTS(SELECT 1 FROM run_tags WHERE run_tags.run = runs.key AND tag = :tag)";
-  if (!filter.name_contains.empty()) sql += " AND instr(lower(name), lower(:name)) > 0";
   if (filter.created_from_ms) sql += " AND created_ms >= :from";
   if (filter.created_before_ms) sql += " AND created_ms < :before";
   sql += " ORDER BY created_ms DESC, key DESC";
@@ -196,12 +232,13 @@ std::vector<RunRecord> History::runs(const RunFilter& filter) const {
   int index = 1;  // parameters are numbered in the order they appear
   if (filter.status) rows.bind_text(index++, to_string(*filter.status));
   if (filter.tag) rows.bind_text(index++, *filter.tag);
-  if (!filter.name_contains.empty()) rows.bind_text(index++, filter.name_contains);
   if (filter.created_from_ms) rows.bind_int(index++, *filter.created_from_ms);
   if (filter.created_before_ms) rows.bind_int(index++, *filter.created_before_ms);
   std::vector<RunRecord> out;
+  const std::wstring name_part = folded(filter.name_contains);  // matched here: SQLite's lower() is ASCII only
   while (rows.step("listing runs")) {
     RunRecord run = read_run(connection_, rows);
+    if (!name_part.empty() && folded(run.name).find(name_part) == std::wstring::npos) continue;
     if (!filter.spec.empty()) {
       const auto spec = effective_spec(run.spec);
       const bool all = std::all_of(filter.spec.begin(), filter.spec.end(), [&](const SpecCondition& c) {

@@ -30,7 +30,7 @@ struct SpecCondition {
 struct RunFilter {
   std::optional<RunStatus> status;
   std::optional<std::string> tag;
-  std::string name_contains;                 ///< case-insensitive substring; "" = any
+  std::string name_contains;                 ///< substring, any case (Unicode: "ünï" finds "ÜNÏ"); "" = any
   std::optional<int64_t> created_from_ms;    ///< created at or after
   std::optional<int64_t> created_before_ms;  ///< created before
   std::vector<SpecCondition> spec;           ///< all must hold, on the effective spec

@@ -5,8 +5,10 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <vector>
 
 #include <sqlite3.h>
+#include <unistd.h>
 
 #include "store/errors.hpp"
 
@@ -31,8 +33,21 @@ StoreError make_error(const std::string& path, int rc, const char* message, int 
                                              "; try again when the other process has finished");
     case SQLITE_CONSTRAINT:
       return StoreError(ErrorKind::invalid, doing + ": " + detail);
-    case SQLITE_READONLY:
-      return StoreError(ErrorKind::io, "cannot write history " + path + " while " + doing + ": " + detail + os);
+    case SQLITE_READONLY: {
+      // A read of the file while it was read-only leaves its -shm (and -wal) read-only too, and they
+      // keep every write out after the file itself is writable again: say which to remove.
+      std::vector<std::string> stale;
+      for (const char* suffix : {"-shm", "-wal"}) {
+        const std::string companion = path + suffix;
+        if (::access(companion.c_str(), F_OK) == 0 && ::access(companion.c_str(), W_OK) != 0) stale.push_back(companion);
+      }
+      const std::string refused = "cannot write history " + path + " while " + doing + ": " + detail + os;
+      if (stale.empty() || ::access(path.c_str(), W_OK) != 0) return StoreError(ErrorKind::io, refused);
+      const bool both = stale.size() == 2;
+      return StoreError(ErrorKind::io, refused + "; " + (both ? stale[0] + " and " + stale[1] + " are" : stale[0] + " is") +
+                                           " read-only (left by a read of the file while it was read-only); with no process "
+                                           "using the history, remove " + (both ? "them" : "it"));
+    }
     default:
       return StoreError(ErrorKind::io, "history " + path + ": " + doing + " failed: " + detail + os);
   }

@@ -1,11 +1,13 @@
-// Run statuses, run ids, and UTC time formatting/parsing for the history.
+// Run statuses, run ids, the rules stored values meet, and UTC time formatting/parsing for the history.
 #include "store/types.hpp"
 
 #include <cctype>
+#include <cmath>
 #include <chrono>
 #include <cstdio>
 #include <random>
 
+#include "store/csv.hpp"
 #include "store/errors.hpp"
 
 namespace tessera::store {
@@ -25,6 +27,27 @@ std::string tag_problem(std::string_view tag) {
     return "tag '" + std::string(tag) + "' starts or ends with a space: give it without";
   if (tag.find(',') != std::string_view::npos)
     return "tag '" + std::string(tag) + "' has a comma: tags are listed and edited comma-separated; give each tag on its own";
+  return {};
+}
+
+std::string wall_time_problem(double wall_time_s) {
+  // 1e300 made a run of the year 10850, whose export could not be imported again.
+  if (wall_time_s >= 0 && wall_time_s < kYear3000Ms / 1000.0) return {};
+  return "wall_time_s must be from 0 to 32503680000 (the year 3000), got " + format_number(wall_time_s);
+}
+
+std::string timeline_event_problem(const TimelineEvent& event) {
+  if (!std::isfinite(event.start_s)) return "start_s must be a finite number, got " + format_number(event.start_s);
+  if (!std::isfinite(event.end_s) || event.end_s < event.start_s)
+    return "end_s must be a finite number at or after start_s (got " + format_number(event.start_s) + " to " +
+           format_number(event.end_s) + ")";
+  return {};
+}
+
+std::string artifact_problem(const Artifact& artifact) {
+  if (artifact.size_bytes < 0) return "size_bytes must not be negative, got " + std::to_string(artifact.size_bytes);
+  if (artifact.created_ms < 0 || artifact.created_ms >= kYear3000Ms)
+    return "created_ms must be Unix milliseconds before the year 3000, got " + std::to_string(artifact.created_ms);
   return {};
 }
 

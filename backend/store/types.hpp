@@ -99,6 +99,16 @@ struct Artifact {
   bool operator==(const Artifact&) const = default;
 };
 
+/// The rules every value from outside meets before it is stored, by the live writer and by every
+/// import alike, so that what the history holds exports and imports again (docs/store.md). Each says
+/// why a value cannot be stored, naming the field and the rule, or "" when it can.
+/// A metric point's wall time: seconds since the rank started or Unix seconds, from 0 to the year 3000.
+std::string wall_time_problem(double wall_time_s);
+/// A timeline event: start_s and end_s finite, end_s not before start_s.
+std::string timeline_event_problem(const TimelineEvent& event);
+/// An artifact: size_bytes not negative, created_ms Unix milliseconds before the year 3000.
+std::string artifact_problem(const Artifact& artifact);
+
 /// The metric names the summaries, the dashboard and `tessera-train` agree on.
 namespace metric_name {
 inline constexpr const char* loss = "loss";                            ///< training loss

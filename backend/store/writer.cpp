@@ -6,6 +6,7 @@
 #include <future>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <thread>
 #include <variant>
 
@@ -74,6 +75,16 @@ void check_point(const MetricPoint& p) {
   if (p.step < 0 || p.rank < 0)
     throw StoreError(ErrorKind::invalid, "metric point '" + p.name + "' has a negative step or rank (step " +
                                              std::to_string(p.step) + ", rank " + std::to_string(p.rank) + ")");
+  if (const auto problem = wall_time_problem(p.wall_time_s); !problem.empty())
+    throw StoreError(ErrorKind::invalid, "metric point '" + p.name + "' (step " + std::to_string(p.step) + ", rank " +
+                                             std::to_string(p.rank) + "): " + problem);
+}
+
+// The run a record belongs to; nullopt for a run being created.
+std::optional<int64_t> run_of(const Record& record) {
+  return std::visit(Overloaded{[](const CreateRecord&) -> std::optional<int64_t> { return std::nullopt; },
+                               [](const auto& r) -> std::optional<int64_t> { return r.run; }},
+                    record);
 }
 
 int64_t count_points(const Record& record) {
@@ -91,6 +102,7 @@ struct Writer::Impl {
   Connection connection;
   Ingest ingest;
   Statement update_status;
+  Statement run_exists;
 
   mutable std::mutex mutex;
   std::condition_variable work_cv, space_cv, done_cv;
@@ -102,6 +114,9 @@ struct Writer::Impl {
   bool stopping = false;
   bool closed = false;
   std::optional<StoreError> error;
+  /// Runs deleted (runs delete --force) while records of theirs were being written: nothing more is
+  /// written for them, and their producers are told so; the writer goes on for the others.
+  std::set<int64_t> deleted_runs;
   std::chrono::steady_clock::time_point oldest;
   CommitStats stats;
   std::thread thread;
@@ -119,7 +134,8 @@ struct Writer::Impl {
             ended_ms = CASE WHEN ?2 IN ('starting', 'running') AND status = 'lost' THEN NULL
                             WHEN ?2 IN ('done', 'failed', 'stopped', 'lost') THEN coalesce(ended_ms, ?4)
                             ELSE ended_ms END
-          WHERE key = ?1)sql") {
+          WHERE key = ?1)sql"),
+        run_exists(connection, "SELECT 1 FROM runs WHERE key = ?") {
     connection.exec("PRAGMA busy_timeout = 60000; PRAGMA cache_size = -32768", "setting up the writer connection");
     if (options.max_db_bytes > 0) {
       Statement page_size(connection, "PRAGMA page_size");
@@ -141,6 +157,9 @@ struct Writer::Impl {
     space_cv.wait(lk, [&] { return error || closed || queued_weight == 0 || queued_weight + weight <= options.queue_points; });
     if (error) throw *error;
     if (closed) throw StoreError(ErrorKind::invalid, "the writer of history " + path + " is closed");
+    if (const auto run = run_of(record); run && deleted_runs.count(*run))
+      throw StoreError(ErrorKind::not_found, "the run was deleted from history " + path +
+                                                 " while it was being recorded (runs delete --force): nothing more is written for it");
     const bool was_empty = queue.empty();
     if (was_empty) oldest = std::chrono::steady_clock::now();
     const bool reaches_batch = queued_weight < options.batch_points && queued_weight + weight >= options.batch_points;
@@ -173,9 +192,28 @@ struct Writer::Impl {
     points.clear();
   }
 
-  void write(std::vector<Record>& batch, CommitStats& delta) {
+  // Runs of the batch that are no longer in the history (deleted by another process meanwhile).
+  std::set<int64_t> gone_runs(const std::vector<Record>& batch) {
+    std::set<int64_t> checked, gone;
+    for (const auto& record : batch) {
+      const auto run = run_of(record);
+      if (!run || !checked.insert(*run).second) continue;
+      if (!run_exists.bind_int(1, *run).step("checking that a run is still there")) gone.insert(*run);
+      run_exists.reset();
+    }
+    return gone;
+  }
+
+  void write(std::vector<Record>& batch, CommitStats& delta, std::set<int64_t>& gone) {
     Transaction transaction(connection);
     points.clear();
+    // Records of a deleted run would be orphans (rows whose run is no longer there): dropped.
+    gone = gone_runs(batch);
+    if (!gone.empty())
+      std::erase_if(batch, [&](const Record& record) {
+        const auto run = run_of(record);
+        return run && gone.count(*run);
+      });
     const auto add_point = [&](int64_t run, const MetricPoint& p) {
       points.push_back({ingest.series_id(run, ingest.metric_id(p.name), p.rank), p.step, p.wall_time_s, p.value});
     };
@@ -231,9 +269,10 @@ struct Writer::Impl {
       space_cv.notify_all();
 
       CommitStats delta;
+      std::set<int64_t> gone;
       std::optional<StoreError> failure;
       try {
-        write(batch, delta);
+        write(batch, delta, gone);
       } catch (const StoreError& e) {
         failure = e;
       } catch (const std::exception& e) {
@@ -259,6 +298,7 @@ struct Writer::Impl {
         return;
       }
       lk.lock();
+      deleted_runs.insert(gone.begin(), gone.end());
       stats.batches += delta.batches;
       stats.points += delta.points;
       stats.records += delta.records;
@@ -334,7 +374,12 @@ void Writer::append(const RunHandle& run, std::vector<MetricPoint> points) {
   impl_->push(GroupRecord{run.key, std::move(points)}, weight);
 }
 
-void Writer::append(const RunHandle& run, TimelineEvent event) { impl_->push(EventRecord{run.key, std::move(event)}, 1); }
+void Writer::append(const RunHandle& run, TimelineEvent event) {
+  if (const auto problem = timeline_event_problem(event); !problem.empty())
+    throw StoreError(ErrorKind::invalid, "timeline event " + event.op + " (step " + std::to_string(event.step) + ", rank " +
+                                             std::to_string(event.rank) + "): " + problem);
+  impl_->push(EventRecord{run.key, std::move(event)}, 1);
+}
 
 void Writer::append(const RunHandle& run, LogLine line) {
   if (line.stream != "stdout" && line.stream != "stderr")
@@ -342,7 +387,11 @@ void Writer::append(const RunHandle& run, LogLine line) {
   impl_->push(LogRecord{run.key, std::move(line)}, 1);
 }
 
-void Writer::append(const RunHandle& run, Artifact artifact) { impl_->push(ArtifactRecord{run.key, std::move(artifact)}, 1); }
+void Writer::append(const RunHandle& run, Artifact artifact) {
+  if (const auto problem = artifact_problem(artifact); !problem.empty())
+    throw StoreError(ErrorKind::invalid, "artifact " + artifact.path + ": " + problem);
+  impl_->push(ArtifactRecord{run.key, std::move(artifact)}, 1);
+}
 void Writer::append(const RunHandle& run, StreamPosition position) { impl_->push(PositionRecord{run.key, position}, 1); }
 
 void Writer::set_status(const RunHandle& run, RunStatus status, std::string exit_reason) {

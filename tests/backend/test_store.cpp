@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <random>
 #include <sstream>
 #include <thread>
@@ -531,7 +532,7 @@ class TestStore : public QObject {
     };
     const auto jan = make("Llama-Baseline", 1, 3e-4, parse_time_utc("2025-01-10"), {"baseline"}, RunStatus::done);
     const auto feb = make("llama-tp2", 2, 3e-4, parse_time_utc("2025-02-10T12:00:00Z"), {"baseline", "tp"}, RunStatus::failed);
-    const auto mar = make("gpt-lr", 1, 1e-3, parse_time_utc("2025-03-10"), {}, RunStatus::done);
+    const auto mar = make("gpt-lr ÜBER Ωmega", 1, 1e-3, parse_time_utc("2025-03-10"), {}, RunStatus::done);
     writer.close();
     History history(path);
     auto ids = [&](const RunFilter& f) {
@@ -549,6 +550,8 @@ class TestStore : public QObject {
     RunFilter named;
     named.name_contains = "LLAMA";
     QCOMPARE(ids(named), (std::vector<std::string>{feb, jan}));
+    named.name_contains = "über ωMEGA";  // any case beyond ASCII too
+    QCOMPARE(ids(named), (std::vector<std::string>{mar}));
     RunFilter dated;
     dated.created_from_ms = parse_time_utc("2025-02-01");
     dated.created_before_ms = parse_time_utc("2025-03-01");
@@ -742,6 +745,69 @@ class TestStore : public QObject {
     QCOMPARE(sql_int(target_path, "SELECT count(*) FROM metrics"), int64_t{0});
   }
 
+  // What metrics.jsonl import refuses, a bundle import refuses too; and a bundle's run and tags.
+  void bundleImportAppliesTheSameRules() {
+    const auto id = write_full_run(db("rules-source.sqlite"), "rules");
+    History source(db("rules-source.sqlite"));
+    std::stringstream bundle;
+    source.export_json(id, bundle);
+    const auto original = nlohmann::ordered_json::parse(bundle.str());
+    History target(db("rules-target.sqlite"));
+    const auto refused = [&](const std::function<void(nlohmann::ordered_json&)>& edit) {
+      auto document = original;
+      edit(document);
+      const auto file = db("rules.json");
+      std::ofstream(file) << document.dump();
+      return std::string(error_of([&] { target.import_run(file); }).what());
+    };
+    auto message = refused([](auto& d) { d["metrics"][0]["points"][0][1] = 4e10; });
+    QVERIFY2(contains(message, "metrics[0].points[0]: wall_time_s must be from 0 to 32503680000"), message.c_str());
+    message = refused([](auto& d) { d["artifacts"][0]["size_bytes"] = -1; });
+    QVERIFY2(contains(message, "artifacts[0]: size_bytes must not be negative"), message.c_str());
+    message = refused([](auto& d) { d["timeline"][0]["end_s"] = -5.0; });
+    QVERIFY2(contains(message, "timeline[0]: end_s must be a finite number at or after start_s"), message.c_str());
+    message = refused([](auto& d) {
+      d["run"]["started"] = "2025-01-02T00:00:00.000Z";
+      d["run"]["ended"] = "2025-01-01T00:00:00.000Z";
+    });
+    QVERIFY2(contains(message, "run.ended (2025-01-01") && contains(message, "is before run.started"), message.c_str());
+    message = refused([](auto& d) { d["run"]["tags"] = nlohmann::ordered_json::array({"a,b"}); });
+    QVERIFY2(contains(message, "run.tags[0]: tag 'a,b' has a comma"), message.c_str());
+    QVERIFY(target.runs().empty());
+  }
+
+  // The live writer keeps out what an import would refuse, so every recorded run exports and imports
+  // again; each refusal names the record and the rule, and the writer goes on.
+  void writerAppliesTheImportRules() {
+    const auto path = db("writer-rules.sqlite");
+    Writer writer(path);
+    const auto run = writer.create_run(tiny_run("rules"));
+    const auto refused = [&](const std::function<void()>& append) {
+      try {
+        append();
+      } catch (const StoreError& e) {
+        return e.kind() == ErrorKind::invalid ? std::string(e.what()) : std::string("wrong kind: ") + e.what();
+      }
+      return std::string("accepted");
+    };
+    auto message = refused([&] { writer.append(run, MetricPoint{"loss", 0, 1, 4e10, 2.0}); });
+    QVERIFY2(contains(message, "metric point 'loss' (step 1, rank 0): wall_time_s must be from 0 to 32503680000"), message.c_str());
+    message = refused([&] { writer.append(run, std::vector<MetricPoint>{{"loss", 0, 2, 1.0, 2.0}, {"lr", 0, 2, -1.0, 0.1}}); });
+    QVERIFY2(contains(message, "metric point 'lr' (step 2, rank 0): wall_time_s"), message.c_str());
+    message = refused([&] { writer.append(run, TimelineEvent{1, 0, 0, "F", 0, 0, 2.0, 1.0}); });
+    QVERIFY2(contains(message, "timeline event F (step 1, rank 0): end_s must be a finite number at or after start_s (got 2 to 1)"),
+             message.c_str());
+    message = refused([&] { writer.append(run, TimelineEvent{1, 0, 0, "B", 0, 0, std::nan(""), 1.0}); });
+    QVERIFY2(contains(message, "start_s must be a finite number, got nan"), message.c_str());
+    message = refused([&] { writer.append(run, Artifact{"checkpoint", "/ckpt/1", 1, -5, 0}); });
+    QVERIFY2(contains(message, "artifact /ckpt/1: size_bytes must not be negative, got -5"), message.c_str());
+    writer.append(run, MetricPoint{"loss", 0, 3, 1.5, 2.0});
+    writer.close();
+    History history(path);
+    QCOMPARE(history.points(run.id, "loss", 0).size(), size_t{1});
+    QVERIFY(history.timeline(run.id).empty());
+  }
+
   void importsTesseraTrainOutput() {
     auto write_out = [&](const QString& name, int64_t last_step, const std::string& extra_line) {
       const auto out = db(name);
@@ -784,6 +850,13 @@ class TestStore : public QObject {
     const auto lost = history.import_run(partial);
     QCOMPARE(lost.run.status, RunStatus::lost);
     QVERIFY2(contains(lost.run.exit_reason, "step 12 of 20"), lost.run.exit_reason.c_str());
+    // A rank killed while writing its last line: what came before is the run, which is lost.
+    const auto cut = write_out("cut-run", 20, "{\"step\": 21, \"rank\": 0, \"wall_ti");
+    const auto cut_run = history.import_run(cut);
+    QCOMPARE(cut_run.run.status, RunStatus::lost);
+    QCOMPARE(cut_run.counts.points, int64_t{20 * 7});
+    QVERIFY2(contains(cut_run.run.exit_reason, "metrics.jsonl line 21 is cut off"), cut_run.run.exit_reason.c_str());
+    history.delete_run(cut_run.run.id);
 
     const auto broken = write_out("broken-run", 5, "{\"step\": 6, \"rank\": 0}\n");
     const auto error = error_of([&] { history.import_run(broken); });

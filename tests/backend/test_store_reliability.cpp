@@ -216,6 +216,32 @@ class TestStoreReliability : public QObject {
     after.close();
   }
 
+  // runs delete --force while a follower still records the run: what comes after is not written
+  // (no rows without their run), its producer is told, and another run of the same writer goes on.
+  void runDeletedWhileRecordedIsNotWrittenAgain() {
+    const auto path = db("deleted-while-recorded.sqlite");
+    Writer writer(path);
+    const auto victim = writer.create_run(tiny_run("victim"));
+    const auto other = writer.create_run(tiny_run("other"));
+    writer.append(victim, MetricPoint{"loss", 0, 0, 100.0, 5.0});
+    writer.flush();
+    History(path).delete_run(victim.id, /*even_if_active=*/true);
+    writer.append(victim, MetricPoint{"loss", 0, 1, 101.0, 4.0});
+    writer.append(victim, TimelineEvent{1, 0, 0, "F", 0, 0, 0.0, 1.0});
+    writer.append(other, MetricPoint{"loss", 0, 1, 101.0, 4.0});
+    writer.flush();
+    const auto error = error_of([&] { writer.append(victim, MetricPoint{"loss", 0, 2, 102.0, 3.0}); });
+    QVERIFY(error);
+    QCOMPARE(error->kind(), ErrorKind::not_found);
+    QVERIFY2(contains(error->what(), "deleted from history " + path + " while it was being recorded"), error->what());
+    writer.append(other, MetricPoint{"loss", 0, 2, 102.0, 3.0});
+    writer.close();
+    QCOMPARE(sql_int(path, "SELECT count(*) FROM series WHERE run NOT IN (SELECT key FROM runs)"), int64_t{0});
+    QCOMPARE(sql_int(path, "SELECT count(*) FROM metrics WHERE series NOT IN (SELECT id FROM series)"), int64_t{0});
+    QCOMPARE(sql_int(path, "SELECT count(*) FROM timeline WHERE run NOT IN (SELECT key FROM runs)"), int64_t{0});
+    QCOMPARE(History(path).points(other.id, "loss", 0).size(), size_t{2});
+  }
+
   void readOnlyDirectoryIsAClearError() {
     const auto directory = db("read-only");
     const auto existing = directory + "/history.sqlite";
@@ -238,6 +264,28 @@ class TestStoreReliability : public QObject {
     QVERIFY2(contains(reopen.message, "cannot open history " + existing) && contains(reopen.message, "not writable"),
              reopen.message.c_str());
     ::chmod(directory.c_str(), 0755);
+  }
+
+  // A read of a read-only history leaves a read-only -shm behind, which refuses every write after
+  // the file is writable again: the error names it (it said "attempt to write a readonly database").
+  void readOnlyShmLeftBehindIsNamed() {
+    const auto directory = db("stale-shm");
+    const auto path = directory + "/history.sqlite";
+    std::string id;
+    {
+      Writer writer(path);
+      id = writer.create_run(tiny_run("noted")).id;
+      writer.close();
+    }
+    ::chmod(dir_.path().toLocal8Bit().constData(), 0755);
+    QCOMPARE(::chmod(directory.c_str(), 0777), 0);
+    QCOMPARE(::chmod(path.c_str(), 0666), 0);
+    std::ofstream(path + "-shm").close();
+    QCOMPARE(::chmod((path + "-shm").c_str(), 0444), 0);
+    const auto noted = outcome_without_privileges([&] { History(path).set_notes(id, "later"); });
+    QCOMPARE(noted.kind, std::optional(ErrorKind::io));
+    QVERIFY2(contains(noted.message, path + "-shm is read-only") && contains(noted.message, "remove it"), noted.message.c_str());
+    ::unlink((path + "-shm").c_str());
   }
 
   void fullDiskIsAClearErrorAndNothingPartial() {
