@@ -1,6 +1,7 @@
 // AgentConnection: socket set-up, checked receive, bounded request/reply.
 #include "launch/agent_connection.hpp"
 
+#include <algorithm>
 #include <sstream>
 
 #include "protocol/endpoint.hpp"
@@ -74,9 +75,16 @@ std::optional<protocol::Frame> AgentConnection::receive(std::chrono::millisecond
 nlohmann::json AgentConnection::request(std::string_view type, nlohmann::json body, std::string_view reply_type,
                                         std::chrono::milliseconds timeout) {
   send(type, std::move(body));
-  const auto deadline = Clock::now() + timeout;
-  while (Clock::now() < deadline) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+  return await_reply(type, reply_type, Clock::now() + timeout, timeout);
+}
+
+nlohmann::json AgentConnection::await_reply(std::string_view type, std::string_view reply_type, Clock::time_point deadline,
+                                            std::chrono::milliseconds timeout) {
+  // Past the deadline what is already queued is still read: requests to several agents share one
+  // deadline, and a reply that came while another agent was awaited is there.
+  while (true) {
+    const auto left = std::max(std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()),
+                               std::chrono::milliseconds(0));
     auto frame = receive(left);
     if (!frame) break;
     nlohmann::json& reply = frame->message;

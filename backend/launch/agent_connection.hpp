@@ -53,6 +53,11 @@ class AgentConnection {
   /// skipped); an error reply or no reply within `timeout` throws AgentError.
   nlohmann::json request(std::string_view type, nlohmann::json body, std::string_view reply_type,
                          std::chrono::milliseconds timeout);
+  /// The second half of request() for a `type` request already sent: its reply, waiting until
+  /// `deadline` (so that requests sent to several agents at once are awaited together); `timeout` is
+  /// what the AgentTimeout message names.
+  nlohmann::json await_reply(std::string_view type, std::string_view reply_type, std::chrono::steady_clock::time_point deadline,
+                             std::chrono::milliseconds timeout);
 
   std::chrono::steady_clock::time_point last_heard() const { return last_heard_; }
   int64_t malformed() const { return malformed_; }

@@ -64,6 +64,15 @@ HistorySink::HistorySink(store::Writer& writer, store::RunHandle run, const std:
 int64_t HistorySink::durable_seq(int64_t node) { return durable_[node]; }
 
 void HistorySink::records(int64_t node, int64_t seq, const std::vector<protocol::Record>& records) {
+  try {
+    store_records(node, seq, records);
+  } catch (const store::StoreError& e) {
+    if (e.kind() == store::ErrorKind::not_found) throw RunGone(e.what());  // deleted while followed
+    throw;
+  }
+}
+
+void HistorySink::store_records(int64_t node, int64_t seq, const std::vector<protocol::Record>& records) {
   for (const auto& record : records) {
     try {
       add(record);

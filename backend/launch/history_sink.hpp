@@ -43,6 +43,7 @@ class HistorySink : public RunSink {
   int64_t skipped() const { return skipped_; }
 
  private:
+  void store_records(int64_t node, int64_t seq, const std::vector<protocol::Record>& records);
   void add(const protocol::Record& record);
 
   struct Mark {

@@ -117,11 +117,21 @@ void RunSession::attach(RunSink& sink, bool silent_agents_are_gone) {
   std::vector<nlohmann::json> replies(nodes_.size());
   std::vector<std::string> silent(nodes_.size()), refused(nodes_.size());
   bool any_answered = false;
+  // Every agent asked at once and awaited together: N silent agents cost one timeout, not N.
   for (size_t node = 0; node < nodes_.size(); ++node) {
     const int64_t durable = sink.durable_seq(static_cast<int64_t>(node));
     nodes_[node].acked_seq = nodes_[node].received_seq = durable;
     try {
-      replies[node] = connections_[node]->request("attach", {{"run", run_id_}, {"acked", durable}}, "attached", kHelloTimeout);
+      connections_[node]->send("attach", {{"run", run_id_}, {"acked", durable}});
+    } catch (const AgentError& e) {  // its send queue is full: it takes nothing, as a silent agent
+      silent[node] = e.what();
+    }
+  }
+  const auto deadline = std::chrono::steady_clock::now() + kHelloTimeout;
+  for (size_t node = 0; node < nodes_.size(); ++node) {
+    if (!silent[node].empty()) continue;
+    try {
+      replies[node] = connections_[node]->await_reply("attach", "attached", deadline, kHelloTimeout);
       any_answered = true;
     } catch (const AgentTimeout& e) {
       silent[node] = e.what();
@@ -202,6 +212,19 @@ void RunSession::stop(const std::string& reason) {
   }
 }
 
+void RunSession::stop_and_confirm(const std::string& reason, milliseconds timeout) {
+  stop(reason);
+  const auto deadline = Clock::now() + timeout;
+  for (size_t node = 0; node < nodes_.size(); ++node) {
+    if (nodes_[node].lost || nodes_[node].ended) continue;
+    try {
+      connections_[node]->await_reply("stop", "stopping", deadline, timeout);
+    } catch (const AgentError&) {
+      // Unconfirmed (the node is slow or gone): the request stays sent, nothing more can be done here.
+    }
+  }
+}
+
 void RunSession::fail(const std::string& reason) {
   if (outcome_ == RunOutcome::running) {
     outcome_ = RunOutcome::failed;
@@ -268,7 +291,12 @@ void RunSession::handle(size_t node, const protocol::Frame& frame, RunSink& sink
       }
       return;
     }
-    sink.records(static_cast<int64_t>(node), seq, records);
+    try {
+      sink.records(static_cast<int64_t>(node), seq, records);
+    } catch (const RunGone& e) {
+      stop_and_confirm("the run was deleted from the history", milliseconds(3000));
+      throw RunGone(std::string(e.what()) + "; its ranks were asked to stop");
+    }
     for (const auto& record : records)  // the records the session acts on are rare: read as DOMs
       if (const auto t = record.type(); t == "rank_exit" || t == "run_end") note_record(node, record.to_json());
     state.received_seq = seq;

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,14 @@ std::vector<std::string> fit_problems(const spec::RunSpec& spec, const std::vect
 /// Where the records of a followed run go (the history, or a test's memory). The sink keeps, with the
 /// records and in the same commit, the highest sequence number of each node it holds: that is what the
 /// session acknowledges and where a restarted follower resumes, so a frame is stored exactly once.
+/// Thrown by a sink whose run is no longer there to record into (deleted from the history, with
+/// `runs delete --force`, while it was followed): the session stops the run's ranks, which would
+/// otherwise train on for nobody, and rethrows it.
+class RunGone : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
 class RunSink {
  public:
   virtual ~RunSink() = default;
@@ -82,6 +91,9 @@ class RunSession {
                     std::chrono::milliseconds drain = std::chrono::milliseconds(10000));
   /// Asks every reachable node to stop the run.
   void stop(const std::string& reason);
+  /// stop(), then waits up to `timeout` (for all nodes together) for each node to say it is stopping:
+  /// for a session that ends at once, whose socket would drop a request still queued.
+  void stop_and_confirm(const std::string& reason, std::chrono::milliseconds timeout);
 
   const std::string& run_id() const { return run_id_; }
   const std::vector<NodeState>& nodes() const { return nodes_; }

@@ -11,6 +11,7 @@
 #include <QtCore/QTemporaryDir>
 #include <QtTest/QtTest>
 
+#include <algorithm>
 #include <fstream>
 #include <memory>
 #include <thread>
@@ -299,22 +300,66 @@ class TestCliLaunch : public QObject {
     QCOMPARE(history.run(id.toStdString()).status, store::RunStatus::done);
   }
 
-  // A detached run whose node 1 agent died: `runs follow` backfills node 0, which it stops, and
-  // records the run failed with node 1 lost (it used to fail to attach and leave the run running).
+  // A detached run one of whose agents died: `runs follow` backfills the other node, which it stops,
+  // and records the run failed with the dead node lost (it used to fail to attach and leave the run
+  // running). With node 0 dead, node 1's reply comes while node 0 is still awaited: it is read.
+  void followOfADetachedRunWithADeadAgentRecordsItFailed_data() {
+    QTest::addColumn<int>("dead");
+    QTest::newRow("node 1 dead") << 1;
+    QTest::newRow("node 0 dead") << 0;
+  }
   void followOfADetachedRunWithADeadAgentRecordsItFailed() {
-    Agent a("127.0.0.1", dir_.path() + "/ka", {"TESSERA_FAKE_STEP_MS=10"}), b("127.0.0.2", dir_.path() + "/kb", {"TESSERA_FAKE_STEP_MS=10"});
-    const auto started = cli({"launch", spec("dead-agent", 100000, 2), "--agents", a.endpoint() + "," + b.endpoint()});
+    QFETCH(int, dead);
+    const QString tag = QString::number(dead);
+    Agent a("127.0.0.1", dir_.path() + "/ka" + tag, {"TESSERA_FAKE_STEP_MS=10"});
+    Agent b("127.0.0.2", dir_.path() + "/kb" + tag, {"TESSERA_FAKE_STEP_MS=10"});
+    const auto started = cli({"launch", spec("dead-agent-" + tag, 100000, 2), "--agents", a.endpoint() + "," + b.endpoint()});
     QVERIFY2(started.exit_code == 0, qPrintable(started.err));
     const QString id = run_id_of(started.out);
     std::this_thread::sleep_for(std::chrono::milliseconds(500));
-    b.kill_now();
+    (dead == 0 ? a : b).kill_now();
     const auto followed = cli({"runs", "follow", id, "--quiet"});
     QCOMPARE(followed.exit_code, 1);
     store::History history((dir_.path() + "/history.sqlite").toStdString());
     const auto run = history.run(id.toStdString());
     QCOMPARE(run.status, store::RunStatus::failed);
-    QVERIFY2(run.exit_reason.find("node 1 (" + b.endpoint().toStdString() + ") lost") == 0, run.exit_reason.c_str());
-    QVERIFY(!history.points(id.toStdString(), "loss", 0).empty());  // node 0's steps, backfilled
+    const std::string lost = "node " + std::to_string(dead) + " (" + (dead == 0 ? a : b).endpoint().toStdString() + ") lost";
+    QVERIFY2(run.exit_reason.find(lost) == 0, run.exit_reason.c_str());
+    QVERIFY(!history.points(id.toStdString(), "loss", 2 * (1 - dead)).empty());  // the living node's steps, backfilled
+  }
+
+  // `runs delete --force` of a run that is still followed: the follower stops, saying so, and stops
+  // its ranks (they trained on for nobody); the run stays deleted.
+  void runDeletedWhileFollowedStopsItsRanks() {
+    Agent a("127.0.0.1", dir_.path() + "/xa", {"TESSERA_FAKE_STEP_MS=10"}), b("127.0.0.2", dir_.path() + "/xb", {"TESSERA_FAKE_STEP_MS=10"});
+    const QString agents = a.endpoint() + "," + b.endpoint();
+    const auto started = cli({"launch", spec("deleted-followed", 100000, 2), "--agents", agents});
+    QVERIFY2(started.exit_code == 0, qPrintable(started.err));
+    const QString id = run_id_of(started.out);
+    QProcess follower;
+    follower.setProcessEnvironment(env());
+    follower.start(TESSERA_CLI, {"runs", "follow", id});
+    QElapsedTimer timer;
+    timer.start();
+    QString out;
+    while (timer.elapsed() < 15000 && !out.contains("step ")) {
+      follower.waitForReadyRead(100);
+      out += QString::fromUtf8(follower.readAllStandardOutput());
+    }
+    QVERIFY2(out.contains("step "), qPrintable(out));
+    const auto deleted = cli({"runs", "delete", id, "--force"});
+    QVERIFY2(deleted.exit_code == 0, qPrintable(deleted.err));
+    QVERIFY(follower.waitForFinished(30000));
+    QCOMPARE(follower.exitCode(), 1);
+    const QString err = QString::fromUtf8(follower.readAllStandardError());
+    QVERIFY2(err.contains("deleted from history") && err.contains("its ranks were asked to stop"), qPrintable(err));
+    QString status;
+    for (timer.restart(); timer.elapsed() < 15000 && status.count(id.left(8) + ":stopped") < 2;
+         std::this_thread::sleep_for(std::chrono::milliseconds(200)))
+      status = cli({"agents", "status", "--agents", agents}).out;
+    QCOMPARE(status.count(id.left(8) + ":stopped"), 2);
+    const auto runs = store::History((dir_.path() + "/history.sqlite").toStdString()).runs();
+    QVERIFY(std::none_of(runs.begin(), runs.end(), [&](const store::RunRecord& r) { return r.id == id.toStdString(); }));
   }
 
   // When no agent of a run answers (this machine offline, its key refused, or all gone: no telling),
@@ -327,8 +372,12 @@ class TestCliLaunch : public QObject {
     const QString id = run_id_of(started.out);
     a->kill_now();
     b->kill_now();
+    QElapsedTimer waited;
+    waited.start();
     const auto followed = cli({"runs", "follow", id, "--quiet"});
     QCOMPARE(followed.exit_code, 1);
+    // Both agents are asked at once: one 5 s wait, not one per agent (10 s).
+    QVERIFY2(waited.elapsed() < 9500, qPrintable(QString::number(waited.elapsed())));
     QVERIFY2(followed.err.contains("none of the run's 2 agents answered") && followed.err.contains("--agents-gone"),
              qPrintable(followed.err));
     {
