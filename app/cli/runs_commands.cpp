@@ -83,16 +83,23 @@ std::string duration_text(int64_t ms) {
   return buffer;
 }
 
+/// "nan", "inf" or "-inf" for a value that is not finite, as the history's CSV and bundles write them.
+std::optional<std::string> non_finite_text(double value) {
+  if (std::isnan(value)) return "nan";
+  if (std::isinf(value)) return value > 0 ? "inf" : "-inf";
+  return std::nullopt;
+}
+
 std::string optional_number(const std::optional<double>& value, int decimals) {
   if (!value) return "-";
-  if (std::isnan(*value)) return "nan";
+  if (const auto text = non_finite_text(*value)) return *text;
   return format_fixed(*value, decimals);
 }
 
-/// JSON for a summary value: null when absent, "nan" when NaN (JSON has no NaN).
+/// JSON for a summary value: null when absent, "nan", "inf" or "-inf" when not finite (JSON has none).
 ojson json_number(const std::optional<double>& value) {
   if (!value) return nullptr;
-  if (std::isnan(*value)) return "nan";
+  if (const auto text = non_finite_text(*value)) return *text;
   return *value;
 }
 
@@ -113,7 +120,7 @@ std::vector<std::string> summary_cells(const store::RunSummary& s) {
           optional_number(s.mean_mfu ? std::optional(*s.mean_mfu * 100) : std::nullopt, 1),
           optional_number(s.mean_bubble ? std::optional(*s.mean_bubble * 100) : std::nullopt, 1),
           s.peak_memory_bytes ? format_bytes(*s.peak_memory_bytes) : "-",
-          s.mean_tokens_per_s ? (std::isnan(*s.mean_tokens_per_s) ? "nan" : format_si(*s.mean_tokens_per_s, "")) : "-"};
+          s.mean_tokens_per_s ? non_finite_text(*s.mean_tokens_per_s).value_or(format_si(*s.mean_tokens_per_s, "")) : "-"};
 }
 const std::vector<std::string> kSummaryHeader = {"last step", "final loss", "min loss", "MFU %", "bubble %", "peak memory", "tokens/s"};
 
@@ -192,7 +199,12 @@ void list_runs(const ListOptions& o) {
     return;
   }
   TextTable table({"id", "name", "status", "created (UTC)", "tags"}, {false, false, false, false, false});
-  for (const auto& r : runs) table.add_row({short_id(r.id), r.name, std::string(store::to_string(r.status)), minute_utc(r.created_ms), join(r.tags)});
+  // Free text capped as the workbench's history table caps it: a 300-character name would push every
+  // other column off the terminal.
+  constexpr size_t kTextColumns = 48;
+  for (const auto& r : runs)
+    table.add_row({short_id(r.id), table_cell(r.name, kTextColumns), std::string(store::to_string(r.status)), minute_utc(r.created_ms),
+                   table_cell(join(r.tags), kTextColumns)});
   std::cout << table.str();
 }
 
@@ -319,7 +331,7 @@ void export_run(const std::string& db, const std::string& reference, const std::
       throw UsageError("--csv " + csv_dir + " is a file; --csv names a directory for the run's CSV files");
     history.export_csv(id, csv_dir);
     std::cerr << "exported run " << what << " to " << csv_dir << "\n";
-  } else if (!json_file.empty()) {
+  } else if (!json_file.empty() && json_file != "-") {  // "--json -" is standard output, as with no option
     if (std::filesystem::exists(json_file)) throw UsageError(json_file + " already exists; remove it or choose another name");
     const std::string partial = json_file + ".part";
     {
@@ -386,7 +398,7 @@ void add_runs_commands(CLI::App& app) {
   add_db_option(exporter, export_options->db);
   exporter->add_option("id", export_options->id, "Run id, unique id prefix, or name")->required();
   auto* csv = exporter->add_option("--csv", export_options->csv, "Write run.json and CSV files into this directory");
-  exporter->add_option("--json", export_options->json, "Write one JSON file")->excludes(csv);
+  exporter->add_option("--json", export_options->json, "Write one JSON file ('-': standard output)")->excludes(csv);
   exporter->callback(guarded([export_options] {
     export_run(export_options->db, export_options->id, export_options->csv, export_options->json);
   }));

@@ -3,6 +3,9 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <optional>
+#include <utility>
+#include <vector>
 
 namespace tessera::cli {
 
@@ -32,29 +35,65 @@ int code_point_width(char32_t c) {
   return wide ? 2 : 1;
 }
 
+// The code point at text[i] and its length in bytes; nullopt for a byte that starts no valid UTF-8
+// sequence (it stands alone).
+struct CodePoint {
+  char32_t value;
+  size_t length;
+};
+std::optional<CodePoint> decode(const std::string& text, size_t i) {
+  const auto byte = static_cast<unsigned char>(text[i]);
+  const size_t length = byte < 0x80 ? 1 : (byte >> 5) == 0x6 ? 2 : (byte >> 4) == 0xE ? 3 : (byte >> 3) == 0x1E ? 4 : 0;
+  bool valid = length > 0 && i + length <= text.size();
+  for (size_t k = 1; valid && k < length; ++k) valid = (static_cast<unsigned char>(text[i + k]) & 0xC0) == 0x80;
+  if (!valid) return std::nullopt;
+  char32_t c = length == 1 ? byte : byte & (0x7F >> length);
+  for (size_t k = 1; k < length; ++k) c = (c << 6) | (static_cast<unsigned char>(text[i + k]) & 0x3F);
+  return CodePoint{c, length};
+}
+
 // Columns a cell takes: "TP2·PP2" is 7 wide, not its 8 bytes; "ラン" 4. Invalid UTF-8 counts a
 // column per byte.
 size_t display_width(const std::string& text) {
   size_t width = 0;
   for (size_t i = 0; i < text.size();) {
-    const auto byte = static_cast<unsigned char>(text[i]);
-    const size_t length = byte < 0x80 ? 1 : (byte >> 5) == 0x6 ? 2 : (byte >> 4) == 0xE ? 3 : (byte >> 3) == 0x1E ? 4 : 0;
-    bool valid = length > 0 && i + length <= text.size();
-    for (size_t k = 1; valid && k < length; ++k) valid = (static_cast<unsigned char>(text[i + k]) & 0xC0) == 0x80;
-    if (!valid) {
-      ++width;
-      ++i;
-      continue;
-    }
-    char32_t c = length == 1 ? byte : byte & (0x7F >> length);
-    for (size_t k = 1; k < length; ++k) c = (c << 6) | (static_cast<unsigned char>(text[i + k]) & 0x3F);
-    width += static_cast<size_t>(code_point_width(c));
-    i += length;
+    const auto c = decode(text, i);
+    width += c ? static_cast<size_t>(code_point_width(c->value)) : 1;
+    i += c ? c->length : 1;
   }
   return width;
 }
 
 }  // namespace
+
+std::string table_cell(const std::string& text, size_t max_columns) {
+  std::vector<std::pair<std::string, size_t>> pieces;  // what is printed for each character, its columns
+  size_t width = 0;
+  for (size_t i = 0; i < text.size();) {
+    const auto c = decode(text, i);
+    if (!c) {
+      pieces.emplace_back("\xEF\xBF\xBD", 1);  // U+FFFD for a byte of invalid UTF-8
+      ++i;
+      continue;
+    }
+    // A control character (a newline, an escape sequence's ESC, C1's CSI) would break the row.
+    const bool control = c->value < 0x20 || (c->value >= 0x7F && c->value <= 0x9F);
+    const size_t columns = control ? 1 : static_cast<size_t>(code_point_width(c->value));
+    pieces.emplace_back(control ? std::string(" ") : text.substr(i, c->length), columns);
+    width += columns;
+    i += c->length;
+  }
+  // Whole characters while they and the "…" fit.
+  const bool cut = width > max_columns;
+  std::string out;
+  size_t used = 0;
+  for (const auto& [piece, columns] : pieces) {
+    if (cut && used + columns + 1 > max_columns) break;
+    out += piece;
+    used += columns;
+  }
+  return cut ? out + "…" : out;
+}
 
 std::string TextTable::str() const {
   std::vector<size_t> width(header_.size());

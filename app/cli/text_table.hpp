@@ -18,6 +18,10 @@ class TextTable {
   std::vector<std::vector<std::string>> rows_;
 };
 
+/// `text` for one table cell: control characters (a newline in a run's name) as spaces, and cut with
+/// "…" to at most `max_columns` terminal columns.
+std::string table_cell(const std::string& text, size_t max_columns);
+
 std::string format_fixed(double value, int decimals);
 std::string format_count(int64_t value);   ///< 8,030,261,248
 std::string format_gib(int64_t bytes);     ///< "12.34"

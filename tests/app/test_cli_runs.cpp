@@ -190,6 +190,20 @@ class TestCliRuns : public QObject {
     while (row->at(name_at + name.size() + spaces) == ' ') ++spaces;
     QCOMPARE(name_at + 9 + spaces, status_column);
     QVERIFY(cli({"runs", "delete", name}).code == 0);
+    // A name of 300 characters with a newline: one row, its name cut to 48 columns with "…".
+    const QString long_name = QStringLiteral("first line\n") + QString(289, QChar('x'));
+    QCOMPARE(cli({"runs", "import", write_train_output(dir_, "long", 1, 3), "--name", long_name}).code, 0);
+    const auto capped = cli({"runs", "list"});
+    QVERIFY2(capped.out.contains(QStringLiteral("first line ") + QString(36, QChar('x')) + QStringLiteral("…")), qPrintable(capped.out));
+    QVERIFY(!capped.out.contains(QString(40, QChar('x')) + QStringLiteral("xxxxxxxxxx")));
+    QVERIFY(cli({"runs", "delete", long_name}).code == 0);
+    // An escape sequence (ESC and C1's CSI) in a name is printed as spaces, not sent to the terminal.
+    const QString coloured = QStringLiteral("red\x1b[31mtext\u009b1m");
+    QCOMPARE(cli({"runs", "import", write_train_output(dir_, "coloured", 1, 3), "--name", coloured}).code, 0);
+    const auto plain = cli({"runs", "list"});
+    QVERIFY2(plain.out.contains("red [31mtext 1m") && !plain.out.contains(QChar(0x1b)) && !plain.out.contains(QChar(0x9b)),
+             qPrintable(plain.out));
+    QVERIFY(cli({"runs", "delete", coloured}).code == 0);
   }
 
   void compareShowsSummaryAndDiff() {
