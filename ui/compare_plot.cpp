@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <stdexcept>
 #include <string>
 
@@ -145,7 +146,8 @@ void ComparePlot::rebuild() {
       any = true;
       const QColor color = colors::category(r, runs);
       std::vector<double> values = curve.last;
-      for (double& v : values) v *= factor;
+      // An infinite point (a rank's "inf" tokens/s) would stretch the axis over everything: a gap, as NaN is.
+      for (double& v : values) v = std::isfinite(v) ? v * factor : std::numeric_limits<double>::quiet_NaN();
       QVector<double> x(curve.x.begin(), curve.x.end()), y(values.begin(), values.end());
       QCPGraph* raw = addGraph(rect->axis(QCPAxis::atBottom), rect->axis(QCPAxis::atLeft));
       raw->setName(QString::fromStdString(comparison_->run(r).name));

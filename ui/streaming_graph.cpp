@@ -1,21 +1,30 @@
 // Appending to QCustomPlot graphs and coalescing their replots.
 #include "streaming_graph.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
 
 namespace tessera::ui {
+
+namespace {
+// An infinite value (a rank's "inf") is drawn as a gap, as NaN is: it would stretch the axis over
+// everything else.
+double drawable(double y) { return std::isfinite(y) ? y : std::numeric_limits<double>::quiet_NaN(); }
+}  // namespace
 
 void appendPoints(QCPGraph* graph, const std::vector<double>& x, const std::vector<double>& y) {
   const qsizetype n = static_cast<qsizetype>(std::min(x.size(), y.size()));
   if (n == 0) return;
   QVector<double> keys(n), values(n);
   std::copy(x.begin(), x.begin() + n, keys.begin());
-  std::copy(y.begin(), y.begin() + n, values.begin());
+  std::transform(y.begin(), y.begin() + n, values.begin(), drawable);
   graph->addData(keys, values, /*alreadySorted=*/true);
 }
 
 void MinMaxDecimator::output(const Bucket& b) {
-  if (b.x_lo == b.x_hi && b.y_lo == b.y_hi) {
+  const bool same_y = b.y_lo == b.y_hi || (std::isnan(b.y_lo) && std::isnan(b.y_hi));  // a gap is one point too
+  if (b.x_lo == b.x_hi && same_y) {
     xs_.push_back(b.x_lo);
     ys_.push_back(b.y_lo);
   } else if (b.x_lo <= b.x_hi) {
@@ -50,8 +59,11 @@ void MinMaxDecimator::add(double x, double y) {
   for (size_t i = 0; i + 1 < buckets_.size(); i += 2) {
     const Bucket& a = buckets_[i];
     const Bucket& c = buckets_[i + 1];
-    merged.push_back({c.y_lo < a.y_lo ? c.x_lo : a.x_lo, std::min(a.y_lo, c.y_lo), c.y_hi > a.y_hi ? c.x_hi : a.x_hi,
-                      std::max(a.y_hi, c.y_hi)});
+    // A bucket of NaN only (gaps) gives way to its neighbour's extremes, as NaN does within a bucket.
+    const bool low_from_c = c.y_lo < a.y_lo || std::isnan(a.y_lo);
+    const bool high_from_c = c.y_hi > a.y_hi || std::isnan(a.y_hi);
+    merged.push_back({low_from_c ? c.x_lo : a.x_lo, low_from_c ? c.y_lo : a.y_lo, high_from_c ? c.x_hi : a.x_hi,
+                      high_from_c ? c.y_hi : a.y_hi});
   }
   if (buckets_.size() % 2 == 1) merged.push_back(buckets_.back());
   buckets_ = std::move(merged);
@@ -71,7 +83,7 @@ bool MinMaxDecimator::takeRebuilt() {
 void StreamingGraph::append(const std::vector<double>& x, const std::vector<double>& y) {
   const size_t n = std::min(x.size(), y.size());
   if (n == 0) return;
-  for (size_t i = 0; i < n; ++i) decimator_.add(x[i], y[i]);
+  for (size_t i = 0; i < n; ++i) decimator_.add(x[i], drawable(y[i]));
   auto data = graph_->data();
   if (decimator_.takeRebuilt() || shown_ == 0) {
     data->clear();

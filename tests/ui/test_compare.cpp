@@ -5,6 +5,9 @@
 #include <QAbstractItemModelTester>
 #include <QtTest/QtTest>
 
+#include <cmath>
+#include <limits>
+
 #include "compare_view.hpp"
 #include "history_fixture.hpp"
 #include "run_comparison.hpp"
@@ -247,6 +250,27 @@ class TestCompare : public QObject {
     QVERIFY(pdf_file.read(5) == "%PDF-");
     QVERIFY(!view.exportPlots(dir_.filePath("plots.gif"), &error));
     QVERIFY(error.contains(".png or .pdf"));
+  }
+  // A run whose rank reported "inf" tokens/s once: that point is a gap; the panel's axis still spans
+  // the finite values of both runs (it was left empty for both).
+  void anInfinitePointDoesNotEmptyThePanel() {
+    test::WrittenRun odd;
+    {
+      store::Writer writer(path_);
+      odd = test::writeRun(writer, "tiny-inf", test::tinySpec("tiny-inf", 2, 2, 0.003), {}, store::RunStatus::done, 5.0, 18000);
+      writer.append(writer.open_run(odd.id), store::MetricPoint{"tokens_per_s", 0, 5, 1.7e9 + 1, std::numeric_limits<double>::infinity()});
+      writer.close();
+    }
+    store::History history(path_);
+    CompareView view(&history);
+    QString error;
+    QVERIFY2(view.setRuns({"tiny-a", "tiny-inf"}, &error), qPrintable(error));
+    const QCPRange tokens = view.plot()->panel(3)->axis(QCPAxis::atLeft)->range();
+    double highest = 0;
+    for (const auto& step : a_.tokens_per_s) highest = std::max(highest, step[0]);
+    QVERIFY2(std::isfinite(tokens.lower) && std::isfinite(tokens.upper) && tokens.upper >= highest && tokens.lower < highest,
+             qPrintable(QString("%1 to %2").arg(tokens.lower).arg(tokens.upper)));
+    QVERIFY(view.plot()->rawGraph(3, 0)->data()->size() > 0);
   }
 };
 

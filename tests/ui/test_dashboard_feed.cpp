@@ -8,6 +8,8 @@
 #include <QtGui/QImage>
 #include <QtTest/QtTest>
 
+#include <limits>
+
 #include "dashboard_widget.hpp"
 #include "format.hpp"
 #include "launch/run_session.hpp"
@@ -292,6 +294,24 @@ class TestDashboardFeed : public QObject {
     for (auto it = stream.graph()->data()->constBegin(); it != stream.graph()->data()->constEnd(); ++it) shown.push_back(it->key);
     QCOMPARE(shown, expected);  // the same as decimating all points at once
     QCOMPARE(shown.back(), 99999.0);
+  }
+
+  // Gaps (NaN, and an infinite value drawn as one) never hide the finite points merged with them.
+  void decimationKeepsFiniteExtremesBesideGaps() {
+    MinMaxDecimator decimator(4);
+    const double inf = std::numeric_limits<double>::infinity();
+    for (int i = 0; i < 64; ++i) decimator.add(i, i < 10 ? std::numeric_limits<double>::quiet_NaN() : i == 10 ? 7.0 : 1.0);
+    QVERIFY(decimator.xs().size() <= 2 * 4);
+    QCOMPARE(*std::max_element(decimator.ys().begin(), decimator.ys().end(),
+                               [](double a, double b) { return std::isnan(a) || (!std::isnan(b) && a < b); }),
+             7.0);
+    QVERIFY(std::find(decimator.xs().begin(), decimator.xs().end(), 10.0) != decimator.xs().end());
+    QCustomPlot plot;
+    StreamingGraph stream(plot.addGraph(), 4);
+    stream.append({0, 1, 2}, {1.0, inf, -inf});
+    QCOMPARE(stream.graph()->data()->size(), 3);
+    QVERIFY(std::isnan((stream.graph()->data()->constBegin() + 1)->value));
+    QVERIFY(std::isnan((stream.graph()->data()->constBegin() + 2)->value));
   }
 
   void aRunWithoutPointsShowsEveryPredictedPeak() {
