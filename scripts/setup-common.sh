@@ -97,5 +97,8 @@ tessera_build() {
       "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG" "${extra[@]}" "$@"
   fi
   tessera_log "building"
-  cmake --build "$TESSERA_BUILD_DIR" --parallel "$(nproc)"
+  # ccache hashes the paths under the checkout relative to it and leaves the build directory out of
+  # the hash, so that another clone on this machine (CI's fresh one) reuses this one's objects.
+  CCACHE_BASEDIR="${CCACHE_BASEDIR:-$TESSERA_ROOT}" CCACHE_NOHASHDIR="${CCACHE_NOHASHDIR:-1}" \
+    cmake --build "$TESSERA_BUILD_DIR" --parallel "$(nproc)"
 }
