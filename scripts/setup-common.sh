@@ -1,7 +1,7 @@
 # Shared by run.sh and test.sh: install what is missing (Debian packages, the pinned torch wheel),
 # then configure and build into build/. Sourced, not run.
 
-TESSERA_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+TESSERA_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)"
 TESSERA_BUILD_DIR="${TESSERA_BUILD_DIR:-$TESSERA_ROOT/build}"
 # The runtime's LibTorch comes from this wheel (see docs/architecture.md); the GPU machine has 2.11 too.
 TESSERA_TORCH_VERSION="2.11.0"

@@ -203,14 +203,26 @@ void RunController::follow(store::Writer& writer, const std::string& run_id, lau
   store::RunHandle run = writer.open_run(run_id);
   bool stop_sent = false;
   auto outcome = launch::RunOutcome::running;
-  while (true) {
-    outcome = session.follow(sink, interrupt_);
-    if (outcome != launch::RunOutcome::running || detach_requested_) break;
-    interrupt_ = false;
-    if (stop_requested_ && !stop_sent) {
-      session.stop("stopped by the user");
-      stop_sent = true;
+  try {
+    while (true) {
+      outcome = session.follow(sink, interrupt_);
+      if (outcome != launch::RunOutcome::running || detach_requested_) break;
+      interrupt_ = false;
+      if (stop_requested_ && !stop_sent) {
+        session.stop("stopped by the user");
+        stop_sent = true;
+      }
     }
+  } catch (const launch::RunGone& e) {
+    // Deleted from the history while followed (runs delete --force): its ranks were asked to stop,
+    // and there is no run left to record the end in. It did start: not a launch failure.
+    {
+      std::lock_guard lock(mutex_);
+      outcome_ = launch::RunOutcome::stopped;
+      reason_ = e.what();
+    }
+    post([this] { emit finished(static_cast<int>(launch::RunOutcome::stopped)); });
+    return;
   }
   switch (outcome) {
     case launch::RunOutcome::running: break;  // detached: the run goes on, its status stays running

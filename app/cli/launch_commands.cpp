@@ -53,11 +53,20 @@ int follow(store::Writer& writer, const store::RunHandle& run, launch::RunSessio
     if (step.contains("tokens_per_s")) std::cout << "  tokens/s " << std::setprecision(0) << step.value("tokens_per_s", 0.0);
     std::cout << std::defaultfloat << std::endl;
   };
-  struct sigaction action {}, previous {};
-  action.sa_handler = on_interrupt;
-  sigaction(SIGINT, &action, &previous);
-  const auto outcome = session.follow(sink, g_interrupted);
-  sigaction(SIGINT, &previous, nullptr);
+  // Ctrl-C detaches while following, and is the default again after it, however following ends.
+  struct InterruptDetaches {
+    struct sigaction previous {};
+    InterruptDetaches() {
+      struct sigaction action {};
+      action.sa_handler = on_interrupt;
+      sigaction(SIGINT, &action, &previous);
+    }
+    ~InterruptDetaches() { sigaction(SIGINT, &previous, nullptr); }
+  };
+  const auto outcome = [&] {
+    InterruptDetaches interrupt;
+    return session.follow(sink, g_interrupted);
+  }();
   if (sink.skipped() > 0) std::cerr << "warning: " << sink.skipped() << " malformed records skipped\n";
   switch (outcome) {
     case launch::RunOutcome::running:

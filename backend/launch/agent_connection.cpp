@@ -81,8 +81,10 @@ nlohmann::json AgentConnection::request(std::string_view type, nlohmann::json bo
 nlohmann::json AgentConnection::await_reply(std::string_view type, std::string_view reply_type, Clock::time_point deadline,
                                             std::chrono::milliseconds timeout) {
   // Past the deadline what is already queued is still read: requests to several agents share one
-  // deadline, and a reply that came while another agent was awaited is there.
-  while (true) {
+  // deadline, and a reply that came while another agent was awaited is there. A bounded number: an
+  // agent holds at most its send window of data frames unacknowledged (docs/protocol.md).
+  constexpr int kQueuedPastDeadline = 256;
+  for (int past = 0; past < kQueuedPastDeadline; past += Clock::now() >= deadline) {
     const auto left = std::max(std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()),
                                std::chrono::milliseconds(0));
     auto frame = receive(left);
@@ -90,7 +92,10 @@ nlohmann::json AgentConnection::await_reply(std::string_view type, std::string_v
     nlohmann::json& reply = frame->message;
     const auto& t = reply["type"].get_ref<const std::string&>();
     if (t == reply_type) return std::move(reply);
-    if (t == "error")
+    // An error answering another request (a queued ack's) is not this one's refusal.
+    const auto* in_reply_to = reply.contains("in_reply_to") ? &reply["in_reply_to"] : nullptr;
+    const std::string answers = in_reply_to && in_reply_to->is_string() ? in_reply_to->get<std::string>() : "";
+    if (t == "error" && (answers.empty() || answers == type))
       throw AgentError("agent " + endpoint_ + " refused " + std::string(type) + ": " +
                        reply.value("code", std::string("?")) + ": " + reply.value("message", std::string()));
   }

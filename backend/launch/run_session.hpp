@@ -31,9 +31,6 @@ std::vector<std::vector<int64_t>> node_shares(const spec::RunSpec& spec);
 /// both refuse with these before a run is recorded.
 std::vector<std::string> fit_problems(const spec::RunSpec& spec, const std::vector<nlohmann::json>& inventories);
 
-/// Where the records of a followed run go (the history, or a test's memory). The sink keeps, with the
-/// records and in the same commit, the highest sequence number of each node it holds: that is what the
-/// session acknowledges and where a restarted follower resumes, so a frame is stored exactly once.
 /// Thrown by a sink whose run is no longer there to record into (deleted from the history, with
 /// `runs delete --force`, while it was followed): the session stops the run's ranks, which would
 /// otherwise train on for nobody, and rethrows it.
@@ -42,6 +39,9 @@ class RunGone : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+/// Where the records of a followed run go (the history, or a test's memory). The sink keeps, with the
+/// records and in the same commit, the highest sequence number of each node it holds: that is what the
+/// session acknowledges and where a restarted follower resumes, so a frame is stored exactly once.
 class RunSink {
  public:
   virtual ~RunSink() = default;
