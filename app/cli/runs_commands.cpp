@@ -217,7 +217,7 @@ void show_run(const std::string& db, const std::string& reference) {
   auto line = [](const std::string& key, const std::string& value) {
     if (value.empty()) return;
     std::cout << key << std::string(10 - key.size(), ' ');
-    for (const char c : value) {
+    for (const char c : printable(value, /*keep_newlines=*/true)) {
       std::cout << c;
       if (c == '\n') std::cout << std::string(10, ' ');
     }

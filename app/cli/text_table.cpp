@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <optional>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -17,6 +18,7 @@ TextTable::TextTable(std::vector<std::string> header, std::vector<bool> right_al
 
 void TextTable::add_row(std::vector<std::string> cells) {
   cells.resize(header_.size());
+  for (auto& cell : cells) cell = printable(cell);  // a run's name or a path from the history: never raw
   rows_.push_back(std::move(cells));
 }
 
@@ -49,7 +51,30 @@ std::optional<CodePoint> decode(const std::string& text, size_t i) {
   if (!valid) return std::nullopt;
   char32_t c = length == 1 ? byte : byte & (0x7F >> length);
   for (size_t k = 1; k < length; ++k) c = (c << 6) | (static_cast<unsigned char>(text[i + k]) & 0x3F);
+  // Overlong forms, UTF-16 surrogates and code points past U+10FFFF are not UTF-8 either.
+  constexpr char32_t kLeast[] = {0, 0, 0x80, 0x800, 0x10000};
+  if (c < kLeast[length] || (c >= 0xD800 && c <= 0xDFFF) || c > 0x10FFFF) return std::nullopt;
   return CodePoint{c, length};
+}
+
+// What a character of `text` prints as, and its columns: a control character (a newline, an escape
+// sequence's ESC, C1's CSI) as a space, a byte of invalid UTF-8 as U+FFFD; a newline stays one when
+// `keep_newlines`.
+template <typename Each>
+void for_each_printable(const std::string& text, bool keep_newlines, Each each) {
+  for (size_t i = 0; i < text.size();) {
+    const auto c = decode(text, i);
+    if (!c) {
+      each(std::string_view("\xEF\xBF\xBD"), size_t{1});
+      ++i;
+      continue;
+    }
+    const bool control = c->value < 0x20 || (c->value >= 0x7F && c->value <= 0x9F);
+    if (control && keep_newlines && c->value == '\n') each(std::string_view("\n"), size_t{0});
+    else if (control) each(std::string_view(" "), size_t{1});
+    else each(std::string_view(text).substr(i, c->length), static_cast<size_t>(code_point_width(c->value)));
+    i += c->length;
+  }
 }
 
 // Columns a cell takes: "TP2·PP2" is 7 wide, not its 8 bytes; "ラン" 4. Invalid UTF-8 counts a
@@ -66,23 +91,20 @@ size_t display_width(const std::string& text) {
 
 }  // namespace
 
+std::string printable(const std::string& text, bool keep_newlines) {
+  std::string out;
+  out.reserve(text.size());
+  for_each_printable(text, keep_newlines, [&](std::string_view piece, size_t) { out += piece; });
+  return out;
+}
+
 std::string table_cell(const std::string& text, size_t max_columns) {
-  std::vector<std::pair<std::string, size_t>> pieces;  // what is printed for each character, its columns
+  std::vector<std::pair<std::string_view, size_t>> pieces;  // what is printed for each character, its columns
   size_t width = 0;
-  for (size_t i = 0; i < text.size();) {
-    const auto c = decode(text, i);
-    if (!c) {
-      pieces.emplace_back("\xEF\xBF\xBD", 1);  // U+FFFD for a byte of invalid UTF-8
-      ++i;
-      continue;
-    }
-    // A control character (a newline, an escape sequence's ESC, C1's CSI) would break the row.
-    const bool control = c->value < 0x20 || (c->value >= 0x7F && c->value <= 0x9F);
-    const size_t columns = control ? 1 : static_cast<size_t>(code_point_width(c->value));
-    pieces.emplace_back(control ? std::string(" ") : text.substr(i, c->length), columns);
+  for_each_printable(text, false, [&](std::string_view piece, size_t columns) {
+    pieces.emplace_back(piece, columns);
     width += columns;
-    i += c->length;
-  }
+  });
   // Whole characters while they and the "…" fit.
   const bool cut = width > max_columns;
   std::string out;

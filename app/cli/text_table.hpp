@@ -18,8 +18,10 @@ class TextTable {
   std::vector<std::vector<std::string>> rows_;
 };
 
-/// `text` for one table cell: control characters (a newline in a run's name) as spaces, and cut with
-/// "…" to at most `max_columns` terminal columns.
+/// `text` safe to print on a terminal: control characters (a newline or an escape sequence in a run's
+/// name) as spaces, newlines kept when `keep_newlines`, invalid UTF-8 as U+FFFD. Table rows get it.
+std::string printable(const std::string& text, bool keep_newlines = false);
+/// printable(`text`) cut with "…" to at most `max_columns` terminal columns.
 std::string table_cell(const std::string& text, size_t max_columns);
 
 std::string format_fixed(double value, int decimals);

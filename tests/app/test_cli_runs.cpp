@@ -203,6 +203,10 @@ class TestCliRuns : public QObject {
     const auto plain = cli({"runs", "list"});
     QVERIFY2(plain.out.contains("red [31mtext 1m") && !plain.out.contains(QChar(0x1b)) && !plain.out.contains(QChar(0x9b)),
              qPrintable(plain.out));
+    const auto shown = cli({"runs", "show", coloured});
+    QVERIFY2(shown.code == 0 && shown.out.contains("name      red [31mtext 1m\n") && !shown.out.contains(QChar(0x1b)) &&
+                 !shown.out.contains(QChar(0x9b)),
+             qPrintable(shown.out));
     QVERIFY(cli({"runs", "delete", coloured}).code == 0);
   }
 
