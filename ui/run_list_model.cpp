@@ -32,6 +32,14 @@ int64_t intField(const nlohmann::ordered_json& spec, const char* section, const 
   return f != s->end() && f->is_number_integer() ? f->get<int64_t>() : fallback;
 }
 
+/// `text` on one line: control characters (a newline, an escape sequence's ESC) as spaces, as
+/// tessera-cli prints them; the raw text stays in the tooltip and the editor.
+QString oneLine(QString text) {
+  for (QChar& c : text)
+    if (c.category() == QChar::Other_Control) c = QLatin1Char(' ');
+  return text;
+}
+
 QStringList splitTags(const QString& text) {
   QStringList tags;
   for (const QString& part : text.split(QLatin1Char(','))) {
@@ -251,7 +259,7 @@ QVariant RunListModel::data(const QModelIndex& index, int role) const {
   if (role != Qt::DisplayRole && role != Qt::EditRole) return {};
   if (unsaved != row.unsaved.end()) return unsaved->second.first;
   switch (index.column()) {
-    case Name: return qs(run.name);
+    case Name: return role == Qt::EditRole ? qs(run.name) : oneLine(qs(run.name));
     case Status: return qs(std::string(store::to_string(run.status)));
     case Started: return QDateTime::fromMSecsSinceEpoch(*started, Qt::UTC).toString(QStringLiteral("yyyy-MM-dd HH:mm"));
     case Duration: {
@@ -266,7 +274,7 @@ QVariant RunListModel::data(const QModelIndex& index, int role) const {
     case MeanMfu:
       if (!row.summary.mean_mfu || std::isnan(*row.summary.mean_mfu)) return QStringLiteral("–");
       return QStringLiteral("%1 %").arg(*row.summary.mean_mfu * 100, 0, 'f', 1);
-    case Tags: return tagList(run).join(QStringLiteral(", "));
+    case Tags: return oneLine(tagList(run).join(QStringLiteral(", ")));
     case Notes: return role == Qt::EditRole ? qs(run.notes) : qs(run.notes).section(QLatin1Char('\n'), 0, 0);
     default: return {};
   }

@@ -237,6 +237,21 @@ class TestHistory : public QObject {
     QVERIFY(view.model()->index(row, RunListModel::Name).data(Qt::ToolTipRole).toString().startsWith(QString::fromStdString(long_name)));
   }
 
+  // A name with a newline and an escape sequence shows on one line, control characters as spaces
+  // (the row grew to two lines and ESC drew as a box); the tooltip and the editor keep it as stored.
+  void aNameWithControlCharactersShowsOnOneLine() {
+    const std::string name = "two\nlines\x1b[1m";
+    {
+      store::Writer writer(path_.toStdString());
+      test::writeRun(writer, name, test::tinySpec("control", 2, 2, 0.003), {}, store::RunStatus::done, 5.0, 20000, 10, 1'700'000'300'000);
+    }
+    store::History history(path_.toStdString());
+    RunListModel model(&history);
+    QCOMPARE(model.index(0, RunListModel::Name).data().toString(), QStringLiteral("two lines [1m"));
+    QCOMPARE(model.index(0, RunListModel::Name).data(Qt::EditRole).toString(), QString::fromStdString(name));
+    QVERIFY(model.index(0, RunListModel::Name).data(Qt::ToolTipRole).toString().startsWith(QString::fromStdString(name)));
+  }
+
   void compareAndOpenAreSignalled() {
     store::History history(path_.toStdString());
     HistoryView view(&history);
