@@ -1,14 +1,20 @@
 // tessera-train: trains a run spec as one rank (RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT from the
 // environment, as torchrun sets them) or, with --nproc N, launches N local ranks of itself.
 // Bad input exits 2 before any rank starts; a failed rank exits 1 naming the cause.
+#include <fcntl.h>
+#include <sys/file.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <charconv>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <iostream>
 #include <thread>
 
 #include <CLI/CLI.hpp>
+#include <c10/util/Exception.h>
 #include <torch/cuda.h>
 
 #include "runtime/comm/comm_error.hpp"
@@ -44,6 +50,48 @@ void require_writable_dir(const std::string& dir) {
   std::filesystem::remove(probe);
 }
 
+// One tessera-train per --out on a machine: a second one writing the same metrics.jsonl and
+// checkpoints would lose one run's records. Held (flock) until the process ends; the --nproc
+// launcher holds it for its ranks (TESSERA_TRAIN_OUT_LOCKED).
+void lock_out_dir(const std::string& dir) {
+  if (std::getenv("TESSERA_TRAIN_OUT_LOCKED")) return;
+  const std::string path = dir + "/.tessera-train.lock";
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) throw SpecError({{"--out", "--out " + dir + ": cannot open " + path + ": " + std::strerror(errno)}});
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    char pid[32] = {};
+    const ssize_t got = ::pread(fd, pid, sizeof(pid) - 1, 0);
+    std::string holder = got > 0 ? std::string(pid, static_cast<size_t>(got)) : "";
+    while (!holder.empty() && (holder.back() == '\n' || holder.back() == ' ')) holder.pop_back();
+    throw SpecError({{"--out", "--out " + dir + " is in use by another tessera-train" + (holder.empty() ? "" : " (pid " + holder + ")") +
+                                   ": give another --out, or wait until it ends"}});
+  }
+  const std::string mine = std::to_string(getpid()) + "\n";
+  if (::ftruncate(fd, 0) != 0 || ::pwrite(fd, mine.data(), mine.size(), 0) < 0) {
+    // The pid is only for the message above: the lock holds without it.
+  }
+}
+
+// A whole number from 1 to `most`, said so when it is not (CLI11's PositiveNumber printed "Value 0
+// not in range 0.000000 to 1797693…", and 99999999999999999999 became 9223372036854775807).
+CLI::Validator whole_number_from_one(int64_t most) {
+  return CLI::Validator(
+      [most](std::string& text) -> std::string {
+        int64_t value = 0;
+        const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+        if (ec != std::errc() || end != text.data() + text.size() || value < 1 || value > most)
+          return "must be a whole number from 1 to " + std::to_string(most) + ", got '" + text + "'";
+        return {};
+      },
+      "1.." + std::to_string(most));
+}
+
+// What LibTorch says of a failure, without its C++ backtrace.
+std::string message_of(const std::exception& e) {
+  if (const auto* c10 = dynamic_cast<const c10::Error*>(&e)) return c10->what_without_backtrace();
+  return e.what();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -57,9 +105,10 @@ int main(int argc, char** argv) {
   app.add_option("--spec", spec_path, "run spec (JSON)")->required();
   app.add_option("--out", out_dir, "directory for spec.json and metrics.jsonl");
   app.add_option("--data", data, "token file (docs/data.md) or `synthetic`; default: the shipped corpus");
-  app.add_option("--steps", steps, "train this many steps (overrides training.train_steps)")->check(CLI::PositiveNumber);
+  app.add_option("--steps", steps, "train this many steps (overrides training.train_steps)")
+      ->check(whole_number_from_one(int64_t{1} << 40));
   app.add_option("--save-every", save_every, "checkpoint every N steps (always at the end; needs --out)")
-      ->check(CLI::PositiveNumber);
+      ->check(whole_number_from_one(int64_t{1} << 40));
   app.add_flag("--no-checkpoint", no_checkpoint, "write no checkpoint, not even at the end (benchmarks)")
       ->excludes("--save-every");
   app.add_flag("--resume", resume, "continue from the newest complete checkpoint in --out");
@@ -67,7 +116,7 @@ int main(int argc, char** argv) {
   app.add_flag("--no-memory-check", no_memory_check,
                "with --device cpu, start even when the planner predicts the ranks need more memory than is available");
   app.add_option("--nproc", nproc, "launch this many local ranks (must equal the spec's world size)")
-      ->check(CLI::PositiveNumber);
+      ->check(whole_number_from_one(4096));
   app.add_option("--threads", threads, "intra-op threads per rank (default: cores / local ranks)")
       ->check(CLI::Range(1, 1024));
   std::string device = "cpu";
@@ -146,6 +195,16 @@ int main(int argc, char** argv) {
     }
     if (!errors.empty()) throw SpecError(errors);
     if (!out_dir.empty()) require_writable_dir(out_dir);
+    // A fresh run into the checkpoints of an earlier one: --resume would later take the earlier
+    // run's newest checkpoint and splice two runs together. Refused, nothing removed.
+    if (!out_dir.empty() && !resume)
+      if (const auto earlier = tessera::runtime::newest_checkpoint(out_dir))
+        throw SpecError({FieldError{"--out", "--out " + out_dir + " holds checkpoints of an earlier run (newest " + *earlier +
+                                                 "): continue it with --resume, or give another --out (nothing was removed)"}});
+    // The process that owns the run on this machine: the --nproc launcher, or local rank 0.
+    const char* launched_rank = std::getenv("LOCAL_RANK");
+    if (!out_dir.empty() && (nproc > 0 || !launched_rank || std::string(launched_rank) == "0")) lock_out_dir(out_dir);
+    if (nproc > 0) ::setenv("TESSERA_TRAIN_OUT_LOCKED", "1", 1);
     if (resume && out_dir.empty()) throw SpecError({FieldError{"--resume", "--resume needs --out DIR (where the checkpoints are)"}});
     if (save_every > 0 && out_dir.empty())
       throw SpecError({FieldError{"--save-every", "--save-every needs --out DIR (where the checkpoints go)"}});
@@ -170,7 +229,7 @@ int main(int argc, char** argv) {
     for (const auto& error : e.errors()) std::cerr << "tessera-train: error: " << error.message << "\n";
     return 2;
   } catch (const std::exception& e) {
-    std::cerr << "tessera-train: error: " << e.what() << "\n";
+    std::cerr << "tessera-train: error: " << message_of(e) << "\n";
     return 2;
   }
 
@@ -220,7 +279,7 @@ int main(int argc, char** argv) {
     std::cerr << "tessera-train: " << e.what() << "\n";
     exit_now(1);
   } catch (const std::exception& e) {
-    std::cerr << "tessera-train: rank " << env.rank << ": " << e.what() << "\n";
+    std::cerr << "tessera-train: rank " << env.rank << ": " << message_of(e) << "\n";
     exit_now(1);
   }
   exit_now(0);

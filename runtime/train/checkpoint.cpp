@@ -4,9 +4,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <optional>
 
 #include <torch/torch.h>
 
@@ -45,15 +50,48 @@ std::string checkpoint_dir(const std::string& out_dir, int64_t step) {
   return out_dir + "/checkpoints/" + name;
 }
 
+namespace {
+
+// The system's reason for errno `error`.
+std::string reason(int error) { return std::strerror(error != 0 ? error : EIO); }
+
+}  // namespace
+
 int64_t save_rank_state(const std::string& out_dir, int64_t step, int rank, const RankState& state) {
   const std::string dir = checkpoint_dir(out_dir, step);
-  fs::create_directories(dir);
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) throw std::runtime_error("cannot write checkpoint directory " + dir + ": " + ec.message());
   const std::string path = rank_file(dir, rank), temp = path + ".tmp";
-  // Host copies: a file is the same whether the run trained on the CPU or on a GPU.
-  torch::save(std::vector<at::Tensor>{state.values.cpu(), state.exp_avg.cpu(), state.exp_avg_sq.cpu(),
-                                      at::full({1}, state.optimizer_steps, at::kLong)},
-              temp);
-  fs::rename(temp, path);
+  std::FILE* file = std::fopen(temp.c_str(), "wb");
+  if (!file) throw std::runtime_error("cannot write checkpoint file " + temp + ": " + reason(errno));
+  // LibTorch's archive writer is given every byte and told each was written: a failed write (a full
+  // disk) is reported after the archive is whole, since its writer throwing ends the process from its
+  // destructor (std::terminate) before any handler runs.
+  int error = 0;
+  const std::function<size_t(const void*, size_t)> write = [&](const void* data, size_t bytes) -> size_t {
+    if (error == 0 && std::fwrite(data, 1, bytes, file) != bytes) error = errno != 0 ? errno : EIO;
+    return bytes;
+  };
+  try {
+    // Host copies: a file is the same whether the run trained on the CPU or on a GPU.
+    torch::save(std::vector<at::Tensor>{state.values.cpu(), state.exp_avg.cpu(), state.exp_avg_sq.cpu(),
+                                        at::full({1}, state.optimizer_steps, at::kLong)},
+                write);
+  } catch (const c10::Error& e) {
+    std::fclose(file);
+    fs::remove(temp, ec);
+    throw std::runtime_error("cannot write checkpoint file " + temp + ": " + e.what_without_backtrace());
+  }
+  if (std::fflush(file) != 0 && error == 0) error = errno;
+  if (::fsync(::fileno(file)) != 0 && error == 0) error = errno;
+  if (std::fclose(file) != 0 && error == 0) error = errno;
+  if (error == 0) fs::rename(temp, path, ec);
+  if (error != 0 || ec) {
+    fs::remove(temp, ec);
+    throw std::runtime_error("cannot write checkpoint file " + temp + ": " + (error != 0 ? reason(error) : ec.message()) +
+                             " (the checkpoint of step " + std::to_string(step) + " is incomplete: it has no manifest and is never resumed from)");
+  }
   return static_cast<int64_t>(fs::file_size(path));
 }
 
@@ -62,9 +100,23 @@ void write_manifest(const std::string& out_dir, int64_t step, const spec::RunSpe
   const std::string dir = checkpoint_dir(out_dir, step);
   const nlohmann::json manifest = {{"format", "tessera-checkpoint"}, {"version", 1}, {"step", step},
                                    {"layout", layout_of(spec)}, {"rank_file_bytes", rank_file_bytes}};
-  const std::string temp = dir + "/manifest.json.tmp";
-  std::ofstream(temp) << manifest.dump(2) << "\n";
-  fs::rename(temp, dir + "/manifest.json");
+  const std::string temp = dir + "/manifest.json.tmp", text = manifest.dump(2) + "\n";
+  std::FILE* file = std::fopen(temp.c_str(), "w");
+  int error = file ? 0 : errno;
+  if (file) {
+    if (std::fwrite(text.data(), 1, text.size(), file) != text.size()) error = errno != 0 ? errno : EIO;
+    if (std::fflush(file) != 0 && error == 0) error = errno;
+    if (::fsync(::fileno(file)) != 0 && error == 0) error = errno;
+    if (std::fclose(file) != 0 && error == 0) error = errno;
+  }
+  std::error_code ec;
+  if (error == 0) fs::rename(temp, dir + "/manifest.json", ec);
+  if (error != 0 || ec) {
+    // No manifest: the checkpoint stays incomplete (an empty manifest.json passed for a complete one).
+    fs::remove(temp, ec);
+    throw std::runtime_error("cannot write " + dir + "/manifest.json: " + (error != 0 ? reason(error) : ec.message()) +
+                             " (the checkpoint of step " + std::to_string(step) + " is incomplete and is never resumed from)");
+  }
 }
 
 int64_t resumable_step(const std::string& out_dir, const spec::RunSpec& spec) {
@@ -75,28 +127,54 @@ int64_t resumable_step(const std::string& out_dir, const spec::RunSpec& spec) {
       if (fs::exists(entry.path() / "manifest.json") && entry.path().filename().string() > fs::path(newest).filename().string())
         newest = entry.path().string();
   if (newest.empty()) throw CheckpointError("--resume: no complete checkpoint (a step directory with manifest.json) in " + root);
+  const std::string manifest_path = newest + "/manifest.json";
   nlohmann::json manifest;
   try {
-    std::ifstream in(newest + "/manifest.json");
+    std::ifstream in(manifest_path);
     manifest = nlohmann::json::parse(in);
   } catch (const std::exception& e) {
-    throw CheckpointError("--resume: " + newest + "/manifest.json is unreadable: " + e.what());
+    throw CheckpointError("--resume: " + manifest_path + " is unreadable: " + e.what());
   }
+  // What the manifest must hold, each refusal naming the field (a hand-edited or foreign file).
+  const auto bad = [&](const std::string& rule) { return CheckpointError("--resume: " + manifest_path + ": " + rule); };
+  if (!manifest.is_object()) throw bad("not a JSON object");
+  const auto step = manifest.find("step");
+  if (step == manifest.end() || !step->is_number_integer() || step->get<int64_t>() < 0)
+    throw bad("step must be a non-negative integer");
+  if (checkpoint_dir(out_dir, step->get<int64_t>()) != root + "/" + fs::path(newest).filename().string())
+    throw bad("step " + step->dump() + " is not the step of its directory " + fs::path(newest).filename().string());
+  const auto sizes = manifest.find("rank_file_bytes");
+  if (sizes == manifest.end() || !sizes->is_array() || static_cast<int64_t>(sizes->size()) != spec.world_size() ||
+      !std::all_of(sizes->begin(), sizes->end(), [](const nlohmann::json& b) { return b.is_number_integer() && b.get<int64_t>() >= 0; }))
+    throw bad("rank_file_bytes must list the bytes of each of the " + std::to_string(spec.world_size()) + " ranks' files");
   const auto now = layout_of(spec);
-  if (manifest.value("layout", nlohmann::json()) != now)
+  const auto layout = manifest.find("layout");
+  if (layout == manifest.end() || *layout != now)
     throw CheckpointError("--resume: the checkpoint " + newest + " was written by another layout (" +
-                          describe_difference(manifest["layout"], now) + "); resharding is not supported");
-  const auto& sizes = manifest["rank_file_bytes"];
+                          (layout != manifest.end() && layout->is_object() ? describe_difference(*layout, now) : "its manifest has no layout") +
+                          "); resharding is not supported");
   for (int r = 0; r < spec.world_size(); ++r) {
     const std::string file = rank_file(newest, r);
     std::error_code ec;
     const auto bytes = fs::file_size(file, ec);
-    if (ec || static_cast<int64_t>(bytes) != sizes.at(r).get<int64_t>())
+    const int64_t recorded = (*sizes)[static_cast<size_t>(r)].get<int64_t>();
+    if (ec || static_cast<int64_t>(bytes) != recorded)
       throw CheckpointError("--resume: " + file + (ec ? " is missing" : " is truncated (" + std::to_string(bytes) +
                                                                           " bytes, the manifest records " +
-                                                                          std::to_string(sizes.at(r).get<int64_t>()) + ")"));
+                                                                          std::to_string(recorded) + ")"));
   }
-  return manifest.at("step").get<int64_t>();
+  return step->get<int64_t>();
+}
+
+std::optional<std::string> newest_checkpoint(const std::string& out_dir) {
+  const std::string root = out_dir + "/checkpoints";
+  std::error_code ec;
+  if (!fs::is_directory(root, ec)) return std::nullopt;
+  std::optional<std::string> newest;
+  for (const auto& entry : fs::directory_iterator(root, ec))
+    if (fs::exists(entry.path() / "manifest.json") && (!newest || entry.path().filename().string() > *newest))
+      newest = entry.path().filename().string();
+  return newest;
 }
 
 protocol::ArtifactRecord checkpoint_record(const std::string& out_dir, int64_t step,

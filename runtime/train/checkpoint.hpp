@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -29,11 +30,13 @@ struct RankState {
 
 std::string checkpoint_dir(const std::string& out_dir, int64_t step);
 
-/// Writes this rank's file of checkpoint `step` (temporary name, then rename); returns its size.
+/// Writes this rank's file of checkpoint `step` (temporary name, synced, then renamed); returns its
+/// size. A failed write (a full disk) throws std::runtime_error naming the file and the reason, and
+/// leaves no temporary behind.
 int64_t save_rank_state(const std::string& out_dir, int64_t step, int rank, const RankState& state);
 /// Rank 0, after all ranks saved: the manifest (layout, step, size of every rank's file, as each rank
 /// reported it: on several nodes without a shared filesystem the files are in each node's directory),
-/// written last.
+/// written last; a failed write throws std::runtime_error and leaves no manifest.
 void write_manifest(const std::string& out_dir, int64_t step, const spec::RunSpec& spec,
                     const std::vector<int64_t>& rank_file_bytes);
 
@@ -41,6 +44,9 @@ void write_manifest(const std::string& out_dir, int64_t step, const spec::RunSpe
 /// layout, every rank file present with the size the manifest records). Throws CheckpointError with
 /// the reason (none found, another layout, a truncated file).
 int64_t resumable_step(const std::string& out_dir, const spec::RunSpec& spec);
+
+/// The directory name (step_NNNNNNNN) of the newest complete checkpoint under DIR/checkpoints, if any.
+std::optional<std::string> newest_checkpoint(const std::string& out_dir);
 
 /// What rank 0 reports of complete checkpoint `step` (docs/runtime.md): kind "checkpoint", the
 /// directory's absolute path, the bytes of every rank's file, `created_ms` (Unix ms) and

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -12,6 +13,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <stdexcept>
 
 #include <torch/cuda.h>
@@ -64,10 +66,12 @@ int env_int(const char* name, int fallback) {
   const char* value = std::getenv(name);
   if (!value) return fallback;
   char* end = nullptr;
+  errno = 0;
   const long parsed = std::strtol(value, &end, 10);
-  if (*value == '\0' || *end != '\0' || parsed < 0)
+  // 2^31 and more would wrap to another rank (RANK=4294967296 ran as rank 0).
+  if (*value == '\0' || *end != '\0' || parsed < 0 || errno == ERANGE || parsed > std::numeric_limits<int>::max())
     throw std::invalid_argument(std::string("environment variable ") + name + "=\"" + value +
-                                "\" must be a non-negative integer");
+                                "\" must be an integer from 0 to " + std::to_string(std::numeric_limits<int>::max()));
   return static_cast<int>(parsed);
 }
 
@@ -382,6 +386,9 @@ RankEnvironment rank_environment_from_env() {
   env.local_world_size = env_int("LOCAL_WORLD_SIZE", env.world_size);
   env.master_addr = std::getenv("MASTER_ADDR");
   env.master_port = env_int("MASTER_PORT", 0);
+  if (env.local_world_size < 1 || env.local_rank >= env.local_world_size)
+    throw std::invalid_argument("LOCAL_RANK=" + std::to_string(env.local_rank) + " must be below LOCAL_WORLD_SIZE=" +
+                                std::to_string(env.local_world_size) + " (the ranks on this machine, at least 1)");
   if (env.world_size < 1 || env.rank >= env.world_size)
     throw std::invalid_argument("RANK=" + std::to_string(env.rank) + " must be below WORLD_SIZE=" +
                                 std::to_string(env.world_size));

@@ -119,6 +119,34 @@ class TestTrainCheckpoint : public QObject {
     run = tessera_train(common + QStringList{"--out", dir.filePath("empty"), "--resume"});
     QCOMPARE(run.exit_code, 2);
     QVERIFY2(run.err.find("no complete checkpoint") != std::string::npos, run.err.c_str());
+
+    // A damaged manifest is refused naming the file and the field (it said "cannot use value() with
+    // array"; a step of -5 was taken and failed inside a rank).
+    const std::string manifest = last + "/manifest.json";
+    const auto original = nlohmann::json::parse(std::ifstream(manifest));
+    const auto refusal = [&](const nlohmann::json& m) {
+      std::ofstream(manifest) << m.dump();
+      return tessera_train(common + QStringList{"--out", b, "--resume"});
+    };
+    run = refusal(nlohmann::json::array());
+    QCOMPARE(run.exit_code, 2);
+    QVERIFY2(run.err.find(manifest + ": not a JSON object") != std::string::npos, run.err.c_str());
+    auto edited = original;
+    edited["step"] = -5;
+    run = refusal(edited);
+    QCOMPARE(run.exit_code, 2);
+    QVERIFY2(run.err.find(manifest + ": step must be a non-negative integer") != std::string::npos, run.err.c_str());
+    edited = original;
+    edited["step"] = 10;
+    run = refusal(edited);
+    QCOMPARE(run.exit_code, 2);
+    QVERIFY2(run.err.find(manifest + ": step 10 is not the step of its directory step_00000020") != std::string::npos, run.err.c_str());
+    edited = original;
+    edited.erase("rank_file_bytes");
+    run = refusal(edited);
+    QCOMPARE(run.exit_code, 2);
+    QVERIFY2(run.err.find(manifest + ": rank_file_bytes must list the bytes of each of the 2 ranks' files") != std::string::npos,
+             run.err.c_str());
   }
 
   // Benchmarks (tests/gpu/check.sh) train without writing a checkpoint, not even the final one.

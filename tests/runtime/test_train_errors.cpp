@@ -12,6 +12,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <thread>
 
@@ -37,6 +38,13 @@ pid_t child_with_rank(qint64 parent, int rank) {
       if (entry == "RANK=" + std::to_string(rank)) return pid;
   }
   return 0;
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
 }
 
 bool wait_for(QProcess& p, const std::string& text, std::string& seen, int timeout_ms) {
@@ -130,6 +138,89 @@ class TestTrainErrors : public QObject {
     QVERIFY(p.waitForFinished(30000));
     QCOMPARE(p.exitCode(), 2);
     QVERIFY(p.readAllStandardError().contains("MASTER_ADDR"));
+  }
+
+  // Numbers CLI11 and the environment used to take wrongly: 0 said to be in range, a 20-digit step
+  // count read as 2^63 - 1, LOCAL_WORLD_SIZE=0 a division by zero (SIGFPE), RANK=2^32 rank 0.
+  void badNumbersAreRefusedNamingTheRule() {
+    QTemporaryDir dir;
+    const QString spec = QString::fromStdString(spec_file(dir, "one", tiny_spec("tiny-gpt", Layout{}, 6)));
+    Run run = tessera_train({"--spec", spec, "--nproc", "0"});
+    QCOMPARE(run.exit_code, 2);
+    QVERIFY2(run.err.find("--nproc: must be a whole number from 1 to 4096, got '0'") != std::string::npos, run.err.c_str());
+    run = tessera_train({"--spec", spec, "--steps", "99999999999999999999"});
+    QCOMPARE(run.exit_code, 2);
+    QVERIFY2(run.err.find("must be a whole number from 1 to 1099511627776, got '99999999999999999999'") != std::string::npos,
+             run.err.c_str());
+    const auto with_env = [&](const std::map<QString, QString>& vars) {
+      QProcess p;
+      auto env = QProcessEnvironment::systemEnvironment();
+      env.insert("MASTER_ADDR", "127.0.0.1");
+      env.insert("MASTER_PORT", "29581");
+      for (const auto& [name, value] : vars) env.insert(name, value);
+      p.setProcessEnvironment(env);
+      p.start(TESSERA_TRAIN, {"--spec", spec, "--data", "synthetic"});
+      p.waitForFinished(60000);
+      return Run{p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1, "", p.readAllStandardError().toStdString()};
+    };
+    run = with_env({{"RANK", "0"}, {"WORLD_SIZE", "1"}, {"LOCAL_WORLD_SIZE", "0"}});
+    QCOMPARE(run.exit_code, 2);
+    QVERIFY2(run.err.find("LOCAL_RANK=0 must be below LOCAL_WORLD_SIZE=0") != std::string::npos, run.err.c_str());
+    run = with_env({{"RANK", "4294967296"}, {"WORLD_SIZE", "1"}});
+    QCOMPARE(run.exit_code, 2);
+    QVERIFY2(run.err.find("RANK=\"4294967296\" must be an integer from 0 to 2147483647") != std::string::npos, run.err.c_str());
+  }
+
+  // One run per --out: a fresh run into an earlier run's checkpoints is refused (a later --resume
+  // took the earlier run's newest checkpoint and spliced the two), and so is a second run while one
+  // trains there (it unlinked the first one's metrics.jsonl); nothing of the first is touched.
+  void anOutputDirectoryBelongsToOneRun() {
+    QTemporaryDir dir;
+    const QString out = dir.filePath("out");
+    const QString spec = QString::fromStdString(spec_file(dir, "short", tiny_spec("tiny-gpt", Layout{}, 6)));
+    QCOMPARE(tessera_train({"--spec", spec, "--out", out, "--data", "synthetic"}).exit_code, 0);
+    const auto metrics_before = read_file(out.toStdString() + "/metrics.jsonl");
+    Run run = tessera_train({"--spec", spec, "--out", out, "--data", "synthetic"});
+    QCOMPARE(run.exit_code, 2);
+    QVERIFY2(run.err.find("holds checkpoints of an earlier run (newest step_00000006): continue it with --resume") != std::string::npos,
+             run.err.c_str());
+    QCOMPARE(read_file(out.toStdString() + "/metrics.jsonl"), metrics_before);
+
+    const QString busy = dir.filePath("busy");
+    const QString long_spec = QString::fromStdString(spec_file(dir, "long", tiny_spec("tiny-gpt", Layout{}, 100000)));
+    QProcess first;
+    first.start(TESSERA_TRAIN, {"--spec", long_spec, "--out", busy, "--data", "synthetic", "--no-checkpoint"});
+    std::string seen;
+    QVERIFY2(wait_for(first, "step    1/", seen, 60000), seen.c_str());
+    run = tessera_train({"--spec", long_spec, "--out", busy, "--data", "synthetic", "--no-checkpoint"});
+    QCOMPARE(run.exit_code, 2);
+    QVERIFY2(run.err.find("--out " + busy.toStdString() + " is in use by another tessera-train (pid " +
+                          std::to_string(first.processId()) + ")") != std::string::npos,
+             run.err.c_str());
+    QVERIFY(std::filesystem::file_size(busy.toStdString() + "/metrics.jsonl") > 0);
+    first.kill();
+    first.waitForFinished();
+  }
+
+  // A checkpoint that cannot be written (the disk full; here the file-size limit, which fails the
+  // write as a full disk does) ends the rank with the file and the reason, exit 1, and leaves no
+  // manifest and no temporary: LibTorch's writer used to abort the process (std::terminate).
+  void aCheckpointThatCannotBeWrittenEndsTheRankWithTheReason() {
+    QTemporaryDir dir;
+    const QString out = dir.filePath("out");
+    const QString spec = QString::fromStdString(spec_file(dir, "ckpt", tiny_spec("tiny-gpt", Layout{}, 6)));
+    QProcess p;
+    p.start("bash", {"-c", "trap '' XFSZ; ulimit -f 64; exec \"$0\" \"$@\"", TESSERA_TRAIN, "--spec", spec, "--out", out,
+                     "--data", "synthetic"});
+    QVERIFY(p.waitForFinished(60000));
+    const std::string err = p.readAllStandardError().toStdString();
+    QCOMPARE(p.exitStatus(), QProcess::NormalExit);
+    QCOMPARE(p.exitCode(), 1);
+    QVERIFY2(err.find("cannot write checkpoint file " + out.toStdString() + "/checkpoints/step_00000006/rank_00000.pt.tmp: File too large") !=
+                 std::string::npos,
+             err.c_str());
+    QVERIFY(!std::filesystem::exists(out.toStdString() + "/checkpoints/step_00000006/manifest.json"));
+    QVERIFY(!std::filesystem::exists(out.toStdString() + "/checkpoints/step_00000006/rank_00000.pt.tmp"));
   }
 
   void singleProcessRunDoesNotNeedAFixedPort() {
