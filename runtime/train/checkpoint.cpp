@@ -12,6 +12,7 @@
 #include <fstream>
 #include <functional>
 #include <optional>
+#include <sstream>
 
 #include <torch/torch.h>
 
@@ -55,9 +56,46 @@ namespace {
 // The system's reason for errno `error`.
 std::string reason(int error) { return std::strerror(error != 0 ? error : EIO); }
 
+// The manifest's text of a checksum: 16 hexadecimal digits (JSON integers are signed).
+std::string checksum_text(uint64_t value) {
+  char text[17];
+  std::snprintf(text, sizeof(text), "%016llx", static_cast<unsigned long long>(value));
+  return text;
+}
+
 }  // namespace
 
-int64_t save_rank_state(const std::string& out_dir, int64_t step, int rank, const RankState& state) {
+void FileChecksum::add(const void* data, size_t bytes) {
+  const auto* p = static_cast<const unsigned char*>(data);
+  length_ += bytes;
+  while (bytes > 0) {
+    if (pending_ == 0 && bytes >= 8) {  // whole words straight from the buffer
+      uint64_t word;
+      std::memcpy(&word, p, 8);
+      mix(word);
+      p += 8;
+      bytes -= 8;
+      continue;
+    }
+    tail_[pending_++] = *p++;
+    --bytes;
+    if (pending_ == 8) {
+      uint64_t word;
+      std::memcpy(&word, tail_, 8);
+      mix(word);
+      pending_ = 0;
+    }
+  }
+}
+
+uint64_t FileChecksum::value() const {
+  uint64_t h = hash_;
+  for (size_t i = 0; i < pending_; ++i) h = (h ^ tail_[i]) * kPrime;
+  return (h ^ length_) * kPrime;
+}
+
+
+SavedFile save_rank_state(const std::string& out_dir, int64_t step, int rank, const RankState& state) {
   const std::string dir = checkpoint_dir(out_dir, step);
   std::error_code ec;
   fs::create_directories(dir, ec);
@@ -69,8 +107,10 @@ int64_t save_rank_state(const std::string& out_dir, int64_t step, int rank, cons
   // disk) is reported after the archive is whole, since its writer throwing ends the process from its
   // destructor (std::terminate) before any handler runs.
   int error = 0;
+  FileChecksum checksum;  // of the bytes as written, checked when the file is read back on --resume
   const std::function<size_t(const void*, size_t)> write = [&](const void* data, size_t bytes) -> size_t {
     if (error == 0 && std::fwrite(data, 1, bytes, file) != bytes) error = errno != 0 ? errno : EIO;
+    checksum.add(data, bytes);
     return bytes;
   };
   try {
@@ -92,14 +132,17 @@ int64_t save_rank_state(const std::string& out_dir, int64_t step, int rank, cons
     throw std::runtime_error("cannot write checkpoint file " + temp + ": " + (error != 0 ? reason(error) : ec.message()) +
                              " (the checkpoint of step " + std::to_string(step) + " is incomplete: it has no manifest and is never resumed from)");
   }
-  return static_cast<int64_t>(fs::file_size(path));
+  return {static_cast<int64_t>(fs::file_size(path)), checksum.value()};
 }
 
 void write_manifest(const std::string& out_dir, int64_t step, const spec::RunSpec& spec,
-                    const std::vector<int64_t>& rank_file_bytes) {
+                    const std::vector<int64_t>& rank_file_bytes, const std::vector<uint64_t>& rank_file_checksums) {
   const std::string dir = checkpoint_dir(out_dir, step);
+  nlohmann::json checksums = nlohmann::json::array();
+  for (const uint64_t sum : rank_file_checksums) checksums.push_back(checksum_text(sum));
   const nlohmann::json manifest = {{"format", "tessera-checkpoint"}, {"version", 1}, {"step", step},
-                                   {"layout", layout_of(spec)}, {"rank_file_bytes", rank_file_bytes}};
+                                   {"layout", layout_of(spec)}, {"rank_file_bytes", rank_file_bytes},
+                                   {"rank_file_checksums", checksums}};
   const std::string temp = dir + "/manifest.json.tmp", text = manifest.dump(2) + "\n";
   std::FILE* file = std::fopen(temp.c_str(), "w");
   int error = file ? 0 : errno;
@@ -206,10 +249,30 @@ protocol::ArtifactRecord checkpoint_record_from_manifest(const std::string& out_
 }
 
 void load_rank_state(const std::string& out_dir, int64_t step, int rank, RankState& state) {
-  const std::string path = rank_file(checkpoint_dir(out_dir, step), rank);
+  const std::string dir = checkpoint_dir(out_dir, step), path = rank_file(dir, rank);
+  std::error_code ec;
+  const auto size = fs::file_size(path, ec);
+  std::ifstream in(path, std::ios::binary);
+  if (ec || !in) throw CheckpointError("--resume: cannot read " + path + ": " + (ec ? ec.message() : reason(errno)));
+  std::string bytes(size, '\0');
+  in.read(bytes.data(), static_cast<std::streamsize>(size));
+  if (static_cast<uint64_t>(in.gcount()) != size) throw CheckpointError("--resume: cannot read " + path + ": " + reason(errno));
+  // LibTorch's reader does not check its archive's checksums: a damaged file of the right size
+  // loaded and trained on (to a NaN loss). Manifests written before checksums have none to check.
+  const auto manifest = nlohmann::json::parse(std::ifstream(dir + "/manifest.json"), nullptr, /*allow_exceptions=*/false);
+  if (manifest.is_object() && manifest.contains("rank_file_checksums") && manifest["rank_file_checksums"].is_array() &&
+      static_cast<size_t>(rank) < manifest["rank_file_checksums"].size()) {
+    FileChecksum checksum;
+    checksum.add(bytes.data(), bytes.size());
+    const auto& recorded = manifest["rank_file_checksums"][static_cast<size_t>(rank)];
+    if (!recorded.is_string() || recorded.get<std::string>() != checksum_text(checksum.value()))
+      throw CheckpointError("--resume: " + path + " is damaged: its checksum is " + checksum_text(checksum.value()) +
+                            ", the manifest records " + recorded.dump());
+  }
   std::vector<at::Tensor> saved;
   try {
-    torch::load(saved, path);
+    std::istringstream archive(bytes);
+    torch::load(saved, archive);
   } catch (const c10::Error& e) {
     throw CheckpointError("--resume: cannot read " + path + ": " + e.what_without_backtrace());
   }

@@ -30,15 +30,37 @@ struct RankState {
 
 std::string checkpoint_dir(const std::string& out_dir, int64_t step);
 
+/// A 64-bit checksum of a rank file's bytes, fed in pieces of any size: FNV-1a's multiply-xor over
+/// 8-byte little-endian words (a word at a time: hashing a byte at a time would slow the write of a
+/// GPU checkpoint of tens of GB), then the trailing bytes and the length.
+class FileChecksum {
+ public:
+  void add(const void* data, size_t bytes);
+  uint64_t value() const;
+
+ private:
+  static constexpr uint64_t kPrime = 0x100000001b3ULL;
+  void mix(uint64_t word) { hash_ = (hash_ ^ word) * kPrime; }
+  uint64_t hash_ = 0xcbf29ce484222325ULL, length_ = 0;
+  unsigned char tail_[8] = {};
+  size_t pending_ = 0;
+};
+
+/// What a rank wrote of a checkpoint: its file's size and checksum.
+struct SavedFile {
+  int64_t bytes = 0;
+  uint64_t checksum = 0;
+};
+
 /// Writes this rank's file of checkpoint `step` (temporary name, synced, then renamed); returns its
 /// size. A failed write (a full disk) throws std::runtime_error naming the file and the reason, and
 /// leaves no temporary behind.
-int64_t save_rank_state(const std::string& out_dir, int64_t step, int rank, const RankState& state);
+SavedFile save_rank_state(const std::string& out_dir, int64_t step, int rank, const RankState& state);
 /// Rank 0, after all ranks saved: the manifest (layout, step, size of every rank's file, as each rank
 /// reported it: on several nodes without a shared filesystem the files are in each node's directory),
 /// written last; a failed write throws std::runtime_error and leaves no manifest.
 void write_manifest(const std::string& out_dir, int64_t step, const spec::RunSpec& spec,
-                    const std::vector<int64_t>& rank_file_bytes);
+                    const std::vector<int64_t>& rank_file_bytes, const std::vector<uint64_t>& rank_file_checksums);
 
 /// The step of the newest complete checkpoint under DIR/checkpoints, checked against `spec` (same
 /// layout, every rank file present with the size the manifest records). Throws CheckpointError with
@@ -58,7 +80,8 @@ protocol::ArtifactRecord checkpoint_record(const std::string& out_dir, int64_t s
 /// that finds no record of the checkpoint it continues from (the run died between the two).
 protocol::ArtifactRecord checkpoint_record_from_manifest(const std::string& out_dir, int64_t step, double wall_time_s);
 
-/// Reads this rank's file into `state` (tensors of the same sizes). Throws CheckpointError.
+/// Reads this rank's file into `state` (tensors of the same sizes), checked against the checksum the
+/// manifest records for it (when it records one). Throws CheckpointError.
 void load_rank_state(const std::string& out_dir, int64_t step, int rank, RankState& state);
 
 }  // namespace tessera::runtime

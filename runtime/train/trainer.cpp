@@ -262,11 +262,15 @@ class Trainer {
       const bool last = step == spec_.training.train_steps;
       if (!options_.out_dir.empty() && options_.checkpoint &&
           (last || (options_.save_every > 0 && step % options_.save_every == 0))) {
-        const int64_t bytes = save_rank_state(options_.out_dir, step, world_.rank(), rank_state());
-        // Sizes go through the store: on several nodes rank 0 does not see the other nodes' files.
-        const auto sizes = world_.store_gather("checkpoint-" + std::to_string(step), bytes);
+        const SavedFile saved = save_rank_state(options_.out_dir, step, world_.rank(), rank_state());
+        // Sizes and checksums go through the store: on several nodes rank 0 does not see the other
+        // nodes' files.
+        const auto sizes = world_.store_gather("checkpoint-" + std::to_string(step), saved.bytes);
+        std::vector<uint64_t> checksums;
+        for (const int64_t sum : world_.store_gather("checkpoint-sum-" + std::to_string(step), static_cast<int64_t>(saved.checksum)))
+          checksums.push_back(static_cast<uint64_t>(sum));
         if (world_.rank() == 0) {
-          write_manifest(options_.out_dir, step, spec_, sizes);
+          write_manifest(options_.out_dir, step, spec_, sizes, checksums);
           // Reported once complete, so that the history lists the checkpoints a run can resume from.
           const int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                                      std::chrono::system_clock::now().time_since_epoch())
