@@ -8,6 +8,8 @@
 #include <utility>
 #include <vector>
 
+#include "spec/utf8.hpp"
+
 namespace tessera::cli {
 
 TextTable::TextTable(std::vector<std::string> header, std::vector<bool> right_aligned)
@@ -37,24 +39,9 @@ int code_point_width(char32_t c) {
   return wide ? 2 : 1;
 }
 
-// The code point at text[i] and its length in bytes; nullopt for a byte that starts no valid UTF-8
-// sequence (it stands alone).
-struct CodePoint {
-  char32_t value;
-  size_t length;
-};
-std::optional<CodePoint> decode(const std::string& text, size_t i) {
-  const auto byte = static_cast<unsigned char>(text[i]);
-  const size_t length = byte < 0x80 ? 1 : (byte >> 5) == 0x6 ? 2 : (byte >> 4) == 0xE ? 3 : (byte >> 3) == 0x1E ? 4 : 0;
-  bool valid = length > 0 && i + length <= text.size();
-  for (size_t k = 1; valid && k < length; ++k) valid = (static_cast<unsigned char>(text[i + k]) & 0xC0) == 0x80;
-  if (!valid) return std::nullopt;
-  char32_t c = length == 1 ? byte : byte & (0x7F >> length);
-  for (size_t k = 1; k < length; ++k) c = (c << 6) | (static_cast<unsigned char>(text[i + k]) & 0x3F);
-  // Overlong forms, UTF-16 surrogates and code points past U+10FFFF are not UTF-8 either.
-  constexpr char32_t kLeast[] = {0, 0, 0x80, 0x800, 0x10000};
-  if (c < kLeast[length] || (c >= 0xD800 && c <= 0xDFFF) || c > 0x10FFFF) return std::nullopt;
-  return CodePoint{c, length};
+// The code point at text[i], or nullopt for a byte that starts no valid UTF-8 sequence.
+std::optional<spec::Utf8CodePoint> decode(const std::string& text, size_t i) {
+  return spec::utf8_decode(std::string_view(text).substr(i));
 }
 
 // What a character of `text` prints as, and its columns: a control character (a newline, an escape

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -24,6 +25,24 @@ inline size_t utf8_sequence_length(std::string_view text) {
   if (c >= 0xF1 && c <= 0xF3) return in(1, 0x80, 0xBF) && in(2, 0x80, 0xBF) && in(3, 0x80, 0xBF) ? 4 : 0;
   if (c == 0xF4) return in(1, 0x80, 0x8F) && in(2, 0x80, 0xBF) && in(3, 0x80, 0xBF) ? 4 : 0;
   return 0;
+}
+
+/// A code point and the bytes of its UTF-8 sequence.
+struct Utf8CodePoint {
+  char32_t value = 0;
+  size_t length = 0;
+};
+
+/// The code point that `text` (not empty) starts with, or nullopt when its first byte starts no valid
+/// UTF-8 sequence (the byte then stands alone).
+inline std::optional<Utf8CodePoint> utf8_decode(std::string_view text) {
+  const auto first = static_cast<unsigned char>(text[0]);
+  if (first < 0x80) return Utf8CodePoint{first, 1};
+  const size_t length = utf8_sequence_length(text);
+  if (length == 0) return std::nullopt;
+  char32_t value = first & (0x7F >> length);
+  for (size_t k = 1; k < length; ++k) value = (value << 6) | (static_cast<unsigned char>(text[k]) & 0x3F);
+  return Utf8CodePoint{value, length};
 }
 
 /// The byte offset of the first byte of `text` that does not start a valid UTF-8 sequence, or

@@ -8,6 +8,7 @@
 
 #include "spec/json_nesting.hpp"
 #include "spec/run_spec.hpp"
+#include "spec/utf8.hpp"
 #include "store/errors.hpp"
 #include "store/schema.hpp"
 
@@ -76,23 +77,16 @@ std::wstring folded(std::string_view text) {
   std::wstring out;
   out.reserve(text.size());
   for (size_t i = 0; i < text.size();) {
-    const auto byte = static_cast<unsigned char>(text[i]);
-    const int length = byte < 0x80 ? 1 : (byte >> 5) == 0x6 ? 2 : (byte >> 4) == 0xe ? 3 : (byte >> 3) == 0x1e ? 4 : 0;
-    char32_t code = length == 1 ? byte : length == 2 ? byte & 0x1f : length == 3 ? byte & 0x0f : byte & 0x07;
-    bool valid = length > 0 && i + length <= text.size();
-    for (int k = 1; valid && k < length; ++k) {
-      const auto next = static_cast<unsigned char>(text[i + k]);
-      valid = (next & 0xc0) == 0x80;
-      code = (code << 6) | (next & 0x3f);
-    }
-    if (!valid) {
-      out.push_back(static_cast<wchar_t>(0xdc00 + byte));  // a lone byte stays itself
+    const auto c = spec::utf8_decode(text.substr(i));
+    if (!c) {
+      out.push_back(static_cast<wchar_t>(0xdc00 + static_cast<unsigned char>(text[i])));  // a lone byte stays itself
       ++i;
       continue;
     }
-    const auto wide = static_cast<wchar_t>(code);
-    out.push_back(ctype ? ctype->tolower(wide) : (code < 0x80 ? static_cast<wchar_t>(std::tolower(static_cast<int>(code))) : wide));
-    i += static_cast<size_t>(length);
+    const auto wide = static_cast<wchar_t>(c->value);
+    out.push_back(ctype ? ctype->tolower(wide)
+                        : (c->value < 0x80 ? static_cast<wchar_t>(std::tolower(static_cast<int>(c->value))) : wide));
+    i += c->length;
   }
   return out;
 }
