@@ -24,10 +24,6 @@ T get(const unsigned char* p) {
   return static_cast<T>(v);
 }
 
-}  // namespace
-
-namespace {
-
 // The 32-byte header of docs/data.md.
 std::string header_bytes(uint32_t width, int64_t vocab_size, uint64_t count) {
   std::string header;
@@ -104,7 +100,7 @@ TokenFile read_token_file(const std::string& path) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) throw DataError("data file " + path + " is a directory, not a token file");
   std::ifstream file(path, std::ios::binary);
-  if (!file) throw DataError("data file " + path + " cannot be opened: " + std::strerror(errno));
+  if (!file) throw DataError("data file " + path + " cannot be opened: " + reason());
   // The header first: a file of another kind is refused before its body is read (a 3 GiB file took
   // 25 s and 4 GB of memory to be told it was not a token file, and /dev/zero never ended).
   std::string header(static_cast<size_t>(kTokenFileHeaderBytes), '\0');
