@@ -183,8 +183,9 @@ int main(int argc, char** argv) {
     // this one. Checked once, by the launcher or by local rank 0.
     const char* local_world = std::getenv("LOCAL_WORLD_SIZE");
     const char* local_rank = std::getenv("LOCAL_RANK");
-    const bool checks_memory = device == "cpu" && !no_memory_check && errors.empty() &&
-                               (nproc > 0 || !local_rank || std::string(local_rank) == "0");
+    // The process that owns the run on this machine: the --nproc launcher, or local rank 0.
+    const bool owns_machine = nproc > 0 || !local_rank || std::string(local_rank) == "0";
+    const bool checks_memory = device == "cpu" && !no_memory_check && errors.empty() && owns_machine;
     if (checks_memory) {
       const int64_t local_ranks = nproc > 0 ? nproc : (local_world ? std::max(1L, std::atol(local_world)) : 1);
       if (const auto available = tessera::runtime::host_available_bytes()) {
@@ -201,9 +202,7 @@ int main(int argc, char** argv) {
       if (const auto earlier = tessera::runtime::newest_checkpoint(out_dir))
         throw SpecError({FieldError{"--out", "--out " + out_dir + " holds checkpoints of an earlier run (newest " + *earlier +
                                                  "): continue it with --resume, or give another --out (nothing was removed)"}});
-    // The process that owns the run on this machine: the --nproc launcher, or local rank 0.
-    const char* launched_rank = std::getenv("LOCAL_RANK");
-    if (!out_dir.empty() && (nproc > 0 || !launched_rank || std::string(launched_rank) == "0")) lock_out_dir(out_dir);
+    if (!out_dir.empty() && owns_machine) lock_out_dir(out_dir);
     if (nproc > 0) ::setenv("TESSERA_TRAIN_OUT_LOCKED", "1", 1);
     if (resume && out_dir.empty()) throw SpecError({FieldError{"--resume", "--resume needs --out DIR (where the checkpoints are)"}});
     if (save_every > 0 && out_dir.empty())

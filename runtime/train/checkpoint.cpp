@@ -63,6 +63,42 @@ std::string checksum_text(uint64_t value) {
   return text;
 }
 
+// Writes `path` through a temporary beside it, synced and then renamed. `fill` writes the contents
+// through the function it is given, which takes every byte and says each was written: a failed write
+// (a full disk) is reported once the contents are whole, since LibTorch's archive writer throwing
+// ends the process from its destructor (std::terminate) before any handler runs. A failure throws
+// std::runtime_error "cannot write NAMED: reason (INCOMPLETE)" and leaves no temporary.
+using ByteSink = std::function<size_t(const void*, size_t)>;
+void write_synced(const std::string& path, const std::string& named, const std::function<void(const ByteSink&)>& fill,
+                  const std::string& incomplete) {
+  const std::string temp = path + ".tmp";
+  const auto failed = [&](const std::string& why) {
+    return std::runtime_error("cannot write " + named + ": " + why + " (" + incomplete + ")");
+  };
+  std::FILE* file = std::fopen(temp.c_str(), "wb");
+  if (!file) throw failed(reason(errno));
+  int error = 0;
+  std::error_code ec;
+  try {
+    fill([&](const void* data, size_t bytes) -> size_t {
+      if (error == 0 && std::fwrite(data, 1, bytes, file) != bytes) error = errno != 0 ? errno : EIO;
+      return bytes;
+    });
+  } catch (const c10::Error& e) {
+    std::fclose(file);
+    fs::remove(temp, ec);
+    throw failed(e.what_without_backtrace());
+  }
+  if (std::fflush(file) != 0 && error == 0) error = errno;
+  if (::fsync(::fileno(file)) != 0 && error == 0) error = errno;
+  if (std::fclose(file) != 0 && error == 0) error = errno;
+  if (error == 0) fs::rename(temp, path, ec);
+  if (error != 0 || ec) {
+    fs::remove(temp, ec);
+    throw failed(error != 0 ? reason(error) : ec.message());
+  }
+}
+
 }  // namespace
 
 void FileChecksum::add(const void* data, size_t bytes) {
@@ -100,76 +136,43 @@ SavedFile save_rank_state(const std::string& out_dir, int64_t step, int rank, co
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) throw std::runtime_error("cannot write checkpoint directory " + dir + ": " + ec.message());
-  const std::string path = rank_file(dir, rank), temp = path + ".tmp";
-  std::FILE* file = std::fopen(temp.c_str(), "wb");
-  if (!file) throw std::runtime_error("cannot write checkpoint file " + temp + ": " + reason(errno));
-  // LibTorch's archive writer is given every byte and told each was written: a failed write (a full
-  // disk) is reported after the archive is whole, since its writer throwing ends the process from its
-  // destructor (std::terminate) before any handler runs.
-  int error = 0;
+  const std::string path = rank_file(dir, rank);
   FileChecksum checksum;  // of the bytes as written, checked when the file is read back on --resume
-  const std::function<size_t(const void*, size_t)> write = [&](const void* data, size_t bytes) -> size_t {
-    if (error == 0 && std::fwrite(data, 1, bytes, file) != bytes) error = errno != 0 ? errno : EIO;
-    checksum.add(data, bytes);
-    return bytes;
-  };
-  try {
-    // Host copies: a file is the same whether the run trained on the CPU or on a GPU.
-    torch::save(std::vector<at::Tensor>{state.values.cpu(), state.exp_avg.cpu(), state.exp_avg_sq.cpu(),
-                                        at::full({1}, state.optimizer_steps, at::kLong)},
-                write);
-  } catch (const c10::Error& e) {
-    std::fclose(file);
-    fs::remove(temp, ec);
-    throw std::runtime_error("cannot write checkpoint file " + temp + ": " + e.what_without_backtrace());
-  }
-  if (std::fflush(file) != 0 && error == 0) error = errno;
-  if (::fsync(::fileno(file)) != 0 && error == 0) error = errno;
-  if (std::fclose(file) != 0 && error == 0) error = errno;
-  if (error == 0) fs::rename(temp, path, ec);
-  if (error != 0 || ec) {
-    fs::remove(temp, ec);
-    throw std::runtime_error("cannot write checkpoint file " + temp + ": " + (error != 0 ? reason(error) : ec.message()) +
-                             " (the checkpoint of step " + std::to_string(step) + " is incomplete: it has no manifest and is never resumed from)");
-  }
+  write_synced(
+      path, "checkpoint file " + path + ".tmp",
+      [&](const ByteSink& write) {
+        // Host copies: a file is the same whether the run trained on the CPU or on a GPU.
+        torch::save(std::vector<at::Tensor>{state.values.cpu(), state.exp_avg.cpu(), state.exp_avg_sq.cpu(),
+                                            at::full({1}, state.optimizer_steps, at::kLong)},
+                    ByteSink([&](const void* data, size_t bytes) {
+                      checksum.add(data, bytes);
+                      return write(data, bytes);
+                    }));
+      },
+      "the checkpoint of step " + std::to_string(step) + " is incomplete: it has no manifest and is never resumed from");
   return {static_cast<int64_t>(fs::file_size(path)), checksum.value()};
 }
 
 void write_manifest(const std::string& out_dir, int64_t step, const spec::RunSpec& spec,
                     const std::vector<int64_t>& rank_file_bytes, const std::vector<uint64_t>& rank_file_checksums) {
-  const std::string dir = checkpoint_dir(out_dir, step);
   nlohmann::json checksums = nlohmann::json::array();
   for (const uint64_t sum : rank_file_checksums) checksums.push_back(checksum_text(sum));
   const nlohmann::json manifest = {{"format", "tessera-checkpoint"}, {"version", 1}, {"step", step},
                                    {"layout", layout_of(spec)}, {"rank_file_bytes", rank_file_bytes},
                                    {"rank_file_checksums", checksums}};
-  const std::string temp = dir + "/manifest.json.tmp", text = manifest.dump(2) + "\n";
-  std::FILE* file = std::fopen(temp.c_str(), "w");
-  int error = file ? 0 : errno;
-  if (file) {
-    if (std::fwrite(text.data(), 1, text.size(), file) != text.size()) error = errno != 0 ? errno : EIO;
-    if (std::fflush(file) != 0 && error == 0) error = errno;
-    if (::fsync(::fileno(file)) != 0 && error == 0) error = errno;
-    if (std::fclose(file) != 0 && error == 0) error = errno;
-  }
-  std::error_code ec;
-  if (error == 0) fs::rename(temp, dir + "/manifest.json", ec);
-  if (error != 0 || ec) {
-    // No manifest: the checkpoint stays incomplete (an empty manifest.json passed for a complete one).
-    fs::remove(temp, ec);
-    throw std::runtime_error("cannot write " + dir + "/manifest.json: " + (error != 0 ? reason(error) : ec.message()) +
-                             " (the checkpoint of step " + std::to_string(step) + " is incomplete and is never resumed from)");
-  }
+  const std::string text = manifest.dump(2) + "\n";
+  // No manifest on failure: the checkpoint stays incomplete (an empty manifest.json passed for a complete one).
+  const std::string path = checkpoint_dir(out_dir, step) + "/manifest.json";
+  write_synced(
+      path, path, [&](const ByteSink& write) { write(text.data(), text.size()); },
+      "the checkpoint of step " + std::to_string(step) + " is incomplete and is never resumed from");
 }
 
 int64_t resumable_step(const std::string& out_dir, const spec::RunSpec& spec) {
   const std::string root = out_dir + "/checkpoints";
-  std::string newest;
-  if (fs::is_directory(root))
-    for (const auto& entry : fs::directory_iterator(root))
-      if (fs::exists(entry.path() / "manifest.json") && entry.path().filename().string() > fs::path(newest).filename().string())
-        newest = entry.path().string();
-  if (newest.empty()) throw CheckpointError("--resume: no complete checkpoint (a step directory with manifest.json) in " + root);
+  const auto newest_name = newest_checkpoint(out_dir);
+  if (!newest_name) throw CheckpointError("--resume: no complete checkpoint (a step directory with manifest.json) in " + root);
+  const std::string newest = root + "/" + *newest_name;
   const std::string manifest_path = newest + "/manifest.json";
   nlohmann::json manifest;
   try {
@@ -184,8 +187,8 @@ int64_t resumable_step(const std::string& out_dir, const spec::RunSpec& spec) {
   const auto step = manifest.find("step");
   if (step == manifest.end() || !step->is_number_integer() || step->get<int64_t>() < 0)
     throw bad("step must be a non-negative integer");
-  if (checkpoint_dir(out_dir, step->get<int64_t>()) != root + "/" + fs::path(newest).filename().string())
-    throw bad("step " + step->dump() + " is not the step of its directory " + fs::path(newest).filename().string());
+  if (checkpoint_dir(out_dir, step->get<int64_t>()) != newest)
+    throw bad("step " + step->dump() + " is not the step of its directory " + *newest_name);
   const auto sizes = manifest.find("rank_file_bytes");
   if (sizes == manifest.end() || !sizes->is_array() || static_cast<int64_t>(sizes->size()) != spec.world_size() ||
       !std::all_of(sizes->begin(), sizes->end(), [](const nlohmann::json& b) { return b.is_number_integer() && b.get<int64_t>() >= 0; }))
