@@ -3,10 +3,10 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 #include <stdexcept>
 #include <string>
 
+#include "streaming_graph.hpp"
 #include "theme.hpp"
 
 namespace tessera::ui {
@@ -146,8 +146,7 @@ void ComparePlot::rebuild() {
       any = true;
       const QColor color = colors::category(r, runs);
       std::vector<double> values = curve.last;
-      // An infinite point (a rank's "inf" tokens/s) would stretch the axis over everything: a gap, as NaN is.
-      for (double& v : values) v = std::isfinite(v) ? v * factor : std::numeric_limits<double>::quiet_NaN();
+      for (double& v : values) v = drawable(v) * factor;
       QVector<double> x(curve.x.begin(), curve.x.end()), y(values.begin(), values.end());
       QCPGraph* raw = addGraph(rect->axis(QCPAxis::atBottom), rect->axis(QCPAxis::atLeft));
       raw->setName(QString::fromStdString(comparison_->run(r).name));

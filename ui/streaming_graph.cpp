@@ -7,11 +7,7 @@
 
 namespace tessera::ui {
 
-namespace {
-// An infinite value (a rank's "inf") is drawn as a gap, as NaN is: it would stretch the axis over
-// everything else.
 double drawable(double y) { return std::isfinite(y) ? y : std::numeric_limits<double>::quiet_NaN(); }
-}  // namespace
 
 void appendPoints(QCPGraph* graph, const std::vector<double>& x, const std::vector<double>& y) {
   const qsizetype n = static_cast<qsizetype>(std::min(x.size(), y.size()));

@@ -17,6 +17,9 @@ namespace tessera::ui {
 
 /// Appends (x, y) points to a graph; they must not go below its last x.
 void appendPoints(QCPGraph* graph, const std::vector<double>& x, const std::vector<double>& y);
+/// `y` as a plot draws it: an infinite value (a rank's "inf") as a gap, as NaN is, since it would
+/// stretch the axis over everything else.
+double drawable(double y);
 
 /// Min/max decimation of a growing series, Qt-free: complete buckets of width() points each give their
 /// lowest and highest point (in x order); when there would be more than max_buckets, neighbours merge
