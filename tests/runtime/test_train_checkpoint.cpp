@@ -22,6 +22,13 @@ std::map<int64_t, std::pair<double, double>> exact_steps(const std::string& out)
   return steps;
 }
 
+// A spec of tiny-gpt on one rank for three steps (warm-up one), written into `dir`.
+QString three_steps_on_one_rank(const QTemporaryDir& dir) {
+  auto doc = tiny_spec("tiny-gpt", Layout{}, 3);
+  doc["training"]["warmup_steps"] = 1;
+  return QString::fromStdString(write_file(dir, "one.json", doc.dump()));
+}
+
 }  // namespace
 
 class TestTrainCheckpoint : public QObject {
@@ -153,9 +160,7 @@ class TestTrainCheckpoint : public QObject {
   // loaded it and the run went on, to a NaN loss once 0xff bytes landed in the weights.
   void aDamagedRankFileIsRefusedByItsChecksum() {
     QTemporaryDir dir;
-    auto doc = tiny_spec("tiny-gpt", Layout{}, 3);
-    doc["training"]["warmup_steps"] = 1;
-    const QString spec = QString::fromStdString(write_file(dir, "one.json", doc.dump()));
+    const QString spec = three_steps_on_one_rank(dir);
     const QString out = dir.filePath("out");
     const QStringList common{"--spec", spec, "--threads", "1", "--data", "synthetic", "--out", out};
     Run run = tessera_train(common);
@@ -178,9 +183,7 @@ class TestTrainCheckpoint : public QObject {
   // Benchmarks (tests/gpu/check.sh) train without writing a checkpoint, not even the final one.
   void noCheckpointWritesMetricsOnly() {
     QTemporaryDir dir;
-    auto doc = tiny_spec("tiny-gpt", Layout{}, 3);
-    doc["training"]["warmup_steps"] = 1;
-    const QString spec = QString::fromStdString(write_file(dir, "one.json", doc.dump()));
+    const QString spec = three_steps_on_one_rank(dir);
     const QString out = dir.filePath("out");
     const Run run = tessera_train({"--spec", spec, "--threads", "1", "--data", "synthetic", "--out", out, "--no-checkpoint"});
     QVERIFY2(run.exit_code == 0, run.err.c_str());
