@@ -12,6 +12,7 @@
 #include <fstream>
 #include <functional>
 #include <optional>
+#include <set>
 #include <sstream>
 
 #include <torch/torch.h>
@@ -28,18 +29,35 @@ std::string rank_file(const std::string& dir, int rank) {
   return dir + "/" + name;
 }
 
-// The fields that fix which shard of which tensor each rank holds.
+// The fields that fix which shard of which tensor each rank holds. The model's preset is only the
+// name its fields came from: a spec giving the same fields without it resumes the same model.
 nlohmann::json layout_of(const spec::RunSpec& spec) {
   const auto& p = spec.parallel;
+  auto model = spec::to_json(spec)["model"];
+  model.erase("preset");
   return {{"world_size", spec.world_size()}, {"tp", p.tp}, {"pp", p.pp}, {"dp", spec.data_parallel()}, {"vpp", p.vpp},
-          {"distributed_optimizer", spec.effective_zero_stage() >= 1}, {"model", spec::to_json(spec)["model"]}};
+          {"distributed_optimizer", spec.effective_zero_stage() >= 1}, {"model", std::move(model)}};
 }
 
-std::string describe_difference(const nlohmann::json& saved, const nlohmann::json& now) {
-  for (const auto& [key, value] : now.items())
-    if (!saved.contains(key) || saved[key] != value)
-      return key + " = " + (saved.contains(key) ? saved[key].dump() : "absent") + " in the checkpoint, " + value.dump() +
-             " now";
+// A manifest's layout as layout_of writes it now (checkpoints written before kept the preset's name).
+nlohmann::json comparable_layout(nlohmann::json saved) {
+  if (saved.is_object() && saved.contains("model") && saved["model"].is_object()) saved["model"].erase("preset");
+  return saved;
+}
+
+// The first field (dotted, e.g. model.hidden_size) whose value differs between the two layouts.
+std::string describe_difference(const nlohmann::json& saved, const nlohmann::json& now, const std::string& prefix = "") {
+  const auto show = [](const nlohmann::json* value) { return value ? value->dump() : std::string("absent"); };
+  std::set<std::string> keys;
+  for (const auto& [key, value] : now.items()) keys.insert(key);
+  for (const auto& [key, value] : saved.items()) keys.insert(key);
+  for (const auto& key : keys) {
+    const nlohmann::json* was = saved.contains(key) ? &saved[key] : nullptr;
+    const nlohmann::json* is = now.contains(key) ? &now[key] : nullptr;
+    if (was && is && *was == *is) continue;
+    if (was && is && was->is_object() && is->is_object()) return describe_difference(*was, *is, prefix + key + ".");
+    return prefix + key + " = " + show(was) + " in the checkpoint, " + show(is) + " now";
+  }
   return "layout differs";
 }
 
@@ -195,9 +213,10 @@ int64_t resumable_step(const std::string& out_dir, const spec::RunSpec& spec) {
     throw bad("rank_file_bytes must list the bytes of each of the " + std::to_string(spec.world_size()) + " ranks' files");
   const auto now = layout_of(spec);
   const auto layout = manifest.find("layout");
-  if (layout == manifest.end() || *layout != now)
+  const auto saved = layout != manifest.end() ? comparable_layout(*layout) : nlohmann::json();
+  if (layout == manifest.end() || saved != now)
     throw CheckpointError("--resume: the checkpoint " + newest + " was written by another layout (" +
-                          (layout != manifest.end() && layout->is_object() ? describe_difference(*layout, now) : "its manifest has no layout") +
+                          (saved.is_object() ? describe_difference(saved, now) : "its manifest has no layout") +
                           "); resharding is not supported");
   for (int r = 0; r < spec.world_size(); ++r) {
     const std::string file = rank_file(newest, r);

@@ -2,6 +2,7 @@
 #include "runtime/train/trainer.hpp"
 
 #include <fcntl.h>
+#include <netdb.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -21,6 +22,7 @@
 
 #include "planner/flops.hpp"
 #include "planner/memory.hpp"
+#include "planner/params.hpp"
 #include "planner/plan.hpp"
 #include "planner/schedule.hpp"
 #include "protocol/records.hpp"
@@ -168,6 +170,9 @@ class Trainer {
     reducer_ = std::make_unique<GradientReducer>(store_, state_, distributed_optimizer_,
                                                   bucket_elements(placement_.device, state_.dp));
   }
+
+  /// The parameter elements of this rank (its shard of the model, in the model's dtype).
+  int64_t parameters_held() const { return store_.numel(); }
 
   /// `resumed_wall_s`: on rank 0 of a resumed run, its clock at the end of the step resumed from.
   void run(double measured_peak_tflops, const std::string& peak_source, double resumed_wall_s = 0) {
@@ -371,6 +376,21 @@ class Trainer {
 
 }  // namespace
 
+namespace {
+
+// Why `host` names no machine, or "" when it resolves or the lookup failed only for now (EAI_AGAIN:
+// left to the rendezvous' retries).
+std::string unresolvable_host_reason(const std::string& host) {
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  const int rc = ::getaddrinfo(host.c_str(), nullptr, &hints, &found);
+  if (found) ::freeaddrinfo(found);
+  return rc == EAI_NONAME || rc == EAI_FAIL || rc == EAI_NODATA ? ::gai_strerror(rc) : "";
+}
+
+}  // namespace
+
 std::string default_data_path() {
   const auto exe = std::filesystem::read_symlink("/proc/self/exe");
   return (exe.parent_path().parent_path() / "resources" / "corpus" / "kjv.tokens").string();
@@ -398,6 +418,9 @@ RankEnvironment rank_environment_from_env() {
                                 std::to_string(env.world_size));
   if (env.master_port < 1 || env.master_port > 65535)
     throw std::invalid_argument("MASTER_PORT=" + std::to_string(env.master_port) + " must be a TCP port (1-65535)");
+  // Refused at once: the rendezvous retries a misspelt host's lookup until its timeout (85 s).
+  if (const auto reason = unresolvable_host_reason(env.master_addr); !reason.empty())
+    throw std::invalid_argument("MASTER_ADDR=\"" + env.master_addr + "\" names no host: " + reason);
   return env;
 }
 
@@ -464,6 +487,9 @@ void train(const spec::RunSpec& spec, const TrainOptions& options, const RankEnv
   }
   CountingAllocator::install();  // before the first tensor of the run (after the GEMM's), so every byte is counted
   Trainer trainer(spec, options, env, placement);
+  if (env.rank == 0)  // the GPU check compares it with the PyTorch reference's count
+    std::printf("rank 0 holds %lld parameters (the model has %lld)\n", static_cast<long long>(trainer.parameters_held()),
+                static_cast<long long>(planner::count_parameters(spec.model).total));
   trainer.run(peak, peak_source, resumed_wall_s);
 }
 

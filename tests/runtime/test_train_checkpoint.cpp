@@ -1,7 +1,7 @@
 // Checkpoints: a run resumed from its newest complete checkpoint continues with bit-identical losses
 // and grad norms (CPU, fixed threads); a checkpoint without manifest is skipped as incomplete, a metrics
 // record cut short is dropped; a checkpoint whose artifact record was lost gets it again from its
-// manifest, and each checkpoint is recorded once; another layout, a truncated rank file or no checkpoint at all is refused
+// manifest, and each checkpoint is recorded once; another layout (the model compared by its fields, the differing one named), a truncated rank file or no checkpoint at all is refused
 // with exit code 2, as is --save-every without --out.
 #include <QtTest/QtTest>
 
@@ -178,6 +178,44 @@ class TestTrainCheckpoint : public QObject {
     QVERIFY(run.exit_code != 0);
     QVERIFY2(run.err.find(file + " is damaged: its checksum is ") != std::string::npos, run.err.c_str());
     QCOMPARE(read_steps(out.toStdString()).size(), size_t(3));  // nothing trained on it
+  }
+
+  // The model is compared by its fields, not by the preset's name they came from: the same fields given
+  // without model.preset resume (they were refused, printing both model objects without naming the
+  // preset), and a field that differs is named with its section.
+  void resumeComparesTheModelByItsFields() {
+    QTemporaryDir dir;
+    const QString spec = three_steps_on_one_rank(dir);
+    const QString out = dir.filePath("out");
+    const QStringList common{"--threads", "1", "--data", "synthetic", "--out", out};
+    Run run = tessera_train(QStringList{"--spec", spec} + common);
+    QVERIFY2(run.exit_code == 0, run.err.c_str());
+    // tiny-gpt by hand: embeddings 256·64 + 64·64, 4 layers of 2 norms (4·64), QKV (3·64² + 3·64),
+    // projection (64² + 64), MLP (2·64·256 + 256 + 64), and the final norm (2·64): 220,544.
+    QVERIFY2(run.out.find("rank 0 holds 220544 parameters (the model has 220544)") != std::string::npos, run.out.c_str());
+
+    auto doc = nlohmann::json::parse(std::ifstream(spec.toStdString()));
+    doc["model"] = {{"arch", "gpt"},           {"num_layers", 4},         {"hidden_size", 64},
+                    {"num_attention_heads", 4}, {"ffn_hidden_size", 256}, {"vocab_size", 256},
+                    {"seq_length", 64},         {"normalization", "layernorm"}, {"activation", "gelu"},
+                    {"position_embedding", "learned"}, {"tie_embeddings", true}};  // tiny-gpt's fields, spelled out
+    doc["training"]["train_steps"] = 4;
+    const QString explicit_fields = QString::fromStdString(write_file(dir, "explicit.json", doc.dump()));
+    run = tessera_train(QStringList{"--spec", explicit_fields, "--resume"} + common);
+    QVERIFY2(run.exit_code == 0, run.err.c_str());
+    QVERIFY2(run.out.find("resumed from " + out.toStdString() + "/checkpoints/step_00000003") != std::string::npos,
+             run.out.c_str());
+    QCOMPARE(read_steps(out.toStdString()).size(), size_t(4));
+
+    doc["model"]["ffn_hidden_size"] = 128;
+    doc["training"]["train_steps"] = 5;
+    const QString narrower = QString::fromStdString(write_file(dir, "narrower.json", doc.dump()));
+    run = tessera_train(QStringList{"--spec", narrower, "--resume"} + common);
+    QCOMPARE(run.exit_code, 2);
+    QVERIFY2(run.err.find("written by another layout (model.ffn_hidden_size = 256 in the checkpoint, 128 now)") !=
+                 std::string::npos,
+             run.err.c_str());
+    QCOMPARE(read_steps(out.toStdString()).size(), size_t(4));  // nothing trained
   }
 
   // Benchmarks (tests/gpu/check.sh) train without writing a checkpoint, not even the final one.
