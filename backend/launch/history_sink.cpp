@@ -119,7 +119,7 @@ void HistorySink::add(const Record& r) {
     // Every other numeric field of a step record is a metric of that name (docs/store.md).
     if (!is_int(r, "step") || !is_int(r, "rank")) return void(++skipped_);
     const int64_t step = index("step"), rank = index("rank");
-    const double wall = number_or(r, "wall_time_s", 0);
+    const double wall = wall_time_s(r, rank);
     for (const auto& [key, value] : r.fields) {
       if (key == "type" || key == "step" || key == "rank" || key == "wall_time_s" || !value.is_number()) continue;
       if (r.find(key) != &value) continue;  // a repeated key: its last value counts
@@ -132,7 +132,7 @@ void HistorySink::add(const Record& r) {
     if (!is_int(r, "step") || !is_int(r, "rank") || !name || !name->is_string() ||
         name->get_ref<const std::string&>().empty() || !value || !value->is_number())
       return void(++skipped_);
-    frame_points_.push_back({name->get<std::string>(), index("rank"), index("step"), number_or(r, "wall_time_s", 0),
+    frame_points_.push_back({name->get<std::string>(), index("rank"), index("step"), wall_time_s(r, index("rank")),
                              value->get<double>()});
   } else if (type == "timeline") {
     if (!is_int(r, "step") || !is_int(r, "rank") || !is_string(r, "op")) return void(++skipped_);
@@ -166,6 +166,14 @@ void HistorySink::add(const Record& r) {
   } else if (type != "run_end") {
     ++skipped_;  // run_end is the session's; anything else is unknown
   }
+}
+
+double HistorySink::wall_time_s(const Record& r, int64_t rank) {
+  const auto* value = r.find("wall_time_s");
+  if (value && value->is_number() && store::wall_time_problem(value->get<double>()).empty())
+    return last_wall_s_[rank] = value->get<double>();
+  const auto last = last_wall_s_.find(rank);
+  return last != last_wall_s_.end() ? last->second : 0;
 }
 
 void HistorySink::sync(bool wait) {

@@ -45,6 +45,9 @@ class HistorySink : public RunSink {
  private:
   void store_records(int64_t node, int64_t seq, const std::vector<protocol::Record>& records);
   void add(const protocol::Record& record);
+  /// The record's wall_time_s; one the store would refuse (store::wall_time_problem) or none is the
+  /// rank's last good one (0 before any), so that a glitched clock does not drop the step's metrics.
+  double wall_time_s(const protocol::Record& record, int64_t rank);
 
   struct Mark {
     int64_t node, seq, weight;  ///< the writer's record count once frame seq of node is committed
@@ -56,6 +59,7 @@ class HistorySink : public RunSink {
   std::vector<store::MetricPoint> frame_points_;  ///< the metric points of the frame being added
   int64_t base_ = 0, weight_ = 0;  ///< the writer's committed records at the start, our appends since
   int64_t points_ = 0, skipped_ = 0;
+  std::map<int64_t, double> last_wall_s_;  ///< rank → its last good wall_time_s
 };
 
 }  // namespace tessera::launch

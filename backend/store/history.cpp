@@ -63,8 +63,10 @@ std::string lower(std::string_view text) {
   return out;
 }
 
-// Lower case for matching names: every letter Unicode lower-cases (Ü, Ω), through the C.UTF-8
-// locale's tables (ASCII only where the C library has none); invalid UTF-8 is compared as bytes.
+// Case-folded for matching names: every letter Unicode lower-cases (Ü, Ω), through the C.UTF-8
+// locale's tables (ASCII only where the C library has none), and the full foldings of German sharp s
+// (ß, ẞ: "ss") and Greek final sigma (ς: σ), so that "STRASSE" finds "Straße"; invalid UTF-8 is
+// compared as bytes. Not normalized: a precomposed "é" and "e" with a combining accent differ.
 std::wstring folded(std::string_view text) {
   static const std::ctype<wchar_t>* ctype = []() -> const std::ctype<wchar_t>* {
     try {
@@ -84,8 +86,13 @@ std::wstring folded(std::string_view text) {
       continue;
     }
     const auto wide = static_cast<wchar_t>(c->value);
-    out.push_back(ctype ? ctype->tolower(wide)
-                        : (c->value < 0x80 ? static_cast<wchar_t>(std::tolower(static_cast<int>(c->value))) : wide));
+    const wchar_t lowered = ctype ? ctype->tolower(wide)
+                                  : (c->value < 0x80 ? static_cast<wchar_t>(std::tolower(static_cast<int>(c->value))) : wide);
+    if (lowered == 0xdf || lowered == 0x1e9e) {  // ß, ẞ
+      out += L"ss";
+    } else {
+      out.push_back(lowered == 0x3c2 ? wchar_t{0x3c3} : lowered);  // ς → σ
+    }
     i += c->length;
   }
   return out;

@@ -244,6 +244,7 @@ class TestWire : public QObject {
         "{\"v\":1,\"type\":\"data\",\"run\":\"0123456789abcdef0123456789abcdef\",\"seq\":1,\"records\":["
         "{\"type\":\"step\",\"step\":1,\"rank\":0,\"wall_time_s\":0.5,\"loss\":2.0,\"loss\":3.0,\"lr\":1e-3,\"note\":\"x\"},"
         "{\"type\":\"metric\",\"name\":\"bench\",\"rank\":1,\"step\":4,\"value\":7,\"wall_time_s\":2.0},"
+        "{\"type\":\"step\",\"step\":2,\"rank\":0,\"wall_time_s\":-1,\"loss\":2.5},"
         "{\"type\":\"timeline\",\"step\":1,\"rank\":0,\"stage\":1,\"op\":\"F\",\"microbatch\":2,\"start_s\":0.1,\"end_s\":0.2},"
         "{\"type\":\"log\",\"rank\":1,\"stream\":\"stderr\",\"time_s\":5.0,\"line\":\"hello\"},"
         "{\"type\":\"rank_exit\",\"rank\":1,\"description\":\"exited with code 1\",\"time_s\":6.0},"
@@ -270,16 +271,19 @@ class TestWire : public QObject {
       sink.records(0, 1, protocol::get_records(protocol::read_frame(frame), 100));
       sink.sync(true);
       QCOMPARE(sink.durable_seq(0), int64_t{1});
-      QCOMPARE(sink.points(), int64_t{3});
+      QCOMPARE(sink.points(), int64_t{4});
       QCOMPARE(sink.skipped(), int64_t{11});
-      QCOMPARE(steps.size(), size_t{1});
+      QCOMPARE(steps.size(), size_t{2});
       QCOMPARE(steps[0]["loss"], nlohmann::json(3.0));
       writer.close();
     }
     store::History history(db);
     const auto loss = history.points(run_id, "loss", 0);
-    QCOMPARE(loss.size(), size_t{1});
+    QCOMPARE(loss.size(), size_t{2});
     QCOMPARE(loss[0].value, 3.0);
+    // A wall time the store refuses (negative) keeps the step's metrics, at the rank's last good time.
+    QCOMPARE(loss[1].value, 2.5);
+    QCOMPARE(loss[1].wall_time_s, 0.5);
     QCOMPARE(history.points(run_id, "lr", 0).size(), size_t{1});
     const auto bench = history.points(run_id, "bench", 1);
     QCOMPARE(bench.size(), size_t{1});

@@ -532,7 +532,7 @@ class TestStore : public QObject {
     };
     const auto jan = make("Llama-Baseline", 1, 3e-4, parse_time_utc("2025-01-10"), {"baseline"}, RunStatus::done);
     const auto feb = make("llama-tp2", 2, 3e-4, parse_time_utc("2025-02-10T12:00:00Z"), {"baseline", "tp"}, RunStatus::failed);
-    const auto mar = make("gpt-lr ÜBER Ωmega", 1, 1e-3, parse_time_utc("2025-03-10"), {}, RunStatus::done);
+    const auto mar = make("gpt-lr ÜBER Ωmega Straße ΟΔΟΣ", 1, 1e-3, parse_time_utc("2025-03-10"), {}, RunStatus::done);
     writer.close();
     History history(path);
     auto ids = [&](const RunFilter& f) {
@@ -551,6 +551,10 @@ class TestStore : public QObject {
     named.name_contains = "LLAMA";
     QCOMPARE(ids(named), (std::vector<std::string>{feb, jan}));
     named.name_contains = "über ωMEGA";  // any case beyond ASCII too
+    QCOMPARE(ids(named), (std::vector<std::string>{mar}));
+    named.name_contains = "STRASSE οδος";  // ß as "ss", a final sigma as σ
+    QCOMPARE(ids(named), (std::vector<std::string>{mar}));
+    named.name_contains = "straẞe ΟΔΟς";
     QCOMPARE(ids(named), (std::vector<std::string>{mar}));
     RunFilter dated;
     dated.created_from_ms = parse_time_utc("2025-02-01");
