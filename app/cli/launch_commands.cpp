@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "cli/commands.hpp"
+#include "cli/text_table.hpp"
 #include "launch/history_sink.hpp"
 #include "launch/local_agent.hpp"
 #include "launch/run_session.hpp"
@@ -201,7 +202,7 @@ void add_launch_commands(CLI::App& app) {
       }
       writer.set_status(run, store::RunStatus::running);
       writer.flush();
-      std::cout << "run " << run.id << " (" << record.name << ") started: " << spec.world_size() << " ranks on "
+      std::cout << "run " << run.id << " (" << printable(record.name) << ") started: " << spec.world_size() << " ranks on "
                 << endpoints.size() << (endpoints.size() == 1 ? " node" : " nodes") << std::endl;
       if (!o->follow) {
         std::cout << "follow it with: tessera-cli runs follow " << run.id << "\n";
@@ -254,7 +255,7 @@ void add_launch_commands(CLI::App& app) {
                                  "tessera-cli runs follow " + record.id.substr(0, 12) +
                                  " --agents-gone records it failed with what the history holds");
       }
-      std::cout << "following run " << record.id << " (" << record.name << ")" << std::endl;
+      std::cout << "following run " << record.id << " (" << printable(record.name) << ")" << std::endl;
       if (follow(writer, run, session, sink, !o->quiet) != 0) throw std::runtime_error("the run failed");
     });
   }

@@ -3,6 +3,7 @@
 #include <iostream>
 
 #include "cli/commands.hpp"
+#include "cli/text_table.hpp"
 #include "spec/errors.hpp"
 
 int main(int argc, char** argv) {
@@ -23,7 +24,7 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    std::cerr << "tessera-cli: " << e.what() << "\n";
+    std::cerr << "tessera-cli: " << tessera::cli::printable(e.what(), true) << "\n";
     // CLI11 says "A subcommand is required" also of a misspelt one: name the ones there are.
     const CLI::App* level = &app;
     while (!level->get_subcommands().empty()) level = level->get_subcommands().front();
@@ -34,13 +35,13 @@ int main(int argc, char** argv) {
                 << " (--help for more)\n";
     return 2;
   } catch (const tessera::spec::SpecError& e) {
-    for (const auto& error : e.errors()) std::cerr << "error: " << error.message << "\n";
+    for (const auto& error : e.errors()) std::cerr << "error: " << tessera::cli::printable(error.message, true) << "\n";
     return 2;
   } catch (const tessera::cli::UsageError& e) {
-    std::cerr << "error: " << e.what() << "\n";
+    std::cerr << "error: " << tessera::cli::printable(e.what(), true) << "\n";
     return 2;
   } catch (const std::exception& e) {
-    std::cerr << "error: " << e.what() << "\n";
+    std::cerr << "error: " << tessera::cli::printable(e.what(), true) << "\n";
     return 1;
   }
   return 0;

@@ -39,6 +39,9 @@ std::function<void()> guarded(F body) {
 
 std::string short_id(const std::string& id) { return id.substr(0, 12); }
 
+/// A run's name in a message, quoted and printable (an escape sequence in a name must not reach the terminal).
+std::string quoted_name(const std::string& name) { return "'" + printable(name) + "'"; }
+
 /// What chose the history file resolve_history_path(db) gives: "--db", "$TESSERA_DB", or "" for the
 /// default location.
 std::string history_chooser(const std::string& db) {
@@ -324,7 +327,7 @@ void export_run(const std::string& db, const std::string& reference, const std::
   History history(existing_history(db));
   const auto id = history.resolve(reference);
   const auto run = history.run(id);
-  const std::string what = short_id(id) + " '" + run.name + "' (" + counts_text(history.counts(id)) + ")";
+  const std::string what = short_id(id) + " " + quoted_name(run.name) + " (" + counts_text(history.counts(id)) + ")";
   if (!csv_dir.empty()) {
     std::error_code ec;
     if (std::filesystem::exists(csv_dir, ec) && !std::filesystem::is_directory(csv_dir, ec))
@@ -414,7 +417,7 @@ void add_runs_commands(CLI::App& app) {
   importer->callback(guarded([import_options] {
     History history(store::resolve_history_path(import_options->db));
     const auto imported = history.import_run(import_options->path, {import_options->name});
-    std::cout << "imported run " << short_id(imported.run.id) << " '" << imported.run.name << "' from a " << imported.format
+    std::cout << "imported run " << short_id(imported.run.id) << " " << quoted_name(imported.run.name) << " from a " << imported.format
               << ": " << counts_text(imported.counts) << "\n";
   }));
 
@@ -433,12 +436,13 @@ void add_runs_commands(CLI::App& app) {
     const auto id = history.resolve(tag_options->id);
     if (tag_options->remove) {
       if (!history.remove_tag(id, tag_options->tag))
-        throw UsageError("run " + short_id(id) + " has no tag '" + tag_options->tag + "'");
+        throw UsageError("run " + short_id(id) + " has no tag " + quoted_name(tag_options->tag));
     } else {
       history.add_tag(id, tag_options->tag);
     }
     const auto run = history.run(id);
-    std::cout << short_id(id) << " '" << run.name << "' tags: " << (run.tags.empty() ? "(none)" : join(run.tags)) << "\n";
+    std::cout << short_id(id) << " " << quoted_name(run.name) << " tags: " << (run.tags.empty() ? "(none)" : printable(join(run.tags)))
+              << "\n";
   }));
 
   struct NoteOptions {
@@ -453,7 +457,7 @@ void add_runs_commands(CLI::App& app) {
     History history(existing_history(note_options->db));
     const auto id = history.resolve(note_options->id);
     history.set_notes(id, note_options->text);
-    std::cout << "notes of " << short_id(id) << " '" << history.run(id).name << "' set\n";
+    std::cout << "notes of " << short_id(id) << " " << quoted_name(history.run(id).name) << " set\n";
   }));
 
   struct DeleteOptions {
@@ -469,7 +473,7 @@ void add_runs_commands(CLI::App& app) {
   remove->callback(guarded([delete_options] {
     History history(existing_history(delete_options->db));
     const auto [run, counts] = history.delete_run(history.resolve(delete_options->id), delete_options->force);
-    std::cout << "deleted run " << run.id << " '" << run.name << "': " << counts_text(counts) << "\n";
+    std::cout << "deleted run " << run.id << " " << quoted_name(run.name) << ": " << counts_text(counts) << "\n";
   }));
 }
 

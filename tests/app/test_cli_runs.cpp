@@ -199,7 +199,15 @@ class TestCliRuns : public QObject {
     QVERIFY(cli({"runs", "delete", long_name}).code == 0);
     // An escape sequence (ESC and C1's CSI) in a name is printed as spaces, not sent to the terminal.
     const QString coloured = QStringLiteral("red\x1b[31mtext\u009b1m");
-    QCOMPARE(cli({"runs", "import", write_train_output(dir_, "coloured", 1, 3), "--name", coloured}).code, 0);
+    const auto clean = [](const QString& text) { return !text.contains(QChar(0x1b)) && !text.contains(QChar(0x9b)); };
+    const auto imported = cli({"runs", "import", write_train_output(dir_, "coloured", 1, 3), "--name", coloured});
+    QVERIFY2(imported.code == 0 && imported.out.contains("'red [31mtext 1m'") && clean(imported.out), qPrintable(imported.out));
+    const auto tagged = cli({"runs", "tag", coloured, QStringLiteral("tag\x1b[2J")});
+    QVERIFY2(tagged.code == 0 && tagged.out.contains("'red [31mtext 1m' tags: tag [2J") && clean(tagged.out), qPrintable(tagged.out));
+    const auto untagged = cli({"runs", "tag", coloured, QStringLiteral("other\x1b[2J"), "--remove"});
+    QVERIFY2(untagged.code == 2 && untagged.err.contains("has no tag 'other [2J'") && clean(untagged.err), qPrintable(untagged.err));
+    const auto unknown = cli({"runs", "show", QStringLiteral("no such\x1b[2J")});  // an error naming what was typed
+    QVERIFY2(unknown.code == 2 && clean(unknown.err), qPrintable(unknown.err));
     const auto plain = cli({"runs", "list"});
     QVERIFY2(plain.out.contains("red [31mtext 1m") && !plain.out.contains(QChar(0x1b)) && !plain.out.contains(QChar(0x9b)),
              qPrintable(plain.out));
@@ -207,7 +215,8 @@ class TestCliRuns : public QObject {
     QVERIFY2(shown.code == 0 && shown.out.contains("name      red [31mtext 1m\n") && !shown.out.contains(QChar(0x1b)) &&
                  !shown.out.contains(QChar(0x9b)),
              qPrintable(shown.out));
-    QVERIFY(cli({"runs", "delete", coloured}).code == 0);
+    const auto deleted = cli({"runs", "delete", coloured});
+    QVERIFY2(deleted.code == 0 && deleted.out.contains("'red [31mtext 1m'") && clean(deleted.out), qPrintable(deleted.out));
   }
 
   void compareShowsSummaryAndDiff() {
