@@ -309,12 +309,10 @@ done
   echo "MFU: model FLOPs (attention counted in full) over the dense bf16 datasheet peak, ${peak_tflops} TFLOP/s."
   for m in "${models[@]}"; do
     read -r name _ <<<"$m"
-    line="$name parameters:"
-    [ -s "$out/$name-eager.json" ] &&
-      line+=" PyTorch $("$python" -c 'import json,sys; print(json.load(open(sys.argv[1]))["params"])' "$out/$name-eager.json" 2>/dev/null || echo "?")"
-    [ -f "$out/$name-tessera.log" ] &&
-      line+=" tessera-train $(sed -n 's/^rank 0 holds \([0-9]*\) parameters.*/\1/p' "$out/$name-tessera.log" | head -1)"
-    echo "$line"
+    # "-" where a row did not run.
+    theirs=$("$python" -c 'import json,sys; print(json.load(open(sys.argv[1]))["params"])' "$out/$name-eager.json" 2>/dev/null || true)
+    ours=$(sed -n 's/^rank 0 holds \([0-9]*\) parameters.*/\1/p' "$out/$name-tessera.log" 2>/dev/null | head -1 || true)
+    echo "$name parameters: PyTorch ${theirs:--}, tessera-train ${ours:--}"
   done
 } >> "$table"
 publish
@@ -332,5 +330,6 @@ if [ "$kernels" -eq 77 ] || [ "$nccl" -eq 77 ]; then
   exit 1
 fi
 [ "$skipped_rows" -eq 0 ] || echo "($skipped_rows rows skipped for the time budget: rerun them with a larger TESSERA_GPU_CHECK_BUDGET_S)"
+echo "kernels: $(status_of "$kernels"); NCCL: $(status_of "$nccl"); fused ops: $(status_of "$fused"); $failed_rows rows failed, $skipped_rows skipped; $(( $(date +%s) - check_start )) s"
 # Complete only when every check passed and every row was measured.
 [ "$kernels" -eq 0 ] && [ "$nccl" -eq 0 ] && [ "$fused" -eq 0 ] && [ "$failed_rows" -eq 0 ] && [ "$skipped_rows" -eq 0 ]
