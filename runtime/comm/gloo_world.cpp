@@ -1,11 +1,17 @@
 // Gloo communicators through c10d's ProcessGroupGloo, TCPStore rendezvous and the heartbeat.
 #include "runtime/comm/gloo_world.hpp"
 
+#include <netdb.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <map>
 #include <mutex>
 #include <sstream>
+#include <thread>
 
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
@@ -34,6 +40,32 @@ std::string message_of(const std::exception& e) {
   return e.what();
 }
 
+// Waits until `o.master_addr` resolves, looking it up every second within the connect timeout (a
+// pod's DNS record appears only once it starts); a name still unknown then is named, where c10d's own
+// retries took 85 s and ended in a socket error. Any other lookup failure is left to c10d.
+void await_resolvable(const WorldOptions& o) {
+  const auto deadline = std::chrono::steady_clock::now() + o.effective_connect_timeout();
+  for (bool said = false;; said = true) {
+    addrinfo hints{};
+    hints.ai_socktype = SOCK_STREAM;
+    addrinfo* found = nullptr;
+    const int rc = ::getaddrinfo(o.master_addr.c_str(), nullptr, &hints, &found);
+    if (found) ::freeaddrinfo(found);
+    if (rc != EAI_NONAME && rc != EAI_AGAIN && rc != EAI_FAIL && rc != EAI_NODATA) return;
+    const auto left = deadline - std::chrono::steady_clock::now();
+    if (left <= std::chrono::seconds(0))
+      throw CommError("rank " + std::to_string(o.rank) + ": rendezvous at " + o.master_addr + ":" +
+                      std::to_string(o.master_port) + " failed: MASTER_ADDR " + o.master_addr + " does not resolve (" +
+                      ::gai_strerror(rc) + ") after " +
+                      std::to_string(std::chrono::duration_cast<std::chrono::seconds>(o.effective_connect_timeout()).count()) +
+                      " s of lookups");
+    if (!said)
+      std::fprintf(stderr, "rank %d: waiting for MASTER_ADDR %s to resolve (%s)\n", o.rank, o.master_addr.c_str(),
+                   ::gai_strerror(rc));
+    std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(left, std::chrono::seconds(1)));
+  }
+}
+
 // `counted`: this connection registers the rank with the rendezvous (rank 0's constructor returns
 // once all ranks have); the heartbeat's second connection is not counted.
 c10::intrusive_ptr<c10d::TCPStore> connect_store(const WorldOptions& o, bool server, bool counted) {
@@ -43,6 +75,7 @@ c10::intrusive_ptr<c10d::TCPStore> connect_store(const WorldOptions& o, bool ser
   so.numWorkers = o.world_size;
   so.waitWorkers = counted;
   so.timeout = o.effective_connect_timeout();
+  await_resolvable(o);
   try {
     auto store = c10::make_intrusive<c10d::TCPStore>(o.master_addr, so);
     store->setTimeout(o.timeout);  // from now on the bound of each get and wait

@@ -2,10 +2,10 @@
 #include "runtime/train/trainer.hpp"
 
 #include <fcntl.h>
-#include <netdb.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
@@ -378,15 +378,15 @@ class Trainer {
 
 namespace {
 
-// Why `host` names no machine, or "" when it resolves or the lookup failed only for now (EAI_AGAIN:
-// left to the rendezvous' retries).
-std::string unresolvable_host_reason(const std::string& host) {
-  addrinfo hints{};
-  hints.ai_socktype = SOCK_STREAM;
-  addrinfo* found = nullptr;
-  const int rc = ::getaddrinfo(host.c_str(), nullptr, &hints, &found);
-  if (found) ::freeaddrinfo(found);
-  return rc == EAI_NONAME || rc == EAI_FAIL || rc == EAI_NODATA ? ::gai_strerror(rc) : "";
+// Why `host` cannot be a host name or an address (IPv4, IPv6 with a %scope), or "": a name that is
+// merely unknown is waited for by the rendezvous (GlooWorld), a pod's DNS record appearing late.
+std::string host_syntax_problem(const std::string& host) {
+  if (host.empty()) return "it is empty";
+  for (const char c : host)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '-' && c != '_' && c != ':' && c != '%')
+      return std::string("it holds ") + (c == ' ' ? std::string("a space") : "'" + std::string(1, c) + "'") +
+             ", which no host name or address has";
+  return {};
 }
 
 }  // namespace
@@ -418,9 +418,8 @@ RankEnvironment rank_environment_from_env() {
                                 std::to_string(env.world_size));
   if (env.master_port < 1 || env.master_port > 65535)
     throw std::invalid_argument("MASTER_PORT=" + std::to_string(env.master_port) + " must be a TCP port (1-65535)");
-  // Refused at once: the rendezvous retries a misspelt host's lookup until its timeout (85 s).
-  if (const auto reason = unresolvable_host_reason(env.master_addr); !reason.empty())
-    throw std::invalid_argument("MASTER_ADDR=\"" + env.master_addr + "\" names no host: " + reason);
+  if (const auto problem = host_syntax_problem(env.master_addr); !problem.empty())
+    throw std::invalid_argument("MASTER_ADDR=\"" + env.master_addr + "\" is not a host name or address: " + problem);
   return env;
 }
 

@@ -126,6 +126,25 @@ class TestCommunicator : public QObject {
     QVERIFY2(failures.empty(), failures.empty() ? "" : failures.front().c_str());
   }
 
+  // A MASTER_ADDR that does not resolve is looked up again within the connect timeout (a pod's DNS
+  // record may come late) and then named: c10d's own retries took 85 s and ended in a socket error.
+  void aMasterAddressThatDoesNotResolveIsNamedAtTheConnectTimeout() {
+    const auto start = std::chrono::steady_clock::now();
+    std::string message;
+    try {
+      GlooWorld world(WorldOptions{0, 1, "no-such-host.invalid", free_local_port(), std::chrono::milliseconds(500),
+                                   std::chrono::milliseconds(2000)});
+    } catch (const CommError& e) {
+      message = e.what();
+    }
+    const double waited_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    QVERIFY2(message.find("rank 0: rendezvous at no-such-host.invalid:") != std::string::npos &&
+                 message.find("failed: MASTER_ADDR no-such-host.invalid does not resolve (") != std::string::npos &&
+                 message.find(") after 2 s of lookups") != std::string::npos,
+             message.c_str());
+    QVERIFY2(waited_s >= 1.9 && waited_s < 30, std::to_string(waited_s).c_str());  // the lookups, not c10d's retries
+  }
+
   // A rank that starts 2 s after the other joins: connecting is bounded by the connect timeout
   // (10 s), not by the 0.5 s operation timeout, which still bounds the operations after.
   void aRankThatStartsLateJoinsWithinTheConnectTimeout() {
