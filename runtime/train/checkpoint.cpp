@@ -213,6 +213,7 @@ int64_t resumable_step(const std::string& out_dir, const spec::RunSpec& spec) {
     throw bad("rank_file_bytes must list the bytes of each of the " + std::to_string(spec.world_size()) + " ranks' files");
   const auto now = layout_of(spec);
   const auto layout = manifest.find("layout");
+  if (layout != manifest.end() && !layout->is_object()) throw bad("layout must be a JSON object");
   const auto saved = layout != manifest.end() ? comparable_layout(*layout) : nlohmann::json();
   if (layout == manifest.end() || saved != now)
     throw CheckpointError("--resume: the checkpoint " + newest + " was written by another layout (" +

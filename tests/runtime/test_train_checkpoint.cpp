@@ -149,6 +149,11 @@ class TestTrainCheckpoint : public QObject {
     QCOMPARE(run.exit_code, 2);
     QVERIFY2(run.err.find(manifest + ": step 10 is not the step of its directory step_00000020") != std::string::npos, run.err.c_str());
     edited = original;
+    edited["layout"] = nlohmann::json::array();
+    run = refusal(edited);
+    QCOMPARE(run.exit_code, 2);
+    QVERIFY2(run.err.find(manifest + ": layout must be a JSON object") != std::string::npos, run.err.c_str());
+    edited = original;
     edited.erase("rank_file_bytes");
     run = refusal(edited);
     QCOMPARE(run.exit_code, 2);
@@ -207,15 +212,27 @@ class TestTrainCheckpoint : public QObject {
              run.out.c_str());
     QCOMPARE(read_steps(out.toStdString()).size(), size_t(4));
 
-    doc["model"]["ffn_hidden_size"] = 128;
+    // A checkpoint written before this rule keeps the preset's name in its layout: it resumes too.
+    const std::string manifest = out.toStdString() + "/checkpoints/step_00000004/manifest.json";
+    auto old_manifest = nlohmann::json::parse(std::ifstream(manifest));
+    QVERIFY(!old_manifest["layout"]["model"].contains("preset"));
+    old_manifest["layout"]["model"]["preset"] = "tiny-gpt";
+    std::ofstream(manifest) << old_manifest.dump();
     doc["training"]["train_steps"] = 5;
+    const QString five = QString::fromStdString(write_file(dir, "five.json", doc.dump()));
+    run = tessera_train(QStringList{"--spec", five, "--resume"} + common);
+    QVERIFY2(run.exit_code == 0, run.err.c_str());
+    QCOMPARE(read_steps(out.toStdString()).size(), size_t(5));
+
+    doc["model"]["ffn_hidden_size"] = 128;
+    doc["training"]["train_steps"] = 6;
     const QString narrower = QString::fromStdString(write_file(dir, "narrower.json", doc.dump()));
     run = tessera_train(QStringList{"--spec", narrower, "--resume"} + common);
     QCOMPARE(run.exit_code, 2);
     QVERIFY2(run.err.find("written by another layout (model.ffn_hidden_size = 256 in the checkpoint, 128 now)") !=
                  std::string::npos,
              run.err.c_str());
-    QCOMPARE(read_steps(out.toStdString()).size(), size_t(4));  // nothing trained
+    QCOMPARE(read_steps(out.toStdString()).size(), size_t(5));  // nothing trained
   }
 
   // Benchmarks (tests/gpu/check.sh) train without writing a checkpoint, not even the final one.
