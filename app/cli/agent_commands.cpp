@@ -85,7 +85,7 @@ void add_agent_commands(CLI::App& app) {
         } catch (const std::exception& e) {
           ++unreachable;
           table.add_row({endpoint, "unreachable", "", "", "", "", "", "", "", ""});
-          std::cerr << "warning: " << e.what() << "\n";
+          std::cerr << "warning: " << printable(e.what(), true) << "\n";
         }
       }
       std::cout << table.str();

@@ -35,8 +35,9 @@ bool has_ended(const store::RunRecord& record) {
 }
 
 std::string ended_text(const store::RunRecord& record) {
-  std::string text = "run " + record.id + " (" + record.name + ") already ended: " + std::string(store::to_string(record.status));
-  if (!record.exit_reason.empty()) text += " (" + record.exit_reason + ")";
+  std::string text =
+      "run " + record.id + " (" + printable(record.name) + ") already ended: " + std::string(store::to_string(record.status));
+  if (!record.exit_reason.empty()) text += " (" + printable(record.exit_reason, true) + ")";
   return text;
 }
 
@@ -87,10 +88,10 @@ int follow(store::Writer& writer, const store::RunHandle& run, launch::RunSessio
     case launch::RunOutcome::failed:
       writer.set_status(run, store::RunStatus::failed, session.reason());
       writer.flush();
-      std::cerr << "run " << run.id << " failed: " << session.reason() << "\n";
+      std::cerr << "run " << run.id << " failed: " << printable(session.reason(), true) << "\n";
       if (!session.failure_log().empty()) {
         std::cerr << "last lines of rank " << session.first_failed_rank().value_or(-1) << ":\n";
-        for (const auto& line : session.failure_log()) std::cerr << "  " << line << "\n";
+        for (const auto& line : session.failure_log()) std::cerr << "  " << printable(line) << "\n";  // a rank's own output
       }
       return 1;
   }
@@ -293,7 +294,7 @@ void add_launch_commands(CLI::App& app) {
           std::cout << endpoint << ": " << reply.value("state", std::string("stopping")) << "\n";
           ++reached;
         } catch (const launch::AgentError& e) {
-          std::cerr << "warning: " << e.what() << "\n";
+          std::cerr << "warning: " << printable(e.what(), true) << "\n";
         }
       }
       if (reached == 0) throw std::runtime_error("no agent of run " + record.id + " could be reached");

@@ -155,7 +155,7 @@ std::string layer_span(const std::vector<int64_t>& layers) {
 void print_plan(const planner::Plan& plan) {
   const auto& s = plan.spec;
   const auto& gpu = *spec::PresetCatalog::builtin().gpu(s.cluster.gpu);
-  std::cout << (s.name.empty() ? "Plan" : s.name) << "\n";
+  std::cout << (s.name.empty() ? "Plan" : printable(s.name)) << "\n";
   // The model planned, whatever the name says (a --preset or --set may have changed it).
   const auto& m = s.model;
   std::cout << "  " << (m.preset.empty() ? "" : m.preset + ": ") << spec::to_string(m.arch) << ", " << m.num_layers
