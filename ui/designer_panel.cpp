@@ -117,9 +117,13 @@ DesignerPanel::DesignerPanel(PlanSession* session, SpecFieldModel* model, QWidge
   tree_->setUniformRowHeights(true);
   tree_->setAllColumnsShowFocus(true);
   tree_->expandAll();
-  tree_->header()->setStretchLastSection(true);
   tree_->resizeColumnToContents(SpecFieldModel::FieldColumn);
   tree_->setColumnWidth(SpecFieldModel::ValueColumn, 100);
+  // Derived takes what is left and ends in "…" when its note is longer (the whole note is the cell's
+  // tooltip). A stretched last section never shrinks below the default section size (100 px), so at
+  // 1280×800 it ran under a horizontal scrollbar, cut without a mark.
+  tree_->header()->setStretchLastSection(false);
+  tree_->header()->setSectionResizeMode(SpecFieldModel::NoteColumn, QHeaderView::Stretch);
   setMinimumWidth(380);
   layout->addWidget(tree_, 1);
   // The keyboard always lands on a field's value, the one editable column.

@@ -3,6 +3,8 @@
 // valid plan; undo/redo; Save/Open round trip; export; the memory profile toggle.
 #include <QtTest/QtTest>
 
+#include <QHeaderView>
+#include <QScrollBar>
 #include <QSpinBox>
 
 #include "designer_panel.hpp"
@@ -229,6 +231,21 @@ class TestMainWindow : public QObject {
     QVERIFY(pdf.open(QIODevice::ReadOnly));
     QVERIFY(pdf.read(5) == "%PDF-");
     QVERIFY(pdf.size() > 2000);
+  }
+
+  // At 1280×800 the designer's Derived column fits its viewport and ends its notes in "…" (a stretched
+  // last section kept 100 px and ran under a horizontal scrollbar, cut without a mark).
+  void theDerivedColumnFitsTheDesignerAt1280() {
+    MainWindow window(false);
+    QVERIFY(window.openFile(example("gpt3-175b-table1.json"), nullptr));
+    window.screenshot(MainWindow::View::designer, QSize(1280, 800));
+    QTreeView* tree = window.designer()->fieldView();
+    QCOMPARE(tree->horizontalScrollBar()->maximum(), 0);
+    QCOMPARE(tree->header()->length(), tree->viewport()->width());
+    const QModelIndex preset = window.specModel()->indexOfField("model.preset").siblingAtColumn(SpecFieldModel::NoteColumn);
+    const QString note = preset.data().toString();
+    QVERIFY2(tree->fontMetrics().horizontalAdvance(note) > tree->columnWidth(SpecFieldModel::NoteColumn), qPrintable(note));
+    QCOMPARE(preset.data(Qt::ToolTipRole).toString(), note);  // the whole note, when the cell shows it cut
   }
 
   void screenshotHasTheRequestedSize() {
