@@ -166,10 +166,12 @@ void RunController::runAttach(const std::string& run_id, const std::string& db_p
   try {
     store::RunRecord record;
     std::vector<store::StreamPosition> positions;
+    std::map<int64_t, double> last_wall_s;
     {
       store::History history(db_path);
       record = history.run(history.resolve(run_id));
       positions = history.stream_positions(record.id);
+      last_wall_s = history.last_wall_times(record.id);
     }
     if (record.hosts.empty()) throw std::invalid_argument("run " + record.id + " was not launched through agents");
     auto writer = sharedWriter(db_path);
@@ -186,7 +188,7 @@ void RunController::runAttach(const std::string& run_id, const std::string& db_p
     post([this] { emit progress(tr("reattaching to the agents")); });
     launch::RunSession session(record.id, record.hosts, launch::Credentials::from_config_dir());
     writer->set_status(run, store::RunStatus::running);
-    launch::HistorySink sink(*writer, run, positions);
+    launch::HistorySink sink(*writer, run, positions, last_wall_s);
     session.attach(sink);
     post([this, id = QString::fromStdString(record.id)] {
       emit progress(tr("following again; what was missed is backfilled"));

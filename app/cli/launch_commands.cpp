@@ -231,10 +231,12 @@ void add_launch_commands(CLI::App& app) {
       const std::string path = store::resolve_history_path(o->db);
       store::RunRecord record;
       std::vector<store::StreamPosition> positions;
+      std::map<int64_t, double> last_wall_s;
       try {
         store::History history(path);
         record = history.run(history.resolve(o->id));
         positions = history.stream_positions(record.id);
+        last_wall_s = history.last_wall_times(record.id);
       } catch (const store::StoreError& e) {
         if (e.is_user_error()) throw UsageError(e.what());
         throw;
@@ -248,7 +250,7 @@ void add_launch_commands(CLI::App& app) {
       const auto run = writer.open_run(record.id);
       launch::RunSession session(record.id, record.hosts, launch::Credentials::from_config_dir());
       writer.set_status(run, store::RunStatus::running);
-      launch::HistorySink sink(writer, run, positions);
+      launch::HistorySink sink(writer, run, positions, last_wall_s);
       try {
         session.attach(sink, o->agents_gone);
       } catch (const launch::AgentTimeout& e) {

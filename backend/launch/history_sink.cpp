@@ -54,8 +54,9 @@ store::RunRecord launch_record(const spec::RunSpec& spec, nlohmann::ordered_json
   return record;
 }
 
-HistorySink::HistorySink(store::Writer& writer, store::RunHandle run, const std::vector<store::StreamPosition>& stored)
-    : writer_(writer), run_(std::move(run)) {
+HistorySink::HistorySink(store::Writer& writer, store::RunHandle run, const std::vector<store::StreamPosition>& stored,
+                         std::map<int64_t, double> last_wall_s)
+    : writer_(writer), run_(std::move(run)), last_wall_s_(std::move(last_wall_s)) {
   for (const auto& position : stored) durable_[position.node] = position.seq;
   writer_.flush();
   base_ = writer_.committed().records;

@@ -27,10 +27,12 @@ store::RunRecord launch_record(const spec::RunSpec& spec, nlohmann::ordered_json
 
 class HistorySink : public RunSink {
  public:
-  /// `stored`: the run's stream positions already in the history (a resumed follower).
+  /// `stored`: the run's stream positions already in the history, and `last_wall_s` each rank's latest
+  /// stored wall time (History::last_wall_times), of a resumed follower.
   /// Everything appended to `writer` while the sink lives must go through it (its commit count is
   /// how the sink knows what is durable).
-  HistorySink(store::Writer& writer, store::RunHandle run, const std::vector<store::StreamPosition>& stored = {});
+  HistorySink(store::Writer& writer, store::RunHandle run, const std::vector<store::StreamPosition>& stored = {},
+              std::map<int64_t, double> last_wall_s = {});
 
   int64_t durable_seq(int64_t node) override;
   void records(int64_t node, int64_t seq, const std::vector<protocol::Record>& records) override;

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <locale>
 #include <string>
 
@@ -359,6 +360,22 @@ std::vector<StreamPosition> History::stream_positions(const std::string& id) con
   rows.bind_int(1, key_of(id));
   std::vector<StreamPosition> out;
   while (rows.step("reading stream positions")) out.push_back({rows.column_int(0), rows.column_int(1)});
+  return out;
+}
+
+std::map<int64_t, double> History::last_wall_times(const std::string& id) const {
+  // One index seek per series (its last step), not a scan of the run's points.
+  Statement rows(connection_,
+                 "SELECT s.rank, (SELECT wall_time_s FROM metrics WHERE series = s.id ORDER BY step DESC LIMIT 1) "
+                 "FROM series s WHERE s.run = ?");
+  rows.bind_int(1, key_of(id));
+  std::map<int64_t, double> out;
+  while (rows.step("reading the ranks' last wall times")) {
+    const double wall_s = rows.column_real(1);
+    if (std::isnan(wall_s)) continue;  // a series without points
+    const auto [at, fresh] = out.try_emplace(rows.column_int(0), wall_s);
+    if (!fresh) at->second = std::max(at->second, wall_s);
+  }
   return out;
 }
 

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <iosfwd>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -152,6 +153,9 @@ class History {
   std::vector<Artifact> artifacts(const std::string& id) const;
   /// The stored stream position of each node of a run launched through agents, by node.
   std::vector<StreamPosition> stream_positions(const std::string& id) const;
+  /// rank → the wall time of its latest stored step (the latest of its series), where a resumed
+  /// follower takes up each rank's clock.
+  std::map<int64_t, double> last_wall_times(const std::string& id) const;
   /// training.global_batch_size × model.seq_length of the run's spec (the tokens x-axis).
   int64_t tokens_per_step(const std::string& id) const;
 

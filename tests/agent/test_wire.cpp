@@ -298,6 +298,22 @@ class TestWire : public QObject {
     QCOMPARE(logs[1], (store::LogLine{1, "stderr", 6.0, "tessera-agent: rank 1 exited with code 1"}));
     QCOMPARE(history.artifacts(run_id), (std::vector<store::Artifact>{{"checkpoint", "/w/c/step-1", 1, 99, 1'700'000'000'000}}));
     QCOMPARE(history.stream_positions(run_id).size(), size_t{1});
+    // A follower that attaches again takes up each rank's clock from the history: rank 0's loss at
+    // 0.5 s, rank 1's bench at 2.0 s; its first glitched wall time is then rank 1's, not 0 (1970).
+    QCOMPARE(history.last_wall_times(run_id), (std::map<int64_t, double>{{0, 0.5}, {1, 2.0}}));
+    {
+      store::Writer writer(db);
+      launch::HistorySink sink(writer, writer.open_run(run_id), history.stream_positions(run_id), history.last_wall_times(run_id));
+      sink.records(0, 2, protocol::get_records(protocol::read_frame(
+                             "{\"v\":1,\"type\":\"data\",\"run\":\"" + run_id + "\",\"seq\":2,\"records\":["
+                             "{\"type\":\"step\",\"step\":6,\"rank\":1,\"wall_time_s\":1e300,\"loss\":1.5}]}"),
+                         100));
+      sink.sync(true);
+      writer.close();
+    }
+    const auto resumed = store::History(db).points(run_id, "loss", 1);
+    QCOMPARE(resumed.size(), size_t{1});
+    QCOMPARE(resumed[0].wall_time_s, 2.0);
   }
 
   void fieldsAreTypedAndBounded() {
