@@ -120,6 +120,9 @@ MemoryReading read_memory(const c10::Device& device) {
 void reset_memory_peak(const c10::Device& device) {
   if (device.is_cpu()) return;
 #ifdef TESSERA_WITH_CUDA
+  // Blocks cached while the model was built (its per-parameter copies, freed once flattened) would
+  // stay in the reserved peak: returned to the device first.
+  c10::cuda::CUDACachingAllocator::emptyCache();
   c10::cuda::CUDACachingAllocator::resetPeakStats(device.index());
 #else
   no_cuda();

@@ -3,6 +3,7 @@
 
 #include <cmath>
 
+#include <ATen/SDPBackend.h>
 #include <torch/torch.h>
 
 #include "runtime/model/fused_ops.hpp"
@@ -180,6 +181,25 @@ at::Tensor Transformer::attention_core(const at::Tensor& q, const at::Tensor& k,
   const int64_t repeats = heads_local_ / groups_local_;
   return at::scaled_dot_product_attention(q, k.repeat_interleave(repeats, 1), v.repeat_interleave(repeats, 1), {}, 0.0,
                                           /*is_causal=*/true);
+}
+
+std::string Transformer::attention_backend(const at::TensorOptions& options) const {
+  const int64_t s = model_.seq_length, d = head_dim_;
+  const at::Tensor qkv = at::empty({s, 1, (heads_local_ + 2 * groups_local_) * d}, options);  // as attention() has it
+  const auto parts = qkv.split({heads_local_ * d, groups_local_ * d, groups_local_ * d}, -1);
+  auto heads = [&](const at::Tensor& t, int64_t n) { return t.reshape({s, 1, n, d}).permute({1, 2, 0, 3}); };
+  const int64_t repeats = heads_local_ / groups_local_;
+  auto grouped = [&](const at::Tensor& t) { return repeats == 1 ? t : t.repeat_interleave(repeats, 1); };
+  const at::Tensor q = heads(parts[0], heads_local_), k = grouped(heads(parts[1], groups_local_)),
+                   v = grouped(heads(parts[2], groups_local_));
+  switch (static_cast<at::SDPBackend>(at::_fused_sdp_choice(q, k, v, {}, 0.0, /*is_causal=*/true))) {
+    case at::SDPBackend::flash_attention: return "flash_attention";
+    case at::SDPBackend::efficient_attention: return "efficient_attention";
+    case at::SDPBackend::cudnn_attention: return "cudnn_attention";
+    case at::SDPBackend::math: return "math";
+    case at::SDPBackend::overrideable: return "overrideable";
+    default: return "none";
+  }
 }
 
 at::Tensor Transformer::mlp(const LayerWeights& w, const at::Tensor& x) const {

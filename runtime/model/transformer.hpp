@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include <ATen/core/Tensor.h>
@@ -50,12 +51,18 @@ class Transformer {
   /// Last virtual stage: final norm, vocab-parallel logits and the mean cross-entropy over tokens.
   at::Tensor loss(int64_t c, const at::Tensor& hidden, const at::Tensor& targets) const;
 
+  /// The kernel scaled_dot_product_attention picks for this model's attention on `options`' device and
+  /// dtype ("flash_attention", "efficient_attention", "cudnn_attention", or "math", which keeps every
+  /// score), asked with one sample's shapes and strides.
+  std::string attention_backend(const at::TensorOptions& options) const;
+
  private:
   at::Tensor norm(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias) const;
   at::Tensor attention(const LayerWeights& w, const at::Tensor& x) const;
   at::Tensor mlp(const LayerWeights& w, const at::Tensor& x) const;
   at::Tensor layer(const LayerWeights& w, const at::Tensor& x) const;
   at::Tensor attention_core(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) const;
+
   void build_layer(LayerWeights& w, int64_t index, ParamStore& store);
 
   spec::ModelSpec model_;

@@ -173,6 +173,10 @@ class Trainer {
 
   /// The parameter elements of this rank (its shard of the model, in the model's dtype).
   int64_t parameters_held() const { return store_.numel(); }
+  /// The attention kernel scaled_dot_product_attention picks for this rank's model.
+  std::string attention_backend() const {
+    return model_.attention_backend(at::TensorOptions().device(placement_.device).dtype(placement_.model_dtype));
+  }
 
   /// `resumed_wall_s`: on rank 0 of a resumed run, its clock at the end of the step resumed from.
   void run(double measured_peak_tflops, const std::string& peak_source, double resumed_wall_s = 0) {
@@ -487,8 +491,9 @@ void train(const spec::RunSpec& spec, const TrainOptions& options, const RankEnv
   CountingAllocator::install();  // before the first tensor of the run (after the GEMM's), so every byte is counted
   Trainer trainer(spec, options, env, placement);
   if (env.rank == 0)  // the GPU check compares it with the PyTorch reference's count
-    std::printf("rank 0 holds %lld parameters (the model has %lld)\n", static_cast<long long>(trainer.parameters_held()),
-                static_cast<long long>(planner::count_parameters(spec.model).total));
+    std::printf("rank 0 holds %lld parameters (the model has %lld); attention: %s\n",
+                static_cast<long long>(trainer.parameters_held()),
+                static_cast<long long>(planner::count_parameters(spec.model).total), trainer.attention_backend().c_str());
   trainer.run(peak, peak_source, resumed_wall_s);
 }
 

@@ -316,6 +316,9 @@ done
     theirs=$("$python" -c 'import json,sys; print(json.load(open(sys.argv[1]))["params"])' "$out/$name-eager.json" 2>/dev/null || true)
     ours=$(sed -n 's/^rank 0 holds \([0-9]*\) parameters.*/\1/p' "$out/$name-tessera.log" 2>/dev/null | head -1 || true)
     echo "$name parameters: PyTorch ${theirs:--}, tessera-train ${ours:--}"
+    # The kernel scaled_dot_product_attention picked for tessera-train ("math" keeps every score).
+    attention=$(sed -n 's/^rank 0 holds .*; attention: \(.*\)$/\1/p' "$out/$name-tessera.log" 2>/dev/null | head -1 || true)
+    echo "$name tessera-train attention: ${attention:--}"
   done
 } >> "$table"
 publish

@@ -197,7 +197,10 @@ class TestTrainCheckpoint : public QObject {
     QVERIFY2(run.exit_code == 0, run.err.c_str());
     // tiny-gpt by hand: embeddings 256·64 + 64·64, 4 layers of 2 norms (4·64), QKV (3·64² + 3·64),
     // projection (64² + 64), MLP (2·64·256 + 256 + 64), and the final norm (2·64): 220,544.
-    QVERIFY2(run.out.find("rank 0 holds 220544 parameters (the model has 220544)") != std::string::npos, run.out.c_str());
+    // And the attention kernel ATen picks: on the CPU in fp32, its flash attention.
+    QVERIFY2(run.out.find("rank 0 holds 220544 parameters (the model has 220544); attention: flash_attention") !=
+                 std::string::npos,
+             run.out.c_str());
 
     auto doc = nlohmann::json::parse(std::ifstream(spec.toStdString()));
     doc["model"] = {{"arch", "gpt"},           {"num_layers", 4},         {"hidden_size", 64},
