@@ -154,14 +154,13 @@ at::Tensor Transformer::norm(const at::Tensor& x, const at::Tensor& weight, cons
 at::Tensor Transformer::attention(const LayerWeights& w, const at::Tensor& x) const {
   const at::Tensor qkv = column_parallel_linear(x, w.qkv_weight, w.qkv_bias, tp_);  // [s, b, (a+2g)d/t]
   const int64_t s = qkv.size(0), b = qkv.size(1), d = head_dim_;
-  const auto parts = qkv.split({heads_local_ * d, groups_local_ * d, groups_local_ * d}, -1);
-  auto heads = [&](const at::Tensor& t, int64_t n) { return t.reshape({s, b, n, d}).permute({1, 2, 0, 3}); };
-  at::Tensor q = heads(parts[0], heads_local_), k = heads(parts[1], groups_local_), v = heads(parts[2], groups_local_);
+  const auto parts = split_qkv(qkv);
+  at::Tensor q = as_heads(parts[0], s, b), k = as_heads(parts[1], s, b), v = as_heads(parts[2], s, b);
   if (rope_ && fused_) {
     // The kernel takes [tokens, heads, d]: q and k before the permute, token s*b + b' at position s.
     const at::Tensor positions = at::arange(s, qkv.options().dtype(at::kLong)).repeat_interleave(b);
     auto rotated = [&](const at::Tensor& t, int64_t n) {
-      return heads(fused_rope(t.reshape({s * b, n, d}), positions, kRopeTheta), n);
+      return as_heads(fused_rope(t.reshape({s * b, n, d}), positions, kRopeTheta), s, b);
     };
     q = rotated(parts[0], heads_local_);
     k = rotated(parts[1], groups_local_);
@@ -176,22 +175,29 @@ at::Tensor Transformer::attention(const LayerWeights& w, const at::Tensor& x) co
                              tp_);
 }
 
+std::vector<at::Tensor> Transformer::split_qkv(const at::Tensor& qkv) const {
+  const int64_t d = head_dim_;
+  return qkv.split({heads_local_ * d, groups_local_ * d, groups_local_ * d}, -1);
+}
+
+at::Tensor Transformer::as_heads(const at::Tensor& t, int64_t s, int64_t b) const {
+  return t.reshape({s, b, -1, head_dim_}).permute({1, 2, 0, 3});
+}
+
+at::Tensor Transformer::repeat_groups(const at::Tensor& kv) const {
+  return groups_local_ == heads_local_ ? kv : kv.repeat_interleave(heads_local_ / groups_local_, 1);
+}
+
 at::Tensor Transformer::attention_core(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) const {
-  if (groups_local_ == heads_local_) return at::scaled_dot_product_attention(q, k, v, {}, 0.0, /*is_causal=*/true);
-  const int64_t repeats = heads_local_ / groups_local_;
-  return at::scaled_dot_product_attention(q, k.repeat_interleave(repeats, 1), v.repeat_interleave(repeats, 1), {}, 0.0,
-                                          /*is_causal=*/true);
+  return at::scaled_dot_product_attention(q, repeat_groups(k), repeat_groups(v), {}, 0.0, /*is_causal=*/true);
 }
 
 std::string Transformer::attention_backend(const at::TensorOptions& options) const {
-  const int64_t s = model_.seq_length, d = head_dim_;
-  const at::Tensor qkv = at::empty({s, 1, (heads_local_ + 2 * groups_local_) * d}, options);  // as attention() has it
-  const auto parts = qkv.split({heads_local_ * d, groups_local_ * d, groups_local_ * d}, -1);
-  auto heads = [&](const at::Tensor& t, int64_t n) { return t.reshape({s, 1, n, d}).permute({1, 2, 0, 3}); };
-  const int64_t repeats = heads_local_ / groups_local_;
-  auto grouped = [&](const at::Tensor& t) { return repeats == 1 ? t : t.repeat_interleave(repeats, 1); };
-  const at::Tensor q = heads(parts[0], heads_local_), k = grouped(heads(parts[1], groups_local_)),
-                   v = grouped(heads(parts[2], groups_local_));
+  const int64_t s = model_.seq_length;
+  // One sample's QKV projection, split as attention() splits it, so the strides are the model's.
+  const auto parts = split_qkv(at::empty({s, 1, (heads_local_ + 2 * groups_local_) * head_dim_}, options));
+  const at::Tensor q = as_heads(parts[0], s, 1), k = repeat_groups(as_heads(parts[1], s, 1)),
+                   v = repeat_groups(as_heads(parts[2], s, 1));
   switch (static_cast<at::SDPBackend>(at::_fused_sdp_choice(q, k, v, {}, 0.0, /*is_causal=*/true))) {
     case at::SDPBackend::flash_attention: return "flash_attention";
     case at::SDPBackend::efficient_attention: return "efficient_attention";

@@ -62,7 +62,11 @@ class Transformer {
   at::Tensor mlp(const LayerWeights& w, const at::Tensor& x) const;
   at::Tensor layer(const LayerWeights& w, const at::Tensor& x) const;
   at::Tensor attention_core(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) const;
-
+  /// The QKV projection [s, b, (a+2g)d/t] as its q, k and v parts; a part as heads [b, n, s, d]; k or v
+  /// repeated to the query heads (GQA).
+  std::vector<at::Tensor> split_qkv(const at::Tensor& qkv) const;
+  at::Tensor as_heads(const at::Tensor& t, int64_t s, int64_t b) const;
+  at::Tensor repeat_groups(const at::Tensor& kv) const;
   void build_layer(LayerWeights& w, int64_t index, ParamStore& store);
 
   spec::ModelSpec model_;

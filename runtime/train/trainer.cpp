@@ -378,10 +378,6 @@ class Trainer {
   std::unique_ptr<AdamW> optimizer_;
 };
 
-}  // namespace
-
-namespace {
-
 // Why `host` cannot be a host name or an address (IPv4, IPv6 with a %scope), or "": a name that is
 // merely unknown is waited for by the rendezvous (GlooWorld), a pod's DNS record appearing late.
 std::string host_syntax_problem(const std::string& host) {
