@@ -69,6 +69,7 @@ check_start=$(date +%s)
 budget_s="${TESSERA_GPU_CHECK_BUDGET_S:-570}"  # the whole check, build included
 
 step() { printf '\n== %s\n' "$*"; }
+seconds_left() { echo $(( budget_s - ($(date +%s) - check_start) )); }  # of the check's budget
 not_built=250 over_budget=251  # the status of a check whose build failed, of one the budget left out (not timeout's)
 status_of() {
   case "$1" in
@@ -127,7 +128,8 @@ build_and_check() {
     return 0
   fi
   # Bounded, so that a build that cannot finish leaves the PyTorch rows their time (about 150 s).
-  local left=$(( budget_s - ($(date +%s) - check_start) ))
+  local left
+  left=$(seconds_left)
   local build_limit=$(( left - 150 > 60 ? left - 150 : 60 ))
   if ! timeout "$build_limit" cmake --build "$build" --parallel "$(nproc)" \
     --target kernel_check tessera-train nccl_check fused_ops_bench > "$out/build.log" 2>&1; then
@@ -156,7 +158,8 @@ build_and_check() {
 fused_ops_timings() {
   [ -n "$train" ] || return 0
   step "fused ops against ATen: bf16, 16384 tokens, hidden 2048, MLP 8192, 16 heads, vocabulary 50304, AdamW over 1.3B weights"
-  local left=$(( budget_s - ($(date +%s) - check_start) ))
+  local left
+  left=$(seconds_left)
   if [ "$left" -lt 40 ]; then
     echo "skipped: ${left} s left of the ${budget_s} s budget" | tee "$out/fused_ops_bench.txt"
     fused=$over_budget
@@ -267,14 +270,14 @@ PY
 # minutes), and then runs for at most LIMIT seconds or what is left of the budget ($row_limit);
 # otherwise it is listed as skipped, not failed, and the rows run so far stand (row_not_measured).
 within_budget() {
-  local expected=$1 limit=$2 elapsed=$(( $(date +%s) - check_start ))
-  local left=$(( budget_s - elapsed ))
+  local expected=$1 limit=$2 left
+  left=$(seconds_left)
   if [ "$expected" -le "$left" ]; then
     row_limit=$(( limit < left ? limit : left ))
     row_cut=$(( row_limit < limit ))
     return 0
   fi
-  printf '%-9s %-16s %s\n' "$3" "$4" "skipped: ${elapsed} s used of the ${budget_s} s budget, the row takes about ${expected} s" >> "$table"
+  printf '%-9s %-16s %s\n' "$3" "$4" "skipped: $(( budget_s - left )) s used of the ${budget_s} s budget, the row takes about ${expected} s" >> "$table"
   skipped_rows=$((skipped_rows + 1))
   return 1
 }
