@@ -322,6 +322,26 @@ done
     # The kernel scaled_dot_product_attention picked for tessera-train ("math" keeps every score).
     attention=$(sed -n 's/^rank 0 holds .*; attention: \(.*\)$/\1/p' "$out/$name-tessera.log" 2>/dev/null | head -1 || true)
     echo "$name tessera-train attention: ${attention:--}"
+    # Where tessera-train's step goes (rank 0's timeline records of the measured steps), so that one run
+    # already says what to look at when MFU falls short: the forward, the backward or the rest.
+    if [ -f "$out/$name-tessera/metrics.jsonl" ]; then
+      "$python" - "$out/$name-tessera/metrics.jsonl" "$name" "$warmup" <<'PY' || echo "$name tessera-train step: -"
+import collections, json, statistics, sys
+records = [json.loads(line) for line in open(sys.argv[1])]
+steps = [r for r in records if r["type"] == "step" and r["rank"] == 0][int(sys.argv[3]):]
+ops = collections.defaultdict(lambda: collections.defaultdict(float))  # step -> op -> seconds
+for r in records:
+    if r["type"] == "timeline" and r["rank"] == 0:
+        ops[r["step"]][r["op"]] += r["end_s"] - r["start_s"]
+def median_ms(values): return 1e3 * statistics.median(values)
+forward = median_ms([ops[s["step"]]["F"] for s in steps])
+backward = median_ms([ops[s["step"]]["B"] + ops[s["step"]]["W"] for s in steps])
+rest = median_ms([s["step_time_s"] - sum(ops[s["step"]].values()) for s in steps])
+print(f"{sys.argv[2]} tessera-train step: {median_ms([s['step_time_s'] for s in steps]):.1f} ms; medians over "
+      f"{len(steps)} steps: forward {forward:.1f} ms, backward {backward:.1f} ms, the rest {rest:.1f} ms "
+      f"(loss and gradient norm, optimizer, copies), communication {median_ms([s['comm_s'] for s in steps]):.1f} ms")
+PY
+    fi
   done
 } >> "$table"
 publish
@@ -334,6 +354,10 @@ if [ "$mode" = cpu-smoke ]; then
   # Both sides train the same model: the parameter counts under the table agree.
   if ! grep -Eq '^[^ ]+ parameters: PyTorch ([0-9]+), tessera-train \1$' "$table"; then
     echo "the parameter counts under the table are missing or differ" >&2
+    exit 1
+  fi
+  if ! grep -Eq '^[^ ]+ tessera-train step: [0-9.]+ ms; medians over [0-9]+ steps: forward [0-9.]+ ms, backward [0-9.]+ ms' "$table"; then
+    echo "tessera-train's step breakdown under the table is missing" >&2
     exit 1
   fi
   exit 0
