@@ -322,6 +322,13 @@ done
     # The kernel scaled_dot_product_attention picked for tessera-train ("math" keeps every score).
     attention=$(sed -n 's/^rank 0 holds .*; attention: \(.*\)$/\1/p' "$out/$name-tessera.log" 2>/dev/null | head -1 || true)
     echo "$name tessera-train attention: ${attention:--}"
+    # The same split of PyTorch eager's step (CUDA events around the forward with the loss and the backward).
+    "$python" - "$out/$name-eager.json" "$name" <<'PY' 2>/dev/null || echo "$name pytorch-eager step: -"
+import json, sys
+r = json.load(open(sys.argv[1]))
+print(f"{sys.argv[2]} pytorch-eager step: {r['step_ms']:.1f} ms; medians: forward {r['forward_ms']:.1f} ms, backward "
+      f"{r['backward_ms']:.1f} ms, the rest {r['rest_ms']:.1f} ms (clipping, AdamW)")
+PY
     # Where tessera-train's step goes (rank 0's timeline records of the measured steps), so that one run
     # already says what to look at when MFU falls short: the forward, the backward or the rest.
     if [ -f "$out/$name-tessera/metrics.jsonl" ]; then
@@ -356,8 +363,9 @@ if [ "$mode" = cpu-smoke ]; then
     echo "the parameter counts under the table are missing or differ" >&2
     exit 1
   fi
-  if ! grep -Eq '^[^ ]+ tessera-train step: [0-9.]+ ms; medians over [0-9]+ steps: forward [0-9.]+ ms, backward [0-9.]+ ms' "$table"; then
-    echo "tessera-train's step breakdown under the table is missing" >&2
+  if ! grep -Eq '^[^ ]+ tessera-train step: [0-9.]+ ms; medians over [0-9]+ steps: forward [0-9.]+ ms, backward [0-9.]+ ms' "$table" ||
+     ! grep -Eq '^[^ ]+ pytorch-eager step: [0-9.]+ ms; medians: forward [0-9.]+ ms, backward [0-9.]+ ms' "$table"; then
+    echo "a step breakdown under the table is missing" >&2
     exit 1
   fi
   exit 0

@@ -4,7 +4,8 @@ master weights, bf16 autocast, fused AdamW), eager or torch.compile, on the one 
 
 Prints one JSON line: tokens/s (median step after the warm-up), model TFLOP/s (Megatron's formula,
 72·b·s·L·h²·(1 + s/(6h) + V/(12hL)) per step), MFU against the given peak, and peak memory allocated /
-reserved by the CUDA caching allocator (0 on the CPU). Exits 77 (not run) on CUDA without a GPU.
+reserved by the CUDA caching allocator (0 on the CPU), and the median step split into the forward with
+the loss, the backward and the rest (clipping, AdamW), timed by CUDA events. Exits 77 (not run) on CUDA without a GPU.
 """
 import argparse
 import json
@@ -55,6 +56,21 @@ class GPT(nn.Module):
         return F.linear(self.norm(x), self.word.weight)  # tied
 
 
+class Mark:
+    """A point in the step: a CUDA event on the current stream (no synchronisation), or the host clock."""
+
+    def __init__(self, cuda):
+        self.event = torch.cuda.Event(enable_timing=True) if cuda else None
+        if self.event is not None:
+            self.event.record()
+        self.host_s = time.perf_counter()
+
+    def seconds_to(self, later):  # after the step's synchronisation
+        if self.event is not None:
+            return self.event.elapsed_time(later.event) / 1e3
+        return later.host_s - self.host_s
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--layers", type=int, default=24)
@@ -86,23 +102,28 @@ def main():
         step_fn = torch.compile(model)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4, betas=(0.9, 0.95), weight_decay=0.1, fused=True)
     g = torch.Generator(device=a.device).manual_seed(1)
-    times = []
+    times, phases = [], []  # phases: (forward and loss, backward, the rest) of each measured step, seconds
     if cuda:
         torch.cuda.reset_peak_memory_stats()
     for step in range(a.steps):
         tokens = torch.randint(0, a.vocab, (a.batch, a.seq + 1), device=a.device, generator=g)
         sync()
         t0 = time.perf_counter()
+        marks = [Mark(cuda)]
         with torch.autocast(a.device, dtype=torch.bfloat16):
             logits = step_fn(tokens[:, :-1])
         loss = F.cross_entropy(logits.float().view(-1, a.vocab), tokens[:, 1:].reshape(-1))
+        marks.append(Mark(cuda))
         loss.backward()
+        marks.append(Mark(cuda))
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
         opt.zero_grad(set_to_none=True)
+        marks.append(Mark(cuda))
         sync()
         if step >= a.warmup:
             times.append(time.perf_counter() - t0)
+            phases.append([marks[i].seconds_to(marks[i + 1]) for i in range(3)])
     step_s = statistics.median(times)
     b, s, L, h, V = a.batch, a.seq, a.layers, a.hidden, a.vocab
     flops = 72 * b * s * L * h * h * (1 + s / (6 * h) + V / (12 * h * L))
@@ -112,6 +133,9 @@ def main():
         "tokens_per_s": b * s / step_s, "model_tflops": tflops, "mfu": tflops / a.peak_tflops,
         "peak_allocated_bytes": torch.cuda.max_memory_allocated() if cuda else 0,
         "peak_reserved_bytes": torch.cuda.max_memory_reserved() if cuda else 0,
+        "forward_ms": 1e3 * statistics.median(p[0] for p in phases),
+        "backward_ms": 1e3 * statistics.median(p[1] for p in phases),
+        "rest_ms": 1e3 * statistics.median(p[2] for p in phases), "step_ms": 1e3 * step_s,
         "final_loss": float(loss), "loss_finite": math.isfinite(float(loss)),
     }))
     return 0
