@@ -3,8 +3,10 @@
 
 #include <algorithm>
 
-#include <ATen/CPUGeneratorImpl.h>
+#include <ATen/Parallel.h>
 #include <torch/torch.h>
+
+#include "runtime/model/counter_rng.hpp"
 
 namespace tessera::runtime {
 
@@ -24,15 +26,31 @@ uint64_t tensor_seed(int64_t seed, const std::string& name) {
 
 }  // namespace
 
-at::Tensor ParamStore::full_normal(const std::string& name, at::IntArrayRef shape, double std) const {
-  auto generator = at::make_generator<at::CPUGeneratorImpl>(tensor_seed(seed_, name));
-  return at::normal(0.0, std, shape, generator, at::TensorOptions().dtype(at::kFloat));
-}
-
-at::Tensor ParamStore::shard(const at::Tensor& full, Shard shard) const {
-  if (shard.dim < 0 || tp_size_ == 1) return full;
-  const int64_t block = full.size(shard.dim) / tp_size_;
-  return full.narrow(shard.dim, tp_rank_ * block, block).contiguous();
+at::Tensor ParamStore::normal(const std::string& name, at::IntArrayRef full_shape, double std, Shard shard) const {
+  // Split along D, the full tensor is [outer, D, inner] and the block [outer, D / tp, inner]: `outer`
+  // runs of (D / tp)·inner consecutive elements of the full tensor. Unsplit, one run of all of them.
+  std::vector<int64_t> shape = full_shape.vec();
+  int64_t run = 1, extent = 1, inner = 1, first = 0;
+  for (int64_t size : shape) run *= size;
+  if (shard.dim >= 0 && tp_size_ > 1) {
+    for (size_t d = shard.dim + 1; d < shape.size(); ++d) inner *= shape[d];
+    extent = shape[shard.dim];
+    shape[shard.dim] /= tp_size_;
+    first = tp_rank_ * shape[shard.dim];
+    run = shape[shard.dim] * inner;
+  }
+  at::Tensor block = at::empty(shape, at::TensorOptions().dtype(at::kFloat));
+  float* out = block.data_ptr<float>();
+  const uint64_t key = tensor_seed(seed_, name);
+  const auto scale = static_cast<float>(std);
+  at::parallel_for(0, block.numel(), int64_t{1} << 14, [&](int64_t begin, int64_t end) {
+    for (int64_t j = begin; j < end;) {
+      const int64_t o = j / run, within = j - o * run, n = std::min(end - j, run - within);
+      normal_range(key, (o * extent + first) * inner + within, n, scale, out + j);
+      j += n;
+    }
+  });
+  return block;
 }
 
 at::TensorOptions ParamStore::model_options() const {

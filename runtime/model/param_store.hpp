@@ -1,5 +1,6 @@
-// The parameters of this rank: each initialised as a function of (seed, full tensor name) and then
-// sliced to this rank's shard, so every layout starts from the single-process weights; finalised
+// The parameters of this rank: each element initialised as a function of (seed, full tensor name, its
+// index in the full tensor), drawing just this rank's shard, so every layout starts from the
+// single-process weights; finalised
 // into one flat fp32 buffer (and a flat gradient buffer) that data parallelism and the optimizer
 // work on directly. Under mixed precision (bf16) the model computes with a flat bf16 copy of the
 // weights, while the fp32 buffer holds the master weights and the gradients accumulate in fp32
@@ -47,10 +48,11 @@ class ParamStore {
   /// Options of the tensors the model computes with: the model dtype on the device.
   at::TensorOptions model_options() const;
 
-  /// The full tensor `name` drawn from N(0, std) with a generator seeded by (seed, name).
-  at::Tensor full_normal(const std::string& name, at::IntArrayRef shape, double std) const;
-  /// This rank's block of `full`.
-  at::Tensor shard(const at::Tensor& full, Shard shard) const;
+  /// This rank's block (`shard` of the tp group) of the tensor `name` of `full_shape` drawn from
+  /// N(0, std): element i of the full tensor (row-major) is number i of the Philox stream keyed by
+  /// (seed, name) (counter_rng.hpp), so only the block is drawn, on every intra-op thread.
+  at::Tensor normal(const std::string& name, at::IntArrayRef full_shape, double std,
+                    Shard shard = Shard::replicated()) const;
 
   /// Registers a parameter initialised to `value` (this rank's shard, fp32 on the CPU) and returns
   /// the tensor the model keeps: `value` itself, or its copy in the model dtype on the device.

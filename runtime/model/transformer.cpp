@@ -48,7 +48,7 @@ Transformer::Transformer(const spec::ModelSpec& model, int64_t pp, int64_t vpp, 
     return store.add({name, std::move(value), true, sp && in_sequence_region, false, false});
   };
   auto sharded = [&](const std::string& name, at::IntArrayRef shape, double std, int64_t dim) {
-    return store.add({name, store.shard(store.full_normal(name, shape, std), Shard::along(dim)), false, false, true, false});
+    return store.add({name, store.normal(name, shape, std, Shard::along(dim)), false, false, true, false});
   };
 
   const int64_t layers_per_chunk = model.num_layers / (pp * vpp);
@@ -64,7 +64,7 @@ Transformer::Transformer(const spec::ModelSpec& model, int64_t pp, int64_t vpp, 
       if (!rope_) {
         const std::string name = "embedding.position.weight";
         chunk.position_embedding = store.add(
-            {name, store.full_normal(name, {model.seq_length, h}, kInitStd), true, false, false, false});
+            {name, store.normal(name, {model.seq_length, h}, kInitStd), true, false, false, false});
       }
     }
     chunk.layers.resize(layers_per_chunk);
@@ -80,9 +80,8 @@ Transformer::Transformer(const spec::ModelSpec& model, int64_t pp, int64_t vpp, 
         // The last stage's copy of the word embedding: same initialisation; its gradient is summed
         // with the first stage's over the embedding group, so both copies stay equal.
         const std::string name = "embedding.word.weight";
-        chunk.output_weight = store.add({name, store.shard(store.full_normal(name, {model.vocab_size, h}, kInitStd),
-                                                           Shard::along(0)),
-                                         false, false, true, true});
+        chunk.output_weight =
+            store.add({name, store.normal(name, {model.vocab_size, h}, kInitStd, Shard::along(0)), false, false, true, true});
       }
     }
     chunks_.push_back(std::move(chunk));
@@ -108,7 +107,7 @@ void Transformer::build_layer(LayerWeights& w, int64_t index, ParamStore& store)
   auto fused_rows = [&](const std::string& name, const std::vector<std::pair<std::string, int64_t>>& parts) {
     std::vector<at::Tensor> shards;
     for (const auto& [part, rows] : parts)
-      shards.push_back(store.shard(store.full_normal(prefix + part, {rows, h}, kInitStd), Shard::along(0)));
+      shards.push_back(store.normal(prefix + part, {rows, h}, kInitStd, Shard::along(0)));
     return store.add({prefix + name, at::cat(shards, 0), false, false, true, false});
   };
   auto column_bias = [&](const std::string& name, int64_t width) {
@@ -116,7 +115,7 @@ void Transformer::build_layer(LayerWeights& w, int64_t index, ParamStore& store)
   };
   auto row_weight = [&](const std::string& name, int64_t in_features) {
     return store.add({prefix + name,
-                      store.shard(store.full_normal(prefix + name, {h, in_features}, out_std), Shard::along(1)), false,
+                      store.normal(prefix + name, {h, in_features}, out_std, Shard::along(1)), false,
                       false, true, false});
   };
 
