@@ -50,6 +50,7 @@ class DashboardWidget : public QWidget {
   bool openRun(const QString& db_path, const QString& run, QString* error = nullptr);
   /// The controller following this run (enables Stop and shows its start-up progress and failure).
   void setController(RunController* controller);
+  RunController* controller() const { return controller_; }
   /// Reads what the history gained since the last poll and updates the views (the timer calls it).
   void poll();
   /// Redraws what is pending now instead of at the next frame.

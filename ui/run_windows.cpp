@@ -6,6 +6,7 @@
 #include "dashboard_widget.hpp"
 #include "launch_dialog.hpp"
 #include "run_controller.hpp"
+#include "run_feed.hpp"
 #include "store/history.hpp"
 
 namespace tessera::ui {
@@ -42,6 +43,7 @@ void RunWindows::launch(QWidget* parent, const spec::RunSpec& spec) {
   connect(controller, &RunController::launchFailed, dashboard, [dashboard](const QString& message) {
     QMessageBox::warning(dashboard, tr("Launch failed"), message);
   });
+  following_.append(dashboard);
   dashboard->show();
   controller->launch(dialog.request());
 }
@@ -52,8 +54,27 @@ DashboardWidget* RunWindows::open(const QString& run_id, QString* error) {
     delete dashboard;
     return nullptr;
   }
+  for (const auto& window : following_) {
+    if (window && window->runId() == dashboard->runId()) {
+      delete dashboard;
+      window->show();
+      window->raise();
+      window->activateWindow();
+      return window;
+    }
+  }
+  const store::RunRecord& run = dashboard->feed()->run();
+  if (run.status == store::RunStatus::running && !run.hosts.empty()) follow(dashboard, dashboard->runId());
   dashboard->show();
   return dashboard;
+}
+
+void RunWindows::follow(DashboardWidget* dashboard, const QString& run_id) {
+  auto* controller = new RunController;
+  controller->setParent(dashboard);
+  dashboard->setController(controller);
+  controller->attach(run_id, db_path_);
+  following_.append(dashboard);
 }
 
 int RunWindows::reattach() {
@@ -69,9 +90,8 @@ int RunWindows::reattach() {
   int count = 0;
   for (const auto& run : running) {
     if (run.hosts.empty()) continue;
-    auto* controller = new RunController;
-    auto* dashboard = dashboardWindow(controller);
-    controller->attach(QString::fromStdString(run.id), db_path_);
+    auto* dashboard = dashboardWindow(nullptr);
+    follow(dashboard, QString::fromStdString(run.id));
     dashboard->openRun(db_path_, QString::fromStdString(run.id));
     dashboard->show();
     ++count;

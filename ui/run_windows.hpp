@@ -3,7 +3,9 @@
 // was closed (closing it detaches; the runs go on on their agents).
 #pragma once
 
+#include <QList>
 #include <QObject>
+#include <QPointer>
 #include <QString>
 #include <QWidget>
 
@@ -23,15 +25,20 @@ class RunWindows : public QObject {
 
   /// Shows the Launch dialog for `spec`; on Launch, starts the run and opens its dashboard.
   void launch(QWidget* parent, const spec::RunSpec& spec);
-  /// Opens the dashboard of a run of the history (replayed, or live while it runs). Nullptr with the
-  /// reason in *error.
+  /// Opens the dashboard of a run of the history (id, id prefix or name): replayed, or, while it runs
+  /// on its agents, followed into the history (attached, as `tessera-cli runs follow` does). A run
+  /// this workbench follows already raises its window. Nullptr with the reason in *error.
   DashboardWidget* open(const QString& run_id, QString* error = nullptr);
   /// Follows again every run of the history still marked running on its agents, each in its own
   /// dashboard. Returns how many.
   int reattach();
 
  private:
+  /// Attaches a controller of its own to `dashboard`'s run and remembers the window as following it.
+  void follow(DashboardWidget* dashboard, const QString& run_id);
+
   QString db_path_;
+  QList<QPointer<DashboardWidget>> following_;  ///< windows whose controller follows their run
 };
 
 }  // namespace tessera::ui

@@ -15,6 +15,7 @@
 #include "layout_search_dialog.hpp"
 #include "main_window.hpp"
 #include "rank_grid_view.hpp"
+#include "run_windows.hpp"
 #include "screen_size.hpp"
 #include "spec/json_nesting.hpp"
 #include "store/location.hpp"
@@ -40,22 +41,29 @@ int showRun(QApplication& app, const QString& run, const QString& db, const QStr
     return fail(QStringLiteral("--run: no run history at %1 (runs launched with tessera-cli or the workbench create it; "
                                "--db or $TESSERA_DB names another file)")
                     .arg(path));
-  tessera::ui::DashboardWidget dashboard;
   QString error;
-  if (!dashboard.openRun(path, run, &error)) return fail(QStringLiteral("--run: %1").arg(error));
-  if (view == QLatin1String("timeline")) dashboard.setFocus(tessera::ui::DashboardWidget::Focus::timeline);
-  dashboard.resize(size);
-  if (!shot.isEmpty()) {
-    dashboard.show();
-    QCoreApplication::processEvents();
-    dashboard.showTimelineStep(std::nullopt);
-    dashboard.flushReplots();
-    QCoreApplication::processEvents();
-    if (!dashboard.grab().toImage().save(shot)) return fail(QStringLiteral("cannot write %1").arg(shot));
-    return 0;
+  const auto focus = view == QLatin1String("timeline") ? tessera::ui::DashboardWidget::Focus::timeline
+                                                       : tessera::ui::DashboardWidget::Focus::all;
+  if (shot.isEmpty()) {
+    // In a window: a run still going on its agents is followed into the history, as the workbench does.
+    tessera::ui::RunWindows runs(path);
+    tessera::ui::DashboardWidget* dashboard = runs.open(run, &error);
+    if (!dashboard) return fail(QStringLiteral("--run: %1").arg(error));
+    dashboard->setFocus(focus);
+    dashboard->resize(size);
+    return app.exec();
   }
+  tessera::ui::DashboardWidget dashboard;
+  if (!dashboard.openRun(path, run, &error)) return fail(QStringLiteral("--run: %1").arg(error));
+  dashboard.setFocus(focus);
+  dashboard.resize(size);
   dashboard.show();
-  return app.exec();
+  QCoreApplication::processEvents();
+  dashboard.showTimelineStep(std::nullopt);
+  dashboard.flushReplots();
+  QCoreApplication::processEvents();
+  if (!dashboard.grab().toImage().save(shot)) return fail(QStringLiteral("cannot write %1").arg(shot));
+  return 0;
 }
 
 }  // namespace

@@ -4,8 +4,8 @@
 // check); launching from RunController, the
 // dashboard's curves growing while the run goes and the run ending `done`; replaying the stored run
 // drawing the same series; a rank killed with SIGKILL failing the run with that rank named; and a
-// controller closed mid-run (the workbench closed) leaving the run going, a new one reattaching and
-// backfilling every step exactly once.
+// controller closed mid-run (the workbench closed) leaving the run going, the run opened again
+// (RunWindows::open: tessera --run, the history view) reattaching and backfilling every step exactly once.
 #include <signal.h>
 
 #include <QtCore/QDeadlineTimer>
@@ -20,6 +20,7 @@
 #include "launch_dialog.hpp"
 #include "protocol/keys.hpp"
 #include "run_controller.hpp"
+#include "run_windows.hpp"
 #include "store/history.hpp"
 
 using namespace tessera;
@@ -299,12 +300,15 @@ class TestDashboardRun : public QObject {
       QCOMPARE(history.run(id.toStdString()).status, store::RunStatus::running);
       QVERIFY(history.points(id.toStdString(), "loss", 0).size() < size_t{kSteps});
     }
-    RunController again;
-    DashboardWidget dashboard;
-    QVERIFY(dashboard.openRun(db(), id));
-    dashboard.setController(&again);
+    // Opening the run (tessera --run, the history view) follows it again, and opening it again raises
+    // that window instead of following it twice.
+    RunWindows windows(db());
+    std::unique_ptr<DashboardWidget> window(windows.open(id));
+    QVERIFY(window && window->controller());
+    QCOMPARE(windows.open(id.left(8)), window.get());
+    RunController& again = *window->controller();
+    DashboardWidget& dashboard = *window;
     QSignalSpy finished(&again, &RunController::finished);
-    again.attach(id, db());
     QVERIFY2(finished.wait(120000), "the reattached run did not end within 120 s");
     QCOMPARE(again.outcome(), launch::RunOutcome::done);
     store::History history(db().toStdString());
