@@ -53,6 +53,8 @@ spec::RunSpec PlanSession::defaultSpec() {
   return spec;
 }
 
+QString PlanSession::problemsText() const { return messages(errors_); }
+
 QString PlanSession::errorFor(const QString& field) const {
   const std::string key = field.toStdString();
   for (const auto& e : errors_)
@@ -195,7 +197,9 @@ void PlanSession::newDocument() { resetDocument(defaultSpec(), {}); }
 
 bool PlanSession::open(const QString& path, QString* error) {
   try {
-    resetDocument(spec::load_spec_file(path.toStdString()), QFileInfo(path).absoluteFilePath());
+    // Its rules are checked by replan(), like an edit's: the designer marks what breaks them.
+    resetDocument(spec::load_spec_file(path.toStdString(), spec::PresetCatalog::builtin(), spec::Rules::none),
+                  QFileInfo(path).absoluteFilePath());
     return true;
   } catch (const spec::SpecError& e) {
     if (error) *error = messages(e.errors());

@@ -36,6 +36,8 @@ class PlanSession : public QObject {
   const spec::RunSpec& spec() const { return spec_; }
   /// Problems validate() or make_plan() found with the current spec (empty when it plans).
   const std::vector<spec::FieldError>& errors() const { return errors_; }
+  /// Every problem of errors(), one per line.
+  QString problemsText() const;
   /// The message for one dotted field ("" when the field has no problem).
   QString errorFor(const QString& field) const;
   /// The last valid plan; when stale() it belongs to an earlier spec. Its rank grid is grid().
@@ -66,7 +68,9 @@ class PlanSession : public QObject {
   QString filePath() const { return path_; }
   bool isModified() const { return !undo_.isClean(); }
   void newDocument();
-  /// Opens a spec file; false with every problem in *error when it does not parse or validate.
+  /// Opens a spec file; false with every problem in *error when it does not parse (not JSON, a field
+  /// of the wrong type, an unknown field or preset). A spec that parses but breaks rules opens with
+  /// them in errors(), as after an edit.
   bool open(const QString& path, QString* error);
   bool save(const QString& path, QString* error);
 

@@ -7,6 +7,7 @@
 #include <QCommandLineParser>
 #include <QEventLoop>
 #include <QFileInfo>
+#include <QMessageBox>
 #include <QTimer>
 
 #include "dashboard_widget.hpp"
@@ -159,6 +160,7 @@ int main(int argc, char* argv[]) {
     tessera::ui::MainWindow window(/*persistent=*/false);
     QString error;
     if (!spec.isEmpty() && !window.openFile(spec, &error)) return fail(openProblem(spec, error));
+    if (window.session()->stale()) return fail(openProblem(spec, window.session()->problemsText()));
     tessera::ui::applyTheme(palette.value_or(tessera::ui::ThemeChoice::light));
     tessera::ui::LaunchDialog dialog(window.session()->spec(), tessera::spec::to_json(window.session()->spec()),
                                      QString::fromStdString(tessera::store::resolve_history_path(parser.value(dbOption).toStdString())));
@@ -186,9 +188,18 @@ int main(int argc, char* argv[]) {
   if (search && !screenshot) return fail(QStringLiteral("--view search needs --screenshot"));
   tessera::ui::MainWindow window(/*persistent=*/!screenshot);
   if (palette) window.setTheme(*palette);
-  if (!spec.isEmpty()) {
-    QString error;
-    if (!window.openFile(spec, &error)) return fail(openProblem(spec, error));
+  // In a window a spec that breaks rules opens with them marked in the designer, and one that cannot be
+  // read (not JSON, a field of the wrong type, no such file) is said in a dialog over a new document,
+  // not on a terminal the user may not see. A screenshot of either ends with the problems (exit 2): its
+  // views would show the plan of the document before.
+  QString openError;
+  if (!spec.isEmpty() && !window.openFile(spec, &openError)) {
+    if (screenshot) return fail(openProblem(spec, openError));
+    QTimer::singleShot(0, &window, [&window, spec, openError] {
+      QMessageBox::critical(&window, QObject::tr("Cannot open %1").arg(QFileInfo(spec).fileName()), openProblem(spec, openError));
+    });
+  } else if (!spec.isEmpty() && screenshot && window.session()->stale()) {
+    return fail(openProblem(spec, window.session()->problemsText()));
   }
   for (const QString& edit : parser.values(setOption)) {
     const auto eq = edit.indexOf('=');

@@ -112,7 +112,9 @@ std::string relabel_layout(const std::string& name, const RunSpec& spec, int64_t
 /// Which rules validate() checks: all, or all but the layout's (the parallel section's counts and
 /// ZeRO stage, and the rules that join the layout to the model, the cluster and the batch): what a
 /// layout search needs of the spec it starts from, whose own layout may not suit a new cluster.
-enum class Rules { all, except_layout };
+/// parse_spec also takes `none`: every field read and type-checked, no rule checked — what the
+/// workbench opens, so that the designer marks the problems of a file instead of refusing it.
+enum class Rules { all, except_layout, none };
 
 /// Reads a spec: presets are applied first, explicit fields override them, defaults fill the
 /// rest, then it is validated. Throws SpecError listing every problem.
@@ -122,13 +124,15 @@ RunSpec parse_spec(const nlohmann::json& document, const PresetCatalog& presets 
 /// kMaxJsonNesting deep, no key twice in one object (which one was meant?). Throws SpecError.
 nlohmann::json parse_spec_json(const std::string& text, const std::string& what);
 /// Reads a spec from JSON text (a syntax error names the line and column).
-RunSpec parse_spec_text(const std::string& text, const PresetCatalog& presets = PresetCatalog::builtin());
+RunSpec parse_spec_text(const std::string& text, const PresetCatalog& presets = PresetCatalog::builtin(),
+                        Rules rules = Rules::all);
 /// A spec a run history stored (any JSON form of it): as parse_spec, with what earlier releases
 /// accepted read as they read it (training.global_batch_size 0: derived), so that older runs keep
 /// their spec.
 RunSpec parse_stored_spec(const nlohmann::json& stored);
 /// Reads a spec file (an unreadable file is a SpecError naming the path).
-RunSpec load_spec_file(const std::string& path, const PresetCatalog& presets = PresetCatalog::builtin());
+RunSpec load_spec_file(const std::string& path, const PresetCatalog& presets = PresetCatalog::builtin(),
+                       Rules rules = Rules::all);
 
 /// Every rule of docs/spec.md (or all but the layout's) checked on an assembled spec; empty when valid.
 std::vector<FieldError> validate(const RunSpec& spec, const PresetCatalog& presets = PresetCatalog::builtin(),

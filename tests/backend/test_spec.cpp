@@ -248,6 +248,19 @@ class TestSpec : public QObject {
     QVERIFY2(has_error(errors, field.toStdString(), fragment.toStdString()), dump(errors).c_str());
   }
 
+  // Rules::none reads a spec whose fields parse but whose rules fail (what the workbench opens), and
+  // still refuses what does not parse; validate() then finds the broken rules.
+  void rulesNoneReadsWhatParses() {
+    json doc = base_spec();
+    doc["parallel"]["tp"] = 3;
+    const RunSpec spec = parse_spec(doc, PresetCatalog::builtin(), Rules::none);
+    QCOMPARE(spec.parallel.tp, int64_t{3});
+    QVERIFY(has_error(validate(spec), "parallel.tp", "must divide"));
+    QVERIFY(validate(spec, PresetCatalog::builtin(), Rules::none).empty());
+    doc["parallel"]["tp"] = "three";
+    QVERIFY_THROWS_EXCEPTION(SpecError, parse_spec(doc, PresetCatalog::builtin(), Rules::none));
+  }
+
   void missingFieldsAreNamed() {
     const auto errors = errors_of(json::parse(R"({"model": {"arch": "gpt", "hidden_size": 64}})"));
     QVERIFY2(has_error(errors, "model.num_layers", "is missing"), dump(errors).c_str());
