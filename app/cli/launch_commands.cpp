@@ -15,6 +15,7 @@
 #include "launch/history_sink.hpp"
 #include "launch/local_agent.hpp"
 #include "launch/run_session.hpp"
+#include "store/csv.hpp"
 #include "store/errors.hpp"
 #include "store/history.hpp"
 #include "store/location.hpp"
@@ -47,13 +48,15 @@ int follow(store::Writer& writer, const store::RunHandle& run, launch::RunSessio
            bool print_steps) {
   int64_t last_printed = 0;
   sink.on_step = [&](const nlohmann::json& step) {
-    const int64_t n = step.value("step", int64_t{0});
-    if (!print_steps || n <= last_printed || !step.contains("loss")) return;
+    const auto n = step.contains("step") && step["step"].is_number_integer() ? step["step"].get<int64_t>() : int64_t{0};
+    const auto loss = step.contains("loss") ? store::metric_value(step["loss"]) : std::nullopt;
+    if (!print_steps || n <= last_printed || !loss) return;
     last_printed = n;
-    std::cout << "step " << std::setw(5) << n << "  loss " << std::fixed << std::setprecision(4)
-              << step.value("loss", 0.0);
-    if (step.contains("tokens_per_s")) std::cout << "  tokens/s " << std::setprecision(0) << step.value("tokens_per_s", 0.0);
-    std::cout << std::defaultfloat << std::endl;
+    // A diverged step's loss arrives as null: "nan", as runs show gives it.
+    std::cout << "step " << std::setw(5) << n << "  loss " << format_fixed(*loss, 4);
+    if (const auto tps = step.contains("tokens_per_s") ? store::metric_value(step["tokens_per_s"]) : std::nullopt)
+      std::cout << "  tokens/s " << format_fixed(*tps, 0);
+    std::cout << std::endl;
   };
   // Ctrl-C detaches while following, and is the default again after it, however following ends.
   struct InterruptDetaches {

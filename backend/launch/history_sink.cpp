@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "planner/plan.hpp"
+#include "store/csv.hpp"
 #include "store/errors.hpp"
 
 namespace tessera::launch {
@@ -122,9 +123,10 @@ void HistorySink::add(const Record& r) {
     const int64_t step = index("step"), rank = index("rank");
     const double wall = wall_time_s(r, rank);
     for (const auto& [key, value] : r.fields) {
-      if (key == "type" || key == "step" || key == "rank" || key == "wall_time_s" || !value.is_number()) continue;
+      if (key == "type" || key == "step" || key == "rank" || key == "wall_time_s") continue;
       if (r.find(key) != &value) continue;  // a repeated key: its last value counts
-      frame_points_.push_back({key, rank, step, wall, value.get<double>()});
+      // As runs import reads metrics.jsonl: a diverged step's loss (null, "nan") is a NaN point.
+      if (const auto number = store::metric_value(value)) frame_points_.push_back({key, rank, step, wall, *number});
     }
     if (on_step) on_step(r.to_json());
   } else if (type == "metric") {

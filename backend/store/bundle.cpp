@@ -540,10 +540,9 @@ RunCounts import_train_output(Connection& connection, const fs::path& directory,
     const double wall_time_s = checked_wall_time_s(wall.get<double>(), where);
     for (const auto& [name, value] : object.items()) {
       if (name == "step" || name == "rank" || name == "wall_time_s") continue;
-      const bool numeric = value.is_number() || value.is_null() ||
-                           (value.is_string() && (value == "nan" || value == "inf" || value == "-inf"));
-      if (!numeric) continue;  // other fields are annotations, not metrics
-      at(where, [&] { ingest.metric(ingest.series_id(key, ingest.metric_id(name), rank), step, wall_time_s, get_value(value, where + ": " + name)); });
+      const auto number = metric_value(value);
+      if (!number) continue;  // other fields are annotations, not metrics
+      at(where, [&] { ingest.metric(ingest.series_id(key, ingest.metric_id(name), rank), step, wall_time_s, *number); });
       ++counts.points;
     }
     first_wall_s = first_wall_s ? std::min(*first_wall_s, wall_time_s) : wall_time_s;

@@ -1,9 +1,11 @@
 // CSV (RFC 4180) reading and writing for run bundles, and the exact text form of numbers used in
-// bundles: shortest round-trip decimal, "nan", "inf", "-inf".
+// bundles: shortest round-trip decimal, "nan", "inf", "-inf" (and how a record's JSON spells a metric).
 #pragma once
 
 #include <cstdint>
 #include <iosfwd>
+#include <limits>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -15,6 +17,22 @@ std::string format_number(double value);
 /// Reads a number written by format_number (or any decimal); throws StoreError(invalid) naming `where`.
 double parse_number(std::string_view text, const std::string& where);
 int64_t parse_integer(std::string_view text, const std::string& where);
+
+/// A metric's value as a step record gives it (metrics.jsonl, a bundle, the live stream): a number,
+/// null (a NaN: JSON has no NaN, and nlohmann writes one as null) or "nan", "inf", "-inf"; nullopt
+/// for any other value (an annotation, not a metric). For nlohmann's json and ordered_json.
+template <typename Json>
+std::optional<double> metric_value(const Json& value) {
+  if (value.is_number()) return value.template get<double>();
+  if (value.is_null()) return std::numeric_limits<double>::quiet_NaN();
+  if (value.is_string()) {
+    const auto& text = value.template get_ref<const std::string&>();
+    if (text == "nan") return std::numeric_limits<double>::quiet_NaN();
+    if (text == "inf") return std::numeric_limits<double>::infinity();
+    if (text == "-inf") return -std::numeric_limits<double>::infinity();
+  }
+  return std::nullopt;
+}
 
 /// One row, fields quoted where needed; bytes that are not UTF-8 are written as U+FFFD.
 void write_csv_row(std::ostream& out, const std::vector<std::string>& fields);

@@ -5,8 +5,10 @@
 #include <QtCore/QTemporaryDir>
 #include <QtTest/QtTest>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <optional>
 #include <random>
 
@@ -314,6 +316,47 @@ class TestWire : public QObject {
     const auto resumed = store::History(db).points(run_id, "loss", 1);
     QCOMPARE(resumed.size(), size_t{1});
     QCOMPARE(resumed[0].wall_time_s, 2.0);
+  }
+
+  // A diverged run (tessera-train writes a NaN loss as null) is stored as diverged when followed live,
+  // as runs import stores it: null and "nan"/"inf" are points, every step's metrics are kept, the
+  // final loss is NaN, nothing is counted as malformed.
+  void historySinkStoresADivergedStepsNaN() {
+    QTemporaryDir dir;
+    const std::string db = dir.filePath("history.sqlite").toStdString();
+    const std::string frame =
+        "{\"v\":1,\"type\":\"data\",\"run\":\"0123456789abcdef0123456789abcdef\",\"seq\":1,\"records\":["
+        "{\"type\":\"step\",\"step\":1,\"rank\":0,\"wall_time_s\":0.5,\"loss\":5.5,\"grad_norm\":1.0},"
+        "{\"type\":\"step\",\"step\":2,\"rank\":0,\"wall_time_s\":1.0,\"loss\":null,\"grad_norm\":\"inf\"},"
+        "{\"type\":\"step\",\"step\":3,\"rank\":0,\"wall_time_s\":1.5,\"loss\":\"nan\",\"grad_norm\":\"-inf\",\"note\":\"x\"}]}";
+    std::string run_id;
+    {
+      store::Writer writer(db);
+      store::RunRecord record;
+      record.name = "diverged";
+      const auto run = writer.create_run(record);
+      run_id = run.id;
+      launch::HistorySink sink(writer, run);
+      int steps = 0;
+      sink.on_step = [&](const nlohmann::json&) { ++steps; };
+      sink.records(0, 1, protocol::get_records(protocol::read_frame(frame), 100));
+      sink.sync(true);
+      QCOMPARE(sink.skipped(), int64_t{0});
+      QCOMPARE(sink.points(), int64_t{6});
+      QCOMPARE(steps, 3);
+      writer.close();
+    }
+    store::History history(db);
+    const auto loss = history.points(run_id, "loss", 0);
+    QCOMPARE(loss.size(), size_t{3});
+    QCOMPARE(loss[0].value, 5.5);
+    QVERIFY(std::isnan(loss[1].value) && std::isnan(loss[2].value));
+    const auto grad_norm = history.points(run_id, "grad_norm", 0);
+    QCOMPARE(grad_norm.size(), size_t{3});
+    QCOMPARE(grad_norm[1].value, std::numeric_limits<double>::infinity());
+    QCOMPARE(grad_norm[2].value, -std::numeric_limits<double>::infinity());
+    const auto summary = history.summary(run_id);
+    QVERIFY(summary.final_loss && std::isnan(*summary.final_loss));
   }
 
   void fieldsAreTypedAndBounded() {
