@@ -2,6 +2,7 @@
 #include "launch/agent_connection.hpp"
 
 #include <algorithm>
+#include <cerrno>
 #include <sstream>
 
 #include "protocol/endpoint.hpp"
@@ -43,12 +44,22 @@ void AgentConnection::send(std::string_view type, nlohmann::json body) {
     throw AgentError("agent " + endpoint_ + " is not taking messages (send queue full)");
 }
 
+int poll_sockets(zmq::pollitem_t* items, size_t count, std::chrono::milliseconds timeout) {
+  try {
+    return zmq::poll(items, count, timeout);
+  } catch (const zmq::error_t& e) {
+    if (e.num() != EINTR) throw;
+    for (size_t i = 0; i < count; ++i) items[i].revents = 0;
+    return 0;
+  }
+}
+
 std::optional<protocol::Frame> AgentConnection::receive(std::chrono::milliseconds timeout) {
   const auto deadline = Clock::now() + timeout;
   while (true) {
     zmq::pollitem_t item{socket_.handle(), 0, ZMQ_POLLIN, 0};
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
-    zmq::poll(&item, 1, std::max(left, std::chrono::milliseconds(0)));
+    poll_sockets(&item, 1, std::max(left, std::chrono::milliseconds(0)));
     if (!(item.revents & ZMQ_POLLIN)) return std::nullopt;
     zmq::message_t message;
     if (!socket_.recv(message, zmq::recv_flags::dontwait)) continue;

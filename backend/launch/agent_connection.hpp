@@ -17,6 +17,10 @@
 namespace tessera::launch {
 
 /// An agent refused a request (its error message) or did not answer in time.
+/// zmq::poll, except that a signal arriving while it waits (Ctrl-C while following, which detaches)
+/// reads as nothing ready rather than a thrown "Interrupted system call": the caller checks its flag.
+int poll_sockets(zmq::pollitem_t* items, size_t count, std::chrono::milliseconds timeout);
+
 class AgentError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;

@@ -336,7 +336,7 @@ RunOutcome RunSession::follow(RunSink& sink, const std::atomic<bool>& stop_flag,
       items.push_back({connections_[node]->socket().handle(), 0, ZMQ_POLLIN, 0});
       item_node.push_back(node);
     }
-    zmq::poll(items.data(), items.size(), milliseconds(10));
+    poll_sockets(items.data(), items.size(), milliseconds(10));
     // Draining is bounded in time, so that acknowledgements and heartbeats go out under any load.
     const auto drain_until = Clock::now() + milliseconds(50);
     for (size_t i = 0; i < items.size(); ++i) {

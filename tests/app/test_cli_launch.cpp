@@ -247,6 +247,37 @@ class TestCliLaunch : public QObject {
     verify_exactly_once(id, 300);
   }
 
+  // Ctrl-C while following detaches (exit 0, the run going on), whatever the follower was waiting in:
+  // a signal inside ZeroMQ's poll ended it with "error: Interrupted system call", exit 1.
+  void interruptDetachesTheFollowerAndTheRunGoesOn() {
+    Agent a("127.0.0.1", dir_.path() + "/ia", {"TESSERA_FAKE_STEP_MS=10"}), b("127.0.0.2", dir_.path() + "/ib", {"TESSERA_FAKE_STEP_MS=10"});
+    QProcess follower;
+    follower.setProcessEnvironment(env());
+    follower.start(TESSERA_CLI, {"launch", spec("interrupted", 100000, 2), "--agents", a.endpoint() + "," + b.endpoint(), "--follow"});
+    QElapsedTimer timer;
+    timer.start();
+    QString out;
+    while (timer.elapsed() < 15000 && !out.contains("step    20 ")) {
+      follower.waitForReadyRead(100);
+      out += QString::fromUtf8(follower.readAllStandardOutput());
+    }
+    QVERIFY(out.contains("step    20 "));
+    ::kill(static_cast<pid_t>(follower.processId()), SIGINT);
+    QVERIFY(follower.waitForFinished(10000));
+    out += QString::fromUtf8(follower.readAllStandardOutput());
+    const QString err = QString::fromUtf8(follower.readAllStandardError());
+    QCOMPARE(follower.exitStatus(), QProcess::NormalExit);
+    QVERIFY2(follower.exitCode() == 0 && out.contains("detached; the run goes on"), qPrintable(out + err));
+    const QString id = run_id_of(out);
+    {
+      store::History history((dir_.path() + "/history.sqlite").toStdString());
+      QCOMPARE(history.run(id.toStdString()).status, store::RunStatus::running);
+    }
+    QCOMPARE(cli({"runs", "stop", id}).exit_code, 0);
+    const auto followed = cli({"runs", "follow", id, "--quiet"});
+    QVERIFY2(followed.exit_code == 0 && followed.out.contains("stopped"), qPrintable(followed.err + followed.out));
+  }
+
   void failingRankFailsTheRunNamingIt() {
     const QStringList env{"TESSERA_FAKE_STEP_MS=10", "TESSERA_FAKE_FAIL_RANK=2", "TESSERA_FAKE_FAIL_STEP=20"};
     Agent a("127.0.0.1", dir_.path() + "/xa", env), b("127.0.0.2", dir_.path() + "/xb", env);
