@@ -119,7 +119,20 @@ MegatronExport megatron_command(const RunSpec& spec) {
   const auto& t = spec.training;
   std::ostringstream a;
   const char* script = m.arch == Arch::bert ? "pretrain_bert.py" : m.arch == Arch::t5 ? "pretrain_t5.py" : "pretrain_gpt.py";
-  a << "torchrun --nnodes " << spec.cluster.nodes << " --nproc-per-node " << spec.cluster.gpus_per_node << " " << script;
+  // Megatron-LM's T5 pipeline splits its stages between the encoder and the decoder
+  // (--encoder-pipeline-model-parallel-size), which the planner does not model: one stage here may
+  // hold layers of both.
+  if (m.arch == Arch::t5 && p.pp > 1)
+    throw SpecError({{"parallel.pp", "parallel.pp=" + std::to_string(p.pp) +
+                                         ": Megatron-LM's T5 gives the encoder and the decoder pipeline stages of their own, "
+                                         "which this export does not write; export t5 with parallel.pp=1"}});
+  if (p.ep > 1 && t.precision == Precision::fp16)
+    throw SpecError({{"training.precision", "Megatron-LM refuses expert parallelism in fp16 (parallel.ep=" + std::to_string(p.ep) +
+                                                ", training.precision=fp16): use bf16 to export this layout"}});
+  a << "torchrun --nnodes " << spec.cluster.nodes << " --nproc-per-node " << spec.cluster.gpus_per_node;
+  // Across nodes each node's torchrun needs its rank and the rendezvous host: set these two there.
+  if (spec.cluster.nodes > 1) a << " --node-rank $NODE_RANK --master-addr $MASTER_ADDR --master-port 6000";
+  a << " " << script;
   auto arg = [&](const std::string& name, auto value) { a << " \\\n  --" << name << " " << value; };
   auto flag = [&](const std::string& name) { a << " \\\n  --" << name; };
   if (m.arch == Arch::t5) {
@@ -182,6 +195,14 @@ MegatronExport megatron_command(const RunSpec& spec) {
   if (p.cp > 1) arg("context-parallel-size", p.cp);
   if (p.ep > 1) arg("expert-model-parallel-size", p.ep);
   if (p.vpp > 1) arg("num-layers-per-virtual-pipeline-stage", m.num_layers / (p.pp * p.vpp));
+  // Megatron-LM interleaves two stages only with the p2p exchange overlapped (arguments.py); releases
+  // before that refuse pp = 2 with interleaving altogether.
+  if (p.vpp > 1 && p.pp == 2) {
+    flag("overlap-p2p-comm");
+    out.notes.push_back("parallel.pp=2 with virtual stages: Megatron-LM needs --overlap-p2p-comm for it, and releases "
+                        "before Megatron Core 0.6 refuse it (\"pipeline-model-parallel size should be greater than 2 with "
+                        "interleaved schedule\")");
+  }
   if (p.sequence_parallel) flag("sequence-parallel");
   if (spec.effective_zero_stage() >= 1) flag("use-distributed-optimizer");
   // The planner overlaps the data-parallel gradient reduction with each chunk's last backward and
@@ -208,7 +229,10 @@ MegatronExport megatron_command(const RunSpec& spec) {
     arg("recompute-method", "uniform");
     arg("recompute-num-layers", 1);
   }
-  if (t.flash_attention) flag("use-flash-attn");
+  if (t.flash_attention && t.precision != Precision::fp32) flag("use-flash-attn");
+  if (t.flash_attention && t.precision == Precision::fp32)
+    out.notes.push_back("training.flash_attention: flash attention computes in fp16 or bf16 only; the fp32 command "
+                        "leaves --use-flash-attn out");
   arg("train-iters", t.train_steps);
   arg("lr", t.lr);
   arg("min-lr", t.min_lr);
@@ -217,7 +241,15 @@ MegatronExport megatron_command(const RunSpec& spec) {
   arg("weight-decay", t.weight_decay);
   arg("clip-grad", t.grad_clip);
   arg("seed", t.seed);
-  if (t.save_every > 0) arg("save-interval", t.save_every);
+  if (t.save_every > 0) {
+    arg("save", "checkpoints");
+    arg("save-interval", t.save_every);
+  }
+  out.notes.push_back(std::string("data: the command has no data arguments; add --data-path PREFIX (") +
+                      (m.arch == Arch::gpt || m.arch == Arch::llama || m.arch == Arch::mixtral
+                           ? "a tokenized indexed dataset), or --mock-data for synthetic tokens"
+                           : "a tokenized indexed dataset)") +
+                      (t.save_every > 0 ? "; checkpoints go to ./checkpoints (--save)" : ""));
   out.command = a.str();
   return out;
 }

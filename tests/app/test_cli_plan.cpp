@@ -205,7 +205,30 @@ class TestCliPlan : public QObject {
     std::ofstream(dir.filePath("70b.json").toStdString()) << spec.dump();
     const auto interval = cli({"export", "megatron", dir.filePath("70b.json")});
     QCOMPARE(interval.exit_code, 0);
-    QVERIFY2(interval.out.find("--save-interval 500") != std::string::npos, interval.out.c_str());
+    QVERIFY2(interval.out.find("--save checkpoints") != std::string::npos &&
+                 interval.out.find("--save-interval 500") != std::string::npos,
+             interval.out.c_str());
+    // Each node's torchrun needs its rank and the rendezvous host; the data is the user's to add.
+    QVERIFY2(interval.out.find("--nnodes 8 --nproc-per-node 8 --node-rank $NODE_RANK --master-addr $MASTER_ADDR") !=
+                 std::string::npos,
+             interval.out.c_str());
+    QVERIFY2(interval.err.find("note: data: the command has no data arguments") != std::string::npos, interval.err.c_str());
+    // What Megatron-LM refuses: interleaving two stages without the overlapped p2p exchange, expert
+    // parallelism in fp16, and a t5 pipeline (its encoder and decoder stages are not modelled).
+    const auto two_stages = cli({"export", "megatron", example("tiny-3d.json"), "--schedule", "interleaved", "--vpp", "2"});
+    QVERIFY2(two_stages.exit_code == 0 && two_stages.out.find("--overlap-p2p-comm") != std::string::npos, two_stages.out.c_str());
+    std::ofstream(dir.filePath("moe-fp16.json").toStdString()) << nlohmann::json{
+        {"model", {{"preset", "mixtral-8x7b"}}},
+        {"parallel", {{"tp", 2}, {"pp", 4}, {"ep", 8}, {"sequence_parallel", true}}},
+        {"training", {{"global_batch_size", 256}, {"precision", "fp16"}}},
+        {"cluster", {{"gpu", "h100-sxm"}, {"nodes", 8}, {"gpus_per_node", 8}}}}.dump();
+    const auto fp16 = cli({"export", "megatron", dir.filePath("moe-fp16.json")});
+    QVERIFY2(fp16.exit_code == 2 && fp16.err.find("training.precision") != std::string::npos && fp16.out.empty(), fp16.err.c_str());
+    std::ofstream(dir.filePath("t5-pp2.json").toStdString())
+        << nlohmann::json{{"model", {{"preset", "t5-large"}}}, {"parallel", {{"pp", 2}}}, {"training", {{"global_batch_size", 8}}},
+                          {"cluster", {{"gpu", "a100-80gb"}, {"nodes", 1}, {"gpus_per_node", 2}}}}.dump();
+    const auto t5_pp = cli({"export", "megatron", dir.filePath("t5-pp2.json")});
+    QVERIFY2(t5_pp.exit_code == 2 && t5_pp.err.find("parallel.pp=2") != std::string::npos, t5_pp.err.c_str());
     // T5's relative attention bias is asked for (Megatron would train learned positions without it).
     std::ofstream(dir.filePath("t5.json").toStdString())
         << nlohmann::json{{"model", {{"preset", "t5-large"}}}, {"cluster", {{"gpu", "a100-80gb"}, {"nodes", 1}, {"gpus_per_node", 1}}}}.dump();
