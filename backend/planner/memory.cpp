@@ -341,13 +341,24 @@ std::vector<StageMemory> tessera_stages(const spec::RunSpec& spec, const ModelPa
     st.gradients_bytes = bytes_of(sharded(grad_bytes, zero >= 2));
     st.optimizer_bytes = bytes_of(sharded(optimizer_bytes, zero >= 1));
 
+    // ZeRO-3 gathers each layer's parameters before it runs: the gathered layer and the prefetched next.
+    double zero3_gathered = 0;
+    if (zero >= 3) {
+      double largest = 0;
+      for (int64_t layer : sp.layers)
+        largest = std::max(largest, static_cast<double>(params.layers[layer].dense_on_rank(p.tp) +
+                                                        params.layers[layer].expert_on_rank(p.tp, p.ep)));
+      zero3_gathered = 2 * largest * weight_bytes;
+    }
+
     if (has_runtime_terms(m)) {
-      // tessera-train runs this model: its own stored tensors and buffers (docs/formulas.md §2).
+      // tessera-train runs this model: its own stored tensors and buffers (docs/formulas.md §2); the
+      // ZeRO-3 gather as for every model (tessera-train itself runs ZeRO-0 and 1).
       const RuntimePeak peak = runtime_activation_peak(spec, schedule, stage);
       const double batches = static_cast<double>(schedule.microbatches) * 8 *
                              static_cast<double>((m.seq_length + 1) * spec.training.micro_batch_size);
       st.activations_bytes = bytes_of(peak.activations);
-      st.buffers_bytes = bytes_of(peak.buffers + batches);
+      st.buffers_bytes = bytes_of(peak.buffers + batches + zero3_gathered);
       continue;
     }
 
@@ -381,14 +392,7 @@ std::vector<StageMemory> tessera_stages(const spec::RunSpec& spec, const ModelPa
     double buffers = 0;
     if (p.pp > 1) buffers += 2 * e * tokens * h / (p.sequence_parallel ? t : 1);  // p2p send and receive
     if (stage == p.pp - 1) buffers += 4 * out_tokens * vocab_rank;         // logits gradient during backward
-    if (zero >= 3 && !sp.layers.empty()) {
-      double largest = 0;
-      for (int64_t layer : sp.layers)
-        largest = std::max(largest, static_cast<double>(params.layers[layer].dense_on_rank(p.tp) +
-                                                        params.layers[layer].expert_on_rank(p.tp, p.ep)));
-      buffers += 2 * largest * weight_bytes;  // the gathered layer and the prefetched next one
-    }
-    st.buffers_bytes = bytes_of(buffers);
+    st.buffers_bytes = bytes_of(buffers + zero3_gathered);
   }
   return out;
 }
