@@ -41,7 +41,24 @@ int edit_distance(std::string_view a, std::string_view b) {
   return row[b.size()];
 }
 
+namespace {
+// Candidates that `name` begins (any case), longer than it: "h100" for "h100-sxm", "gpt3" for "gpt3-175b".
+std::vector<std::string> completions(std::string_view name, const std::vector<std::string>& candidates) {
+  std::vector<std::string> out;
+  if (name.size() < 2) return out;
+  for (const auto& candidate : candidates) {
+    const bool begins = candidate.size() > name.size() &&
+                        std::equal(name.begin(), name.end(), candidate.begin(), [](char x, char y) {
+                          return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
+                        });
+    if (begins) out.push_back(candidate);
+  }
+  return out;
+}
+}  // namespace
+
 std::string closest_name(std::string_view name, const std::vector<std::string>& candidates) {
+  if (const auto begun = completions(name, candidates); begun.size() == 1) return begun.front();
   std::string best;
   int best_distance = 0;
   for (const auto& candidate : candidates) {
@@ -54,6 +71,17 @@ std::string closest_name(std::string_view name, const std::vector<std::string>& 
   // Only suggest what is plausibly a typo: at most a third of the longer name changed.
   const int limit = std::max<int>(2, static_cast<int>(std::max(name.size(), best.size()) / 3));
   return best_distance <= limit ? best : std::string{};
+}
+
+std::string did_you_mean(std::string_view name, const std::vector<std::string>& candidates) {
+  const auto begun = completions(name, candidates);
+  if (begun.size() > 1 && begun.size() <= 3) {
+    std::string text = " (did you mean";
+    for (size_t i = 0; i < begun.size(); ++i) text += (i == 0 ? " \"" : i + 1 == begun.size() ? " or \"" : ", \"") + begun[i] + "\"";
+    return text + "?)";
+  }
+  const std::string near = closest_name(name, candidates);
+  return near.empty() ? std::string{} : " (did you mean \"" + near + "\"?)";
 }
 
 }  // namespace tessera::spec

@@ -27,7 +27,11 @@ class SpecError : public std::runtime_error {
 
 /// Edit distance, used to suggest the closest valid name for an unknown one.
 int edit_distance(std::string_view a, std::string_view b);
-/// The candidate closest to `name`, or "" when none is reasonably close.
+/// The candidate closest to `name`: the one candidate that begins with it ("h100" → "h100-sxm"),
+/// else the nearest by edit distance; "" when none is reasonably close.
 std::string closest_name(std::string_view name, const std::vector<std::string>& candidates);
+/// ` (did you mean "X"?)` for closest_name, ` (did you mean "a100-40gb" or "a100-80gb"?)` when two or
+/// three candidates begin with `name`; "" when nothing is close.
+std::string did_you_mean(std::string_view name, const std::vector<std::string>& candidates);
 
 }  // namespace tessera::spec

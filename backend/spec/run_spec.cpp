@@ -70,7 +70,7 @@ Field make_field(std::string name, S RunSpec::*section, T S::*member, bool requi
         target = *parsed;
       } else {
         std::string message = path + "=\"" + text + "\" must be one of " + join_spellings(names);
-        if (auto near = closest_name(text, names); !near.empty()) message += " (did you mean \"" + near + "\"?)";
+        message += did_you_mean(text, names);
         errors.push_back({path, message});
       }
     }
@@ -339,8 +339,8 @@ RunSpec parse_spec(const json& document, const PresetCatalog& presets, Rules rul
         }
       } else {
         std::string message = "model.preset=\"" + id.get<std::string>() + "\" is not a known model preset";
-        if (auto near = closest_name(id.get<std::string>(), presets.model_ids()); !near.empty())
-          message += " (did you mean \"" + near + "\"?)";
+        if (const auto hint = did_you_mean(id.get<std::string>(), presets.model_ids()); !hint.empty())
+          message += hint;
         else
           message += " (known: " + join_spellings(presets.model_ids()) + ")";
         errors.push_back({"model.preset", message});

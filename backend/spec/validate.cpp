@@ -107,7 +107,7 @@ std::vector<FieldError> validate(const RunSpec& spec, const PresetCatalog& prese
     c.fail("training.save_every", "training.save_every=" + n(t.save_every) + " must be 0 (a checkpoint at the end only) or more");
   if (!presets.gpu(cl.gpu)) {
     std::string message = "cluster.gpu=\"" + cl.gpu + "\" is not a known GPU preset";
-    if (auto near = closest_name(cl.gpu, presets.gpu_ids()); !near.empty()) message += " (did you mean \"" + near + "\"?)";
+    if (const auto hint = did_you_mean(cl.gpu, presets.gpu_ids()); !hint.empty()) message += hint;
     else message += " (known: " + join_spellings(presets.gpu_ids()) + ")";
     c.fail("cluster.gpu", message);
   }

@@ -225,7 +225,12 @@ class TestSpec : public QObject {
         "model.decoder_seq_length", "model.decoder_seq_length=-1");
     row("sp divides the decoder length", R"({"model": {"preset": "t5-large", "decoder_seq_length": 129}, "parallel": {"sequence_parallel": true}})",
         "parallel.sequence_parallel", "needs parallel.tp·cp = 2 to divide model.decoder_seq_length=129");
-    row("unknown gpu", R"({"cluster": {"gpu": "h100"}})", "cluster.gpu", "not a known GPU preset");
+    row("unknown gpu", R"({"cluster": {"gpu": "h100"}})", "cluster.gpu",
+        "cluster.gpu=\"h100\" is not a known GPU preset (did you mean \"h100-sxm\"?)");
+    row("gpu of two presets", R"({"cluster": {"gpu": "a100"}})", "cluster.gpu", "(did you mean \"a100-40gb\" or \"a100-80gb\"?)");
+    row("preset begun", R"({"model": {"preset": "gpt3"}})", "model.preset", "(did you mean \"gpt3-175b\"?)");
+    row("preset of three", R"({"model": {"preset": "llama3"}})", "model.preset",
+        "(did you mean \"llama3-405b\", \"llama3-70b\" or \"llama3-8b\"?)");
     row("hidden divisible by heads", R"({"model": {"hidden_size": 4100}})", "model.hidden_size",
         "must be divisible by model.num_attention_heads=32");
     row("groups divide heads", R"({"model": {"num_query_groups": 5}})", "model.num_query_groups",
