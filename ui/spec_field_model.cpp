@@ -153,7 +153,7 @@ QString SpecFieldModel::note(const QString& path) const {
   if (path == "cluster.nodes") return formatDevices(s.world_size(), s.cluster.gpu == "cpu");
   if (path == "cluster.gpu") {
     if (const auto* gpu = spec::PresetCatalog::builtin().gpu(s.cluster.gpu))
-      return tr("%1 · %2 TFLOP/s").arg(formatGiB(gpu->memory_bytes)).arg(gpu->peak_tflops(s.training.precision), 0, 'f', 0);
+      return tr("%1 · %2").arg(formatGiB(gpu->memory_bytes), formatFlopRate(gpu->peak_tflops(s.training.precision)));
   }
   return {};
 }

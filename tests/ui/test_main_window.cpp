@@ -112,6 +112,18 @@ class TestMainWindow : public QObject {
     QVERIFY(summary->detail(SummaryStrip::Mfu).startsWith("HFU"));
   }
 
+  // The GPU's derived note gives its peak in the unit that shows it: the CPU preset's 0.2 TFLOP/s read
+  // "0 TFLOP/s".
+  void gpuNoteGivesThePeakInItsUnit() {
+    MainWindow window(false);
+    QVERIFY(window.openFile(example("tiny-3d.json"), nullptr));
+    const QString cpu = window.specModel()->indexOfField("cluster.gpu", SpecFieldModel::NoteColumn).data().toString();
+    QVERIFY2(cpu.endsWith(" · 200.0 GFLOP/s"), qPrintable(cpu));
+    QVERIFY(window.openFile(example("llama3-70b-64xh100.json"), nullptr));
+    const QString h100 = window.specModel()->indexOfField("cluster.gpu", SpecFieldModel::NoteColumn).data().toString();
+    QVERIFY2(h100.endsWith(" · 989 TFLOP/s"), qPrintable(h100));
+  }
+
   void invalidFieldShowsThePlannersMessageThereAndGreysTheViews() {
     MainWindow window(false);
     QVERIFY(window.openFile(example("llama3-70b-64xh100.json"), nullptr));
