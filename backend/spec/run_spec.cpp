@@ -257,7 +257,28 @@ std::string relabel_layout(const std::string& name, const RunSpec& spec, int64_t
   // "TP<n>" then any of "·PP<n>", "·DP<n>", "·CP<n>", "·EP<n>", "·VPP<n>", "·SP" ('·' is two bytes of UTF-8).
   static const std::regex layout("TP[0-9]+(\xC2\xB7(PP|DP|CP|EP|VPP)[0-9]+|\xC2\xB7SP)*");
   static const std::regex zero("ZeRO-[0-9]");
-  std::string relabelled = std::regex_replace(name, layout, spec.layout_label());
+  // A spelled layout whose counts are the spec's stays as written: a name that leaves out ·SP (or PP1)
+  // is not rewritten by an edit that did not change the layout (a ZeRO stage).
+  static const std::regex part("(TP|PP|DP|CP|EP|VPP)([0-9]+)|SP");
+  const auto& p = spec.parallel;
+  const auto matches = [&](const std::string& spelled) {
+    std::map<std::string, int64_t> counts{{"PP", 1}, {"CP", 1}, {"EP", 1}, {"VPP", 1}, {"DP", spec.data_parallel()}};
+    bool sp = false;
+    for (std::sregex_iterator it(spelled.begin(), spelled.end(), part), end; it != end; ++it) {
+      if ((*it)[0] == "SP") sp = true;
+      else counts[(*it)[1]] = std::stoll((*it)[2]);
+    }
+    return counts["TP"] == p.tp && counts["PP"] == p.pp && counts["DP"] == spec.data_parallel() && counts["CP"] == p.cp &&
+           counts["EP"] == p.ep && counts["VPP"] == p.vpp && (!sp || p.sequence_parallel);
+  };
+  std::string relabelled;
+  auto rest = name.cbegin();
+  for (std::sregex_iterator it(name.begin(), name.end(), layout), end; it != end; ++it) {
+    relabelled.append(rest, (*it)[0].first);
+    relabelled += matches(it->str()) ? it->str() : spec.layout_label();
+    rest = (*it)[0].second;
+  }
+  relabelled.append(rest, name.cend());
   relabelled = std::regex_replace(relabelled, zero, "ZeRO-" + std::to_string(spec.effective_zero_stage()));
   const int64_t world = spec.world_size();
   if (world_before <= 0 || world <= 0 || world == world_before) return relabelled;

@@ -392,6 +392,13 @@ class TestSpec : public QObject {
     QCOMPARE(relabel_layout("Llama-3-8B on one H100 node (TP2·DP4, ZeRO-1)", spec),
              std::string("Llama-3-8B on one H100 node (TP2·PP8·DP1·CP4·SP, ZeRO-0)"));
     QCOMPARE(relabel_layout("x TP4·PP2·DP2·CP2·EP8·VPP2·SP y", spec), std::string("x TP2·PP8·DP1·CP4·SP y"));
+    // A layout spelled with the spec's counts stays as written, though it leaves out ·SP or PP1: an edit
+    // that did not change the layout (a ZeRO stage) does not rename the run.
+    QCOMPARE(relabel_layout("70B (TP2·PP8·DP1·CP4, ZeRO-1)", spec), std::string("70B (TP2·PP8·DP1·CP4, ZeRO-0)"));
+    QCOMPARE(relabel_layout("70B (TP2·PP8·CP4)", spec), std::string("70B (TP2·PP8·CP4)"));
+    json no_sp = doc;
+    no_sp["parallel"]["sequence_parallel"] = false;
+    QCOMPARE(relabel_layout("70B (TP2·PP8·DP1·CP4·SP)", parse_spec(no_sp)), std::string("70B (TP2·PP8·DP1·CP4)"));
     // A name that spells no layout stays; "TPU" and "SP" alone are no layout.
     QCOMPARE(relabel_layout("my run on TPU-like SP", spec), std::string("my run on TPU-like SP"));
     QCOMPARE(relabel_layout("", spec), std::string());
