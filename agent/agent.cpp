@@ -8,6 +8,7 @@
 #include <netinet/in.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <deque>
 #include <filesystem>
@@ -191,7 +192,12 @@ struct Agent::Impl {
     router.set(zmq::sockopt::sndhwm, 10000);
     if (protocol::is_ipv6_host(protocol::parse_tcp_endpoint(options.bind, protocol::PortRule::bind)))
       router.set(zmq::sockopt::ipv6, true);  // only then: it would show IPv4 binds as [::ffff:a.b.c.d]
-    router.bind(zmq_bind_address(options.bind));
+    try {
+      router.bind(zmq_bind_address(options.bind));
+    } catch (const zmq::error_t& e) {
+      throw std::runtime_error("cannot listen on " + options.bind + ": " + e.what() +
+                               (e.num() == EADDRINUSE ? " (another process listens there: another agent, or pick another port)" : ""));
+    }
     endpoint = router.get(zmq::sockopt::last_endpoint);
   }
 

@@ -28,7 +28,7 @@ int main(int argc, char** argv) {
   app.add_option("--bind", options.bind, "endpoint to listen on, tcp://HOST:PORT");
   app.add_option("--keys", keys_dir, "directory holding agent.key (CURVE; required unless HOST is loopback)");
   app.add_option("--authorized-keys", authorized_keys, "file of client public keys allowed to connect");
-  app.add_option("--runtime", options.runtime, "the training runtime to start (default: tessera-train next to this program)");
+  app.add_option("--runtime", options.runtime, "the training runtime to start (default: tessera-train next to this program, else ../runtime/tessera-train as the build tree has it)");
   app.add_option("--workdir", options.workdir, "where run directories go")->default_val("./tessera-runs");
   app.add_option("--max-ranks", options.max_ranks, "ranks running at once (default: the GPUs NVML finds, 64 without GPUs)")->check(CLI::Range(0, 4096));
   app.add_option("--grace-s", options.grace_s, "seconds between SIGTERM and SIGKILL when stopping ranks")
@@ -61,8 +61,15 @@ int main(int argc, char** argv) {
       std::cerr << "tessera-agent: error: --bind tcp://HOST:PORT is required\n";
       return 2;
     }
-    if (options.runtime.empty())
-      options.runtime = (std::filesystem::canonical("/proc/self/exe").parent_path() / "tessera-train").string();
+    if (options.runtime.empty()) {
+      // Next to this program (an install), else where the build tree puts it (build/runtime/).
+      const auto self_dir = std::filesystem::canonical("/proc/self/exe").parent_path();
+      const auto built = self_dir.parent_path() / "runtime" / "tessera-train";
+      options.runtime = (std::filesystem::exists(self_dir / "tessera-train") || !std::filesystem::exists(built)
+                             ? self_dir / "tessera-train"
+                             : built)
+                            .string();
+    }
     if (!keys_dir.empty()) options.keys = tessera::protocol::read_keypair(keys_dir, "agent");
     if (!authorized_keys.empty()) options.authorized_keys = tessera::protocol::read_authorized_keys(authorized_keys);
     tessera::agent::check_options(options);

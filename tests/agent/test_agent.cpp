@@ -359,6 +359,19 @@ class TestAgent : public QObject {
     QVERIFY(agent.readAllStandardError().contains("not a loopback address"));
   }
 
+  // A port another process holds is named with the address, and the agent ends (exit 1).
+  void aPortInUseIsNamed() {
+    AgentProcess first("127.0.0.1:0", dir_.path() + "/busy-first");
+    QProcess second;
+    second.start(TESSERA_AGENT, {"--bind", QString::fromStdString(first.endpoint()), "--runtime", TESSERA_FAKE_RANK,
+                                 "--workdir", dir_.path() + "/busy-second"});
+    QVERIFY(second.waitForFinished(10000));
+    QCOMPARE(second.exitCode(), 1);
+    const QString err = QString::fromUtf8(second.readAllStandardError());
+    QVERIFY2(err.contains(QString("cannot listen on %1: Address already in use").arg(QString::fromStdString(first.endpoint()))),
+             qPrintable(err));
+  }
+
   void anAgentOnIpv6LoopbackIsReached() {
     // tcp://[::1]:PORT is loopback (no keys needed): the agent binds it and a workbench gets through.
     AgentProcess agent("[::1]:0", dir_.path() + "/ipv6");
