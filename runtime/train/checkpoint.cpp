@@ -208,9 +208,10 @@ int64_t resumable_step(const std::string& out_dir, const spec::RunSpec& spec) {
   if (checkpoint_dir(out_dir, step->get<int64_t>()) != newest)
     throw bad("step " + step->dump() + " is not the step of its directory " + *newest_name);
   const auto sizes = manifest.find("rank_file_bytes");
-  if (sizes == manifest.end() || !sizes->is_array() || static_cast<int64_t>(sizes->size()) != spec.world_size() ||
+  if (sizes == manifest.end() || !sizes->is_array() ||
       !std::all_of(sizes->begin(), sizes->end(), [](const nlohmann::json& b) { return b.is_number_integer() && b.get<int64_t>() >= 0; }))
-    throw bad("rank_file_bytes must list the bytes of each of the " + std::to_string(spec.world_size()) + " ranks' files");
+    throw bad("rank_file_bytes must list the bytes of each rank's file");
+  // The layout before the count of rank files: another world size is another layout, said so.
   const auto now = layout_of(spec);
   const auto layout = manifest.find("layout");
   if (layout != manifest.end() && !layout->is_object()) throw bad("layout must be a JSON object");
@@ -219,6 +220,8 @@ int64_t resumable_step(const std::string& out_dir, const spec::RunSpec& spec) {
     throw CheckpointError("--resume: the checkpoint " + newest + " was written by another layout (" +
                           (saved.is_object() ? describe_difference(saved, now) : "its manifest has no layout") +
                           "); resharding is not supported");
+  if (static_cast<int64_t>(sizes->size()) != spec.world_size())
+    throw bad("rank_file_bytes must list the bytes of each of the " + std::to_string(spec.world_size()) + " ranks' files");
   for (int r = 0; r < spec.world_size(); ++r) {
     const std::string file = rank_file(newest, r);
     std::error_code ec;

@@ -410,12 +410,14 @@ RankEnvironment rank_environment_from_env() {
   env.local_world_size = env_int("LOCAL_WORLD_SIZE", env.world_size);
   env.master_addr = std::getenv("MASTER_ADDR");
   env.master_port = env_int("MASTER_PORT", 0);
-  if (env.local_world_size < 1 || env.local_rank >= env.local_world_size)
-    throw std::invalid_argument("LOCAL_RANK=" + std::to_string(env.local_rank) + " must be below LOCAL_WORLD_SIZE=" +
-                                std::to_string(env.local_world_size) + " (the ranks on this machine, at least 1)");
+  // RANK first: LOCAL_RANK and LOCAL_WORLD_SIZE default to it and WORLD_SIZE, so their rule would name
+  // variables the user never set.
   if (env.world_size < 1 || env.rank >= env.world_size)
     throw std::invalid_argument("RANK=" + std::to_string(env.rank) + " must be below WORLD_SIZE=" +
                                 std::to_string(env.world_size));
+  if (env.local_world_size < 1 || env.local_rank >= env.local_world_size)
+    throw std::invalid_argument("LOCAL_RANK=" + std::to_string(env.local_rank) + " must be below LOCAL_WORLD_SIZE=" +
+                                std::to_string(env.local_world_size) + " (the ranks on this machine, at least 1)");
   if (env.master_port < 1 || env.master_port > 65535)
     throw std::invalid_argument("MASTER_PORT=" + std::to_string(env.master_port) + " must be a TCP port (1-65535)");
   if (const auto problem = host_syntax_problem(env.master_addr); !problem.empty())

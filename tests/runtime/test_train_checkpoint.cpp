@@ -117,6 +117,13 @@ class TestTrainCheckpoint : public QObject {
     run = tessera_train({"--spec", other, "--nproc", "2", "--out", b, "--resume"});
     QCOMPARE(run.exit_code, 2);
     QVERIFY2(run.err.find("written by another layout") != std::string::npos, run.err.c_str());
+    // Another world size is another layout too, said so (it read as a manifest listing too few ranks).
+    Layout alone;
+    alone.distributed_optimizer = true;
+    const QString one = QString::fromStdString(write_file(dir, "one.json", tiny_spec("tiny-gpt", alone, 20).dump()));
+    run = tessera_train({"--spec", one, "--out", b, "--resume"});
+    QCOMPARE(run.exit_code, 2);
+    QVERIFY2(run.err.find("written by another layout (dp = 2 in the checkpoint, 1 now)") != std::string::npos, run.err.c_str());
 
     std::filesystem::resize_file(last + "/rank_00001.pt", 1000);
     run = tessera_train(common + QStringList{"--out", b, "--resume"});
@@ -157,7 +164,7 @@ class TestTrainCheckpoint : public QObject {
     edited.erase("rank_file_bytes");
     run = refusal(edited);
     QCOMPARE(run.exit_code, 2);
-    QVERIFY2(run.err.find(manifest + ": rank_file_bytes must list the bytes of each of the 2 ranks' files") != std::string::npos,
+    QVERIFY2(run.err.find(manifest + ": rank_file_bytes must list the bytes of each rank's file") != std::string::npos,
              run.err.c_str());
   }
 

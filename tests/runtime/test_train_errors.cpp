@@ -167,6 +167,11 @@ class TestTrainErrors : public QObject {
     run = with_env({{"RANK", "0"}, {"WORLD_SIZE", "1"}, {"LOCAL_WORLD_SIZE", "0"}});
     QCOMPARE(run.exit_code, 2);
     QVERIFY2(run.err.find("LOCAL_RANK=0 must be below LOCAL_WORLD_SIZE=0") != std::string::npos, run.err.c_str());
+    // RANK out of range is named as RANK, not as the LOCAL_RANK that defaults to it.
+    run = with_env({{"RANK", "5"}, {"WORLD_SIZE", "2"}});
+    QCOMPARE(run.exit_code, 2);
+    QVERIFY2(run.err.find("RANK=5 must be below WORLD_SIZE=2") != std::string::npos && run.err.find("LOCAL_RANK") == std::string::npos,
+             run.err.c_str());
     // A MASTER_ADDR that no host can have, at once (the rendezvous retried its lookup for 85 s).
     QElapsedTimer clock;
     clock.start();
