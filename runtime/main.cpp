@@ -3,6 +3,7 @@
 // Bad input exits 2 before any rank starts; a failed rank exits 1 naming the cause.
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -95,6 +96,9 @@ std::string message_of(const std::exception& e) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // --nproc starts its ranks as /proc/self/exe, which the kernel names "exe": named so, pgrep and pkill
+  // find them as they find the launcher.
+  prctl(PR_SET_NAME, "tessera-train", 0, 0, 0);
   tessera::runtime::turn_off_flight_recorder_unless_asked();  // changes the environment: before any thread
   CLI::App app{"tessera-train: trains a Tessera run spec (TP, SP, PP, DP) with LibTorch"};
   std::string spec_path, out_dir, data;
