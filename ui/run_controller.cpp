@@ -228,9 +228,9 @@ void RunController::follow(store::Writer& writer, const std::string& run_id, lau
   }
   switch (outcome) {
     case launch::RunOutcome::running: break;  // detached: the run goes on, its status stays running
-    case launch::RunOutcome::done: writer.set_status(run, store::RunStatus::done); break;
-    case launch::RunOutcome::stopped: writer.set_status(run, store::RunStatus::stopped, session.reason()); break;
-    case launch::RunOutcome::failed: writer.set_status(run, store::RunStatus::failed, session.reason()); break;
+    case launch::RunOutcome::done: writer.set_status(run, store::RunStatus::done, {}, session.ended_ms()); break;
+    case launch::RunOutcome::stopped: writer.set_status(run, store::RunStatus::stopped, session.reason(), session.ended_ms()); break;
+    case launch::RunOutcome::failed: writer.set_status(run, store::RunStatus::failed, session.reason(), session.ended_ms()); break;
   }
   writer.flush();
   {

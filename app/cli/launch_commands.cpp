@@ -79,17 +79,17 @@ int follow(store::Writer& writer, const store::RunHandle& run, launch::RunSessio
       std::cout << "detached; the run goes on. Follow it again with: tessera-cli runs follow " << run.id << "\n";
       return 0;
     case launch::RunOutcome::done:
-      writer.set_status(run, store::RunStatus::done);
+      writer.set_status(run, store::RunStatus::done, {}, session.ended_ms());
       writer.flush();
       std::cout << "run " << run.id << " done (" << sink.points() << " metric points stored)\n";
       return 0;
     case launch::RunOutcome::stopped:
-      writer.set_status(run, store::RunStatus::stopped, session.reason());
+      writer.set_status(run, store::RunStatus::stopped, session.reason(), session.ended_ms());
       writer.flush();
       std::cout << "run " << run.id << " stopped\n";
       return 0;
     case launch::RunOutcome::failed:
-      writer.set_status(run, store::RunStatus::failed, session.reason());
+      writer.set_status(run, store::RunStatus::failed, session.reason(), session.ended_ms());
       writer.flush();
       std::cerr << "run " << run.id << " failed: " << printable(session.reason(), true) << "\n";
       if (!session.failure_log().empty()) {

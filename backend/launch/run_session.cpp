@@ -256,6 +256,10 @@ void RunSession::note_record(size_t node, const nlohmann::json& record) {
     }
     if (!stop_sent_) stop(reason_);
   } else if (type == "run_end") {
+    if (const auto time = record.find("time_s"); time != record.end() && time->is_number() && time->get<double>() > 0) {
+      const auto ms = static_cast<int64_t>(time->get<double>() * 1000);
+      ended_ms_ = ended_ms_ ? std::max(*ended_ms_, ms) : ms;
+    }
     node_ended(node, record.value("state", std::string()), record.value("reason", std::string()));
   }
 }

@@ -101,6 +101,10 @@ class RunSession {
   /// "rank 3 exited with code 1" / "node 1 (tcp://...) lost" — why the run failed or stopped.
   const std::string& reason() const { return reason_; }
   std::optional<int64_t> first_failed_rank() const { return first_failed_rank_; }
+  /// When the run ended by its agents' clocks (the latest run_end's time_s, Unix ms): a follower that
+  /// attached after the end records that, not the moment it learnt of it. Nullopt without a run_end
+  /// record (a node whose end was acknowledged by an earlier follower, a lost node).
+  std::optional<int64_t> ended_ms() const { return ended_ms_; }
   /// The last output lines of the first failing rank, as its agent reported them.
   const std::vector<std::string>& failure_log() const { return failure_log_; }
   /// Frames received again (sequence number already handed over) and dropped.
@@ -128,6 +132,7 @@ class RunSession {
   std::string stop_reason_;  ///< the reason an agent gave for stopping
   std::optional<int64_t> first_failed_rank_;
   double first_failure_time_s_ = 0;
+  std::optional<int64_t> ended_ms_;
   std::chrono::steady_clock::time_point first_failure_heard_;  ///< when the session learnt of it
   size_t first_failure_node_ = 0;                               ///< the node its report came from
   std::vector<std::string> failure_log_;

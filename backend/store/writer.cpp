@@ -394,8 +394,9 @@ void Writer::append(const RunHandle& run, Artifact artifact) {
 }
 void Writer::append(const RunHandle& run, StreamPosition position) { impl_->push(PositionRecord{run.key, position}, 1); }
 
-void Writer::set_status(const RunHandle& run, RunStatus status, std::string exit_reason) {
-  impl_->push(StatusRecord{run.key, status, std::move(exit_reason), now_ms()}, 1);
+void Writer::set_status(const RunHandle& run, RunStatus status, std::string exit_reason, std::optional<int64_t> at_ms) {
+  const int64_t now = now_ms();
+  impl_->push(StatusRecord{run.key, status, std::move(exit_reason), at_ms && *at_ms > 0 ? std::min(*at_ms, now) : now}, 1);
 }
 
 void Writer::flush() {

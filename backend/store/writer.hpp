@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -67,7 +68,10 @@ class Writer {
   /// Queued in order with the data: starting/running set started_ms (once), final states ended_ms once
   /// (following a run that had ended again does not move its end; a lost run followed again, running
   /// once more, gets the end its follower sees).
-  void set_status(const RunHandle& run, RunStatus status, std::string exit_reason = {});
+  /// `at_ms` (Unix ms) is when it happened, if not now (a run end the agents timed before a later
+  /// follower learnt of it); one in the future is taken as now.
+  void set_status(const RunHandle& run, RunStatus status, std::string exit_reason = {},
+                  std::optional<int64_t> at_ms = std::nullopt);
 
   /// Waits until everything appended before is committed; throws the writer's error.
   void flush();

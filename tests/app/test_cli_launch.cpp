@@ -336,6 +336,24 @@ class TestCliLaunch : public QObject {
     QCOMPARE(history.run(id.toStdString()).status, store::RunStatus::done);
   }
 
+  // A detached run followed after it ended keeps the end its agents timed, not the moment of the follow
+  // ("took 1m 19s" for a run of seconds).
+  void runFollowedAfterItsEndKeepsItsEndTime() {
+    Agent a("127.0.0.1", dir_.path() + "/ea", {"TESSERA_FAKE_STEP_MS=10"}), b("127.0.0.2", dir_.path() + "/eb", {"TESSERA_FAKE_STEP_MS=10"});
+    const auto started = cli({"launch", spec("ended-before", 20, 2), "--agents", a.endpoint() + "," + b.endpoint()});
+    QVERIFY2(started.exit_code == 0, qPrintable(started.err));
+    std::this_thread::sleep_for(std::chrono::milliseconds(2500));  // 20 steps of 10 ms: long over
+    const int64_t follow_ms =
+        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+    const auto followed = cli({"runs", "follow", run_id_of(started.out), "--quiet"});
+    QVERIFY2(followed.exit_code == 0 && followed.out.contains(" done "), qPrintable(followed.err + followed.out));
+    store::History history((dir_.path() + "/history.sqlite").toStdString());
+    const auto run = history.run(run_id_of(started.out).toStdString());
+    QVERIFY(run.ended_ms && run.started_ms);
+    QVERIFY2(*run.ended_ms < follow_ms - 1000, qPrintable(QString("ended %1 ms before the follow").arg(follow_ms - *run.ended_ms)));
+    QVERIFY(*run.ended_ms >= *run.started_ms);
+  }
+
   // A detached run one of whose agents died: `runs follow` backfills the other node, which it stops,
   // and records the run failed with the dead node lost (it used to fail to attach and leave the run
   // running). With node 0 dead, node 1's reply comes while node 0 is still awaited: it is read.
