@@ -44,6 +44,9 @@ T optional_field(const json& config, const char* key, T fallback, const char* ty
 
 json spec_from_hf_config(const json& config, const std::string& source, std::vector<std::string>* notes) {
   if (!config.is_object()) throw SpecError({{"", source + ": a config.json must be a JSON object"}});
+  if (!config.contains("model_type"))
+    throw SpecError({{"", source + ": model_type is missing (a Hugging Face config.json names its architecture there: "
+                                   "llama, mistral, mixtral or gpt2)"}});
   const std::string type = optional_field<std::string>(config, "model_type", "", "a string", source);
   json model;
   if (type == "llama" || type == "mistral" || type == "mixtral") {
@@ -62,7 +65,9 @@ json spec_from_hf_config(const json& config, const std::string& source, std::vec
     model["tie_embeddings"] = optional_field(config, "tie_word_embeddings", false, "true or false", source);
     if (config.contains("head_dim") && config["head_dim"].is_number_integer() &&
         config["head_dim"].get<int64_t>() * model["num_attention_heads"].get<int64_t>() != model["hidden_size"].get<int64_t>())
-      throw SpecError({{"", source + ": head_dim * num_attention_heads != hidden_size is not supported"}});
+      throw SpecError({{"", source + ": head_dim=" + config["head_dim"].dump() + " × num_attention_heads=" +
+                                model["num_attention_heads"].dump() + " != hidden_size=" + model["hidden_size"].dump() +
+                                " is not supported (the heads here split the hidden size)"}});
     // The llama architecture here has no linear biases (Megatron's --disable-bias-linear); a config
     // with them would be counted and exported as another model.
     for (const char* bias : {"attention_bias", "mlp_bias"})
@@ -76,8 +81,12 @@ json spec_from_hf_config(const json& config, const std::string& source, std::vec
                                 " architecture here is SwiGLU, gated with silu)"}});
     // Attention is planned over the whole sequence: a shorter sliding window (Mistral 7B v0.1's 4096
     // of 32768) is planned as that sequence, which costs what the window does.
+    // null (Mistral v0.2 and later: no window) or a positive integer.
+    if (config.contains("sliding_window") && !config["sliding_window"].is_null() &&
+        !(config["sliding_window"].is_number_integer() && config["sliding_window"].get<int64_t>() > 0))
+      throw SpecError({{"", source + ": config field sliding_window must be a positive integer or null, got " +
+                                config["sliding_window"].dump()}});
     if (config.contains("sliding_window") && config["sliding_window"].is_number_integer() &&
-        config["sliding_window"].get<int64_t>() > 0 &&
         config["sliding_window"].get<int64_t>() < model["seq_length"].get<int64_t>()) {
       const int64_t window = config["sliding_window"].get<int64_t>();
       if (notes)
@@ -101,6 +110,12 @@ json spec_from_hf_config(const json& config, const std::string& source, std::vec
     model["vocab_size"] = required_int(config, {"vocab_size"}, source);
     model["seq_length"] = required_int(config, {"n_positions", "n_ctx", "max_position_embeddings"}, source);
     model["normalization"] = "layernorm";
+    // GPT-2's MLP: GELU ("gelu_new" in its configs, the tanh approximation); another activation would be
+    // planned and exported as a GELU model.
+    if (const auto act = optional_field<std::string>(config, "activation_function", "gelu_new", "a string", source);
+        act.rfind("gelu", 0) != 0)
+      throw SpecError({{"", source + ": activation_function=\"" + act + "\" is not supported (the gpt architecture here "
+                                "uses GELU)"}});
     model["activation"] = "gelu";
     model["position_embedding"] = "learned";
     model["tie_embeddings"] = optional_field(config, "tie_word_embeddings", true, "true or false", source);

@@ -295,7 +295,7 @@ class TestCliPlan : public QObject {
     QCOMPARE(nlohmann::json::parse(r.out)["model"]["ffn_hidden_size"].get<int64_t>(), int64_t{3072});
     const auto bad = cli({"import", "hf", example("tiny-3d.json")});
     QCOMPARE(bad.exit_code, 2);
-    QVERIFY(bad.err.find("model_type") != std::string::npos);
+    QVERIFY2(bad.err.find("model_type is missing") != std::string::npos, bad.err.c_str());
     // A config changed in one field: refused naming it, and imported once the field is as it was.
     // Fields of the wrong type (they were nlohmann's type_error, exit 1); a llama with linear biases
     // (attention_bias, mlp_bias), another model than the one imported without them.
@@ -309,7 +309,14 @@ class TestCliPlan : public QObject {
                             Odd{"gpt2-config.json", "tie_word_embeddings", "yes", true, "config field tie_word_embeddings must be"},
                             Odd{"llama3-8b-config.json", "attention_bias", true, false, "attention_bias=true is not supported"},
                             Odd{"llama3-8b-config.json", "mlp_bias", true, false, "mlp_bias=true is not supported"},
-                            Odd{"llama3-8b-config.json", "hidden_act", "gelu", "swish", "hidden_act=\"gelu\" is not supported"}}) {
+                            Odd{"llama3-8b-config.json", "hidden_act", "gelu", "swish", "hidden_act=\"gelu\" is not supported"},
+                            Odd{"gpt2-config.json", "activation_function", "relu", "gelu_new",
+                                "activation_function=\"relu\" is not supported"},
+                            Odd{"mixtral-config.json", "sliding_window", "4096", nullptr,
+                                "sliding_window must be a positive integer or null, got \"4096\""},
+                            Odd{"mixtral-config.json", "sliding_window", -5, 4096, "sliding_window must be a positive integer"},
+                            Odd{"llama3-8b-config.json", "head_dim", 64, 128,
+                                "head_dim=64 × num_attention_heads=32 != hidden_size=4096"}}) {
       auto config = nlohmann::json::parse(std::ifstream(data(odd.config).toStdString()));
       config[odd.field] = odd.value;
       const QString path = dir.filePath(QString("odd-%1.json").arg(odd.field));
