@@ -182,9 +182,13 @@ std::vector<StageMemory> megatron_stages(const spec::RunSpec& spec, const Schedu
 // terms"; docs/runtime.md, "Memory against the planner"). e bytes per element, T tokens of a
 // microbatch on a rank (s/cp · b), Tr the rows of the residual stream (T/t under SP, else T).
 
+}  // namespace
+
 bool has_runtime_terms(const spec::ModelSpec& m) {
-  return (m.arch == Arch::gpt || m.arch == Arch::llama) && !m.is_moe();
+  return (m.arch == spec::Arch::gpt || m.arch == spec::Arch::llama) && !m.is_moe();
 }
+
+namespace {
 
 struct RuntimeShape {
   double e, tokens, rows, h, q, kv, f, heads, t;

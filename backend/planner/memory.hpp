@@ -43,6 +43,10 @@ struct MemoryEstimate {
 /// where they are its default) rather than ATen's ops (`cluster.gpu: cpu`, its CPU default).
 bool plans_fused_kernels(const spec::RunSpec& spec);
 
+/// Whether the tessera profile counts what tessera-train's autograd keeps for this model (dense gpt and
+/// llama: docs/formulas.md §2, "Runtime terms") rather than the paper's activation terms.
+bool has_runtime_terms(const spec::ModelSpec& m);
+
 /// Activation bytes of one transformer layer for one microbatch on one rank (Korthikanti et al.
 /// 2022, generalised to GQA, SwiGLU, MoE and any FFN width), under the spec's TP/SP/CP, recompute
 /// and flash-attention settings. With full recompute: the stored layer input only.

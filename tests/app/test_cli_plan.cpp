@@ -269,6 +269,21 @@ class TestCliPlan : public QObject {
     QVERIFY2(profile.out.find("note: the megatron profile divides the experts by tp and pp only") != std::string::npos &&
                  profile.out.find("not by ep=8") != std::string::npos,
              profile.out.c_str());
+    // What the profiles leave out is said: the megatron profile's blind spot for cp, and that the
+    // tessera profile's dense models never store the attention scores, whatever flash_attention says.
+    const auto cp = cli({"plan", example("llama3-70b-64xh100.json"), "--cp", "2", "--dp", "1", "--memory-profile", "megatron"});
+    QVERIFY2(cp.out.find("note: the megatron profile, as Megatron-LM's theoretical_memory_usage.py, neither splits the "
+                         "sequence by cp=2") != std::string::npos,
+             cp.out.c_str());
+    nlohmann::json no_flash;
+    std::ifstream(example("llama3-70b-64xh100.json").toStdString()) >> no_flash;
+    no_flash["training"]["flash_attention"] = false;
+    std::ofstream(dir.filePath("no-flash.json").toStdString()) << no_flash.dump();
+    const auto scores = cli({"plan", dir.filePath("no-flash.json")});
+    QVERIFY2(scores.out.find("note: training.flash_attention=false: this profile counts what tessera-train keeps") !=
+                 std::string::npos,
+             scores.out.c_str());
+    QVERIFY(cli({"plan", example("llama3-70b-64xh100.json")}).out.find("note: training.flash_attention") == std::string::npos);
     // On 32 GPUs TP8·PP4 leaves no data parallelism: nothing to overlap.
     spec["cluster"]["nodes"] = 4;
     spec["parallel"]["dp"] = 1;
