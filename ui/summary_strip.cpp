@@ -1,7 +1,10 @@
 // The summary strip's cells, filled from the session's plan.
 #include "summary_strip.hpp"
 
+#include <algorithm>
+
 #include <QEvent>
+#include <QFontMetrics>
 #include <QGridLayout>
 #include <QVBoxLayout>
 
@@ -28,7 +31,7 @@ SummaryStrip::SummaryStrip(PlanSession* session, QWidget* parent) : QWidget(pare
   QFont valueFont = font();
   valueFont.setPointSizeF(font().pointSizeF() * 1.3);
   valueFont.setBold(true);
-  int column = 0;
+  grid_ = grid;
   for (const auto& [metric, title] : cells) {
     auto* caption = new ElidedLabel(title, this);
     captions_[metric] = caption;
@@ -42,14 +45,16 @@ SummaryStrip::SummaryStrip(PlanSession* session, QWidget* parent) : QWidget(pare
     detail->setMinimumWidth(1);  // details may end in "…" on a narrow window (whole in the tooltip); values never do
     detail->setFont(captionFont);
     detail->setForegroundRole(QPalette::PlaceholderText);
-    grid->addWidget(caption, 0, column);
-    grid->addWidget(value, 1, column);
-    grid->addWidget(detail, 2, column);
     values_[metric] = value;
     details_[metric] = detail;
-    ++column;
   }
-  grid->setColumnStretch(column, 1);
+  // The width one line of cells needs, from the widest values each cell shows (fixed, so that an edit
+  // never moves the views below by switching between one line and two).
+  const QFontMetrics valueMetrics(valueFont);
+  one_line_width_ = outer->contentsMargins().left() + outer->contentsMargins().right() + 8 * grid->horizontalSpacing();
+  for (const char* widest : {"888.8 B", "4096", "88.8 GiB / 88.8 GiB", "88.88 s", "888", "88.8 %", "888.8 k", "88.8 %", "DP, PP"})
+    one_line_width_ += valueMetrics.horizontalAdvance(QString::fromLatin1(widest));
+  arrange(1);
   outer->addLayout(grid);
   // One line that never appears or disappears (the views below must not jump): the spec's problem,
   // or the run and how long planning took.
@@ -75,6 +80,41 @@ void SummaryStrip::set(Metric metric, const QString& value, const QString& detai
   details_[metric]->setPalette(pal);
 }
 
+void SummaryStrip::resizeEvent(QResizeEvent* event) {
+  QWidget::resizeEvent(event);
+  arrange(width() >= one_line_width_ ? 1 : 2);
+  if (!problem_message_.isEmpty()) showProblem();
+}
+
+void SummaryStrip::arrange(int lines) {
+  if (lines == lines_) return;
+  lines_ = lines;
+  const Metric order[] = {Parameters, World, Memory, Iteration, Tflops, Mfu, Tokens, Bubble, CrossNode};
+  const int per_line = (9 + lines - 1) / lines;
+  for (int column = 0; column <= 9; ++column) grid_->setColumnStretch(column, 0);
+  for (int i = 0; i < 9; ++i) {
+    const Metric metric = order[i];
+    const int row = 3 * (i / per_line), column = i % per_line;
+    for (QLabel* label : {static_cast<QLabel*>(captions_[metric]), values_[metric], static_cast<QLabel*>(details_[metric])})
+      grid_->removeWidget(label);
+    grid_->addWidget(captions_[metric], row, column);
+    grid_->addWidget(values_[metric], row + 1, column);
+    grid_->addWidget(details_[metric], row + 2, column);
+  }
+  grid_->setColumnStretch(per_line, 1);
+}
+
+void SummaryStrip::showProblem() {
+  const QFontMetrics metrics(status_->font());
+  const int room = contentsRect().width() - layout()->contentsMargins().left() - layout()->contentsMargins().right() -
+                   metrics.horizontalAdvance(tr("⚠ ") + problem_rest_) - metrics.horizontalAdvance(QLatin1Char(' '));
+  const QString shown = metrics.elidedText(problem_message_, Qt::ElideRight, std::max(room, 4 * metrics.averageCharWidth()));
+  // The message links to its field in the designer.
+  status_->setText(QStringLiteral("⚠ <a href=\"%1\" style=\"color:%2\">%3</a>%4")
+                       .arg(problem_field_.toHtmlEscaped(), colors::warning().name(), shown.toHtmlEscaped(),
+                            problem_rest_.toHtmlEscaped()));
+}
+
 void SummaryStrip::refresh() {
   const PlanPtr plan = session_->plan();
   const bool stale = session_->stale();
@@ -86,12 +126,13 @@ void SummaryStrip::refresh() {
     const QString message = QString::fromStdString(first.message);
     const QString rest = tr("%1 — the views show the last valid plan.").arg(more > 0 ? tr(" (and %1 more)").arg(more) : QString());
     status_text_ = tr("⚠ ") + message + rest;
-    // The message links to its field in the designer.
-    status_->setText(QStringLiteral("⚠ <a href=\"%1\" style=\"color:%2\">%3</a>%4")
-                         .arg(QString::fromStdString(first.field).toHtmlEscaped(), colors::warning().name(),
-                              message.toHtmlEscaped(), rest.toHtmlEscaped()));
+    problem_field_ = QString::fromStdString(first.field);
+    problem_message_ = message;
+    problem_rest_ = rest;
+    showProblem();
     pal.setColor(QPalette::WindowText, colors::warning());
   } else {
+    problem_message_.clear();
     status_text_ = tr("%1 · planned in %2").arg(QString::fromStdString(session_->spec().name.empty() ? "Untitled" : session_->spec().name),
                                                 formatDuration(session_->lastPlanSeconds()));
     status_->setText(status_text_.toHtmlEscaped());

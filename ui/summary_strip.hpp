@@ -6,7 +6,10 @@
 
 #include <map>
 
+#include <QFontMetrics>
+#include <QGridLayout>
 #include <QLabel>
+#include <QTextDocumentFragment>
 #include <QWidget>
 
 namespace tessera::ui {
@@ -27,6 +30,10 @@ class SummaryStrip : public QWidget {
   QColor valueColor(Metric metric) const { return values_.at(metric)->palette().color(QPalette::WindowText); }
   /// The line under the values: the spec's first problem, or the run's name and planning time.
   QString status() const { return status_text_; }
+  /// That line as drawn at the strip's width (rich text: the message may end in "…"), for tests.
+  QString shownStatus() const { return status_->text(); }
+  /// The width that line's text takes, for tests.
+  int shownStatusWidth() const { return QFontMetrics(status_->font()).horizontalAdvance(QTextDocumentFragment::fromHtml(status_->text()).toPlainText()); }
 
  signals:
   /// The user clicked the problem: show this field (dotted path) in the designer.
@@ -34,15 +41,30 @@ class SummaryStrip : public QWidget {
 
  protected:
   void changeEvent(QEvent* event) override;
+  void resizeEvent(QResizeEvent* event) override;
 
  private:
   void refresh();
+  /// Fits the problem line to the width: the message ends in "…" so that "(and N more)" and what the
+  /// views show stay readable (the whole text is the tooltip).
+  void showProblem();
+  /// The cells on one line, or on two when the strip is narrower than one line needs (values are never
+  /// cut: "48.2 Gi" at 1024 px).
+  void arrange(int lines);
   void set(Metric metric, const QString& value, const QString& detail, const QColor& detailColor = {});
 
   PlanSession* session_;
   std::map<Metric, QLabel*> captions_, values_, details_;
   QLabel* status_;
   QString status_text_;
+  QString problem_field_, problem_message_, problem_rest_;  ///< the stale spec's first problem, in parts
+  QGridLayout* grid_ = nullptr;
+  int one_line_width_ = 0;
+  int lines_ = 0;
+
+ public:
+  /// 1 or 2, for tests.
+  int lines() const { return lines_; }
 };
 
 }  // namespace tessera::ui

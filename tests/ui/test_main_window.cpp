@@ -124,6 +124,23 @@ class TestMainWindow : public QObject {
     QVERIFY2(h100.endsWith(" · 989 TFLOP/s"), qPrintable(h100));
   }
 
+  // The summary's values are never cut: a window too narrow for one line of cells gets two ("48.2 Gi"
+  // at 1024 px), a wide one keeps one.
+  void summaryValuesAreNeverCut() {
+    MainWindow window(false);
+    QVERIFY(window.openFile(example("llama3-70b-64xh100.json"), nullptr));
+    window.show();
+    for (const auto& [size, lines] : {std::pair{QSize(1024, 700), 2}, std::pair{QSize(1600, 1000), 1}}) {
+      window.resize(size);
+      QCoreApplication::processEvents();
+      QCOMPARE(window.summary()->lines(), lines);
+      for (const QLabel* label : window.summary()->findChildren<QLabel*>())
+        if (label->text() == window.summary()->value(SummaryStrip::Memory))
+          QVERIFY2(label->width() >= label->sizeHint().width(),
+                   qPrintable(QString("%1: %2 < %3").arg(label->text()).arg(label->width()).arg(label->sizeHint().width())));
+    }
+  }
+
   void invalidFieldShowsThePlannersMessageThereAndGreysTheViews() {
     MainWindow window(false);
     QVERIFY(window.openFile(example("llama3-70b-64xh100.json"), nullptr));
@@ -147,6 +164,17 @@ class TestMainWindow : public QObject {
     QVERIFY(note.data().toString().isEmpty() || !note.data().toString().contains("must divide"));
     QVERIFY(!window.session()->stale());
     QCOMPARE(window.rankGridView()->grab().toImage(), before);
+    // On a narrow window the message ends in "…", and how many more problems there are and what the
+    // views show stay on the line (they were cut off with the message's end).
+    QVERIFY(window.specModel()->setData(window.specModel()->indexOfField("parallel.tp"), qlonglong{3}));
+    window.resize(1024, 700);
+    window.show();
+    QCoreApplication::processEvents();
+    const QString shown = window.summary()->shownStatus();
+    QVERIFY2(shown.contains(QStringLiteral("…")) && shown.contains(QStringLiteral(" more) — the views show the last valid plan.")),
+             qPrintable(shown));
+    QVERIFY2(window.summary()->shownStatusWidth() <= window.summary()->width(),
+             qPrintable(QString("%1 > %2").arg(window.summary()->shownStatusWidth()).arg(window.summary()->width())));
   }
 
   void undoRedoRestoresTheSpecExactly() {
