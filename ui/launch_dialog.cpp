@@ -89,10 +89,9 @@ LaunchDialog::LaunchDialog(const spec::RunSpec& spec, nlohmann::ordered_json spe
   form->addRow(tr("Name"), name_);
   form->addRow(tr("Tags"), tags_);
   form->addRow(tr("Notes"), notes_);
-  form->addRow(tr("Layout"), new QLabel(tr("TP%1 · PP%2 · DP%3 — %4 ranks on %5, %6 per node")
-                                            .arg(spec.parallel.tp)
-                                            .arg(spec.parallel.pp)
-                                            .arg(spec.data_parallel())
+  // The spec's own label (with CP, EP, VPP and SP where they apply: a MoE's EP2 was left out).
+  form->addRow(tr("Layout"), new QLabel(tr("%1 — %2 ranks on %3, %4 per node")
+                                            .arg(QString::fromStdString(spec.layout_label()))
                                             .arg(spec.world_size())
                                             .arg(formatNodes(spec.cluster.nodes))
                                             .arg(spec.cluster.gpus_per_node)));

@@ -125,7 +125,8 @@ void MemoryView::rebuild() {
 
   // Capacity line and its caption; a capacity far above the bars is only named, at the top right.
   const auto* gpu = spec::PresetCatalog::builtin().gpu(model_->plan()->spec.cluster.gpu);
-  const QString device = gpu ? QString::fromStdString(gpu->name) : QString();
+  // "capacity 80.0 GiB of an NVIDIA H100 80GB SXM"; the CPU preset's name has brackets of its own.
+  const QString device = gpu ? tr(" of %1").arg(QString::fromStdString(gpu->name)) : QString();
   auto* cap = new QCPItemText(this);
   cap->setColor(colors::warning());
   cap->position->setType(QCPItemPosition::ptAxisRectRatio);
@@ -137,11 +138,11 @@ void MemoryView::rebuild() {
     cap->position->setTypeY(QCPItemPosition::ptPlotCoords);
     cap->position->setCoords(0.995, capacityBytes / bytes_per_unit_);
     cap->setPositionAlignment(Qt::AlignRight | Qt::AlignBottom);
-    cap->setText(tr("capacity %1 (%2)").arg(formatBytes(memory->capacity_bytes), device));
+    cap->setText(tr("capacity %1%2").arg(formatBytes(memory->capacity_bytes), device));
   } else {
     cap->position->setCoords(0.995, 0.01);
     cap->setPositionAlignment(Qt::AlignRight | Qt::AlignTop);
-    cap->setText(tr("capacity %1 (%2), far above this scale").arg(formatBytes(memory->capacity_bytes), device));
+    cap->setText(tr("capacity %1%2, far above this scale").arg(formatBytes(memory->capacity_bytes), device));
   }
 
   // Totals above the bars; stages over capacity say by how much.

@@ -187,9 +187,12 @@ TimelineView::Legend TimelineView::legend() const {
 QString TimelineView::title(const TimelineModel& model) const {
   const auto& plan = *model.plan();
   QString text = model.caption().isEmpty() ? QString() : model.caption() + QStringLiteral(" · ");
-  text += tr("%1 · %2 stages").arg(scheduleName(plan.schedule.schedule)).arg(plan.schedule.pp);
+  const auto plural = [](int64_t n, const QString& one, const QString& many) { return QStringLiteral("%1 %2").arg(n).arg(n == 1 ? one : many); };
+  text += tr("%1 · %2").arg(scheduleName(plan.schedule.schedule), plural(plan.schedule.pp, tr("stage"), tr("stages")));
   if (plan.schedule.vpp > 1) text += tr(" × %1 chunks").arg(plan.schedule.vpp);
-  text += tr(" · %1 microbatches · pipeline %2 · bubble %3").arg(plan.schedule.microbatches).arg(formatSeconds(model.makespan()), formatPercent(model.bubbleFraction()));
+  text += tr(" · %1 · pipeline %2 · bubble %3")
+              .arg(plural(plan.schedule.microbatches, tr("microbatch"), tr("microbatches")), formatSeconds(model.makespan()),
+                   formatPercent(model.bubbleFraction()));
   if (model.showsStep()) text += tr(" · step %1").arg(formatSeconds(model.stepEnd()));
   if (model.measured()) return text;  // measured memory is on the dashboard's memory plot
   text += tr(" · peak memory %1").arg(formatBytes(plan.memory.peak_bytes));

@@ -421,7 +421,7 @@ void add_plan_commands(CLI::App& app) {
     cmd->callback([] {
       const auto s = spec::load_spec_file(path);
       std::cout << path << ": valid (world size " << s.world_size() << ", " << s.layout_label() << ", "
-                << s.num_microbatches() << " microbatches per step)\n";
+                << s.num_microbatches() << (s.num_microbatches() == 1 ? " microbatch" : " microbatches") << " per step)\n";
     });
   }
 

@@ -15,14 +15,14 @@ std::vector<spec::FieldError> tessera_train_problems(const spec::RunSpec& spec) 
   const auto& t = spec.training;
   if (m.arch != spec::Arch::gpt && m.arch != spec::Arch::llama)
     fail("model.arch", "model.arch=" + std::string(spec::to_string(m.arch)) + ": tessera-train trains gpt and llama models");
-  if (m.is_moe()) fail("model.num_experts", "model.num_experts=" + std::to_string(m.num_experts) + ": tessera-train trains dense models (1)");
+  if (m.is_moe()) fail("model.num_experts", "model.num_experts=" + std::to_string(m.num_experts) + ": tessera-train trains dense models (model.num_experts must be 1)");
   if (m.position_embedding == spec::PositionEmbedding::relative)
     fail("model.position_embedding", "model.position_embedding=relative: tessera-train supports learned and rope");
   if (m.vocab_size % p.tp != 0)
     fail("model.vocab_size", "model.vocab_size=" + std::to_string(m.vocab_size) + " must be divisible by parallel.tp=" +
                                  std::to_string(p.tp) + " for tessera-train's vocab-parallel layers");
-  if (p.cp != 1) fail("parallel.cp", "parallel.cp=" + std::to_string(p.cp) + ": tessera-train has no context parallelism (1)");
-  if (p.ep != 1) fail("parallel.ep", "parallel.ep=" + std::to_string(p.ep) + ": tessera-train has no expert parallelism (1)");
+  if (p.cp != 1) fail("parallel.cp", "parallel.cp=" + std::to_string(p.cp) + ": tessera-train has no context parallelism (parallel.cp must be 1)");
+  if (p.ep != 1) fail("parallel.ep", "parallel.ep=" + std::to_string(p.ep) + ": tessera-train has no expert parallelism (parallel.ep must be 1)");
   if (p.schedule == spec::Schedule::zb_h1)
     fail("parallel.schedule", "parallel.schedule=zb-h1: tessera-train executes gpipe, 1f1b and interleaved");
   if (spec.effective_zero_stage() > 1)
