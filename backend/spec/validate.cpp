@@ -99,9 +99,9 @@ std::vector<FieldError> validate(const RunSpec& spec, const PresetCatalog& prese
     c.fail("training.warmup_steps", "training.warmup_steps=" + n(t.warmup_steps) +
                                         " must not exceed training.train_steps=" + n(t.train_steps));
   if (!(t.weight_decay >= 0) || !std::isfinite(t.weight_decay))
-    c.fail("training.weight_decay", "training.weight_decay must be a finite number, 0 or more");
+    c.fail("training.weight_decay", "training.weight_decay=" + real(t.weight_decay) + " must be a finite number, 0 or more");
   if (!(t.grad_clip >= 0) || !std::isfinite(t.grad_clip))
-    c.fail("training.grad_clip", "training.grad_clip must be a finite number, 0 (off) or more");
+    c.fail("training.grad_clip", "training.grad_clip=" + real(t.grad_clip) + " must be a finite number, 0 (off) or more");
   if (t.seed < 0) c.fail("training.seed", "training.seed=" + n(t.seed) + " must be 0 or more");
   if (t.save_every < 0)
     c.fail("training.save_every", "training.save_every=" + n(t.save_every) + " must be 0 (a checkpoint at the end only) or more");
@@ -231,10 +231,11 @@ std::vector<FieldError> validate(const RunSpec& spec, const PresetCatalog& prese
                                                    " must be divisible by training.micro_batch_size·parallel.dp = " +
                                                    n(t.micro_batch_size) + "·" + n(dp) + " = " + n(per_step));
         } else if (p.schedule == Schedule::interleaved && p.pp > 1 && (t.global_batch_size / per_step) % p.pp != 0) {
-          c.fail("parallel.schedule", "parallel.schedule=interleaved needs the number of microbatches (" +
-                                          n(t.global_batch_size / per_step) + ") to be a multiple of parallel.pp=" + n(p.pp));
+          c.fail("parallel.schedule", "parallel.schedule=interleaved needs the number of microbatches, training.global_batch_size / "
+                                      "(micro_batch_size·dp) = " + n(t.global_batch_size) + " / " + n(per_step) + " = " +
+                                          n(t.global_batch_size / per_step) + ", to be a multiple of parallel.pp=" + n(p.pp));
         } else if (const int64_t ops = p.pp * p.vpp * (t.global_batch_size / per_step); ops > 10'000'000) {
-          c.fail("training.global_batch_size", "the pipeline would have " + n(ops) +
+          c.fail("training.global_batch_size", "training.global_batch_size=" + n(t.global_batch_size) + " gives the pipeline " + n(ops) +
                                                    " operations per step (pp·vpp·microbatches); at most 10,000,000 are supported");
         }
       }

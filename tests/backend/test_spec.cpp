@@ -236,6 +236,10 @@ class TestSpec : public QObject {
     row("groups divide heads", R"({"model": {"num_query_groups": 5}})", "model.num_query_groups",
         "must divide model.num_attention_heads=32");
     row("min_lr <= lr", R"({"training": {"lr": 0.001, "min_lr": 0.01}})", "training.min_lr", "must be between 0");
+    row("weight decay's value named", R"({"training": {"weight_decay": -0.5}})", "training.weight_decay",
+        "training.weight_decay=-0.5 must be a finite number");
+    row("interleaving's microbatches explained", R"({"parallel": {"pp": 4, "vpp": 2, "schedule": "interleaved"}, "training": {"global_batch_size": 6}})",
+        "parallel.schedule", "training.global_batch_size / (micro_batch_size·dp) = 6 / 1 = 6, to be a multiple of parallel.pp=4");
     row("save_every not negative", R"({"training": {"save_every": -1}})", "training.save_every", "must be 0 (a checkpoint at the end only) or more");
     row("megatron save interval", R"({"training": {"save_interval": 100}})", "training.save_interval",
         "did you mean training.save_every");
