@@ -434,7 +434,7 @@ void add_plan_commands(CLI::App& app) {
     cmd->add_flag("--json", as_json, "Print the plan as JSON");
     cmd->add_option("--memory-profile", profile, "tessera (default) or megatron")
         ->check(CLI::IsMember({"tessera", "megatron"}));
-    cmd->add_flag("--grid", with_grid, "Include every rank and process group");
+    cmd->add_flag("--grid", with_grid, "Include every rank and the process groups (in text the first 8 of each kind; all with --json)");
     cmd->add_flag("--causal-flops", causal, "Count causal attention scores as half (default: in full, as Megatron and PaLM)");
     overrides.add_to(cmd);
     cmd->callback([] {
@@ -455,6 +455,23 @@ void add_plan_commands(CLI::App& app) {
           grid.add_row({std::to_string(r.rank), std::to_string(r.node), std::to_string(r.local), std::to_string(r.tp),
                         std::to_string(r.cp), std::to_string(r.ep), std::to_string(r.dp), std::to_string(r.pp)});
         std::cout << grid.str();
+        // The process groups of each kind, the first 8 in full in text (--json has every one); * marks a
+        // group that spans nodes.
+        std::cout << "\nProcess groups (* crosses a node boundary)\n";
+        for (const auto& kind : planner::group_kinds()) {
+          const auto it = plan.grid->groups.find(kind);
+          if (it == plan.grid->groups.end() || it->second.empty()) continue;
+          const auto& groups = it->second;
+          std::cout << "  " << kind << " (" << groups.size() << (groups.size() == 1 ? " group" : " groups") << "):";
+          for (size_t g = 0; g < groups.size() && g < 8; ++g) {
+            std::cout << " [";
+            for (size_t i = 0; i < groups[g].ranks.size() && i < 16; ++i) std::cout << (i ? "," : "") << groups[g].ranks[i];
+            if (groups[g].ranks.size() > 16) std::cout << ",… " << groups[g].ranks.size() << " ranks";
+            std::cout << "]" << (groups[g].crosses_node ? "*" : "");
+          }
+          if (groups.size() > 8) std::cout << " … " << groups.size() - 8 << " more";
+          std::cout << "\n";
+        }
       }
     });
   }

@@ -86,6 +86,16 @@ class TestCliPlan : public QObject {
     QCOMPARE(j["grid"]["groups"]["tp"][0], (nlohmann::json{0, 1}));
     QCOMPARE(j["grid"]["groups"]["pp"][0], (nlohmann::json{0, 4}));
     QCOMPARE(j["memory"]["profile"].get<std::string>(), std::string("megatron"));
+    // In text too (Megatron's order: tp innermost, then dp, pp outermost), and across nodes marked.
+    const auto text = cli({"plan", example("tiny-3d.json"), "--grid"});
+    for (const char* fragment : {"tp (4 groups): [0,1] [2,3] [4,5] [6,7]\n", "dp (4 groups): [0,2] [1,3] [4,6] [5,7]\n",
+                                 "pp (4 groups): [0,4] [1,5] [2,6] [3,7]\n"})
+      QVERIFY2(text.out.find(fragment) != std::string::npos, fragment);
+    const auto nodes = cli({"plan", example("llama3-70b-64xh100.json"), "--grid"});
+    QVERIFY2(nodes.out.find("dp (32 groups): [0,8]* [1,9]*") != std::string::npos &&
+                 nodes.out.find("tp (8 groups): [0,1,2,3,4,5,6,7] [8,") != std::string::npos &&
+                 nodes.out.find(" … 24 more\n") != std::string::npos,
+             nodes.out.c_str());
   }
 
   void humanOutputShowsTheTables() {
