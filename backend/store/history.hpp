@@ -72,6 +72,7 @@ struct RunSummary {
   std::optional<double> mfu_peak_tflops;  ///< the peak mean_mfu is a share of (TFLOP/s, mean over steps)
   std::optional<double> mean_bubble;
   std::optional<double> mean_tokens_per_s;
+  std::optional<double> mean_step_time_s;  ///< mean over steps of the ranks' mean step time
   std::optional<int64_t> peak_memory_bytes;
 };
 

@@ -219,6 +219,7 @@ RunSummary History::summary(const std::string& id) const {
   summary.mfu_peak_tflops = mean_of(step_means(connection_, run, metric_id(connection_, metric_name::peak_tflops)));
   summary.mean_bubble = mean_of(step_means(connection_, run, metric_id(connection_, metric_name::bubble)));
   summary.mean_tokens_per_s = mean_of(step_means(connection_, run, metric_id(connection_, metric_name::tokens_per_s)));
+  summary.mean_step_time_s = mean_of(step_means(connection_, run, metric_id(connection_, metric_name::step_time_s)));
   if (const auto memory = metric_id(connection_, metric_name::peak_memory_bytes)) {
     Statement peak(connection_,
                    "SELECT max(value), count(*) FROM metrics WHERE series IN (SELECT id FROM series WHERE run = ? AND metric = ?)");

@@ -119,6 +119,7 @@ inline constexpr const char* mfu = "mfu";                              ///< mode
 inline constexpr const char* bubble = "bubble";                        ///< pipeline bubble fraction, 0..1
 inline constexpr const char* peak_memory_bytes = "peak_memory_bytes";  ///< peak allocated memory of the rank
 inline constexpr const char* peak_tflops = "peak_tflops";              ///< the peak the rank's mfu is a share of
+inline constexpr const char* step_time_s = "step_time_s";              ///< wall time of the rank's step
 }  // namespace metric_name
 
 /// 128 random bits as 32 lowercase hex digits.

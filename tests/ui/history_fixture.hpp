@@ -17,7 +17,7 @@ struct WrittenRun {
   std::string id;
   std::string name;
   /// Values written per step (index step-1) and rank (index rank).
-  std::vector<std::vector<double>> loss, mfu, tokens_per_s;
+  std::vector<std::vector<double>> loss, mfu, tokens_per_s, step_time_s;
 };
 
 inline nlohmann::ordered_json tinySpec(const std::string& name, int tp, int pp, double lr) {
@@ -40,12 +40,13 @@ inline WrittenRun writeRun(store::Writer& writer, const std::string& name, nlohm
   record.created_ms = created_ms;
   const auto handle = writer.create_run(record);
   writer.set_status(handle, store::RunStatus::running);
-  WrittenRun run{handle.id, name, {}, {}, {}};
+  WrittenRun run{handle.id, name, {}, {}, {}, {}};
   const double t0 = 1.7e9;
   for (int step = 1; step <= steps; ++step) {
     run.loss.push_back({});
     run.mfu.push_back({});
     run.tokens_per_s.push_back({});
+    run.step_time_s.push_back({});
     for (int rank = 0; rank < 2; ++rank) {
       const double loss = loss0 - 0.25 * step + 0.2 * rank + (step % 3 == 0 ? 0.05 : 0.0);
       const double mfu = 0.3 * speed / 20000 + 0.01 * (step % 4) + 0.002 * rank;
@@ -53,10 +54,12 @@ inline WrittenRun writeRun(store::Writer& writer, const std::string& name, nlohm
       run.loss.back().push_back(loss);
       run.mfu.back().push_back(mfu);
       run.tokens_per_s.back().push_back(tokens);
+      run.step_time_s.back().push_back(2048.0 / tokens);  // the step's 2048 tokens at that rate
       const double wall = t0 + step * (2048.0 / speed);
       writer.append(handle, std::vector<store::MetricPoint>{{"loss", rank, step, wall, loss},
                                                             {"mfu", rank, step, wall, mfu},
                                                             {"tokens_per_s", rank, step, wall, tokens},
+                                                            {"step_time_s", rank, step, wall, 2048.0 / tokens},
                                                             {"grad_norm", rank, step, wall, 1.0 / step},
                                                             {"peak_memory_bytes", rank, step, wall, 1e8 * (rank + 1)}});
     }
