@@ -108,6 +108,20 @@ class TestCliLaunch : public QObject {
     return path;
   }
 
+  // Starts `follower` on the CLI with `args` and returns its output once it holds `text` (or after 15 s).
+  QString follow_until(QProcess& follower, const QStringList& args, const QString& text) const {
+    follower.setProcessEnvironment(env());
+    follower.start(TESSERA_CLI, args);
+    QElapsedTimer timer;
+    timer.start();
+    QString out;
+    while (timer.elapsed() < 15000 && !out.contains(text)) {
+      follower.waitForReadyRead(100);
+      out += QString::fromUtf8(follower.readAllStandardOutput());
+    }
+    return out;
+  }
+
   // Every rank's loss at every step exactly once, and exactly one "starting" log line per rank.
   void verify_exactly_once(const QString& id, int steps) const {
     store::History history((dir_.path() + "/history.sqlite").toStdString());
@@ -227,15 +241,8 @@ class TestCliLaunch : public QObject {
   void killedFollowerResumesWithoutGapsOrDuplicates() {
     Agent a("127.0.0.1", dir_.path() + "/fa", {"TESSERA_FAKE_STEP_MS=10"}), b("127.0.0.2", dir_.path() + "/fb", {"TESSERA_FAKE_STEP_MS=10"});
     QProcess follower;
-    follower.setProcessEnvironment(env());
-    follower.start(TESSERA_CLI, {"launch", spec("follower", 300, 2), "--agents", a.endpoint() + "," + b.endpoint(), "--follow"});
-    QElapsedTimer timer;
-    timer.start();
-    QString out;
-    while (timer.elapsed() < 15000 && !out.contains("step    60 ")) {
-      follower.waitForReadyRead(100);
-      out += QString::fromUtf8(follower.readAllStandardOutput());
-    }
+    QString out = follow_until(follower, {"launch", spec("follower", 300, 2), "--agents", a.endpoint() + "," + b.endpoint(), "--follow"},
+                               "step    60 ");
     QVERIFY(out.contains("step    60 "));
     ::kill(static_cast<pid_t>(follower.processId()), SIGKILL);  // mid-run, mid-batch
     QVERIFY(follower.waitForFinished(5000));
@@ -252,15 +259,9 @@ class TestCliLaunch : public QObject {
   void interruptDetachesTheFollowerAndTheRunGoesOn() {
     Agent a("127.0.0.1", dir_.path() + "/ia", {"TESSERA_FAKE_STEP_MS=10"}), b("127.0.0.2", dir_.path() + "/ib", {"TESSERA_FAKE_STEP_MS=10"});
     QProcess follower;
-    follower.setProcessEnvironment(env());
-    follower.start(TESSERA_CLI, {"launch", spec("interrupted", 100000, 2), "--agents", a.endpoint() + "," + b.endpoint(), "--follow"});
-    QElapsedTimer timer;
-    timer.start();
-    QString out;
-    while (timer.elapsed() < 15000 && !out.contains("step    20 ")) {
-      follower.waitForReadyRead(100);
-      out += QString::fromUtf8(follower.readAllStandardOutput());
-    }
+    QString out = follow_until(follower, {"launch", spec("interrupted", 100000, 2), "--agents", a.endpoint() + "," + b.endpoint(),
+                                          "--follow"},
+                               "step    20 ");
     QVERIFY(out.contains("step    20 "));
     ::kill(static_cast<pid_t>(follower.processId()), SIGINT);
     QVERIFY(follower.waitForFinished(10000));
