@@ -203,7 +203,9 @@ void RunSession::node_lost(size_t node, const std::string& cause) {
 void RunSession::stop(const std::string& reason) {
   stop_sent_ = true;
   for (size_t node = 0; node < nodes_.size(); ++node) {
-    if (nodes_[node].lost || nodes_[node].ended) continue;
+    // A lost node is asked too: an agent that was only silent (stopped, starved) finds the stop when it
+    // reads again and stops its ranks, rather than training on for a run recorded failed.
+    if (nodes_[node].ended) continue;
     try {
       connections_[node]->send("stop", {{"run", run_id_}, {"reason", reason.substr(0, 1000)}});
     } catch (const AgentError&) {

@@ -56,6 +56,8 @@ class AgentProcess {
     ::kill(static_cast<pid_t>(process_.processId()), SIGKILL);
     process_.waitForFinished(5000);
   }
+  /// SIGSTOP or SIGCONT: an agent silent for a while (stopped, starved), not gone.
+  void signal(int number) { ::kill(static_cast<pid_t>(process_.processId()), number); }
   void stop() {
     if (process_.state() == QProcess::NotRunning) return;
     process_.terminate();

@@ -157,6 +157,27 @@ class TestAgent : public QObject {
     QVERIFY(none_alive(all_pids(session), 2000ms));
   }
 
+  // An agent silent past the liveness (stopped) is lost and the run fails; when it reads again it finds
+  // the stop the follower sent it too, and stops its ranks instead of training on unrecorded.
+  void silentAgentFindsTheStopWhenItWakes() {
+    TwoNodes nodes(dir_.path() + "/silent", {"TESSERA_FAKE_STEP_MS=20"});
+    launch::RunSession session(test::new_run_id(), nodes.endpoints(), nodes.keys.credentials);
+    session.launch(test::tiny_spec(100000));
+    MemorySink sink;
+    std::atomic<bool> stop{false};
+    std::thread pauser([&] {
+      std::this_thread::sleep_for(700ms);
+      nodes.b.signal(SIGSTOP);
+    });
+    const auto outcome = test::follow_for(session, sink, stop, 20s);
+    pauser.join();
+    QCOMPARE(outcome, launch::RunOutcome::failed);
+    QVERIFY(session.nodes()[1].lost);
+    const auto pids = all_pids(session);
+    nodes.b.signal(SIGCONT);
+    QVERIFY2(none_alive(pids, 10000ms), "node 1's ranks trained on after its agent woke");
+  }
+
   // An agent killed and started again on the same address within the liveness: ZeroMQ reconnects and
   // its heartbeats arrive, but it does not hold the run (the ranks died with the old agent). The
   // follower's acks name the run; the new agent's unknown_run answer makes the node lost.
