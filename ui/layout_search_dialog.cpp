@@ -352,8 +352,14 @@ void LayoutSearchDialog::showResult(planner::SearchResult r) {
                    ? tr(" None keeps the spec's rules and tessera-train's limits for this model, batch and cluster: other "
                         "values for the fields named may.")
                    : tr(" None keeps the spec's rules for this model, batch and cluster: other values for the fields named may.");
-  else if (r.best.empty())
-    summary += tr(" None fits: more GPUs, a smaller global batch, full recompute or a higher memory limit may.");
+  else if (r.best.empty()) {
+    // What may help, less what this search tried already.
+    QStringList remedies{tr("more GPUs"), tr("a smaller global batch")};
+    if (!recompute_.at(spec::Recompute::full)->isChecked()) remedies << tr("full recompute");
+    if (memory_percent_->value() < memory_percent_->maximum()) remedies << tr("a higher memory limit");
+    const QString last = remedies.takeLast();
+    summary += tr(" None fits: %1 or %2 may.").arg(remedies.join(QStringLiteral(", ")), last);
+  }
   summary_->setText(summary);
   showProgress(r.planned, r.candidates);
 

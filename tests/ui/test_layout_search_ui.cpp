@@ -90,6 +90,29 @@ class TestLayoutSearchUi : public QObject {
   }
 
   // A click on a column's header sorts by its number; the row applied is the one shown.
+  // A search that finds nothing that fits suggests only what it did not try: with full recompute
+  // ticked and the limit at 100 %, more GPUs or a smaller batch.
+  void nothingFitsSuggestsWhatWasNotTried() {
+    PlanSession session;
+    QVERIFY(session.open(example("llama3-70b-64xh100.json"), nullptr));
+    QVERIFY(session.setField("cluster.nodes", 1));
+    LayoutSearchDialog dialog(&session);
+    dialog.recomputeBox(spec::Recompute::full)->setChecked(true);
+    dialog.memoryPercent()->setValue(dialog.memoryPercent()->maximum());
+    QSignalSpy finished(&dialog, &LayoutSearchDialog::searchFinished);
+    QVERIFY(dialog.startSearch());
+    QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 30000);
+    QCOMPARE(dialog.model()->result().fitting, int64_t{0});
+    QVERIFY2(dialog.summaryText().endsWith(QStringLiteral("None fits: more GPUs or a smaller global batch may.")),
+             qPrintable(dialog.summaryText()));
+    dialog.memoryPercent()->setValue(90);
+    finished.clear();
+    QVERIFY(dialog.startSearch());
+    QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 30000);
+    QVERIFY2(dialog.summaryText().endsWith(QStringLiteral("None fits: more GPUs, a smaller global batch or a higher memory limit may.")),
+             qPrintable(dialog.summaryText()));
+  }
+
   void sortedByAColumnAppliesTheRowShown() {
     PlanSession session;
     QVERIFY(session.open(example("llama3-8b-8xh100.json"), nullptr));
