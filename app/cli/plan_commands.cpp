@@ -296,7 +296,8 @@ struct SearchLists {
   }
 };
 
-void print_search(const planner::SearchResult& r, const spec::RunSpec& s) {
+void print_search(const planner::SearchResult& r, const spec::RunSpec& s, const planner::SearchSpace& space,
+                  double memory_fraction) {
   const auto& gpu = *spec::PresetCatalog::builtin().gpu(s.cluster.gpu);
   // The model rather than the spec's name, which may spell a layout of another cluster.
   std::cout << "Layout search: " << (s.model.preset.empty() ? std::string("custom model") : s.model.preset)
@@ -321,8 +322,16 @@ void print_search(const planner::SearchResult& r, const spec::RunSpec& s) {
               << " for this model, batch and cluster (the fields above name them); other values for those choices, or "
                  "another --gbs, may.\n";
   } else if (r.best.empty()) {
-    std::cout << "No layout of this space fits. More GPUs (--nodes), a smaller global batch (--gbs), full recompute or a "
-                 "larger --memory-fraction may.\n";
+    // What may help, less what this search tried already.
+    std::vector<std::string> remedies{"more GPUs (--nodes)", "a smaller global batch (--gbs)"};
+    if (std::find(space.recompute.begin(), space.recompute.end(), spec::Recompute::full) == space.recompute.end())
+      remedies.push_back("full recompute (add full to --recompute)");
+    if (memory_fraction < 1.0) remedies.push_back("a larger --memory-fraction");
+    std::string text;
+    for (size_t i = 0; i < remedies.size(); ++i)
+      text += (i == 0 ? "" : i + 1 == remedies.size() ? " or " : ", ") + remedies[i];
+    text[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(text[0])));
+    std::cout << "No layout of this space fits. " << text << " may.\n";
   } else {
     TextTable table({"#", "layout", "schedule", "ZeRO", "mbs", "recompute", "step s", "tokens/s", "MFU", "bubble", "peak memory"},
                     {true, false, false, true, true, false, true, true, true, true, true});
@@ -519,9 +528,10 @@ void add_plan_commands(CLI::App& app) {
           std::cerr << "\rplanned " << format_count(planned) << " of " << format_count(candidates) << " layouts" << std::flush;
           if (planned == candidates) std::cerr << "\r\033[K" << std::flush;
         };
-      const auto result = planner::search_layouts(s, lists.space_for(s, options.tessera_train), options);
+      const auto space = lists.space_for(s, options.tessera_train);
+      const auto result = planner::search_layouts(s, space, options);
       if (as_json) std::cout << search_json(result).dump(2) << "\n";
-      else print_search(result, s);
+      else print_search(result, s, space, memory_fraction);
       if (save_path.empty()) return;
       if (pick > result.best.size())
         throw std::runtime_error("--pick " + std::to_string(pick) + ": the search found " + std::to_string(result.best.size()) +

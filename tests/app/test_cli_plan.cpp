@@ -425,6 +425,15 @@ class TestCliPlan : public QObject {
                              "The spec's own layout (TP2·PP1·DP4·SP, 1f1b, ZeRO 1, mbs 1, recompute selective): "})
       QVERIFY2(r.out.find(text) != std::string::npos, (std::string(text) + " in\n" + r.out).c_str());
     QVERIFY2(r.err.empty(), r.err.c_str());  // progress only on a terminal
+    // Nothing fits Llama-3-70B on one node: the advice leaves out what the search already tried.
+    const auto none = cli({"search", example("llama3-70b-64xh100.json"), "--nodes", "1"});
+    QVERIFY2(none.out.find("No layout of this space fits. More GPUs (--nodes) or a smaller global batch (--gbs) may.\n") !=
+                 std::string::npos,
+             none.out.c_str());
+    const auto narrower = cli({"search", example("llama3-70b-64xh100.json"), "--nodes", "1", "--recompute", "none",
+                               "--memory-fraction", "0.9"});
+    QVERIFY2(narrower.out.find("full recompute (add full to --recompute) or a larger --memory-fraction may.") != std::string::npos,
+             narrower.out.c_str());
     // The table's last column is right-aligned: every line of it ends in the same terminal column,
     // whatever number of '·' (two bytes each) its layout has.
     const auto table = QString::fromStdString(r.out).split('\n').filter(QRegularExpression("^(#|[0-9]+ )"));
