@@ -426,10 +426,10 @@ class TestCliPlan : public QObject {
       QVERIFY2(r.out.find(text) != std::string::npos, (std::string(text) + " in\n" + r.out).c_str());
     QVERIFY2(r.err.empty(), r.err.c_str());  // progress only on a terminal
     // Nothing fits Llama-3-70B on one node: the advice leaves out what the search already tried.
-    const auto none = cli({"search", example("llama3-70b-64xh100.json"), "--nodes", "1"});
-    QVERIFY2(none.out.find("No layout of this space fits. More GPUs (--nodes) or a smaller global batch (--gbs) may.\n") !=
+    const auto one_node = cli({"search", example("llama3-70b-64xh100.json"), "--nodes", "1"});
+    QVERIFY2(one_node.out.find("No layout of this space fits. More GPUs (--nodes) or a smaller global batch (--gbs) may.\n") !=
                  std::string::npos,
-             none.out.c_str());
+             one_node.out.c_str());
     const auto narrower = cli({"search", example("llama3-70b-64xh100.json"), "--nodes", "1", "--recompute", "none",
                                "--memory-fraction", "0.9"});
     QVERIFY2(narrower.out.find("full recompute (add full to --recompute) or a larger --memory-fraction may.") != std::string::npos,
