@@ -305,8 +305,8 @@ void DashboardWidget::setController(RunController* controller) {
     progress_->clear();
     poll();  // the final status and the last records
   });
-  connect(controller, &RunController::launchFailed, this, [this](const QString& m) {
-    failure_->setText(tr("The run did not start: %1").arg(m));
+  connect(controller, &RunController::launchFailed, this, [this, controller](const QString& m) {
+    failure_->setText(controller->attaching() ? tr("Could not follow the run: %1").arg(m) : tr("The run did not start: %1").arg(m));
     failure_->show();
   });
 }

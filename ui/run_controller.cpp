@@ -12,6 +12,7 @@
 #include "store/history.hpp"
 #include "store/location.hpp"
 #include "store/writer.hpp"
+#include "store/writer_lock.hpp"
 
 namespace tessera::ui {
 
@@ -27,16 +28,37 @@ store::WriterOptions followerOptions() {
 
 }  // namespace
 
-std::shared_ptr<store::Writer> sharedWriter(const std::string& db_path) {
+std::mutex& writersMutex() {
   static std::mutex mutex;
-  static std::map<std::string, std::weak_ptr<store::Writer>> writers;
-  std::lock_guard lock(mutex);
-  auto& slot = writers[db_path];
+  return mutex;
+}
+std::map<std::string, std::weak_ptr<store::Writer>>& writers() {
+  static std::map<std::string, std::weak_ptr<store::Writer>> map;
+  return map;
+}
+
+std::shared_ptr<store::Writer> sharedWriter(const std::string& db_path) {
+  std::lock_guard lock(writersMutex());
+  auto& slot = writers()[db_path];
   if (auto writer = slot.lock()) return writer;
   store::ensure_parent_directory(db_path);
   auto writer = std::make_shared<store::Writer>(db_path, followerOptions());
   slot = writer;
   return writer;
+}
+
+bool RunController::canWriteInto(const QString& db_path) {
+  const std::string path = db_path.toStdString();
+  {
+    std::lock_guard lock(writersMutex());
+    if (const auto it = writers().find(path); it != writers().end() && !it->second.expired()) return true;
+  }
+  try {
+    store::WriterLock probe(path);  // released at once: another process writing it holds it
+    return true;
+  } catch (const std::exception&) {
+    return false;
+  }
 }
 
 RunController::RunController(QObject* parent) : QObject(parent) {}
@@ -78,6 +100,7 @@ void RunController::launch(LaunchRequest request) {
 }
 
 void RunController::attach(const QString& run_id, const QString& db_path) {
+  attaching_ = true;
   start([this, id = run_id.toStdString(), path = db_path.toStdString()] { runAttach(id, path); });
 }
 

@@ -58,6 +58,11 @@ class RunController : public QObject {
   void launch(LaunchRequest request);
   /// Follows a run of the history that is still running on its agents, backfilling what was missed.
   void attach(const QString& run_id, const QString& db_path);
+  /// Whether this controller follows a run it did not launch (attach()).
+  bool attaching() const { return attaching_; }
+  /// Whether this process may write `db_path`: it writes it already, or no other process does (a
+  /// `tessera-cli launch --follow` or another workbench following a run into it holds its writer lock).
+  static bool canWriteInto(const QString& db_path);
   /// Asks the agents to stop the run; the follower records `stopped` once they did.
   void stop();
   /// Stops following; the run goes on on its agents.
@@ -102,6 +107,7 @@ class RunController : public QObject {
   std::atomic<bool> stop_requested_{false};
   std::atomic<bool> detach_requested_{false};
   std::atomic<bool> finished_{false};
+  bool attaching_ = false;  ///< set on the GUI thread before the worker starts
 
   mutable std::mutex mutex_;  ///< guards what follows (written by the worker, read by the GUI)
   std::string run_id_;

@@ -63,8 +63,11 @@ DashboardWidget* RunWindows::open(const QString& run_id, QString* error) {
       return window;
     }
   }
+  // Followed here unless another process follows it into the history already (its writer lock is
+  // held): then this window watches what that one records.
   const store::RunRecord& run = dashboard->feed()->run();
-  if (run.status == store::RunStatus::running && !run.hosts.empty()) follow(dashboard, dashboard->runId());
+  if (run.status == store::RunStatus::running && !run.hosts.empty() && RunController::canWriteInto(db_path_))
+    follow(dashboard, dashboard->runId());
   dashboard->show();
   return dashboard;
 }

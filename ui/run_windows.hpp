@@ -26,8 +26,9 @@ class RunWindows : public QObject {
   /// Shows the Launch dialog for `spec`; on Launch, starts the run and opens its dashboard.
   void launch(QWidget* parent, const spec::RunSpec& spec);
   /// Opens the dashboard of a run of the history (id, id prefix or name): replayed, or, while it runs
-  /// on its agents, followed into the history (attached, as `tessera-cli runs follow` does). A run
-  /// this workbench follows already raises its window. Nullptr with the reason in *error.
+  /// on its agents, followed into the history (attached, as `tessera-cli runs follow` does) unless
+  /// another process follows it there already (then watched as that one records it). A run this
+  /// workbench follows already raises its window. Nullptr with the reason in *error.
   DashboardWidget* open(const QString& run_id, QString* error = nullptr);
   /// Follows again every run of the history still marked running on its agents, each in its own
   /// dashboard. Returns how many.

@@ -48,12 +48,12 @@ SummaryStrip::SummaryStrip(PlanSession* session, QWidget* parent) : QWidget(pare
     values_[metric] = value;
     details_[metric] = detail;
   }
-  // The width one line of cells needs, from the widest values each cell shows (fixed, so that an edit
-  // never moves the views below by switching between one line and two).
+  // The width one line of cells needs, from wide values of each cell (fixed, so that an edit seldom
+  // moves the views below by switching between one line and two; values wider still count as they are).
   const QFontMetrics valueMetrics(valueFont);
   one_line_width_ = outer->contentsMargins().left() + outer->contentsMargins().right() + 8 * grid->horizontalSpacing();
-  for (const char* widest : {"888.8 B", "4096", "88.8 GiB / 88.8 GiB", "88.88 s", "888", "88.8 %", "888.8 k", "88.8 %", "DP, PP"})
-    one_line_width_ += valueMetrics.horizontalAdvance(QString::fromLatin1(widest));
+  for (const char* wide : {"888.8 B", "8888", "888.8 GiB / 888.8 GiB", "88.8 min", "8888", "88.8 %", "888.8 k", "88.8 %", "DP, PP"})
+    one_line_width_ += valueMetrics.horizontalAdvance(QString::fromLatin1(wide));
   arrange(1);
   outer->addLayout(grid);
   // One line that never appears or disappears (the views below must not jump): the spec's problem,
@@ -82,8 +82,18 @@ void SummaryStrip::set(Metric metric, const QString& value, const QString& detai
 
 void SummaryStrip::resizeEvent(QResizeEvent* event) {
   QWidget::resizeEvent(event);
-  arrange(width() >= one_line_width_ ? 1 : 2);
+  sized_ = true;
+  fitLines();
   if (!problem_message_.isEmpty()) showProblem();
+}
+
+void SummaryStrip::fitLines() {
+  if (!sized_) return;  // not laid out yet: its width says nothing
+  // The values as they are, where wider than the fixed estimate: a value is never cut.
+  const auto* outer = layout();
+  int needed = outer->contentsMargins().left() + outer->contentsMargins().right() + 8 * grid_->horizontalSpacing();
+  for (const auto& [metric, value] : values_) needed += value->sizeHint().width();
+  arrange(width() >= std::max(one_line_width_, needed) ? 1 : 2);
 }
 
 void SummaryStrip::arrange(int lines) {
@@ -191,6 +201,7 @@ void SummaryStrip::refresh() {
   set(CrossNode, crossing.isEmpty() ? tr("none") : crossing.join(", "),
       warn.isEmpty() ? inside : tr("⚠ %1 over the network").arg(warn.join(", ")),
       warn.isEmpty() ? QColor() : colors::warning());
+  fitLines();  // new values may be wider than the strip's one line
 }
 
 }  // namespace tessera::ui

@@ -51,6 +51,9 @@ class SummaryStrip : public QWidget {
   /// The cells on one line, or on two when the strip is narrower than one line needs (values are never
   /// cut: "48.2 Gi" at 1024 px).
   void arrange(int lines);
+  /// arrange() for the strip's width: one line when the wider of the fixed estimate and the values as
+  /// they are fits.
+  void fitLines();
   void set(Metric metric, const QString& value, const QString& detail, const QColor& detailColor = {});
 
   PlanSession* session_;
@@ -61,6 +64,7 @@ class SummaryStrip : public QWidget {
   QGridLayout* grid_ = nullptr;
   int one_line_width_ = 0;
   int lines_ = 0;
+  bool sized_ = false;  ///< a resize event came: width() is the strip's
 
  public:
   /// 1 or 2, for tests.

@@ -50,7 +50,7 @@ int poll_sockets(zmq::pollitem_t* items, size_t count, std::chrono::milliseconds
   } catch (const zmq::error_t& e) {
     if (e.num() != EINTR) throw;
     for (size_t i = 0; i < count; ++i) items[i].revents = 0;
-    return 0;
+    return -1;
   }
 }
 
@@ -59,7 +59,8 @@ std::optional<protocol::Frame> AgentConnection::receive(std::chrono::millisecond
   while (true) {
     zmq::pollitem_t item{socket_.handle(), 0, ZMQ_POLLIN, 0};
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
-    poll_sockets(&item, 1, std::max(left, std::chrono::milliseconds(0)));
+    // A signal (Ctrl-C, a child's end) cut the wait short: wait out what is left of it.
+    if (poll_sockets(&item, 1, std::max(left, std::chrono::milliseconds(0))) < 0) continue;
     if (!(item.revents & ZMQ_POLLIN)) return std::nullopt;
     zmq::message_t message;
     if (!socket_.recv(message, zmq::recv_flags::dontwait)) continue;

@@ -16,11 +16,12 @@
 
 namespace tessera::launch {
 
-/// An agent refused a request (its error message) or did not answer in time.
 /// zmq::poll, except that a signal arriving while it waits (Ctrl-C while following, which detaches)
-/// reads as nothing ready rather than a thrown "Interrupted system call": the caller checks its flag.
+/// returns -1 with nothing ready rather than throwing "Interrupted system call": the caller checks its
+/// flag, or waits out the rest of its time.
 int poll_sockets(zmq::pollitem_t* items, size_t count, std::chrono::milliseconds timeout);
 
+/// An agent refused a request (its error message) or did not answer in time.
 class AgentError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <functional>
 #include <limits>
+#include <charconv>
 #include <map>
 #include <optional>
 #include <regex>
@@ -257,25 +258,30 @@ std::string relabel_layout(const std::string& name, const RunSpec& spec, int64_t
   // "TP<n>" then any of "·PP<n>", "·DP<n>", "·CP<n>", "·EP<n>", "·VPP<n>", "·SP" ('·' is two bytes of UTF-8).
   static const std::regex layout("TP[0-9]+(\xC2\xB7(PP|DP|CP|EP|VPP)[0-9]+|\xC2\xB7SP)*");
   static const std::regex zero("ZeRO-[0-9]");
-  // A spelled layout whose counts are the spec's stays as written: a name that leaves out ·SP (or PP1)
-  // is not rewritten by an edit that did not change the layout (a ZeRO stage).
+  // A spelled layout stays as written unless something it spells is no longer so: a name that leaves out
+  // ·SP, PP1 or EP8 is not rewritten by an edit that changed none of what it says (a ZeRO stage).
   static const std::regex part("(TP|PP|DP|CP|EP|VPP)([0-9]+)|SP");
   const auto& p = spec.parallel;
-  const auto matches = [&](const std::string& spelled) {
-    std::map<std::string, int64_t> counts{{"PP", 1}, {"CP", 1}, {"EP", 1}, {"VPP", 1}, {"DP", spec.data_parallel()}};
-    bool sp = false;
+  const std::map<std::string, int64_t> actual{{"TP", p.tp}, {"PP", p.pp}, {"DP", spec.data_parallel()},
+                                              {"CP", p.cp}, {"EP", p.ep}, {"VPP", p.vpp}};
+  const auto still_true = [&](const std::string& spelled) {
     for (std::sregex_iterator it(spelled.begin(), spelled.end(), part), end; it != end; ++it) {
-      if ((*it)[0] == "SP") sp = true;
-      else counts[(*it)[1]] = std::stoll((*it)[2]);
+      if ((*it)[0] == "SP") {
+        if (!p.sequence_parallel) return false;
+        continue;
+      }
+      const std::string digits = (*it)[2];
+      int64_t count = 0;
+      const auto [stop, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), count);
+      if (ec != std::errc() || stop != digits.data() + digits.size() || count != actual.at((*it)[1])) return false;
     }
-    return counts["TP"] == p.tp && counts["PP"] == p.pp && counts["DP"] == spec.data_parallel() && counts["CP"] == p.cp &&
-           counts["EP"] == p.ep && counts["VPP"] == p.vpp && (!sp || p.sequence_parallel);
+    return true;
   };
   std::string relabelled;
   auto rest = name.cbegin();
   for (std::sregex_iterator it(name.begin(), name.end(), layout), end; it != end; ++it) {
     relabelled.append(rest, (*it)[0].first);
-    relabelled += matches(it->str()) ? it->str() : spec.layout_label();
+    relabelled += still_true(it->str()) ? it->str() : spec.layout_label();
     rest = (*it)[0].second;
   }
   relabelled.append(rest, name.cend());

@@ -102,8 +102,9 @@ struct RunSpec {
   std::string layout_label() const;
 };
 
-/// `name` with every layout it spells ("TP8·PP4·DP2", "TP2·DP4", any layout_label()) replaced by
-/// `spec`'s layout_label() and every "ZeRO-<n>" by its ZeRO stage in force; with `world_before` (the
+/// `name` with every layout it spells ("TP8·PP4·DP2", "TP2·DP4", any layout_label()) that says something
+/// no longer so of `spec` (a count, ·SP) replaced by `spec`'s layout_label() — one that leaves out what
+/// it does not say stays — and every "ZeRO-<n>" by its ZeRO stage in force; with `world_before` (the
 /// GPU count the name was written for) other than spec's world size, also that count where it stands
 /// as a number before a word ("on 64 H100" becomes "on 128 H100"). A name that spells none of these
 /// comes back as it is. What a new layout or cluster does to a run's name.

@@ -132,7 +132,7 @@ struct Writer::Impl {
           UPDATE runs SET status = ?2, exit_reason = ?3,
             started_ms = CASE WHEN ?2 IN ('starting', 'running') THEN coalesce(started_ms, ?4) ELSE started_ms END,
             ended_ms = CASE WHEN ?2 IN ('starting', 'running') AND status = 'lost' THEN NULL
-                            WHEN ?2 IN ('done', 'failed', 'stopped', 'lost') THEN coalesce(ended_ms, ?4)
+                            WHEN ?2 IN ('done', 'failed', 'stopped', 'lost') THEN coalesce(ended_ms, max(?4, coalesce(started_ms, ?4)))
                             ELSE ended_ms END
           WHERE key = ?1)sql"),
         run_exists(connection, "SELECT 1 FROM runs WHERE key = ?") {

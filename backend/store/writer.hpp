@@ -69,7 +69,8 @@ class Writer {
   /// (following a run that had ended again does not move its end; a lost run followed again, running
   /// once more, gets the end its follower sees).
   /// `at_ms` (Unix ms) is when it happened, if not now (a run end the agents timed before a later
-  /// follower learnt of it); one in the future is taken as now.
+  /// follower learnt of it); one in the future is taken as now, an end before the run's start (an
+  /// agent's clock behind this machine's) as the start.
   void set_status(const RunHandle& run, RunStatus status, std::string exit_reason = {},
                   std::optional<int64_t> at_ms = std::nullopt);
 

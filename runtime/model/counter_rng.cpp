@@ -55,8 +55,8 @@ inline void sin_cos_2pi(float x, float& sine, float& cosine) {
   cosine = (c + swap * (s - c)) * (1.0f - 2.0f * static_cast<float>((q ^ (q >> 1)) & 1));
 }
 
-// Box-Muller on n pairs of words, each as a 24-bit uniform: u1 in (0, 1) (its log is finite), u2 in
-// [0, 1); z[2i] and z[2i + 1] are std times the cos and the sin of pair i. Plain arithmetic in one
+// Box-Muller on n pairs of words, each as a 24-bit uniform: u1 in (0, 1] (at least 2^-25: its log is
+// finite), u2 in [0, 1); z[2i] and z[2i + 1] are std times the cos and the sin of pair i. Plain arithmetic in one
 // loop, which the compiler vectorises (this file is built with -O3 -fno-math-errno, and
 // -ffp-contract=off so that every machine rounds alike).
 // On x86-64 an AVX2 clone as well, chosen when the CPU has it (the same IEEE operations, lane by lane:

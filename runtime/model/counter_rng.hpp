@@ -14,8 +14,8 @@ std::array<uint32_t, 4> philox4x32_10(std::array<uint32_t, 4> counter, std::arra
 
 /// Writes std · z for numbers [first, first + count) of the standard normal stream `key` to `out`.
 /// Block b of Philox gives numbers 4b..4b+3: Box-Muller on its words (0, 1) and (2, 3), each as a
-/// uniform of 24 bits (so |z| < 5.8), with float polynomials for log, sin and cos (errors 2e-7) that
-/// vectorise: about 1.5x LibTorch's CPU normal per thread (tests/benchmarks/bench_param_init).
+/// uniform of 24 bits (u1 in (0, 1], so |z| ≤ √(50 ln 2) < 5.9), with float polynomials for log, sin
+/// and cos (errors 2e-7) that vectorise (tests/benchmarks/bench_param_init times it against LibTorch).
 void normal_range(uint64_t key, int64_t first, int64_t count, float std, float* out);
 
 }  // namespace tessera::runtime

@@ -400,6 +400,9 @@ class TestSpec : public QObject {
     // that did not change the layout (a ZeRO stage) does not rename the run.
     QCOMPARE(relabel_layout("70B (TP2·PP8·DP1·CP4, ZeRO-1)", spec), std::string("70B (TP2·PP8·DP1·CP4, ZeRO-0)"));
     QCOMPARE(relabel_layout("70B (TP2·PP8·CP4)", spec), std::string("70B (TP2·PP8·CP4)"));
+    QCOMPARE(relabel_layout("70B (TP2·DP1)", spec), std::string("70B (TP2·DP1)"));  // leaves out PP8, CP4 and SP
+    // A count too long for any integer is no layout of this spec (std::stoll threw out of range).
+    QCOMPARE(relabel_layout("x TP99999999999999999999999 y", spec), std::string("x TP2·PP8·DP1·CP4·SP y"));
     json no_sp = doc;
     no_sp["parallel"]["sequence_parallel"] = false;
     QCOMPARE(relabel_layout("70B (TP2·PP8·DP1·CP4·SP)", parse_spec(no_sp)), std::string("70B (TP2·PP8·DP1·CP4)"));

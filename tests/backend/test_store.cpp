@@ -263,6 +263,28 @@ class TestStore : public QObject {
     const auto found = History(path).run(id);
     QCOMPARE(found.status, RunStatus::done);
     QVERIFY(*found.ended_ms > *ended);  // after lost: the end of the follower that saw it finish
+    // An end timed by the agents (at_ms) is kept; one in the future is now, one before the start (an
+    // agent's clock behind) the start.
+    const auto timed = [&](const char* name, int64_t offset_ms) {
+      Writer writer(path);
+      RunRecord record;
+      record.name = name;
+      const auto run = writer.create_run(record);
+      writer.set_status(run, RunStatus::running);
+      writer.flush();
+      const int64_t started = *History(path).run(run.id).started_ms;
+      std::this_thread::sleep_for(std::chrono::milliseconds(40));  // the end timed below is in the past
+      writer.set_status(run, RunStatus::done, {}, started + offset_ms);
+      writer.close();
+      const auto got = History(path).run(run.id);
+      return std::pair{started, *got.ended_ms};
+    };
+    const auto [start1, end1] = timed("agent-timed", 10);
+    QCOMPARE(end1, start1 + 10);
+    const auto [start2, end2] = timed("agent-behind", -60'000);
+    QCOMPARE(end2, start2);
+    const auto [start3, end3] = timed("agent-ahead", 3'600'000);
+    QVERIFY(end3 < start3 + 3'600'000 && end3 >= start3);
   }
 
   void ingestionReadsBackExactly() {

@@ -342,11 +342,12 @@ for r in records:
         ops[r["step"]][r["op"]] += r["end_s"] - r["start_s"]
 def median_ms(values): return 1e3 * statistics.median(values)
 forward = median_ms([ops[s["step"]]["F"] for s in steps])
-backward = median_ms([ops[s["step"]]["B"] + ops[s["step"]]["W"] for s in steps])
+backward = median_ms([sum(t for op, t in ops[s["step"]].items() if op != "F") for s in steps])  # B, or Bi and W
 rest = median_ms([s["step_time_s"] - sum(ops[s["step"]].values()) for s in steps])
 print(f"{sys.argv[2]} tessera-train step: {median_ms([s['step_time_s'] for s in steps]):.1f} ms; medians over "
       f"{len(steps)} steps: forward {forward:.1f} ms, backward {backward:.1f} ms, the rest {rest:.1f} ms "
-      f"(loss and gradient norm, optimizer, copies), communication {median_ms([s['comm_s'] for s in steps]):.1f} ms")
+      f"(loss and gradient norm, optimizer, copies; with pp > 1 the bubble too), "
+      f"communication {median_ms([s['comm_s'] for s in steps]):.1f} ms")
 PY
     fi
   done

@@ -10,6 +10,7 @@
 
 #include <QtCore/QDeadlineTimer>
 #include <QtCore/QFile>
+#include <QtCore/QPointer>
 #include <QtCore/QSettings>
 #include <QtCore/QTemporaryDir>
 #include <QtTest/QtTest>
@@ -22,6 +23,7 @@
 #include "run_controller.hpp"
 #include "run_windows.hpp"
 #include "store/history.hpp"
+#include "store/writer_lock.hpp"
 
 using namespace tessera;
 using namespace tessera::ui;
@@ -303,9 +305,17 @@ class TestDashboardRun : public QObject {
     // Opening the run (tessera --run, the history view) follows it again, and opening it again raises
     // that window instead of following it twice.
     RunWindows windows(db());
-    std::unique_ptr<DashboardWidget> window(windows.open(id));
+    {
+      // While another process writes the history (its lock held: a `launch --follow` in a terminal),
+      // the window only watches: following too would fail on the lock and say the run did not start.
+      store::WriterLock other(db().toStdString());
+      QPointer<DashboardWidget> watching = windows.open(id);
+      QVERIFY(watching && !watching->controller());
+      delete watching;
+    }
+    QPointer<DashboardWidget> window = windows.open(id);
     QVERIFY(window && window->controller());
-    QCOMPARE(windows.open(id.left(8)), window.get());
+    QCOMPARE(windows.open(id.left(8)), window.data());
     RunController& again = *window->controller();
     DashboardWidget& dashboard = *window;
     QSignalSpy finished(&again, &RunController::finished);
@@ -317,6 +327,7 @@ class TestDashboardRun : public QObject {
     for (int i = 0; i < kSteps; ++i) QCOMPARE(points[i].step, int64_t(i + 1));
     QTRY_COMPARE_WITH_TIMEOUT(dashboard.graph("loss", 0) ? dashboard.graph("loss", 0)->dataCount() : 0, kSteps, 5000);
     QCOMPARE(history.run(id.toStdString()).status, store::RunStatus::done);
+    delete window;  // a WA_DeleteOnClose window: deleted here, not by a smart pointer
   }
 };
 

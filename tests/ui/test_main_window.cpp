@@ -130,14 +130,27 @@ class TestMainWindow : public QObject {
     MainWindow window(false);
     QVERIFY(window.openFile(example("llama3-70b-64xh100.json"), nullptr));
     window.show();
-    for (const auto& [size, lines] : {std::pair{QSize(1024, 700), 2}, std::pair{QSize(1600, 1000), 1}}) {
-      window.resize(size);
-      QCoreApplication::processEvents();
-      QCOMPARE(window.summary()->lines(), lines);
+    const auto memoryIsWhole = [&] {
       for (const QLabel* label : window.summary()->findChildren<QLabel*>())
         if (label->text() == window.summary()->value(SummaryStrip::Memory))
           QVERIFY2(label->width() >= label->sizeHint().width(),
                    qPrintable(QString("%1: %2 < %3").arg(label->text()).arg(label->width()).arg(label->sizeHint().width())));
+    };
+    for (const auto& [size, lines] : {std::pair{QSize(1024, 700), 2}, std::pair{QSize(1600, 1000), 1}}) {
+      window.resize(size);
+      QCoreApplication::processEvents();
+      QCOMPARE(window.summary()->lines(), lines);
+      memoryIsWhole();
+    }
+    // Values wider than usual (an out-of-memory micro-batch on an H200: three digits each side) at every
+    // width between.
+    QVERIFY(window.session()->setField("cluster.gpu", "h200"));
+    QVERIFY(window.session()->setField("training.micro_batch_size", 16));
+    QVERIFY2(window.summary()->value(SummaryStrip::Memory).count(QLatin1Char('.')) == 2, qPrintable(window.summary()->value(SummaryStrip::Memory)));
+    for (int width = 1024; width <= 1600; width += 48) {
+      window.resize(width, 800);
+      QCoreApplication::processEvents();
+      memoryIsWhole();
     }
   }
 
