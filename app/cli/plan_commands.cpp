@@ -327,9 +327,7 @@ void print_search(const planner::SearchResult& r, const spec::RunSpec& s, const 
     if (std::find(space.recompute.begin(), space.recompute.end(), spec::Recompute::full) == space.recompute.end())
       remedies.push_back("full recompute (add full to --recompute)");
     if (memory_fraction < 1.0) remedies.push_back("a larger --memory-fraction");
-    std::string text;
-    for (size_t i = 0; i < remedies.size(); ++i)
-      text += (i == 0 ? "" : i + 1 == remedies.size() ? " or " : ", ") + remedies[i];
+    std::string text = spec::join_alternatives(remedies);
     text[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(text[0])));
     std::cout << "No layout of this space fits. " << text << " may.\n";
   } else {

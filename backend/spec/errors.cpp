@@ -73,15 +73,21 @@ std::string closest_name(std::string_view name, const std::vector<std::string>& 
   return best_distance <= limit ? best : std::string{};
 }
 
+std::string join_alternatives(const std::vector<std::string>& items) {
+  std::string text;
+  for (size_t i = 0; i < items.size(); ++i) text += (i == 0 ? "" : i + 1 == items.size() ? " or " : ", ") + items[i];
+  return text;
+}
+
 std::string did_you_mean(std::string_view name, const std::vector<std::string>& candidates) {
-  const auto begun = completions(name, candidates);
-  if (begun.size() > 1 && begun.size() <= 3) {
-    std::string text = " (did you mean";
-    for (size_t i = 0; i < begun.size(); ++i) text += (i == 0 ? " \"" : i + 1 == begun.size() ? " or \"" : ", \"") + begun[i] + "\"";
-    return text + "?)";
+  auto begun = completions(name, candidates);
+  if (begun.size() < 2 || begun.size() > 3) {
+    const std::string near = closest_name(name, candidates);
+    if (near.empty()) return {};
+    begun = {near};
   }
-  const std::string near = closest_name(name, candidates);
-  return near.empty() ? std::string{} : " (did you mean \"" + near + "\"?)";
+  for (auto& candidate : begun) candidate = "\"" + candidate + "\"";
+  return " (did you mean " + join_alternatives(begun) + "?)";
 }
 
 }  // namespace tessera::spec

@@ -30,6 +30,8 @@ int edit_distance(std::string_view a, std::string_view b);
 /// The candidate closest to `name`: the one candidate that begins with it ("h100" → "h100-sxm"),
 /// else the nearest by edit distance; "" when none is reasonably close.
 std::string closest_name(std::string_view name, const std::vector<std::string>& candidates);
+/// "a", "a or b", "a, b or c": alternatives in a message.
+std::string join_alternatives(const std::vector<std::string>& items);
 /// ` (did you mean "X"?)` for closest_name, ` (did you mean "a100-40gb" or "a100-80gb"?)` when two or
 /// three candidates begin with `name`; "" when nothing is close.
 std::string did_you_mean(std::string_view name, const std::vector<std::string>& candidates);

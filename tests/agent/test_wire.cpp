@@ -54,6 +54,31 @@ class TokenLog : public protocol::JsonHandler {
   static std::string text(std::string_view raw, bool escaped) { return escaped ? protocol::unescape(raw) : std::string(raw); }
 };
 
+// One data frame through a HistorySink into a new run of history `db`, as a follower stores it: the
+// run's id, what the sink counted and the step records it handed on.
+struct SunkFrame {
+  std::string run_id;
+  int64_t durable_seq = 0, points = 0, skipped = 0;
+  std::vector<nlohmann::json> steps;
+};
+SunkFrame sink_frame(const std::string& db, const std::string& run_name, const std::string& frame) {
+  SunkFrame out;
+  store::Writer writer(db);
+  store::RunRecord record;
+  record.name = run_name;
+  const auto run = writer.create_run(record);
+  out.run_id = run.id;
+  launch::HistorySink sink(writer, run);
+  sink.on_step = [&](const nlohmann::json& step) { out.steps.push_back(step); };
+  sink.records(0, 1, protocol::get_records(protocol::read_frame(frame), 100));
+  sink.sync(true);
+  out.durable_seq = sink.durable_seq(0);
+  out.points = sink.points();
+  out.skipped = sink.skipped();
+  writer.close();
+  return out;
+}
+
 }  // namespace
 
 class TestWire : public QObject {
@@ -260,25 +285,13 @@ class TestWire : public QObject {
         "{\"type\":\"timeline\",\"step\":2,\"rank\":0,\"stage\":\"one\",\"op\":\"F\"},"
         "{\"type\":\"log\",\"rank\":0},"
         "{\"type\":\"nonsense\"},{\"type\":7},[1],{}]}";
-    std::string run_id;
-    {
-      store::Writer writer(db);
-      store::RunRecord record;
-      record.name = "sink";
-      const auto run = writer.create_run(record);
-      run_id = run.id;
-      launch::HistorySink sink(writer, run);
-      std::vector<nlohmann::json> steps;
-      sink.on_step = [&](const nlohmann::json& step) { steps.push_back(step); };
-      sink.records(0, 1, protocol::get_records(protocol::read_frame(frame), 100));
-      sink.sync(true);
-      QCOMPARE(sink.durable_seq(0), int64_t{1});
-      QCOMPARE(sink.points(), int64_t{4});
-      QCOMPARE(sink.skipped(), int64_t{11});
-      QCOMPARE(steps.size(), size_t{2});
-      QCOMPARE(steps[0]["loss"], nlohmann::json(3.0));
-      writer.close();
-    }
+    const SunkFrame sunk = sink_frame(db, "sink", frame);
+    const std::string& run_id = sunk.run_id;
+    QCOMPARE(sunk.durable_seq, int64_t{1});
+    QCOMPARE(sunk.points, int64_t{4});
+    QCOMPARE(sunk.skipped, int64_t{11});
+    QCOMPARE(sunk.steps.size(), size_t{2});
+    QCOMPARE(sunk.steps[0]["loss"], nlohmann::json(3.0));
     store::History history(db);
     const auto loss = history.points(run_id, "loss", 0);
     QCOMPARE(loss.size(), size_t{2});
@@ -329,23 +342,11 @@ class TestWire : public QObject {
         "{\"type\":\"step\",\"step\":1,\"rank\":0,\"wall_time_s\":0.5,\"loss\":5.5,\"grad_norm\":1.0},"
         "{\"type\":\"step\",\"step\":2,\"rank\":0,\"wall_time_s\":1.0,\"loss\":null,\"grad_norm\":\"inf\"},"
         "{\"type\":\"step\",\"step\":3,\"rank\":0,\"wall_time_s\":1.5,\"loss\":\"nan\",\"grad_norm\":\"-inf\",\"note\":\"x\"}]}";
-    std::string run_id;
-    {
-      store::Writer writer(db);
-      store::RunRecord record;
-      record.name = "diverged";
-      const auto run = writer.create_run(record);
-      run_id = run.id;
-      launch::HistorySink sink(writer, run);
-      int steps = 0;
-      sink.on_step = [&](const nlohmann::json&) { ++steps; };
-      sink.records(0, 1, protocol::get_records(protocol::read_frame(frame), 100));
-      sink.sync(true);
-      QCOMPARE(sink.skipped(), int64_t{0});
-      QCOMPARE(sink.points(), int64_t{6});
-      QCOMPARE(steps, 3);
-      writer.close();
-    }
+    const SunkFrame sunk = sink_frame(db, "diverged", frame);
+    const std::string& run_id = sunk.run_id;
+    QCOMPARE(sunk.skipped, int64_t{0});
+    QCOMPARE(sunk.points, int64_t{6});
+    QCOMPARE(sunk.steps.size(), size_t{3});
     store::History history(db);
     const auto loss = history.points(run_id, "loss", 0);
     QCOMPARE(loss.size(), size_t{3});
