@@ -48,12 +48,12 @@ SummaryStrip::SummaryStrip(PlanSession* session, QWidget* parent) : QWidget(pare
     values_[metric] = value;
     details_[metric] = detail;
   }
-  // The width one line of cells needs, from wide values of each cell (fixed, so that an edit seldom
-  // moves the views below by switching between one line and two; values wider still count as they are).
+  // Wide values of each cell, in order: the width one line of them needs is fixed by these, so that an
+  // edit seldom moves the views below by switching between one line and two (values wider still count
+  // as they are).
   const QFontMetrics valueMetrics(valueFont);
-  one_line_width_ = outer->contentsMargins().left() + outer->contentsMargins().right() + 8 * grid->horizontalSpacing();
   for (const char* wide : {"888.8 B", "8888", "888.8 GiB / 888.8 GiB", "88.8 min", "8888", "88.8 %", "888.8 k", "88.8 %", "DP, PP"})
-    one_line_width_ += valueMetrics.horizontalAdvance(QString::fromLatin1(wide));
+    wide_values_width_ += valueMetrics.horizontalAdvance(QString::fromLatin1(wide));
   arrange(1);
   outer->addLayout(grid);
   // One line that never appears or disappears (the views below must not jump): the spec's problem,
@@ -90,25 +90,26 @@ void SummaryStrip::resizeEvent(QResizeEvent* event) {
 void SummaryStrip::fitLines() {
   if (!sized_) return;  // not laid out yet: its width says nothing
   // The values as they are, where wider than the fixed estimate: a value is never cut.
-  const auto* outer = layout();
-  int needed = outer->contentsMargins().left() + outer->contentsMargins().right() + 8 * grid_->horizontalSpacing();
-  for (const auto& [metric, value] : values_) needed += value->sizeHint().width();
-  arrange(width() >= std::max(one_line_width_, needed) ? 1 : 2);
+  int values_width = 0;
+  for (const auto& [metric, value] : values_) values_width += value->sizeHint().width();
+  const QMargins margins = layout()->contentsMargins();
+  const int chrome = margins.left() + margins.right() + static_cast<int>(values_.size() - 1) * grid_->horizontalSpacing();
+  arrange(width() >= chrome + std::max(wide_values_width_, values_width) ? 1 : 2);
 }
 
 void SummaryStrip::arrange(int lines) {
   if (lines == lines_) return;
   lines_ = lines;
-  const Metric order[] = {Parameters, World, Memory, Iteration, Tflops, Mfu, Tokens, Bubble, CrossNode};
-  const int per_line = (9 + lines - 1) / lines;
-  for (int column = 0; column <= 9; ++column) grid_->setColumnStretch(column, 0);
-  for (int i = 0; i < 9; ++i) {
-    const Metric metric = order[i];
+  const int cells = static_cast<int>(values_.size());
+  const int per_line = (cells + lines - 1) / lines;
+  for (int column = 0; column <= cells; ++column) grid_->setColumnStretch(column, 0);
+  int i = 0;
+  for (const auto& [metric, value] : values_) {  // the map's order is the Metric enum's: the strip's
     const int row = 3 * (i / per_line), column = i % per_line;
-    for (QLabel* label : {static_cast<QLabel*>(captions_[metric]), values_[metric], static_cast<QLabel*>(details_[metric])})
-      grid_->removeWidget(label);
+    ++i;
+    for (QLabel* label : {captions_[metric], value, details_[metric]}) grid_->removeWidget(label);
     grid_->addWidget(captions_[metric], row, column);
-    grid_->addWidget(values_[metric], row + 1, column);
+    grid_->addWidget(value, row + 1, column);
     grid_->addWidget(details_[metric], row + 2, column);
   }
   grid_->setColumnStretch(per_line, 1);

@@ -33,6 +33,8 @@ class SummaryStrip : public QWidget {
   /// That line as drawn at the strip's width (rich text: the message may end in "…"), for tests.
   QString shownStatus() const { return status_->text(); }
   /// The width that line's text takes, for tests.
+  /// The lines the cells take, 1 or 2, for tests.
+  int lines() const { return lines_; }
   int shownStatusWidth() const { return QFontMetrics(status_->font()).horizontalAdvance(QTextDocumentFragment::fromHtml(status_->text()).toPlainText()); }
 
  signals:
@@ -62,13 +64,9 @@ class SummaryStrip : public QWidget {
   QString status_text_;
   QString problem_field_, problem_message_, problem_rest_;  ///< the stale spec's first problem, in parts
   QGridLayout* grid_ = nullptr;
-  int one_line_width_ = 0;
+  int wide_values_width_ = 0;  ///< the cells' wide sample values side by side
   int lines_ = 0;
   bool sized_ = false;  ///< a resize event came: width() is the strip's
-
- public:
-  /// 1 or 2, for tests.
-  int lines() const { return lines_; }
 };
 
 }  // namespace tessera::ui
