@@ -12,7 +12,7 @@
 #include "store/history.hpp"
 #include "store/location.hpp"
 #include "store/writer.hpp"
-#include "store/writer_lock.hpp"
+#include "store/run_lease.hpp"
 
 namespace tessera::ui {
 
@@ -24,6 +24,17 @@ store::WriterOptions followerOptions() {
   store::WriterOptions options;
   options.flush_interval = std::chrono::milliseconds(25);
   return options;
+}
+
+// Gives the run's lease back (another process may follow it now); the writer's errors are left to
+// what reports the run.
+void release(store::Writer* writer, const store::RunHandle& run) {
+  if (!writer || run.id.empty()) return;
+  try {
+    writer->release_run(run);
+  } catch (const std::exception&) {
+    // the run's end is reported already (finished) or the error that brought us here is
+  }
 }
 
 }  // namespace
@@ -47,15 +58,9 @@ std::shared_ptr<store::Writer> sharedWriter(const std::string& db_path) {
   return writer;
 }
 
-bool RunController::canWriteInto(const QString& db_path) {
-  const std::string path = db_path.toStdString();
-  {
-    std::lock_guard lock(writersMutex());
-    if (const auto it = writers().find(path); it != writers().end() && !it->second.expired()) return true;
-  }
+bool RunController::canFollow(const QString& db_path, const QString& run_id) {
   try {
-    store::WriterLock probe(path);  // released at once: another process writing it holds it
-    return true;
+    return !store::RunLease::holder(db_path.toStdString(), run_id.toStdString());
   } catch (const std::exception&) {
     return false;
   }
@@ -168,10 +173,13 @@ void RunController::runLaunch(const LaunchRequest& request) {
     post([this, id = QString::fromStdString(run.id)] { emit launched(id); });
     launch::HistorySink sink(*writer, run);
     follow(*writer, run.id, session, sink);
+    release(writer.get(), run);
   } catch (const std::exception& e) {
+    release(writer.get(), run);
     fail(e.what());
   }
 }
+
 
 void RunController::fail(const std::string& reason) {
   {
@@ -186,6 +194,8 @@ void RunController::fail(const std::string& reason) {
 }
 
 void RunController::runAttach(const std::string& run_id, const std::string& db_path) {
+  std::shared_ptr<store::Writer> writer;
+  store::RunHandle run;
   try {
     store::RunRecord record;
     std::vector<store::StreamPosition> positions;
@@ -197,8 +207,8 @@ void RunController::runAttach(const std::string& run_id, const std::string& db_p
       last_wall_s = history.last_wall_times(record.id);
     }
     if (record.hosts.empty()) throw std::invalid_argument("run " + record.id + " was not launched through agents");
-    auto writer = sharedWriter(db_path);
-    const auto run = writer->open_run(record.id);
+    writer = sharedWriter(db_path);
+    run = writer->open_run(record.id);
     {
       std::lock_guard lock(mutex_);
       run_id_ = record.id;
@@ -218,7 +228,9 @@ void RunController::runAttach(const std::string& run_id, const std::string& db_p
       emit launched(id);
     });
     follow(*writer, record.id, session, sink);
+    release(writer.get(), run);
   } catch (const std::exception& e) {
+    release(writer.get(), run);
     fail(e.what());
   }
 }

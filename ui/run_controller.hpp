@@ -43,8 +43,8 @@ struct LaunchRequest {
   std::string db_path;  ///< the history file
 };
 
-/// The history writer of a file, shared by every run this process follows into it (a Writer holds
-/// the file's writer lock, one per process).
+/// The history writer of a file, shared by every run this process follows into it (one Writer per
+/// file and process).
 std::shared_ptr<store::Writer> sharedWriter(const std::string& db_path);
 
 class RunController : public QObject {
@@ -60,9 +60,9 @@ class RunController : public QObject {
   void attach(const QString& run_id, const QString& db_path);
   /// Whether this controller follows a run it did not launch (attach()).
   bool attaching() const { return attaching_; }
-  /// Whether this process may write `db_path`: it writes it already, or no other process does (a
-  /// `tessera-cli launch --follow` or another workbench following a run into it holds its writer lock).
-  static bool canWriteInto(const QString& db_path);
+  /// Whether this process may follow run `run_id` into `db_path`: no process records it (a
+  /// `tessera-cli launch --follow`, a `runs follow` or another workbench following it holds its lease).
+  static bool canFollow(const QString& db_path, const QString& run_id);
   /// Asks the agents to stop the run; the follower records `stopped` once they did.
   void stop();
   /// Stops following; the run goes on on its agents.

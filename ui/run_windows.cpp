@@ -63,10 +63,10 @@ DashboardWidget* RunWindows::open(const QString& run_id, QString* error) {
       return window;
     }
   }
-  // Followed here unless another process follows it into the history already (its writer lock is
-  // held): then this window watches what that one records.
+  // Followed here unless another process follows it into the history already (it holds the run's
+  // lease): then this window watches what that one records.
   const store::RunRecord& run = dashboard->feed()->run();
-  if (run.status == store::RunStatus::running && !run.hosts.empty() && RunController::canWriteInto(db_path_))
+  if (run.status == store::RunStatus::running && !run.hosts.empty() && RunController::canFollow(db_path_, dashboard->runId()))
     follow(dashboard, dashboard->runId());
   dashboard->show();
   return dashboard;
@@ -92,7 +92,8 @@ int RunWindows::reattach() {
   }
   int count = 0;
   for (const auto& run : running) {
-    if (run.hosts.empty()) continue;
+    // Only runs nobody follows: one another process records is not left behind.
+    if (run.hosts.empty() || !RunController::canFollow(db_path_, QString::fromStdString(run.id))) continue;
     auto* dashboard = dashboardWindow(nullptr);
     follow(dashboard, QString::fromStdString(run.id));
     dashboard->openRun(db_path_, QString::fromStdString(run.id));

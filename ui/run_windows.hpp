@@ -30,8 +30,8 @@ class RunWindows : public QObject {
   /// another process follows it there already (then watched as that one records it). A run this
   /// workbench follows already raises its window. Nullptr with the reason in *error.
   DashboardWidget* open(const QString& run_id, QString* error = nullptr);
-  /// Follows again every run of the history still marked running on its agents, each in its own
-  /// dashboard. Returns how many.
+  /// Follows again every run of the history still marked running on its agents that no other process
+  /// follows, each in its own dashboard. Returns how many.
   int reattach();
 
  private:

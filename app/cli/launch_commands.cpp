@@ -250,7 +250,14 @@ void add_launch_commands(CLI::App& app) {
         return;
       }
       store::Writer writer(path, follower_writer_options());  // leaves a detached agent run running
-      const auto run = writer.open_run(record.id);
+      store::RunHandle run;
+      try {
+        run = writer.open_run(record.id);
+      } catch (const store::StoreError& e) {
+        if (e.kind() != store::ErrorKind::locked) throw;
+        throw std::runtime_error(std::string(e.what()) + ": it follows the run into the history already (tessera-cli runs show " +
+                                 record.id.substr(0, 12) + " reads what it has recorded)");
+      }
       launch::RunSession session(record.id, record.hosts, launch::Credentials::from_config_dir());
       writer.set_status(run, store::RunStatus::running);
       launch::HistorySink sink(writer, run, positions, last_wall_s);

@@ -3,7 +3,9 @@
 
 #include <algorithm>
 #include <condition_variable>
+#include <filesystem>
 #include <future>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -12,9 +14,9 @@
 
 #include "store/errors.hpp"
 #include "store/ingest.hpp"
+#include "store/run_lease.hpp"
 #include "store/schema.hpp"
 #include "store/sqlite.hpp"
-#include "store/writer_lock.hpp"
 
 namespace tessera::store {
 
@@ -93,12 +95,40 @@ int64_t count_points(const Record& record) {
   return 0;
 }
 
+// One writer per history file in a process: the histories this process writes (absolute paths).
+class ProcessWriters {
+ public:
+  explicit ProcessWriters(const std::string& history_path)
+      : path_(std::filesystem::absolute(history_path).lexically_normal().string()) {
+    std::lock_guard lock(mutex());
+    if (!paths().insert(path_).second)
+      throw StoreError(ErrorKind::locked, "history " + history_path + " is already being written by this process");
+  }
+  ~ProcessWriters() {
+    std::lock_guard lock(mutex());
+    paths().erase(path_);
+  }
+  ProcessWriters(const ProcessWriters&) = delete;
+  ProcessWriters& operator=(const ProcessWriters&) = delete;
+
+ private:
+  static std::mutex& mutex() {
+    static std::mutex m;
+    return m;
+  }
+  static std::set<std::string>& paths() {
+    static std::set<std::string> s;
+    return s;
+  }
+  std::string path_;
+};
+
 }  // namespace
 
 struct Writer::Impl {
   std::string path;
   WriterOptions options;
-  WriterLock lock;
+  ProcessWriters one_per_process;
   Connection connection;
   Ingest ingest;
   Statement update_status;
@@ -121,11 +151,13 @@ struct Writer::Impl {
   CommitStats stats;
   std::thread thread;
   std::vector<Ingest::Point> points;  ///< the metric points of the batch being written (writer thread)
+  std::mutex leases_mutex;
+  std::map<std::string, std::unique_ptr<RunLease>> leases;  ///< the runs this writer records, by id
 
   Impl(const std::string& p, WriterOptions o)
       : path(p),
         options(std::move(o)),
-        lock(p),
+        one_per_process(p),
         connection(open_history(p)),
         ingest(connection, Ingest::OnDuplicate::replace),
         update_status(connection, R"sql(
@@ -143,13 +175,46 @@ struct Writer::Impl {
       const int64_t pages = std::max<int64_t>(1, options.max_db_bytes / page_size.column_int(0));
       connection.exec("PRAGMA max_page_count = " + std::to_string(pages), "setting the size limit");
     }
-    // A run held by agents (hosts given) goes on without a follower: it stays running (detached) until
-    // a follower attaches again and records how it ended.
-    Statement mark_lost(connection,
-                        "UPDATE runs SET status = 'lost', ended_ms = ?, exit_reason = 'the process writing it ended "
-                        "without closing it' WHERE status = 'starting' OR (status = 'running' AND hosts_json = '[]')");
-    mark_lost.bind_int(1, now_ms()).run("marking runs of a dead writer as lost");
+    mark_abandoned_runs_lost();
     thread = std::thread([this] { run(); });
+  }
+
+  // Runs left starting or running by a writer that ended without closing them (nobody holds their lease)
+  // are marked lost. A run held by agents (hosts given) goes on without a follower: it stays running
+  // (detached) until a follower attaches again and records how it ended.
+  void mark_abandoned_runs_lost() {
+    const char* const abandoned = "(status = 'starting' OR (status = 'running' AND hosts_json = '[]'))";
+    std::vector<std::pair<std::string, int64_t>> candidates;
+    {
+      Statement select(connection, std::string("SELECT id, key FROM runs WHERE ") + abandoned);
+      while (select.step("finding runs left unfinished")) candidates.emplace_back(select.column_text(0), select.column_int(1));
+    }
+    std::vector<std::unique_ptr<RunLease>> taken;  // held while they are marked: nobody attaches meanwhile
+    for (const auto& [id, key] : candidates) {
+      try {
+        taken.push_back(std::make_unique<RunLease>(path, id));
+      } catch (const StoreError& e) {
+        if (e.kind() != ErrorKind::locked) throw;  // recorded by a live process: its writer's
+        continue;
+      }
+      Statement mark(connection, std::string("UPDATE runs SET status = 'lost', ended_ms = ?, exit_reason = "
+                                             "'the process writing it ended without closing it' WHERE key = ? AND ") +
+                                     abandoned);
+      mark.bind_int(1, now_ms()).bind_int(2, key).run("marking a run of a writer that ended as lost");
+    }
+  }
+
+  // The lease of run `id` for this writer (taken once; a second open of a run it records is a no-op).
+  // True when it was taken now.
+  bool take_lease(const std::string& id) {
+    std::lock_guard lock(leases_mutex);
+    if (leases.count(id)) return false;
+    leases.emplace(id, std::make_unique<RunLease>(path, id));
+    return true;
+  }
+  void drop_lease(const std::string& id) {
+    std::lock_guard lock(leases_mutex);
+    leases.erase(id);
   }
 
   int64_t push(Record&& record, int64_t weight) {
@@ -329,6 +394,8 @@ struct Writer::Impl {
     work_cv.notify_one();
     space_cv.notify_all();
     if (thread.joinable()) thread.join();
+    std::lock_guard lock(leases_mutex);
+    leases.clear();  // after the last commit
   }
 };
 
@@ -346,12 +413,20 @@ RunHandle Writer::create_run(RunRecord run) {
   if (run.id.empty()) run.id = new_run_id();
   if (run.created_ms == 0) run.created_ms = now_ms();
   if (run.tessera_version.empty()) run.tessera_version = tessera_version();
-  auto request = std::make_unique<CreateRequest>();
-  request->run = std::move(run);
-  auto done = request->done.get_future();
-  const int64_t sequence = impl_->push(CreateRecord{std::move(request)}, 1);
-  impl_->wait_committed(sequence);
-  return done.get();
+  if (!is_run_id(run.id)) throw StoreError(ErrorKind::invalid, "run id '" + run.id + "' is not 32 lowercase hex digits");
+  const std::string id = run.id;
+  const bool taken = impl_->take_lease(id);  // before the row exists: no other writer sees it unheld
+  try {
+    auto request = std::make_unique<CreateRequest>();
+    request->run = std::move(run);
+    auto done = request->done.get_future();
+    const int64_t sequence = impl_->push(CreateRecord{std::move(request)}, 1);
+    impl_->wait_committed(sequence);
+    return done.get();
+  } catch (...) {
+    if (taken) impl_->drop_lease(id);
+    throw;
+  }
 }
 
 RunHandle Writer::open_run(const std::string& id) {
@@ -359,7 +434,19 @@ RunHandle Writer::open_run(const std::string& id) {
   Statement select(connection, "SELECT key FROM runs WHERE id = ?");
   select.bind_text(1, id);
   if (!select.step("finding a run")) throw StoreError(ErrorKind::not_found, "no run " + id + " in history " + impl_->path);
-  return RunHandle{id, select.column_int(0)};
+  RunHandle handle{id, select.column_int(0)};
+  impl_->take_lease(id);
+  return handle;
+}
+
+void Writer::release_run(const RunHandle& run) {
+  try {
+    flush();
+  } catch (...) {
+    impl_->drop_lease(run.id);
+    throw;
+  }
+  impl_->drop_lease(run.id);
 }
 
 void Writer::append(const RunHandle& run, MetricPoint point) {

@@ -1,7 +1,8 @@
-// The history's writer: one per process and per file (an flock refuses a second one), a thread that
-// commits what producers append in batched transactions (every 100 ms or every N points) through
-// prepared statements, in WAL mode with synchronous=NORMAL. The queue is bounded: producers block
-// while it is full. Readers (History) work meanwhile on their own connections.
+// The history's writer: one per process and per file, a thread that commits what producers append in
+// batched transactions (every 100 ms or every N points) through prepared statements, in WAL mode with
+// synchronous=NORMAL. The queue is bounded: producers block while it is full. Several processes write
+// one history at once, each recording its own runs (a run's lease, store/run_lease.hpp, says which
+// process records it). Readers (History) work meanwhile on their own connections.
 #pragma once
 
 #include <chrono>
@@ -39,22 +40,27 @@ struct RunHandle {
 
 class Writer {
  public:
-  /// Takes the writer lock, opens (creating, migrating) the history, marks runs left starting or
-  /// running by a writer that died as lost (except running runs held by agents: hosts not empty, they
-  /// are detached), starts the writer thread.
+  /// Opens (creating, migrating) the history, marks runs left starting or running by a writer that
+  /// ended without closing them (nobody holds their lease) as lost (except running runs held by agents:
+  /// hosts not empty, they are detached), starts the writer thread. Throws StoreError(locked) when this
+  /// process already has a writer on the file.
   explicit Writer(const std::string& path, WriterOptions options = {});
   /// Commits what is queued and stops; errors are swallowed here (call close() to see them).
   ~Writer();
   Writer(const Writer&) = delete;
   Writer& operator=(const Writer&) = delete;
 
-  /// Adds a run and waits until it is committed. An empty id gets a new random one, created_ms 0
-  /// becomes now, an empty tessera_version becomes this build's. Throws StoreError(duplicate) when
-  /// the id or name is taken; that does not stop the writer.
+  /// Adds a run, takes its lease and waits until it is committed. An empty id gets a new random one,
+  /// created_ms 0 becomes now, an empty tessera_version becomes this build's. Throws
+  /// StoreError(duplicate) when the id or name is taken; that does not stop the writer.
   RunHandle create_run(RunRecord run);
-  /// The handle of a run already in the history (a follower resuming it). Throws
-  /// StoreError(not_found) for an unknown id.
+  /// The handle of a run already in the history (a follower resuming it), whose lease this writer
+  /// takes (again a no-op). Throws StoreError(not_found) for an unknown id, StoreError(locked) "run …
+  /// is being recorded by another process (pid N)".
   RunHandle open_run(const std::string& id);
+  /// flush(), then gives the run's lease back: another process may record it now (a follower that
+  /// detaches). close() gives every lease back.
+  void release_run(const RunHandle& run);
 
   /// Queue one record (blocks while the queue is full). Throw the writer's error once it has one.
   void append(const RunHandle& run, MetricPoint point);

@@ -254,6 +254,29 @@ class TestCliLaunch : public QObject {
     verify_exactly_once(id, 300);
   }
 
+  // Two followers write one history at once (a second terminal's launch --follow), each its own run;
+  // following a run another process follows is refused naming that process.
+  void twoFollowersWriteOneHistory() {
+    Agent a("127.0.0.1", dir_.path() + "/wa", {"TESSERA_FAKE_STEP_MS=10"}), b("127.0.0.2", dir_.path() + "/wb", {"TESSERA_FAKE_STEP_MS=10"});
+    const QString agents = a.endpoint() + "," + b.endpoint();
+    QProcess first;
+    QString out = follow_until(first, {"launch", spec("first-follower", 300, 2), "--agents", agents, "--follow"}, "step    20 ");
+    QVERIFY(out.contains("step    20 "));
+    const QString id = run_id_of(out);
+    const auto beside = cli({"launch", spec("second-follower", 30, 2), "--agents", agents, "--follow"});
+    QVERIFY2(beside.exit_code == 0 && beside.out.contains(" done "), qPrintable(beside.err + beside.out));
+    const auto twice = cli({"runs", "follow", id, "--quiet"});
+    QCOMPARE(twice.exit_code, 1);
+    const QString refused = "is being recorded by another process (pid " + QString::number(first.processId()) + ")";
+    QVERIFY2(twice.err.contains(refused) && twice.err.contains("runs show " + id.left(12)), qPrintable(twice.err));
+    QVERIFY(first.waitForFinished(60000));
+    QVERIFY2(first.exitCode() == 0, qPrintable(QString::fromUtf8(first.readAllStandardError())));
+    verify_exactly_once(id, 300);
+    verify_exactly_once(run_id_of(beside.out), 30);
+    store::History history((dir_.path() + "/history.sqlite").toStdString());
+    QCOMPARE(history.run(id.toStdString()).status, store::RunStatus::done);
+  }
+
   // Ctrl-C while following detaches (exit 0, the run going on), whatever the follower was waiting in:
   // a signal inside ZeroMQ's poll ended it with "error: Interrupted system call", exit 1.
   void interruptDetachesTheFollowerAndTheRunGoesOn() {

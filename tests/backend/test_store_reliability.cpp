@@ -15,6 +15,7 @@
 
 #include "store/errors.hpp"
 #include "store/history.hpp"
+#include "store/run_lease.hpp"
 #include "store/writer.hpp"
 #include "store_test_support.hpp"
 
@@ -33,6 +34,51 @@ std::optional<StoreError> error_of(F&& f) {
     return e;
   }
   return std::nullopt;
+}
+
+// A child process that records run `name` (status starting) in `path`, says so through the pipe and
+// holds it until the other pipe closes (or it is killed). Returns its pid and the run's id.
+struct Recorder {
+  pid_t pid = -1;
+  std::string id;
+  int release = -1;  ///< closing it lets the child close its writer and exit 0
+};
+Recorder start_recorder(const std::string& path, const std::string& name) {
+  int ready[2], release[2];
+  if (::pipe(ready) != 0 || ::pipe(release) != 0) return {};
+  auto run = tiny_run(name);
+  run.id = new_run_id();
+  run.status = RunStatus::starting;
+  const pid_t child = ::fork();
+  if (child == 0) {
+    ::close(ready[0]);
+    ::close(release[1]);
+    try {
+      Writer writer(path);
+      const auto handle = writer.create_run(run);
+      writer.append(handle, MetricPoint{"loss", 0, 0, 100.0, 5.0});
+      writer.flush();
+      char c = 1;
+      if (::write(ready[1], &c, 1) != 1 || ::read(release[0], &c, 1) < 0) ::_exit(3);
+      writer.append(handle, MetricPoint{"loss", 0, 1, 101.0, 4.0});
+      writer.close();
+    } catch (...) {
+      ::_exit(2);
+    }
+    ::_exit(0);
+  }
+  ::close(ready[1]);
+  ::close(release[0]);
+  char c = 0;
+  const bool started = ::read(ready[0], &c, 1) == 1;
+  ::close(ready[0]);
+  if (!started) return {};
+  return {child, run.id, release[1]};
+}
+int exit_status(pid_t pid) {
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
 }
 
 bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
@@ -178,42 +224,65 @@ class TestStoreReliability : public QObject {
     QVERIFY(lost >= rounds_with_data);
   }
 
-  void secondWriterRefusedWithThePid() {
+  // Two processes write one history at once, each its own runs; a run another process records is
+  // refused with its pid, and is free once that process closed its writer.
+  void twoProcessesWriteOneHistory() {
     const auto path = db("two-writers.sqlite");
-    int ready[2], release[2];
-    QVERIFY(::pipe(ready) == 0 && ::pipe(release) == 0);
-    const pid_t child = ::fork();
-    if (child == 0) {
-      ::close(ready[0]);
-      ::close(release[1]);
-      try {
-        Writer writer(path);
-        writer.create_run(tiny_run("held"));
-        char c = 1;
-        if (::write(ready[1], &c, 1) != 1 || ::read(release[0], &c, 1) < 0) ::_exit(3);
-        writer.close();
-      } catch (...) {
-        ::_exit(2);
-      }
-      ::_exit(0);
-    }
-    ::close(ready[1]);
-    ::close(release[0]);
-    char c = 0;
-    QCOMPARE(::read(ready[0], &c, 1), ssize_t{1});
-    const auto error = error_of([&] { Writer writer(path); });
-    QVERIFY(error);
-    QCOMPARE(error->kind(), ErrorKind::locked);
-    const std::string expected = "history " + path + " is being written by another process (pid " + std::to_string(child) + ")";
-    QVERIFY2(contains(error->what(), expected), error->what());
-    QCOMPARE(History(path).runs().size(), size_t{1});  // readers are not blocked
-    ::close(release[1]);
-    int status = 0;
-    ::waitpid(child, &status, 0);
-    QVERIFY(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-    ::close(ready[0]);
-    Writer after(path);  // the lock went with the process
-    after.close();
+    const auto other = start_recorder(path, "theirs");
+    QVERIFY(other.pid > 0);
+    Writer writer(path);
+    const auto mine = writer.create_run(tiny_run("mine"));
+    writer.append(mine, MetricPoint{"loss", 0, 0, 100.0, 2.0});
+    writer.flush();
+    QCOMPARE(RunLease::holder(path, other.id), std::optional<int64_t>(other.pid));
+    QCOMPARE(RunLease::holder(path, mine.id), std::optional<int64_t>(::getpid()));
+    const auto refused = error_of([&] { writer.open_run(other.id); });
+    QVERIFY(refused);
+    QCOMPARE(refused->kind(), ErrorKind::locked);
+    const std::string expected = "run " + other.id.substr(0, 8) + " in history " + path +
+                                 " is being recorded by another process (pid " + std::to_string(other.pid) + ")";
+    QVERIFY2(contains(refused->what(), expected), refused->what());
+    QCOMPARE(History(path).run(other.id).status, RunStatus::starting);  // a live writer's run is not lost
+    const auto same_process = error_of([&] { Writer second(path); });
+    QVERIFY(same_process);
+    QCOMPARE(same_process->kind(), ErrorKind::locked);
+    QVERIFY2(contains(same_process->what(), "is already being written by this process"), same_process->what());
+
+    ::close(other.release);
+    QCOMPARE(exit_status(other.pid), 0);
+    QCOMPARE(History(path).points(other.id, "loss", 0).size(), size_t{2});  // it went on writing meanwhile
+    QCOMPARE(RunLease::holder(path, other.id), std::optional<int64_t>());
+    const auto taken = writer.open_run(other.id);  // free now
+    writer.append(taken, MetricPoint{"loss", 0, 2, 102.0, 3.0});
+    writer.append(mine, MetricPoint{"loss", 0, 1, 101.0, 1.0});
+    writer.release_run(taken);
+    QCOMPARE(RunLease::holder(path, other.id), std::optional<int64_t>());
+    writer.close();
+    QCOMPARE(History(path).points(other.id, "loss", 0).size(), size_t{3});
+    QCOMPARE(History(path).points(mine.id, "loss", 0).size(), size_t{2});
+    QCOMPARE(RunLease::holder(path, mine.id), std::optional<int64_t>());
+  }
+
+  // A writer that opens marks lost the runs of a killed writer only, not those of one still alive.
+  void onlyADeadWritersRunsAreMarkedLost() {
+    const auto path = db("dead-and-alive.sqlite");
+    const auto alive = start_recorder(path, "alive");
+    const auto killed = start_recorder(path, "killed");
+    QVERIFY(alive.pid > 0 && killed.pid > 0);
+    ::kill(killed.pid, SIGKILL);
+    QCOMPARE(exit_status(killed.pid), -SIGKILL);
+    ::close(killed.release);
+    Writer writer(path);
+    History history(path);
+    QCOMPARE(history.run(killed.id).status, RunStatus::lost);
+    QCOMPARE(history.run(killed.id).exit_reason, std::string("the process writing it ended without closing it"));
+    QCOMPARE(history.run(alive.id).status, RunStatus::starting);
+    QVERIFY(!history.run(alive.id).ended_ms);
+    const auto followed = writer.open_run(killed.id);  // a lost run is nobody's: it may be followed again
+    writer.release_run(followed);
+    ::close(alive.release);
+    QCOMPARE(exit_status(alive.pid), 0);
+    writer.close();
   }
 
   // runs delete --force while a follower still records the run: what comes after is not written
@@ -257,7 +326,8 @@ class TestStoreReliability : public QObject {
 
     const auto writer = outcome_without_privileges([&] { Writer w(existing); });
     QCOMPARE(writer.kind, std::optional(ErrorKind::io));
-    QVERIFY2(contains(writer.message, "cannot create lock file " + existing + ".lock"), writer.message.c_str());
+    QVERIFY2(contains(writer.message, "cannot open history " + existing) && contains(writer.message, "not writable"),
+             writer.message.c_str());
 
     const auto reopen = outcome_without_privileges([&] { History history(existing); });
     QCOMPARE(reopen.kind, std::optional(ErrorKind::io));

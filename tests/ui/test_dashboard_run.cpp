@@ -23,7 +23,7 @@
 #include "run_controller.hpp"
 #include "run_windows.hpp"
 #include "store/history.hpp"
-#include "store/writer_lock.hpp"
+#include "store/run_lease.hpp"
 
 using namespace tessera;
 using namespace tessera::ui;
@@ -306,9 +306,9 @@ class TestDashboardRun : public QObject {
     // that window instead of following it twice.
     RunWindows windows(db());
     {
-      // While another process writes the history (its lock held: a `launch --follow` in a terminal),
-      // the window only watches: following too would fail on the lock and say the run did not start.
-      store::WriterLock other(db().toStdString());
+      // While another process follows the run (its lease held: a `runs follow` in a terminal), the
+      // window only watches: following too would be refused and say the run did not start.
+      store::RunLease other(db().toStdString(), id.toStdString());
       QPointer<DashboardWidget> watching = windows.open(id);
       QVERIFY(watching && !watching->controller());
       delete watching;

@@ -1,0 +1,33 @@
+// Who records a run: a process that writes a run into a history holds its lease, an flock on
+// "<history>.runs/<run id>" holding the pid. Several processes write one history at once, each its own
+// runs; a run is recorded by one process at a time. The kernel drops the flock however the process
+// ends, so the runs of a killed writer are seen as nobody's (and marked lost by the next writer).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace tessera::store {
+
+class RunLease {
+ public:
+  /// Takes run `run_id`'s lease. Throws StoreError(locked) "run <id> in history … is being recorded by
+  /// another process (pid N)" (or "… by this process"), StoreError(invalid) for an id that is not a run
+  /// id, StoreError(io) when the lease directory or file cannot be created.
+  RunLease(const std::string& history_path, const std::string& run_id);
+  /// Removes the lease file and drops the lock.
+  ~RunLease();
+  RunLease(const RunLease&) = delete;
+  RunLease& operator=(const RunLease&) = delete;
+
+  /// The pid of the process holding run `run_id`'s lease (0 when it is held but its pid is not yet
+  /// written), nullopt when nobody holds it. Takes nothing.
+  static std::optional<int64_t> holder(const std::string& history_path, const std::string& run_id);
+
+ private:
+  std::string path_;
+  int fd_ = -1;
+};
+
+}  // namespace tessera::store
