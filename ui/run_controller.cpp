@@ -209,6 +209,11 @@ void RunController::runAttach(const std::string& run_id, const std::string& db_p
     if (record.hosts.empty()) throw std::invalid_argument("run " + record.id + " was not launched through agents");
     writer = sharedWriter(db_path);
     run = writer->open_run(record.id);
+    // Its follower may have recorded the end and let the lease go since the run was read.
+    if (const auto status = store::History(db_path).run(record.id).status;
+        status == store::RunStatus::done || status == store::RunStatus::failed || status == store::RunStatus::stopped)
+      throw std::runtime_error("run " + record.id.substr(0, 8) + " ended (" + std::string(store::to_string(status)) +
+                               ") while it was being opened; its history is complete");
     {
       std::lock_guard lock(mutex_);
       run_id_ = record.id;

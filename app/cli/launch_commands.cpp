@@ -258,6 +258,12 @@ void add_launch_commands(CLI::App& app) {
         throw std::runtime_error(std::string(e.what()) + ": it follows the run into the history already (tessera-cli runs show " +
                                  record.id.substr(0, 12) + " reads what it has recorded)");
       }
+      // Its follower may have recorded the end and let the lease go since the run was read.
+      if (const auto now = store::History(path).run(record.id); has_ended(now)) {
+        writer.release_run(run);
+        std::cout << ended_text(now) << "; its history is complete (tessera-cli runs show " << record.id.substr(0, 12) << ")\n";
+        return;
+      }
       launch::RunSession session(record.id, record.hosts, launch::Credentials::from_config_dir());
       writer.set_status(run, store::RunStatus::running);
       launch::HistorySink sink(writer, run, positions, last_wall_s);

@@ -59,8 +59,6 @@ HistorySink::HistorySink(store::Writer& writer, store::RunHandle run, const std:
                          std::map<int64_t, double> last_wall_s)
     : writer_(writer), run_(std::move(run)), last_wall_s_(std::move(last_wall_s)) {
   for (const auto& position : stored) durable_[position.node] = position.seq;
-  writer_.flush();
-  base_ = writer_.committed().records;
 }
 
 int64_t HistorySink::durable_seq(int64_t node) { return durable_[node]; }
@@ -90,14 +88,12 @@ void HistorySink::store_records(int64_t node, int64_t seq, const std::vector<pro
   try {
     if (n > 0) writer_.append(run_, std::move(frame_points_));
     points_ += n;
-    weight_ += n;
   } catch (const store::StoreError& e) {
     if (e.kind() != store::ErrorKind::invalid) throw;
     for (auto& point : frame_points_) {  // the group was refused whole: keep the good points
       try {
         writer_.append(run_, std::move(point));
         ++points_;
-        ++weight_;
       } catch (const store::StoreError& each) {
         if (each.kind() != store::ErrorKind::invalid) throw;
         ++skipped_;
@@ -105,9 +101,7 @@ void HistorySink::store_records(int64_t node, int64_t seq, const std::vector<pro
     }
   }
   frame_points_.clear();
-  writer_.append(run_, store::StreamPosition{node, seq});
-  ++weight_;
-  marks_.push_back({node, seq, weight_});
+  marks_.push_back({node, seq, writer_.append(run_, store::StreamPosition{node, seq})});
 }
 
 void HistorySink::add(const Record& r) {
@@ -143,13 +137,11 @@ void HistorySink::add(const Record& r) {
                                               r.find("op")->get<std::string>(), value_or(r, "microbatch", int64_t{0}),
                                               value_or(r, "chunk", int64_t{0}), number_or(r, "start_s", 0),
                                               number_or(r, "end_s", 0)});
-    ++weight_;
   } else if (type == "log") {
     if (!is_int(r, "rank") || !is_string(r, "line")) return void(++skipped_);
     const std::string stream = value_or(r, "stream", std::string("stdout"));
     writer_.append(run_, store::LogLine{index("rank"), stream == "stderr" ? "stderr" : "stdout", number_or(r, "time_s", 0),
                                         r.find("line")->get<std::string>()});
-    ++weight_;
   } else if (type == "artifact") {
     // A checkpoint rank 0 wrote (docs/runtime.md); the same path again replaces the entry.
     if (!is_string(r, "kind") || !is_string(r, "path") || !is_int(r, "step") ||
@@ -159,13 +151,11 @@ void HistorySink::add(const Record& r) {
     if (created_ms < 0 || created_ms >= store::kYear3000Ms) created_ms = store::now_ms();  // before the year 3000, or now
     writer_.append(run_, store::Artifact{r.find("kind")->get<std::string>(), r.find("path")->get<std::string>(), index("step"),
                                          std::max<int64_t>(0, value_or(r, "size_bytes", int64_t{0})), created_ms});
-    ++weight_;
   } else if (type == "rank_exit") {
     if (!is_int(r, "rank")) return void(++skipped_);
     writer_.append(run_, store::LogLine{index("rank"), "stderr", number_or(r, "time_s", 0),
                                         "tessera-agent: rank " + std::to_string(index("rank")) + " " +
                                             value_or(r, "description", std::string("exited"))});
-    ++weight_;
   } else if (type != "run_end") {
     ++skipped_;  // run_end is the session's; anything else is unknown
   }
@@ -181,9 +171,9 @@ double HistorySink::wall_time_s(const Record& r, int64_t rank) {
 
 void HistorySink::sync(bool wait) {
   if (wait) writer_.flush();
-  // The writer commits in queue order, so once its count covers a frame's mark, the frame is stored.
-  const int64_t committed = writer_.committed().records - base_;
-  while (!marks_.empty() && marks_.front().weight <= committed) {
+  // The writer commits in queue order: once it committed a frame's stream position, the frame is stored.
+  const int64_t committed = writer_.committed_sequence();
+  while (!marks_.empty() && marks_.front().sequence <= committed) {
     durable_[marks_.front().node] = marks_.front().seq;
     marks_.pop_front();
   }

@@ -29,8 +29,8 @@ class HistorySink : public RunSink {
  public:
   /// `stored`: the run's stream positions already in the history, and `last_wall_s` each rank's latest
   /// stored wall time (History::last_wall_times), of a resumed follower.
-  /// Everything appended to `writer` while the sink lives must go through it (its commit count is
-  /// how the sink knows what is durable).
+  /// Other runs may be appended to `writer` meanwhile (the workbench follows several runs into one
+  /// writer): a frame is durable once the writer committed the queue entry of its stream position.
   HistorySink(store::Writer& writer, store::RunHandle run, const std::vector<store::StreamPosition>& stored = {},
               std::map<int64_t, double> last_wall_s = {});
 
@@ -52,14 +52,13 @@ class HistorySink : public RunSink {
   double wall_time_s(const protocol::Record& record, int64_t rank);
 
   struct Mark {
-    int64_t node, seq, weight;  ///< the writer's record count once frame seq of node is committed
+    int64_t node, seq, sequence;  ///< frame seq of node is stored once the writer committed `sequence`
   };
   store::Writer& writer_;
   store::RunHandle run_;
   std::map<int64_t, int64_t> durable_;
   std::deque<Mark> marks_;
   std::vector<store::MetricPoint> frame_points_;  ///< the metric points of the frame being added
-  int64_t base_ = 0, weight_ = 0;  ///< the writer's committed records at the start, our appends since
   int64_t points_ = 0, skipped_ = 0;
   std::map<int64_t, double> last_wall_s_;  ///< rank → its last good wall_time_s
 };

@@ -9,7 +9,7 @@ namespace tessera::store {
 
 enum class ErrorKind {
   io,            ///< cannot create, open, read or write a file (permissions, read-only directory)
-  locked,        ///< another process is writing this history
+  locked,        ///< another process records this run, or this process writes this history already
   busy,          ///< SQLite's lock was not released in time
   full,          ///< disk full or the history's size limit reached
   corrupt,       ///< not a SQLite database, damaged, or not a Tessera history

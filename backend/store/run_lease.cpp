@@ -2,9 +2,11 @@
 #include "store/run_lease.hpp"
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <system_error>
+#include <thread>
 
 #include <fcntl.h>
 #include <sys/file.h>
@@ -19,9 +21,22 @@ namespace tessera::store {
 
 namespace {
 
+// holder() takes a shared lock for a moment: a lease found locked is tried this often, 10 ms apart,
+// before it counts as held.
+constexpr int kProbeTries = 5;
+
+// The lease directory of a history: next to the file itself, however the path reaches it (a symlink,
+// "..", a relative path), so that every process writing it finds the same leases.
+std::string lease_directory(const std::string& history_path) {
+  std::error_code ec;
+  auto file = std::filesystem::weakly_canonical(std::filesystem::absolute(history_path), ec);
+  if (ec) file = std::filesystem::absolute(history_path).lexically_normal();
+  return file.string() + ".runs";
+}
+
 std::string lease_path(const std::string& history_path, const std::string& run_id) {
   if (!is_run_id(run_id)) throw StoreError(ErrorKind::invalid, "run id '" + run_id + "' is not 32 lowercase hex digits");
-  return history_path + ".runs/" + run_id;
+  return lease_directory(history_path) + "/" + run_id;
 }
 
 std::optional<int64_t> pid_in(int fd) {
@@ -51,21 +66,28 @@ bool names(int fd, const std::string& path) {
 
 }  // namespace
 
-RunLease::RunLease(const std::string& history_path, const std::string& run_id) : path_(lease_path(history_path, run_id)) {
+RunLease::RunLease(const std::string& history_path, const std::string& run_id) {
   ensure_parent_directory(history_path);
-  const std::string directory = history_path + ".runs";
+  path_ = lease_path(history_path, run_id);
+  const std::string directory = lease_directory(history_path);
   std::error_code ec;
   std::filesystem::create_directory(directory, ec);
   if (ec && !std::filesystem::is_directory(directory))
     throw StoreError(ErrorKind::io, "cannot create directory " + directory + " for the run leases of history " +
                                         history_path + ": " + ec.message());
-  for (;;) {
+  for (int busy = 0;;) {
     fd_ = ::open(path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
     if (fd_ < 0)
       throw StoreError(ErrorKind::io, "cannot create lease file " + path_ + " for history " + history_path + ": " +
                                           std::strerror(errno));
     if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
       const int error = errno;
+      if (error == EWOULDBLOCK && ++busy < kProbeTries) {  // perhaps only a holder() probe's moment
+        ::close(fd_);
+        fd_ = -1;
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        continue;
+      }
       const auto pid = pid_in(fd_);
       ::close(fd_);
       fd_ = -1;

@@ -9,6 +9,7 @@
 #include <mutex>
 #include <optional>
 #include <set>
+#include <system_error>
 #include <thread>
 #include <variant>
 
@@ -98,8 +99,7 @@ int64_t count_points(const Record& record) {
 // One writer per history file in a process: the histories this process writes (absolute paths).
 class ProcessWriters {
  public:
-  explicit ProcessWriters(const std::string& history_path)
-      : path_(std::filesystem::absolute(history_path).lexically_normal().string()) {
+  explicit ProcessWriters(const std::string& history_path) : path_(canonical_path(history_path)) {
     std::lock_guard lock(mutex());
     if (!paths().insert(path_).second)
       throw StoreError(ErrorKind::locked, "history " + history_path + " is already being written by this process");
@@ -112,6 +112,11 @@ class ProcessWriters {
   ProcessWriters& operator=(const ProcessWriters&) = delete;
 
  private:
+  static std::string canonical_path(const std::string& history_path) {  // one file, however it is named
+    std::error_code ec;
+    const auto file = std::filesystem::weakly_canonical(std::filesystem::absolute(history_path), ec);
+    return ec ? std::filesystem::absolute(history_path).lexically_normal().string() : file.string();
+  }
   static std::mutex& mutex() {
     static std::mutex m;
     return m;
@@ -193,8 +198,9 @@ struct Writer::Impl {
     for (const auto& [id, key] : candidates) {
       try {
         taken.push_back(std::make_unique<RunLease>(path, id));
-      } catch (const StoreError& e) {
-        if (e.kind() != ErrorKind::locked) throw;  // recorded by a live process: its writer's
+      } catch (const StoreError&) {
+        // Recorded by a live process (locked), or a lease this process cannot take (io: a file of
+        // another user's): left as it is rather than refusing to write the history at all.
         continue;
       }
       Statement mark(connection, std::string("UPDATE runs SET status = 'lost', ended_ms = ?, exit_reason = "
@@ -479,7 +485,7 @@ void Writer::append(const RunHandle& run, Artifact artifact) {
     throw StoreError(ErrorKind::invalid, "artifact " + artifact.path + ": " + problem);
   impl_->push(ArtifactRecord{run.key, std::move(artifact)}, 1);
 }
-void Writer::append(const RunHandle& run, StreamPosition position) { impl_->push(PositionRecord{run.key, position}, 1); }
+int64_t Writer::append(const RunHandle& run, StreamPosition position) { return impl_->push(PositionRecord{run.key, position}, 1); }
 
 void Writer::set_status(const RunHandle& run, RunStatus status, std::string exit_reason, std::optional<int64_t> at_ms) {
   const int64_t now = now_ms();
@@ -505,6 +511,11 @@ void Writer::close() {
 CommitStats Writer::committed() const {
   std::lock_guard lk(impl_->mutex);
   return impl_->stats;
+}
+
+int64_t Writer::committed_sequence() const {
+  std::lock_guard lk(impl_->mutex);
+  return impl_->committed;
 }
 
 }  // namespace tessera::store

@@ -69,8 +69,10 @@ class Writer {
   void append(const RunHandle& run, TimelineEvent event);
   void append(const RunHandle& run, LogLine line);
   void append(const RunHandle& run, Artifact artifact);
-  /// Committed in queue order with what was appended before it (a follower's resume point).
-  void append(const RunHandle& run, StreamPosition position);
+  /// Committed in queue order with what was appended before it (a follower's resume point). Returns
+  /// its queue sequence number: it is committed, and all this thread appended before it, once
+  /// committed_sequence() reaches it.
+  int64_t append(const RunHandle& run, StreamPosition position);
   /// Queued in order with the data: starting/running set started_ms (once), final states ended_ms once
   /// (following a run that had ended again does not move its end; a lost run followed again, running
   /// once more, gets the end its follower sees).
@@ -85,6 +87,9 @@ class Writer {
   /// flush(), then stops the thread; later appends throw.
   void close();
   CommitStats committed() const;
+  /// The queue sequence number of the last committed record (records are committed in queue order,
+  /// whichever run or thread appended them).
+  int64_t committed_sequence() const;
 
  private:
   struct Impl;

@@ -334,6 +334,43 @@ class TestWire : public QObject {
   // A diverged run (tessera-train writes a NaN loss as null) is stored as diverged when followed live,
   // as runs import stores it: null and "nan"/"inf" are points, every step's metrics are kept, the
   // final loss is NaN, nothing is counted as malformed.
+  // Two runs followed into one writer (the workbench): one run's commits do not make the other's frames
+  // durable; a frame is acknowledged only once its own stream position is committed.
+  void framesOfTwoRunsInOneWriterAreDurableEachOnItsOwnCommit() {
+    QTemporaryDir dir;
+    const std::string db = dir.filePath("history.sqlite").toStdString();
+    store::WriterOptions options;
+    options.flush_interval = std::chrono::hours(1);  // nothing commits but at flush()
+    store::Writer writer(db, options);
+    store::RunRecord first, second;
+    first.name = "first";
+    second.name = "second";
+    const auto run_a = writer.create_run(first);
+    const auto run_b = writer.create_run(second);
+    launch::HistorySink a(writer, run_a), b(writer, run_b);
+    // The records view the frame's text: it lives as long as they are used.
+    const auto frame = [](int steps) {
+      std::string records;
+      for (int step = 1; step <= steps; ++step)
+        records += std::string(step > 1 ? "," : "") + "{\"type\":\"step\",\"step\":" + std::to_string(step) +
+                   ",\"rank\":0,\"wall_time_s\":1.0,\"loss\":2.0,\"lr\":0.1}";
+      return "{\"v\":1,\"type\":\"data\",\"run\":\"0123456789abcdef0123456789abcdef\",\"seq\":1,\"records\":[" + records + "]}";
+    };
+    const std::string of_b = frame(20), of_a = frame(1);
+    b.records(0, 1, protocol::get_records(protocol::read_frame(of_b), 1000));
+    b.sync(true);  // commits b's 41 records
+    QCOMPARE(b.durable_seq(0), int64_t{1});
+    a.records(0, 1, protocol::get_records(protocol::read_frame(of_a), 1000));  // 3 records, queued, not committed
+    a.sync(false);
+    QCOMPARE(a.durable_seq(0), int64_t{0});
+    QCOMPARE(store::History(db).points(run_a.id, "loss", 0).size(), size_t{0});
+    writer.flush();
+    a.sync(false);
+    QCOMPARE(a.durable_seq(0), int64_t{1});
+    QCOMPARE(store::History(db).points(run_a.id, "loss", 0).size(), size_t{1});
+    writer.close();
+  }
+
   void historySinkStoresADivergedStepsNaN() {
     QTemporaryDir dir;
     const std::string db = dir.filePath("history.sqlite").toStdString();

@@ -4,6 +4,7 @@
 #include <QtTest/QtTest>
 
 #include <csignal>
+#include <filesystem>
 #include <fstream>
 #include <random>
 #include <thread>
@@ -247,15 +248,24 @@ class TestStoreReliability : public QObject {
     QVERIFY(same_process);
     QCOMPARE(same_process->kind(), ErrorKind::locked);
     QVERIFY2(contains(same_process->what(), "is already being written by this process"), same_process->what());
+    // The same file through a symlink is the same history: the same writer rule, the same leases.
+    const std::string link = db("two-writers-link.sqlite");
+    QVERIFY(::symlink(path.c_str(), link.c_str()) == 0);
+    QVERIFY(error_of([&] { Writer through_link(link); }));
+    QCOMPARE(RunLease::holder(link, other.id), std::optional<int64_t>(other.pid));
 
     ::close(other.release);
     QCOMPARE(exit_status(other.pid), 0);
     QCOMPARE(History(path).points(other.id, "loss", 0).size(), size_t{2});  // it went on writing meanwhile
+    const std::string lease_file = path + ".runs/" + other.id;
+    QVERIFY(!std::filesystem::exists(lease_file));  // its close gave the lease back
     QCOMPARE(RunLease::holder(path, other.id), std::optional<int64_t>());
     const auto taken = writer.open_run(other.id);  // free now
     writer.append(taken, MetricPoint{"loss", 0, 2, 102.0, 3.0});
     writer.append(mine, MetricPoint{"loss", 0, 1, 101.0, 1.0});
+    QVERIFY(std::filesystem::exists(lease_file));
     writer.release_run(taken);
+    QVERIFY(!std::filesystem::exists(lease_file));
     QCOMPARE(RunLease::holder(path, other.id), std::optional<int64_t>());
     writer.close();
     QCOMPARE(History(path).points(other.id, "loss", 0).size(), size_t{3});
