@@ -123,4 +123,12 @@ std::optional<int64_t> RunLease::holder(const std::string& history_path, const s
   return pid;
 }
 
+std::vector<std::string> RunLease::files(const std::string& history_path) {
+  std::vector<std::string> ids;
+  std::error_code ec;
+  for (std::filesystem::directory_iterator it(lease_directory(history_path), ec), end; !ec && it != end; it.increment(ec))
+    if (const std::string name = it->path().filename().string(); is_run_id(name)) ids.push_back(name);
+  return ids;
+}
+
 }  // namespace tessera::store

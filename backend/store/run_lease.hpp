@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace tessera::store {
 
@@ -24,6 +25,8 @@ class RunLease {
   /// The pid of the process holding run `run_id`'s lease (0 when it is held but its pid is not yet
   /// written), nullopt when nobody holds it. Takes nothing.
   static std::optional<int64_t> holder(const std::string& history_path, const std::string& run_id);
+  /// The run ids that have a lease file (held or left by a killed process), in no order.
+  static std::vector<std::string> files(const std::string& history_path);
 
  private:
   std::string path_;

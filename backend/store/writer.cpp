@@ -185,10 +185,13 @@ struct Writer::Impl {
   }
 
   // Runs left starting or running by a writer that ended without closing them (nobody holds their lease)
-  // are marked lost. A run held by agents (hosts given) goes on without a follower: it stays running
-  // (detached) until a follower attaches again and records how it ended.
+  // are marked lost. A run held by agents (hosts given) may go on without a follower (the launcher was
+  // interrupted or killed once it had asked them, or the follower detached): it stays starting or
+  // running (detached) until a follower attaches again and records how it ended (failed, naming the
+  // nodes, when its agents do not hold it). Lease files nobody holds any more (a process killed between
+  // taking a lease and recording its run) are removed.
   void mark_abandoned_runs_lost() {
-    const char* const abandoned = "(status = 'starting' OR (status = 'running' AND hosts_json = '[]'))";
+    const char* const abandoned = "(status IN ('starting', 'running') AND hosts_json = '[]')";
     std::vector<std::pair<std::string, int64_t>> candidates;
     {
       Statement select(connection, std::string("SELECT id, key FROM runs WHERE ") + abandoned);
@@ -207,6 +210,13 @@ struct Writer::Impl {
                                              "'the process writing it ended without closing it' WHERE key = ? AND ") +
                                      abandoned);
       mark.bind_int(1, now_ms()).bind_int(2, key).run("marking a run of a writer that ended as lost");
+    }
+    for (const auto& id : RunLease::files(path)) {
+      try {
+        RunLease stale(path, id);  // taken and given back: the file goes
+      } catch (const StoreError&) {
+        // held: its process records the run (or is creating it)
+      }
     }
   }
 
@@ -420,6 +430,8 @@ RunHandle Writer::create_run(RunRecord run) {
   if (run.created_ms == 0) run.created_ms = now_ms();
   if (run.tessera_version.empty()) run.tessera_version = tessera_version();
   if (!is_run_id(run.id)) throw StoreError(ErrorKind::invalid, "run id '" + run.id + "' is not 32 lowercase hex digits");
+  if (!run.started_ms && (run.status == RunStatus::starting || run.status == RunStatus::running))
+    run.started_ms = run.created_ms;  // as set_status does: a run taken up again keeps its start
   const std::string id = run.id;
   const bool taken = impl_->take_lease(id);  // before the row exists: no other writer sees it unheld
   try {

@@ -44,12 +44,13 @@ struct Recorder {
   std::string id;
   int release = -1;  ///< closing it lets the child close its writer and exit 0
 };
-Recorder start_recorder(const std::string& path, const std::string& name) {
+Recorder start_recorder(const std::string& path, const std::string& name, std::vector<std::string> hosts = {}) {
   int ready[2], release[2];
   if (::pipe(ready) != 0 || ::pipe(release) != 0) return {};
   auto run = tiny_run(name);
   run.id = new_run_id();
   run.status = RunStatus::starting;
+  run.hosts = std::move(hosts);
   const pid_t child = ::fork();
   if (child == 0) {
     ::close(ready[0]);
@@ -278,12 +279,25 @@ class TestStoreReliability : public QObject {
     const auto path = db("dead-and-alive.sqlite");
     const auto alive = start_recorder(path, "alive");
     const auto killed = start_recorder(path, "killed");
-    QVERIFY(alive.pid > 0 && killed.pid > 0);
-    ::kill(killed.pid, SIGKILL);
-    QCOMPARE(exit_status(killed.pid), -SIGKILL);
-    ::close(killed.release);
+    // Killed once it had asked its agents: they may run it; it stays for a follower to take up.
+    const auto launcher = start_recorder(path, "launched", {"tcp://127.0.0.1:7100"});
+    QVERIFY(alive.pid > 0 && killed.pid > 0 && launcher.pid > 0);
+    for (const auto& dead : {killed, launcher}) {
+      ::kill(dead.pid, SIGKILL);
+      QCOMPARE(exit_status(dead.pid), -SIGKILL);
+      ::close(dead.release);
+    }
+    // A lease file whose process was killed before its run was recorded.
+    const std::string orphan = path + ".runs/" + new_run_id();
+    std::ofstream(orphan) << "999999\n";
+    QVERIFY(std::filesystem::exists(path + ".runs/" + launcher.id));  // SIGKILL leaves the files
     Writer writer(path);
+    QVERIFY(!std::filesystem::exists(orphan));
+    QVERIFY(!std::filesystem::exists(path + ".runs/" + launcher.id));
+    QVERIFY(std::filesystem::exists(path + ".runs/" + alive.id));
     History history(path);
+    QCOMPARE(history.run(launcher.id).status, RunStatus::starting);
+    QVERIFY(history.run(launcher.id).started_ms);  // from its creation: a follower taking it up keeps it
     QCOMPARE(history.run(killed.id).status, RunStatus::lost);
     QCOMPARE(history.run(killed.id).exit_reason, std::string("the process writing it ended without closing it"));
     QCOMPARE(history.run(alive.id).status, RunStatus::starting);
