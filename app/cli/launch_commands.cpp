@@ -42,6 +42,20 @@ std::string ended_text(const store::RunRecord& record) {
   return text;
 }
 
+// Ctrl-C detaches while a run starts or is followed (g_interrupted), and is the default again after it,
+// however that ends.
+struct InterruptDetaches {
+  struct sigaction previous {};
+  InterruptDetaches() {
+    struct sigaction action {};
+    action.sa_handler = on_interrupt;
+    sigaction(SIGINT, &action, &previous);
+  }
+  ~InterruptDetaches() { sigaction(SIGINT, &previous, nullptr); }
+  InterruptDetaches(const InterruptDetaches&) = delete;
+  InterruptDetaches& operator=(const InterruptDetaches&) = delete;
+};
+
 // Follows `session` into the history until the run ends (or Ctrl-C detaches), records the final state,
 // and returns the exit code: 0 done or stopped or detached, 1 failed.
 int follow(store::Writer& writer, const store::RunHandle& run, launch::RunSession& session, launch::HistorySink& sink,
@@ -57,16 +71,6 @@ int follow(store::Writer& writer, const store::RunHandle& run, launch::RunSessio
     if (const auto tps = step.contains("tokens_per_s") ? store::metric_value(step["tokens_per_s"]) : std::nullopt)
       std::cout << "  tokens/s " << format_fixed(*tps, 0);
     std::cout << std::endl;
-  };
-  // Ctrl-C detaches while following, and is the default again after it, however following ends.
-  struct InterruptDetaches {
-    struct sigaction previous {};
-    InterruptDetaches() {
-      struct sigaction action {};
-      action.sa_handler = on_interrupt;
-      sigaction(SIGINT, &action, &previous);
-    }
-    ~InterruptDetaches() { sigaction(SIGINT, &previous, nullptr); }
   };
   const auto outcome = [&] {
     InterruptDetaches interrupt;
@@ -197,17 +201,26 @@ void add_launch_commands(CLI::App& app) {
         throw;
       }
       launch::RunSession session(run.id, endpoints, credentials);
-      try {
-        session.launch(spec);
-      } catch (const std::exception& e) {
-        writer.set_status(run, store::RunStatus::failed, e.what());
+      {
+        // Ctrl-C while the agents start the ranks lets them finish (each request within its time) and
+        // then detaches: killed here, the run would be left starting while its ranks train.
+        InterruptDetaches interrupt;
+        try {
+          session.launch(spec);
+        } catch (const std::exception& e) {
+          writer.set_status(run, store::RunStatus::failed, e.what());
+          writer.flush();
+          throw;
+        }
+        writer.set_status(run, store::RunStatus::running);
         writer.flush();
-        throw;
       }
-      writer.set_status(run, store::RunStatus::running);
-      writer.flush();
       std::cout << "run " << run.id << " (" << printable(record.name) << ") started: " << spec.world_size() << " ranks on "
                 << endpoints.size() << (endpoints.size() == 1 ? " node" : " nodes") << std::endl;
+      if (g_interrupted) {
+        std::cout << "interrupted: detached; the run goes on. Follow it with: tessera-cli runs follow " << run.id << "\n";
+        return;
+      }
       if (!o->follow) {
         std::cout << "follow it with: tessera-cli runs follow " << run.id << "\n";
         return;
