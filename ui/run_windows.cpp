@@ -2,6 +2,7 @@
 #include "run_windows.hpp"
 
 #include <QMessageBox>
+#include <QTimer>
 
 #include "dashboard_widget.hpp"
 #include "launch_dialog.hpp"
@@ -66,10 +67,27 @@ DashboardWidget* RunWindows::open(const QString& run_id, QString* error) {
   // Followed here unless another process follows it into the history already (it holds the run's
   // lease): then this window watches what that one records.
   const store::RunRecord& run = dashboard->feed()->run();
-  if (run.status == store::RunStatus::running && !run.hosts.empty() && RunController::canFollow(db_path_, dashboard->runId()))
-    follow(dashboard, dashboard->runId());
+  if (run.status == store::RunStatus::running && !run.hosts.empty()) {
+    if (RunController::canFollow(db_path_, dashboard->runId()))
+      follow(dashboard, dashboard->runId());
+    else
+      takeOverWhenLetGo(dashboard);
+  }
   dashboard->show();
   return dashboard;
+}
+
+void RunWindows::takeOverWhenLetGo(DashboardWidget* dashboard) {
+  auto* timer = new QTimer(dashboard);
+  timer->setInterval(kTakeOverCheckMs);
+  connect(timer, &QTimer::timeout, dashboard, [this, dashboard, timer] {
+    const store::RunRecord& run = dashboard->feed()->run();  // refreshed by the dashboard's polls
+    if (run.status != store::RunStatus::running) return timer->deleteLater();
+    if (!RunController::canFollow(db_path_, dashboard->runId())) return;
+    timer->deleteLater();
+    follow(dashboard, dashboard->runId());
+  });
+  timer->start();
 }
 
 void RunWindows::follow(DashboardWidget* dashboard, const QString& run_id) {

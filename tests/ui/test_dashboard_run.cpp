@@ -305,21 +305,21 @@ class TestDashboardRun : public QObject {
     // Opening the run (tessera --run, the history view) follows it again, and opening it again raises
     // that window instead of following it twice.
     RunWindows windows(db());
-    {
-      // While another process follows the run (its lease held: a `runs follow` in a terminal), the
-      // window only watches: following too would be refused and say the run did not start.
-      store::RunLease other(db().toStdString(), id.toStdString());
-      QPointer<DashboardWidget> watching = windows.open(id);
-      QVERIFY(watching && !watching->controller());
-      delete watching;
-    }
+    // While another process follows the run (its lease held: a `runs follow` in a terminal), the
+    // window only watches: following too would be refused and say the run did not start. Once that
+    // one lets the run go, the window follows it.
+    auto other = std::make_unique<store::RunLease>(db().toStdString(), id.toStdString());
     QPointer<DashboardWidget> window = windows.open(id);
-    QVERIFY(window && window->controller());
+    QVERIFY(window && !window->controller());
+    QTest::qWait(2 * RunWindows::kTakeOverCheckMs);
+    QVERIFY(!window->controller());
+    other.reset();
+    QTRY_VERIFY_WITH_TIMEOUT(window->controller(), 5 * RunWindows::kTakeOverCheckMs);
     QCOMPARE(windows.open(id.left(8)), window.data());
     RunController& again = *window->controller();
     DashboardWidget& dashboard = *window;
-    QSignalSpy finished(&again, &RunController::finished);
-    QVERIFY2(finished.wait(120000), "the reattached run did not end within 120 s");
+    // It may have ended while the window waited to take over: its end is what counts.
+    QTRY_VERIFY2_WITH_TIMEOUT(!again.busy(), "the reattached run did not end within 120 s", 120000);
     QCOMPARE(again.outcome(), launch::RunOutcome::done);
     store::History history(db().toStdString());
     const auto points = history.points(id.toStdString(), "loss", 0);
