@@ -11,8 +11,8 @@
 #include "launch/local_agent.hpp"
 #include "store/history.hpp"
 #include "store/location.hpp"
-#include "store/writer.hpp"
 #include "store/run_lease.hpp"
+#include "store/writer.hpp"
 
 namespace tessera::ui {
 
@@ -179,7 +179,6 @@ void RunController::runLaunch(const LaunchRequest& request) {
     fail(e.what());
   }
 }
-
 
 void RunController::fail(const std::string& reason) {
   {

@@ -27,6 +27,12 @@ std::string resolve_history_path(const std::string& explicit_path) {
   return explicit_path.empty() ? default_history_path() : explicit_path;
 }
 
+std::string canonical_history_path(const std::string& history_path) {
+  std::error_code ec;
+  const auto file = std::filesystem::weakly_canonical(std::filesystem::absolute(history_path), ec);
+  return ec ? std::filesystem::absolute(history_path).lexically_normal().string() : file.string();
+}
+
 void ensure_parent_directory(const std::string& history_path) {
   if (history_path.empty()) throw StoreError(ErrorKind::invalid, "the history path is empty");
   const auto directory = std::filesystem::absolute(std::filesystem::path(history_path)).parent_path();

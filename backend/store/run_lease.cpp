@@ -27,12 +27,7 @@ constexpr int kProbeTries = 5;
 
 // The lease directory of a history: next to the file itself, however the path reaches it (a symlink,
 // "..", a relative path), so that every process writing it finds the same leases.
-std::string lease_directory(const std::string& history_path) {
-  std::error_code ec;
-  auto file = std::filesystem::weakly_canonical(std::filesystem::absolute(history_path), ec);
-  if (ec) file = std::filesystem::absolute(history_path).lexically_normal();
-  return file.string() + ".runs";
-}
+std::string lease_directory(const std::string& history_path) { return canonical_history_path(history_path) + ".runs"; }
 
 std::string lease_path(const std::string& history_path, const std::string& run_id) {
   if (!is_run_id(run_id)) throw StoreError(ErrorKind::invalid, "run id '" + run_id + "' is not 32 lowercase hex digits");

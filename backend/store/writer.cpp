@@ -3,18 +3,17 @@
 
 #include <algorithm>
 #include <condition_variable>
-#include <filesystem>
 #include <future>
 #include <map>
 #include <mutex>
 #include <optional>
 #include <set>
-#include <system_error>
 #include <thread>
 #include <variant>
 
 #include "store/errors.hpp"
 #include "store/ingest.hpp"
+#include "store/location.hpp"
 #include "store/run_lease.hpp"
 #include "store/schema.hpp"
 #include "store/sqlite.hpp"
@@ -96,10 +95,10 @@ int64_t count_points(const Record& record) {
   return 0;
 }
 
-// One writer per history file in a process: the histories this process writes (absolute paths).
+// One writer per history file in a process: the histories this process writes (canonical paths).
 class ProcessWriters {
  public:
-  explicit ProcessWriters(const std::string& history_path) : path_(canonical_path(history_path)) {
+  explicit ProcessWriters(const std::string& history_path) : path_(canonical_history_path(history_path)) {
     std::lock_guard lock(mutex());
     if (!paths().insert(path_).second)
       throw StoreError(ErrorKind::locked, "history " + history_path + " is already being written by this process");
@@ -112,11 +111,6 @@ class ProcessWriters {
   ProcessWriters& operator=(const ProcessWriters&) = delete;
 
  private:
-  static std::string canonical_path(const std::string& history_path) {  // one file, however it is named
-    std::error_code ec;
-    const auto file = std::filesystem::weakly_canonical(std::filesystem::absolute(history_path), ec);
-    return ec ? std::filesystem::absolute(history_path).lexically_normal().string() : file.string();
-  }
   static std::mutex& mutex() {
     static std::mutex m;
     return m;
@@ -429,11 +423,10 @@ RunHandle Writer::create_run(RunRecord run) {
   if (run.id.empty()) run.id = new_run_id();
   if (run.created_ms == 0) run.created_ms = now_ms();
   if (run.tessera_version.empty()) run.tessera_version = tessera_version();
-  if (!is_run_id(run.id)) throw StoreError(ErrorKind::invalid, "run id '" + run.id + "' is not 32 lowercase hex digits");
   if (!run.started_ms && (run.status == RunStatus::starting || run.status == RunStatus::running))
     run.started_ms = run.created_ms;  // as set_status does: a run taken up again keeps its start
   const std::string id = run.id;
-  const bool taken = impl_->take_lease(id);  // before the row exists: no other writer sees it unheld
+  const bool taken = impl_->take_lease(id);  // before the row exists: no other writer sees it unheld (refuses a bad id)
   try {
     auto request = std::make_unique<CreateRequest>();
     request->run = std::move(run);

@@ -41,8 +41,8 @@ struct RunHandle {
 class Writer {
  public:
   /// Opens (creating, migrating) the history, marks runs left starting or running by a writer that
-  /// ended without closing them (nobody holds their lease) as lost (except running runs held by agents:
-  /// hosts not empty, they are detached), starts the writer thread. Throws StoreError(locked) when this
+  /// ended without closing them (nobody holds their lease) as lost (except runs held by agents: hosts
+  /// not empty, they are detached), removes lease files nobody holds, starts the writer thread. Throws StoreError(locked) when this
   /// process already has a writer on the file.
   explicit Writer(const std::string& path, WriterOptions options = {});
   /// Commits what is queued and stops; errors are swallowed here (call close() to see them).
