@@ -61,7 +61,19 @@ bool names(int fd, const std::string& path) {
 
 }  // namespace
 
-RunLease::RunLease(const std::string& history_path, const std::string& run_id) {
+RunLease::RunLease(const std::string& history_path, const std::string& run_id)
+    : RunLease(history_path, run_id, kProbeTries) {}
+
+std::unique_ptr<RunLease> RunLease::try_take(const std::string& history_path, const std::string& run_id) {
+  try {
+    return std::unique_ptr<RunLease>(new RunLease(history_path, run_id, 1));
+  } catch (const StoreError& e) {
+    if (e.kind() == ErrorKind::invalid) throw;
+    return nullptr;
+  }
+}
+
+RunLease::RunLease(const std::string& history_path, const std::string& run_id, int tries) {
   ensure_parent_directory(history_path);
   path_ = lease_path(history_path, run_id);
   const std::string directory = lease_directory(history_path);
@@ -77,7 +89,7 @@ RunLease::RunLease(const std::string& history_path, const std::string& run_id) {
                                           std::strerror(errno));
     if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
       const int error = errno;
-      if (error == EWOULDBLOCK && ++busy < kProbeTries) {  // perhaps only a holder() probe's moment
+      if (error == EWOULDBLOCK && ++busy < tries) {  // perhaps only a holder() probe's moment
         ::close(fd_);
         fd_ = -1;
         std::this_thread::sleep_for(std::chrono::milliseconds(10));

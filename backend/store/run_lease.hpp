@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -17,6 +18,9 @@ class RunLease {
   /// another process (pid N)" (or "… by this process"), StoreError(invalid) for an id that is not a run
   /// id, StoreError(io) when the lease directory or file cannot be created.
   RunLease(const std::string& history_path, const std::string& run_id);
+  /// The lease at one try, nullptr when it is held or cannot be taken (a file of another user's): for a
+  /// sweep, which leaves such a run to the next one rather than waiting.
+  static std::unique_ptr<RunLease> try_take(const std::string& history_path, const std::string& run_id);
   /// Removes the lease file and drops the lock.
   ~RunLease();
   RunLease(const RunLease&) = delete;
@@ -29,6 +33,7 @@ class RunLease {
   static std::vector<std::string> files(const std::string& history_path);
 
  private:
+  RunLease(const std::string& history_path, const std::string& run_id, int tries);
   std::string path_;
   int fd_ = -1;
 };

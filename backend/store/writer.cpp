@@ -193,25 +193,18 @@ struct Writer::Impl {
     }
     std::vector<std::unique_ptr<RunLease>> taken;  // held while they are marked: nobody attaches meanwhile
     for (const auto& [id, key] : candidates) {
-      try {
-        taken.push_back(std::make_unique<RunLease>(path, id));
-      } catch (const StoreError&) {
-        // Recorded by a live process (locked), or a lease this process cannot take (io: a file of
-        // another user's): left as it is rather than refusing to write the history at all.
-        continue;
-      }
+      // Not taken: recorded by a live process, or a lease this process cannot take (a file of another
+      // user's): left as it is rather than refusing to write the history at all.
+      auto lease = RunLease::try_take(path, id);
+      if (!lease) continue;
+      taken.push_back(std::move(lease));
       Statement mark(connection, std::string("UPDATE runs SET status = 'lost', ended_ms = ?, exit_reason = "
                                              "'the process writing it ended without closing it' WHERE key = ? AND ") +
                                      abandoned);
       mark.bind_int(1, now_ms()).bind_int(2, key).run("marking a run of a writer that ended as lost");
     }
-    for (const auto& id : RunLease::files(path)) {
-      try {
-        RunLease stale(path, id);  // taken and given back: the file goes
-      } catch (const StoreError&) {
-        // held: its process records the run (or is creating it)
-      }
-    }
+    for (const auto& id : RunLease::files(path))
+      RunLease::try_take(path, id);  // taken and given back at once, the file goes; held ones stay
   }
 
   // The lease of run `id` for this writer (taken once; a second open of a run it records is a no-op).
