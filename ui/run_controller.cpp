@@ -209,8 +209,7 @@ void RunController::runAttach(const std::string& run_id, const std::string& db_p
     writer = sharedWriter(db_path);
     run = writer->open_run(record.id);
     // Its follower may have recorded the end and let the lease go since the run was read.
-    if (const auto status = store::History(db_path).run(record.id).status;
-        status == store::RunStatus::done || status == store::RunStatus::failed || status == store::RunStatus::stopped)
+    if (const auto status = store::History(db_path).run(record.id).status; store::has_ended(status))
       throw std::runtime_error("run " + record.id.substr(0, 8) + " ended (" + std::string(store::to_string(status)) +
                                ") while it was being opened; its history is complete");
     {

@@ -30,10 +30,7 @@ std::atomic<bool> g_interrupted{false};
 void on_interrupt(int) { g_interrupted = true; }
 
 // A run a follower saw end: nothing on the agents to follow or stop ("lost" ones may still run there).
-bool has_ended(const store::RunRecord& record) {
-  return record.status == store::RunStatus::done || record.status == store::RunStatus::failed ||
-         record.status == store::RunStatus::stopped;
-}
+bool has_ended(const store::RunRecord& record) { return store::has_ended(record.status); }
 
 std::string ended_text(const store::RunRecord& record) {
   std::string text =

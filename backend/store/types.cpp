@@ -18,6 +18,10 @@ constexpr std::string_view kStatusNames[] = {"planned", "starting", "running", "
 
 std::string_view to_string(RunStatus status) { return kStatusNames[static_cast<size_t>(status)]; }
 
+bool has_ended(RunStatus status) {
+  return status == RunStatus::done || status == RunStatus::failed || status == RunStatus::stopped;
+}
+
 std::string tag_problem(std::string_view tag) {
   if (tag.empty()) return "a tag cannot be empty";
   // Tags are edited comma-separated and trimmed in the workbench: a blank or padded tag would show

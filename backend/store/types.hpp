@@ -14,6 +14,8 @@ namespace tessera::store {
 
 enum class RunStatus : uint8_t { planned, starting, running, done, failed, stopped, lost };
 std::string_view to_string(RunStatus status);
+/// done, failed or stopped: the run's history is complete (a lost run may be taken up again).
+bool has_ended(RunStatus status);
 /// Throws StoreError(invalid) naming the allowed values.
 RunStatus parse_run_status(std::string_view text);
 
