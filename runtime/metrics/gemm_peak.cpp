@@ -2,7 +2,6 @@
 #include "runtime/metrics/gemm_peak.hpp"
 
 #include <algorithm>
-#include <array>
 #include <chrono>
 
 #include <ATen/ATen.h>
