@@ -15,11 +15,6 @@ namespace {
 constexpr int64_t kSteps = 20;
 constexpr double kTolerance = 1e-4;
 
-std::map<int64_t, StepMetrics> train(const QTemporaryDir& dir, const std::string& name, const std::string& preset,
-                                     const Layout& layout) {
-  return train_synthetic(dir, name, preset, layout, kSteps);
-}
-
 }  // namespace
 
 class TestTrainGold : public QObject {
@@ -66,13 +61,10 @@ class TestTrainGold : public QObject {
     Layout single;
     single.global_batch = layout.global_batch;
 
-    QTemporaryDir dir;
     const std::string p = preset.toStdString();
     // The single-process reference of a preset and batch is trained once for all rows.
-    static std::map<std::pair<std::string, int64_t>, std::map<int64_t, StepMetrics>> references;
-    auto& reference = references[{p, single.global_batch}];
-    if (reference.empty()) reference = train(dir, "single", p, single);
-    const auto parallel = train(dir, "parallel", p, layout);
+    const auto reference = train_synthetic_once(p, single, kSteps);
+    const auto parallel = train_synthetic_once(p, layout, kSteps);
     QCOMPARE(reference.size(), size_t(kSteps));
     QCOMPARE(parallel.size(), size_t(kSteps));
     for (const auto& [step, want] : reference) {

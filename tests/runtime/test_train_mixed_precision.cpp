@@ -34,11 +34,10 @@ class TestTrainMixedPrecision : public QObject {
  private slots:
   void bf16TracksFp32() {
     for (const char* preset : {"tiny-gpt", "tiny-llama"}) {
-      QTemporaryDir dir;
       Layout fp32 = bf16(Layout{});
       fp32.precision = "fp32";
-      const auto reference = train(dir, "fp32", preset, fp32);
-      const auto mixed = train(dir, "bf16", preset, bf16(Layout{}));
+      const auto reference = train_synthetic_once(preset, fp32, kSteps);
+      const auto mixed = train_synthetic_once(preset, bf16(Layout{}), kSteps);  // also the layouts' reference
       QCOMPARE(reference.size(), size_t(kSteps));
       QCOMPARE(mixed.size(), size_t(kSteps));
       double largest = 0;
@@ -85,9 +84,9 @@ class TestTrainMixedPrecision : public QObject {
     layout = bf16(layout);
     Layout single = bf16(Layout{});
     single.global_batch = layout.global_batch;
-    QTemporaryDir dir;
-    const auto reference = train(dir, "single", preset.toStdString(), single);
-    const auto parallel = train(dir, "parallel", preset.toStdString(), layout);
+    // The one-process run of a preset and batch is trained once for all rows.
+    const auto reference = train_synthetic_once(preset.toStdString(), single, kSteps);
+    const auto parallel = train_synthetic_once(preset.toStdString(), layout, kSteps);
     QCOMPARE(reference.size(), size_t(kSteps));
     QCOMPARE(parallel.size(), size_t(kSteps));
     for (const auto& [step, want] : reference)
@@ -102,7 +101,7 @@ class TestTrainMixedPrecision : public QObject {
     layout.dp = 2;
     layout.distributed_optimizer = true;
     layout = bf16(layout);
-    const auto uninterrupted = train(dir, "a", "tiny-gpt", layout);
+    const auto uninterrupted = train_synthetic_once("tiny-gpt", layout, kSteps);  // the layouts' DP=2 row
     const QStringList save{"--save-every", "10"};
     const auto first = train(dir, "b", "tiny-gpt", layout, save);
     QCOMPARE(first.size(), size_t(kSteps));

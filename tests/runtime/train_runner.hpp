@@ -97,6 +97,19 @@ inline std::map<int64_t, StepMetrics> train_synthetic(const QTemporaryDir& dir, 
   return run.exit_code == 0 ? read_steps(out) : std::map<int64_t, StepMetrics>{};
 }
 
+/// train_synthetic for a run that depends on its spec alone (no extra arguments, nothing read back from
+/// its directory): trained once per test process and spec, so that the rows of a suite that share a
+/// reference, or a run, do not train it again. A failed run is not kept (the next caller tries again).
+inline std::map<int64_t, StepMetrics> train_synthetic_once(const std::string& preset, const Layout& layout, int64_t steps) {
+  static std::map<std::string, std::map<int64_t, StepMetrics>> trained;
+  const std::string key = tiny_spec(preset, layout, steps).dump();
+  if (const auto it = trained.find(key); it != trained.end()) return it->second;
+  const QTemporaryDir dir;
+  auto result = train_synthetic(dir, "run", preset, layout, steps);
+  if (!result.empty()) trained.emplace(key, result);
+  return result;
+}
+
 /// |a - b| / |b|.
 inline double relative(double a, double b) { return std::abs(a - b) / std::max(std::abs(b), 1e-12); }
 
