@@ -10,7 +10,7 @@
 # the same GPU, with the ratios, and tessera-train's peak against the planner's prediction (tessera
 # profile, printed by tessera-train at start). Expected within the check's budget (570 s, the build
 # included; not yet measured on an H200): a row starts only if it still fits, GPT-1.3B's eager and
-# tessera-train rows (the targets) first, then GPT-350M's, then torch.compile's, then the fused-op timings.
+# tessera-train rows (the targets) first, then GPT-350M's, then the fused-op timings, then torch.compile's (per block).
 # A build that fails still leaves the PyTorch rows measured. The tables reach $OUT as they are written
 # (a check killed by the device machine's limit still returns what it measured).
 # `--dry-run` runs the same build steps here, on a machine without a GPU, against the CPU machine's
@@ -69,6 +69,10 @@ check_start=$(date +%s)
 budget_s="${TESSERA_GPU_CHECK_BUDGET_S:-570}"  # the whole check, build included
 
 step() { printf '\n== %s\n' "$*"; }
+# Every command that may hang runs under `timeout`, with a KILL 10 s after its TERM for one that ignores
+# it (stuck in a driver call); timed_out STATUS: whether that status is such an end (124, or 137).
+bounded() { timeout -k 10 "$@"; }
+timed_out() { [ "$1" -eq 124 ] || [ "$1" -eq 137 ]; }
 seconds_left() { echo $(( budget_s - ($(date +%s) - check_start) )); }  # of the check's budget
 not_built=250 over_budget=251  # the status of a check whose build failed, of one the budget left out (not timeout's)
 status_of() {
@@ -78,7 +82,11 @@ status_of() {
   esac
 }
 # The CUDA toolkit where the machine keeps it, after whatever PATH gives (CMake finds nvcc on PATH).
-[ -d /usr/local/cuda/bin ] && PATH="$PATH:/usr/local/cuda/bin"
+if ! command -v nvcc >/dev/null; then
+  for cuda_bin in /usr/local/cuda/bin /usr/local/cuda-*/bin /opt/cuda/bin; do
+    if [ -x "$cuda_bin/nvcc" ]; then PATH="$PATH:$cuda_bin"; break; fi
+  done
+fi
 
 # What one row runs: the device, the rows' models ("name layers hidden heads micro-batch sequence
 # vocabulary"), the steps (the first `warmup` not counted), the PyTorch variants. The spec is planned
@@ -95,12 +103,13 @@ cluster_gpu=h200
 failed_rows=0
 
 step "machine"
-timeout 20 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>/dev/null || echo "no nvidia-smi (no GPU here)"
+bounded 20 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>/dev/null || echo "no nvidia-smi (no GPU here)"
 { command -v nvcc >/dev/null && nvcc --version | tail -1; } || echo "no nvcc on PATH"
 for tool in cmake ninja g++ pkg-config; do
   if command -v "$tool" >/dev/null; then echo "$tool $("$tool" --version 2>&1 | head -1)"; else echo "no $tool on PATH"; fi
 done
-timeout 60 "$python" -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, "gpu", torch.cuda.is_available())'
+bounded 60 "$python" -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, "gpu", torch.cuda.is_available())' ||
+  echo "importing torch FAILED or hung: the build below needs torch.utils.cmake_prefix_path"
 
 # Builds the GPU configuration against the machine's PyTorch and nvcc and runs the kernel and NCCL
 # checks; sets kernels and nccl (their exit status: 77 = not run, no GPU; $not_built) and train (empty
@@ -120,7 +129,7 @@ build_and_check() {
   command -v ninja >/dev/null && generator=Ninja
   [ -f "$build/CMakeCache.txt" ] && generator=$(sed -n 's/^CMAKE_GENERATOR:INTERNAL=//p' "$build/CMakeCache.txt")
   kernels=$not_built; nccl=$not_built; fused=$not_built; train=""
-  if ! timeout 150 cmake -S "$root" -B "$build" -G "$generator" -DCMAKE_BUILD_TYPE=Release -DTESSERA_WITH_CUDA=ON \
+  if ! bounded 150 cmake -S "$root" -B "$build" -G "$generator" -DCMAKE_BUILD_TYPE=Release -DTESSERA_WITH_CUDA=ON \
     -DTESSERA_BUILD_CLI=OFF -DTESSERA_BUILD_GUI=OFF -DTESSERA_BUILD_TESTS=OFF -DTESSERA_BUILD_RUNTIME=ON \
     -DCMAKE_PREFIX_PATH="$prefix/usr;$torch_prefix" > "$out/configure.log" 2>&1; then
     tail -30 "$out/configure.log"
@@ -131,7 +140,7 @@ build_and_check() {
   local left
   left=$(seconds_left)
   local build_limit=$(( left - 150 > 60 ? left - 150 : 60 ))
-  if ! timeout "$build_limit" cmake --build "$build" --parallel "$(nproc)" \
+  if ! bounded "$build_limit" cmake --build "$build" --parallel "$(nproc)" \
     --target kernel_check tessera-train nccl_check fused_ops_bench > "$out/build.log" 2>&1; then
     tail -40 "$out/build.log"
     echo "build FAILED or cut at ${build_limit} s: no tessera-train row or check; the PyTorch rows are measured all the same"
@@ -142,19 +151,20 @@ build_and_check() {
 
   step "CUDA kernels against their CPU references"
   set +e
-  timeout 90 "$build/kernels/kernel_check" | tee "$out/kernel_check.txt"  # a hang ends as 124, not the whole run
+  bounded 90 "$build/kernels/kernel_check" | tee "$out/kernel_check.txt"  # a hang ends as 124 (or 137), not the whole run
   kernels=${PIPESTATUS[0]}
   publish
   step "NCCL communicator"
-  timeout 90 "$build/runtime/nccl_check" | tee "$out/nccl_check.txt"
+  NCCL_DEBUG="${NCCL_DEBUG:-WARN}" bounded 90 "$build/runtime/nccl_check" | tee "$out/nccl_check.txt"
   nccl=${PIPESTATUS[0]}
   publish
   set -e
   echo "kernels: $(status_of "$kernels"); NCCL: $(status_of "$nccl")"
 }
 
-# The fused ops against ATen at GPT-1.3B sizes, after the training rows (they decide the targets),
-# when the budget still has room; sets fused.
+# The fused ops against ATen at GPT-1.3B sizes, after the eager and tessera-train rows (they decide the
+# targets) and before torch.compile's (the slowest to start, and the least needed), when the budget
+# still has room; sets fused.
 fused_ops_timings() {
   [ -n "$train" ] || return 0
   step "fused ops against ATen: bf16, 16384 tokens, hidden 2048, MLP 8192, 16 heads, vocabulary 50304, AdamW over 1.3B weights"
@@ -167,10 +177,10 @@ fused_ops_timings() {
     return 0
   fi
   set +e
-  timeout $(( left < 120 ? left : 120 )) "$build/runtime/fused_ops_bench" --device cuda --dtype bf16 | tee "$out/fused_ops_bench.txt"
+  bounded $(( left < 120 ? left : 120 )) "$build/runtime/fused_ops_bench" --device cuda --dtype bf16 | tee "$out/fused_ops_bench.txt"
   fused=${PIPESTATUS[0]}
   set -e
-  [ "$fused" -eq 124 ] && [ "$left" -lt 120 ] && fused=$over_budget  # cut by the budget, not hung
+  timed_out "$fused" && [ "$left" -lt 120 ] && fused=$over_budget  # cut by the budget, not hung
   publish
   echo "fused ops: $(status_of "$fused")"
 }
@@ -190,22 +200,26 @@ printf '%-9s %-16s %12s %10s %7s %14s %10s %s\n' model implementation tokens/s T
 # One row of the PyTorch reference: pytorch_row MODEL-LINE IMPL (eager or compile).
 declare -A eager_tps=()
 pytorch_row() {
-  local name layers hidden heads mbs seq vocab impl=$2 flag="" line rc tps
+  local name layers hidden heads mbs seq vocab impl=$2 flag="" line rc tps problem=""
   read -r name layers hidden heads mbs seq vocab <<<"$1"
   [ "$impl" = compile ] && flag="--compile"
   if [ "$impl" = compile ]; then within_budget 100 150 "$name" "pytorch-$impl" || return 0
   else within_budget 60 150 "$name" "pytorch-$impl" || return 0; fi
   set +e
-  line=$(timeout "$row_limit" "$python" "$root/tests/gpu/pytorch_gpt_reference.py" --device "$device" --layers "$layers" \
+  line=$(bounded "$row_limit" "$python" "$root/tests/gpu/pytorch_gpt_reference.py" --device "$device" --layers "$layers" \
     --hidden "$hidden" --heads "$heads" --batch "$mbs" --seq "$seq" --vocab "$vocab" --steps "$steps" \
     --warmup "$warmup" --peak-tflops "$peak_tflops" $flag 2>"$out/$name-$impl.err" | tail -1)  # its JSON line, whatever else reaches stdout
   rc=$?
   set -e
   echo "$line" > "$out/$name-$impl.json"
-  if [ "$rc" -eq 0 ]; then
-    tps=$("$python" -c 'import json,sys; print(json.loads(sys.argv[1])["tokens_per_s"])' "$line")
+  if [ "$rc" -eq 0 ] && ! tps=$("$python" -c 'import json,sys; print(json.loads(sys.argv[1])["tokens_per_s"])' "$line" 2>&1); then
+    problem="its output is not the JSON line: $(tail -1 <<<"$tps")"
+  fi
+  if [ -n "$problem" ]; then
+    row_not_measured "$name" "pytorch-$impl" 1 "$problem"
+  elif [ "$rc" -eq 0 ]; then
     [ "$impl" = eager ] && eager_tps[$name]=$tps
-    "$python" - "$line" "$name" "pytorch-$impl" "${eager_tps[$name]:-0}" >> "$table" <<'PY'
+    "$python" - "$line" "$name" "pytorch-$impl" "${eager_tps[$name]:-0}" >> "$table" <<'PY' || row_not_measured "$name" "pytorch-$impl" 1 "its JSON line lacks a field"
 import json, sys
 r = json.loads(sys.argv[1]); eager = float(sys.argv[4])
 ratio = f"{r['tokens_per_s'] / eager:.2f}" if eager > 0 else "-"
@@ -242,12 +256,12 @@ json.dump({"name": path.rsplit("/", 1)[-1][:-5] + " bf16 (GPU check)", "model": 
 PY
   set +e
   rm -rf "$out/$name-tessera"
-  timeout "$row_limit" "$train" --spec "$spec" --device "$device" --kernels fused --data synthetic --no-checkpoint --out "$out/$name-tessera" \
+  bounded "$row_limit" "$train" --spec "$spec" --device "$device" --kernels fused --data synthetic --no-checkpoint --out "$out/$name-tessera" \
     > "$out/$name-tessera.log" 2>&1
   rc=$?
   set -e
   if [ "$rc" -eq 0 ]; then
-    "$python" - "$out/$name-tessera/metrics.jsonl" "$name" "${eager_tps[$name]:-0}" "$out/$name-tessera.log" "$warmup" "$peak_tflops" >> "$table" <<'PY'
+    "$python" - "$out/$name-tessera/metrics.jsonl" "$name" "${eager_tps[$name]:-0}" "$out/$name-tessera.log" "$warmup" "$peak_tflops" >> "$table" <<'PY' || row_not_measured "$name" tessera-train 1 "metrics.jsonl lacks a field"
 import json, re, statistics, sys
 steps = [r for r in map(json.loads, open(sys.argv[1])) if r["type"] == "step"][int(sys.argv[5]):]
 tps = statistics.median(r["tokens_per_s"] for r in steps); eager = float(sys.argv[3])
@@ -259,6 +273,31 @@ vs = f"; predicted {float(predicted.group(1)) / 1024:.1f} GiB, measured/predicte
 print(f"{sys.argv[2]:<9} {'tessera-train':<16} {tps:12.0f} {tf:10.1f} {100 * mfu:6.1f}% {peak / 2**30:10.1f} GiB {ratio:>10} "
       f"({reserved / 2**30:.1f} GiB{vs})")
 PY
+    # Fast is worth nothing if the numbers are wrong: every loss and gradient norm finite, the first loss
+    # near ln V (a model that starts close to uniform; the initial logits' spread adds ~0.4 at 1.3B), and
+    # none more than 1 above it (no divergence). Whether it falls is said, not required: a few dozen steps
+    # at lr 3e-4 after a warm-up need not learn the synthetic progressions yet. A row that fails this keeps
+    # its figures but counts as failed.
+    local loss_line
+    if ! loss_line=$("$python" - "$out/$name-tessera/metrics.jsonl" "$name" "$vocab" 2>>"$out/$name-loss-check.err" <<'PY'
+import json, math, sys
+steps = [r for r in map(json.loads, open(sys.argv[1])) if r["type"] == "step" and r["rank"] == 0]
+ln_v = math.log(int(sys.argv[3]))
+first, last = steps[0], steps[-1]
+line = (f"{sys.argv[2]} tessera-train loss: {first['loss']:.3f} at step {first['step']}, {last['loss']:.3f} at step "
+        f"{last['step']} (ln V = {ln_v:.3f})")
+bad = [r["step"] for r in steps if not (math.isfinite(r["loss"]) and math.isfinite(r["grad_norm"]))]
+problem = (f"loss or gradient norm not finite from step {bad[0]}" if bad else
+           "the first is not within 1.5 of ln V" if abs(first["loss"] - ln_v) > 1.5 else
+           "it diverged (more than 1 above the first)" if max(r["loss"] for r in steps) > first["loss"] + 1 else "")
+trend = "falling" if last["loss"] < first["loss"] else "not falling yet"
+print(f"{line}: {'FAILED, ' + problem if problem else 'finite, ' + trend}")
+sys.exit(1 if problem else 0)
+PY
+    ); then
+      failed_rows=$((failed_rows + 1))
+    fi
+    loss_notes+=("${loss_line:-$name tessera-train loss: unreadable}")
   else
     row_not_measured "$name" tessera-train "$rc" \
       "$( (grep -m1 -- '--device' "$out/$name-tessera.log" || grep -m1 -i error "$out/$name-tessera.log" || tail -1 "$out/$name-tessera.log") | cut -c1-200)"
@@ -282,10 +321,10 @@ within_budget() {
   return 1
 }
 
-# row_not_measured MODEL IMPL RC DETAIL: a row killed when the budget it was cut to ran out (timeout's
-# 124) is listed as skipped, like one that did not start; any other end as failed.
+# row_not_measured MODEL IMPL RC DETAIL: a row killed when the budget it was cut to ran out (timed_out)
+# is listed as skipped, like one that did not start; any other end as failed.
 row_not_measured() {
-  if [ "$3" -eq 124 ] && [ "$row_cut" -eq 1 ]; then
+  if timed_out "$3" && [ "$row_cut" -eq 1 ]; then
     printf '%-9s %-16s %s\n' "$1" "$2" "skipped: the budget ran out after the row's ${row_limit} s" >> "$table"
     skipped_rows=$((skipped_rows + 1))
   else
@@ -295,14 +334,17 @@ row_not_measured() {
 }
 
 # Largest model first (GPT-1.3B decides the targets): PyTorch eager and tessera-train of each model,
-# then torch.compile of each, whose compilation is the slowest and least predictable part.
+# then the fused-op timings, then torch.compile of each, whose compilation is the slowest and least
+# predictable part.
 skipped_rows=0
+loss_notes=()  # tessera-train's loss check of each row that ran
 row_limit=0
 row_cut=0
 for m in "${models[@]}"; do
   pytorch_row "$m" eager; publish
   tessera_row "$m"; publish
 done
+[ "$mode" = cpu-smoke ] || fused_ops_timings
 for impl in "${impls[@]}"; do
   [ "$impl" = eager ] && continue
   for m in "${models[@]}"; do pytorch_row "$m" "$impl"; publish; done
@@ -322,6 +364,7 @@ done
     # The kernel scaled_dot_product_attention picked for tessera-train ("math" keeps every score).
     attention=$(sed -n 's/^rank 0 holds .*; attention: \(.*\)$/\1/p' "$out/$name-tessera.log" 2>/dev/null | head -1 || true)
     echo "$name tessera-train attention: ${attention:--}"
+    for note in "${loss_notes[@]}"; do [[ "$note" == "$name "* ]] && echo "$note"; done
     # The same split of PyTorch eager's step (CUDA events around the forward with the loss and the backward).
     "$python" - "$out/$name-eager.json" "$name" <<'PY' 2>/dev/null || echo "$name pytorch-eager step: -"
 import json, sys
@@ -354,7 +397,6 @@ PY
 } >> "$table"
 publish
 cat "$table"
-[ "$mode" = cpu-smoke ] || fused_ops_timings
 
 if [ "$mode" = cpu-smoke ]; then
   echo "(CPU smoke run of the measuring steps: no GPU figure; $failed_rows rows failed, $skipped_rows skipped)"
@@ -362,6 +404,10 @@ if [ "$mode" = cpu-smoke ]; then
   # Both sides train the same model: the parameter counts under the table agree.
   if ! grep -Eq '^[^ ]+ parameters: PyTorch ([0-9]+), tessera-train \1$' "$table"; then
     echo "the parameter counts under the table are missing or differ" >&2
+    exit 1
+  fi
+  if ! grep -Eq '^[^ ]+ tessera-train loss: [0-9.]+ at step 1, [0-9.]+ at step [0-9]+ \(ln V = [0-9.]+\): finite, (falling|not falling yet)$' "$table"; then
+    echo "the loss check under the table is missing" >&2
     exit 1
   fi
   if ! grep -Eq '^[^ ]+ tessera-train step: [0-9.]+ ms; medians over [0-9]+ steps: forward [0-9.]+ ms, backward [0-9.]+ ms' "$table" ||
