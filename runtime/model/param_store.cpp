@@ -2,6 +2,8 @@
 #include "runtime/model/param_store.hpp"
 
 #include <algorithm>
+#include <thread>
+#include <vector>
 
 #include <ATen/Parallel.h>
 #include <torch/torch.h>
@@ -43,13 +45,26 @@ at::Tensor ParamStore::normal(const std::string& name, at::IntArrayRef full_shap
   float* out = block.data_ptr<float>();
   const uint64_t key = tensor_seed(seed_, name);
   const auto scale = static_cast<float>(std);
-  at::parallel_for(0, block.numel(), int64_t{1} << 14, [&](int64_t begin, int64_t end) {
+  const auto fill = [&](int64_t begin, int64_t end) {
     for (int64_t j = begin; j < end;) {
       const int64_t o = j / run, within = j - o * run, n = std::min(end - j, run - within);
       normal_range(key, (o * extent + first) * inner + within, n, scale, out + j);
       j += n;
     }
-  });
+  };
+  // On the intra-op threads (--threads), in pieces of whole grains: a number depends on its index
+  // alone, so any split draws the same tensor. Threads of our own: at::parallel_for is OpenMP inlined
+  // into this file, which is built without -fopenmp, so it would run on one (a GPT-1.3B's 5 GB of
+  // weights took seconds of start-up there).
+  constexpr int64_t kGrain = int64_t{1} << 14;
+  const int64_t numel = block.numel(), grains = (numel + kGrain - 1) / kGrain;
+  const int64_t threads = std::clamp<int64_t>(at::get_num_threads(), 1, std::max<int64_t>(grains, 1));
+  const int64_t per_thread = (grains + threads - 1) / threads * kGrain;
+  std::vector<std::thread> workers;
+  for (int64_t t = 1; t < threads; ++t)
+    workers.emplace_back(fill, std::min(numel, t * per_thread), std::min(numel, (t + 1) * per_thread));
+  fill(0, std::min(numel, per_thread));
+  for (auto& worker : workers) worker.join();
   return block;
 }
 

@@ -96,8 +96,11 @@ class TestParamInit : public QObject {
     const at::Tensor single = ParamStore(11, 0, 1).normal("layers.0.w", full_shape, 0.02, Shard::along(dim));
     QCOMPARE(single.sizes().vec(), full_shape);
     QVERIFY(at::equal(joined_blocks("layers.0.w", full_shape, dim, tp), single));
-    at::set_num_threads(2);  // the blocks drawn on two threads: the same numbers
-    QVERIFY(at::equal(joined_blocks("layers.0.w", full_shape, dim, tp), single));
+    for (int threads : {2, 3}) {  // the blocks and the whole drawn on several threads: the same numbers
+      at::set_num_threads(threads);
+      QVERIFY(at::equal(joined_blocks("layers.0.w", full_shape, dim, tp), single));
+      QVERIFY(at::equal(ParamStore(11, 0, 1).normal("layers.0.w", full_shape, 0.02, Shard::along(dim)), single));
+    }
     // Another name or seed, other numbers; replicated, the whole tensor on every rank.
     QVERIFY(!at::equal(ParamStore(11, 0, 1).normal("layers.1.w", full_shape, 0.02), single));
     QVERIFY(!at::equal(ParamStore(12, 0, 1).normal("layers.0.w", full_shape, 0.02), single));
