@@ -15,6 +15,13 @@
 # (a check killed by the device machine's limit still returns what it measured).
 # `--dry-run` runs the same build steps here, on a machine without a GPU, against the CPU machine's
 # LibTorch (the checks and the training rows then report "not run").
+# `--prebuild` (here, before the GPU session) builds the same four binaries into build-gpu/ against
+# this machine's LibTorch (the same CUDA-enabled torch wheel as the GPU machine's; ZeroMQ left out, the
+# GPU machine has none) and copies them with a manifest (a hash of their sources, the torch and nvcc
+# versions) into .gpu-prebuilt/ (ignored by git; carry it with .gpu-deps). On the GPU machine they are
+# used instead of a build when the manifest matches the sources and the torch there and every library
+# they need resolves against that torch; otherwise it builds as before. That saves the build's minutes
+# of the budget for the rows.
 # `--cpu-smoke` skips the build and the kernel and NCCL checks and runs the measuring half on the CPU
 # with a tiny GPT and an already built tessera-train ($TESSERA_TRAIN): the reference script, the spec,
 # the metrics and the table, so that the GPU's minutes are not spent on a mistake in this script. It
@@ -61,12 +68,19 @@ case "${1:-}" in
   "") ;;
   --dry-run) mode=dry-run ;;
   --cpu-smoke) mode=cpu-smoke ;;
-  *) echo "usage: $0 [--dry-run | --cpu-smoke]" >&2; exit 2 ;;
+  --prebuild) mode=prebuild ;;
+  *) echo "usage: $0 [--dry-run | --cpu-smoke | --prebuild]" >&2; exit 2 ;;
 esac
 [ -x "$root/.venv/bin/python" ] && [ "$mode" != gpu ] && python="$root/.venv/bin/python"
+# A build folder of its own (a configuration without ZeroMQ), and no budget that a cold build on two
+# cores would outrun.
 peak_tflops="${TESSERA_PEAK_TFLOPS:-989}"  # H200 dense bf16 (resources/presets/gpus/h200.json)
 check_start=$(date +%s)
 budget_s="${TESSERA_GPU_CHECK_BUDGET_S:-570}"  # the whole check, build included
+if [ "$mode" = prebuild ]; then
+  build="${TESSERA_GPU_BUILD_DIR:-$root/build-gpu-prebuilt}"
+  budget_s="${TESSERA_GPU_CHECK_BUDGET_S:-7200}"
+fi
 
 step() { printf '\n== %s\n' "$*"; }
 # Every command that may hang runs under `timeout`, with a KILL 10 s after its TERM for one that ignores
@@ -111,10 +125,58 @@ done
 bounded 60 "$python" -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, "gpu", torch.cuda.is_available())' ||
   echo "importing torch FAILED or hung: the build below needs torch.utils.cmake_prefix_path"
 
-# Builds the GPU configuration against the machine's PyTorch and nvcc and runs the kernel and NCCL
-# checks; sets kernels and nccl (their exit status: 77 = not run, no GPU; $not_built) and train (empty
-# when the build failed: the PyTorch rows are measured all the same).
+prebuilt="$root/.gpu-prebuilt"
+binaries=(kernel_check tessera-train nccl_check fused_ops_bench)
+# What the prebuilt binaries were built from: every file of the build's sources (the tests are not
+# built), so that binaries of other sources are never measured as these.
+source_hash() {
+  (cd "$root" && find CMakeLists.txt cmake backend kernels runtime resources/presets -type f -print0 | LC_ALL=C sort -z |
+    xargs -0 sha256sum | sha256sum | cut -c1-16)
+}
+# LibTorch's library folders of this machine's torch (its lib/ and the nvidia wheels' beside it).
+torch_library_path() {
+  "$python" -c 'import glob, os, torch
+lib = os.path.join(os.path.dirname(torch.__file__), "lib")
+print(":".join([lib] + sorted(glob.glob(os.path.join(os.path.dirname(os.path.dirname(torch.__file__)), "nvidia", "*", "lib")))))'
+}
+# Uses .gpu-prebuilt/ when it was built from these sources against this torch and loads here: sets
+# bin_* and LD_LIBRARY_PATH (their RUNPATH names the building machine's folders). False, saying why, otherwise.
+use_prebuilt() {
+  [ -f "$prebuilt/manifest.txt" ] || return 1
+  step "prebuilt binaries (.gpu-prebuilt/, from tests/gpu/check.sh --prebuild)"
+  cat "$prebuilt/manifest.txt"
+  local want have torch_want torch_have libs b
+  want=$(sed -n 's/^sources //p' "$prebuilt/manifest.txt")
+  have=$(source_hash)
+  if [ "$want" != "$have" ]; then echo "not used: built from other sources ($want; these are $have)"; return 1; fi
+  torch_want=$(sed -n 's/^torch //p' "$prebuilt/manifest.txt")
+  torch_have=$(bounded 60 "$python" -c 'import torch; print(torch.__version__)' 2>/dev/null || true)
+  if [ "$torch_want" != "$torch_have" ]; then echo "not used: built against torch $torch_want, this machine has ${torch_have:-none}"; return 1; fi
+  libs=$(torch_library_path) || { echo "not used: torch's library folders not found"; return 1; }
+  for b in "${binaries[@]}"; do
+    if [ ! -x "$prebuilt/$b" ]; then echo "not used: no $b"; return 1; fi
+    if LD_LIBRARY_PATH="$libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" ldd "$prebuilt/$b" | grep "not found"; then
+      echo "not used: $b needs the libraries above"; return 1
+    fi
+  done
+  if ! LD_LIBRARY_PATH="$libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" bounded 60 "$prebuilt/tessera-train" --help > /dev/null 2>&1; then
+    echo "not used: tessera-train --help failed"; return 1
+  fi
+  export LD_LIBRARY_PATH="$libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  bin_kernel_check="$prebuilt/kernel_check" bin_nccl_check="$prebuilt/nccl_check" bin_fused="$prebuilt/fused_ops_bench"
+  train="$prebuilt/tessera-train"
+  echo "used: no build here"
+}
+
+# Builds the GPU configuration against the machine's PyTorch and nvcc (or uses the prebuilt binaries)
+# and runs the kernel and NCCL checks; sets kernels and nccl (their exit status: 77 = not run, no GPU;
+# $not_built) and train (empty when the build failed: the PyTorch rows are measured all the same).
 build_and_check() {
+  kernels=$not_built; nccl=$not_built; fused=$not_built; train=""
+  if [ "$mode" = gpu ] && use_prebuilt; then
+    run_checks
+    return 0
+  fi
   step "dependencies"
   mkdir -p "$prefix"
   if compgen -G "$root/.gpu-deps/*.deb" >/dev/null; then
@@ -128,10 +190,12 @@ build_and_check() {
   local generator="Unix Makefiles"
   command -v ninja >/dev/null && generator=Ninja
   [ -f "$build/CMakeCache.txt" ] && generator=$(sed -n 's/^CMAKE_GENERATOR:INTERNAL=//p' "$build/CMakeCache.txt")
-  kernels=$not_built; nccl=$not_built; fused=$not_built; train=""
+  local configure_flags=()
+  # The prebuilt binaries run where no ZeroMQ is: tessera_wire is left out (find_package(PkgConfig) fails).
+  [ "$mode" = prebuild ] && configure_flags+=(-DCMAKE_DISABLE_FIND_PACKAGE_PkgConfig=ON)
   if ! bounded 150 cmake -S "$root" -B "$build" -G "$generator" -DCMAKE_BUILD_TYPE=Release -DTESSERA_WITH_CUDA=ON \
     -DTESSERA_BUILD_CLI=OFF -DTESSERA_BUILD_GUI=OFF -DTESSERA_BUILD_TESTS=OFF -DTESSERA_BUILD_RUNTIME=ON \
-    -DCMAKE_PREFIX_PATH="$prefix/usr;$torch_prefix" > "$out/configure.log" 2>&1; then
+    -DCMAKE_PREFIX_PATH="$prefix/usr;$torch_prefix" "${configure_flags[@]}" > "$out/configure.log" 2>&1; then
     tail -30 "$out/configure.log"
     echo "configure FAILED: no tessera-train row or check; the PyTorch rows are measured all the same"
     return 0
@@ -148,14 +212,40 @@ build_and_check() {
   fi
   echo "built in $(( $(date +%s) - start )) s"
   train="$build/runtime/tessera-train"
+  bin_kernel_check="$build/kernels/kernel_check" bin_nccl_check="$build/runtime/nccl_check" bin_fused="$build/runtime/fused_ops_bench"
+  if [ "$mode" = prebuild ]; then package_prebuilt; return 0; fi
+  run_checks
+}
 
+# The built binaries into .gpu-prebuilt/ with their manifest (--prebuild).
+package_prebuilt() {
+  step "prebuilt binaries into $prebuilt"
+  if ldd "$train" | grep -q libzmq; then
+    echo "tessera-train links libzmq, which the GPU machine lacks: not packed" >&2
+    train=""
+    return 0
+  fi
+  rm -rf "$prebuilt"
+  mkdir -p "$prebuilt"
+  cp "$bin_kernel_check" "$train" "$bin_nccl_check" "$bin_fused" "$prebuilt/"
+  {
+    echo "sources $(source_hash)"
+    echo "torch $("$python" -c 'import torch; print(torch.__version__)')"
+    echo "nvcc $(nvcc --version | tail -1)"
+    echo "built $(date -u +%Y-%m-%dT%H:%MZ) on $(uname -m), $(ldd --version | head -1)"
+  } > "$prebuilt/manifest.txt"
+  cat "$prebuilt/manifest.txt"
+  du -sh "$prebuilt"
+}
+
+run_checks() {
   step "CUDA kernels against their CPU references"
   set +e
-  bounded 90 "$build/kernels/kernel_check" | tee "$out/kernel_check.txt"  # a hang ends as 124 (or 137), not the whole run
+  bounded 90 "$bin_kernel_check" | tee "$out/kernel_check.txt"  # a hang ends as 124 (or 137), not the whole run
   kernels=${PIPESTATUS[0]}
   publish
   step "NCCL communicator"
-  NCCL_DEBUG="${NCCL_DEBUG:-WARN}" bounded 90 "$build/runtime/nccl_check" | tee "$out/nccl_check.txt"
+  NCCL_DEBUG="${NCCL_DEBUG:-WARN}" bounded 90 "$bin_nccl_check" | tee "$out/nccl_check.txt"
   nccl=${PIPESTATUS[0]}
   publish
   set -e
@@ -177,7 +267,7 @@ fused_ops_timings() {
     return 0
   fi
   set +e
-  bounded $(( left < 120 ? left : 120 )) "$build/runtime/fused_ops_bench" --device cuda --dtype bf16 | tee "$out/fused_ops_bench.txt"
+  bounded $(( left < 120 ? left : 120 )) "$bin_fused" --device cuda --dtype bf16 | tee "$out/fused_ops_bench.txt"
   fused=${PIPESTATUS[0]}
   set -e
   timed_out "$fused" && [ "$left" -lt 120 ] && fused=$over_budget  # cut by the budget, not hung
@@ -191,6 +281,11 @@ if [ "$mode" = cpu-smoke ]; then
   kernels=77; nccl=77; fused=77
 else
   build_and_check
+fi
+if [ "$mode" = prebuild ]; then
+  [ -n "$train" ] || exit 1
+  echo "carry .gpu-prebuilt with .gpu-deps: the GPU check uses these binaries while the sources stay as they are"
+  exit 0
 fi
 
 step "GPT bf16 training on $device: tessera-train against PyTorch ${impls[*]} (synthetic tokens, $steps steps, $warmup warm-up)"
