@@ -24,6 +24,9 @@ int64_t required_int(const json& config, std::initializer_list<const char*> keys
   const json* v = first_of(config, keys, &name);
   if (!v) throw SpecError({{"", source + ": config field " + std::string(*keys.begin()) + " is missing"}});
   if (!v->is_number_integer()) throw SpecError({{"", source + ": config field " + name + " must be an integer"}});
+  // Every one is a count (layers, widths, heads, vocabulary, positions, experts): 0 would read as "derive".
+  if (v->get<int64_t>() <= 0)
+    throw SpecError({{"", source + ": config field " + name + "=" + v->dump() + " must be a positive integer"}});
   return v->get<int64_t>();
 }
 

@@ -203,6 +203,21 @@ std::string unknown_message(const std::string& path, const std::string& key, con
   return message;
 }
 
+// The fields whose 0 in the struct means "derive" (apply_derived_defaults, and decoder_seq_length,
+// which follows seq_length): what omitting one gives, nullptr for any other field.
+const char* derived_when_omitted(const std::string& path) {
+  static const std::map<std::string, const char*> derived = {
+      {"parallel.dp", "to derive dp from the cluster"},
+      {"training.global_batch_size", "for one microbatch per data-parallel rank"},
+      {"model.num_query_groups", "for one per attention head, MHA"},
+      {"model.ffn_hidden_size", "for 4·hidden_size"},
+      {"model.moe_ffn_hidden_size", "for ffn_hidden_size"},
+      {"model.decoder_seq_length", "to follow seq_length"},
+  };
+  const auto it = derived.find(path);
+  return it == derived.end() ? nullptr : it->second;
+}
+
 // Fields whose 0 in the struct means "derive": fill them from the others.
 void apply_derived_defaults(RunSpec& spec) {
   auto& m = spec.model;
@@ -383,11 +398,8 @@ RunSpec parse_spec(const json& document, const PresetCatalog& presets, Rules rul
       f->read(spec, value, path, errors);
       given.insert(path);
       // 0 in the struct means "derive"; given as 0 (or less) it is a mistake, not a request to derive.
-      if (path == "parallel.dp" && value.is_number_integer() && value.get<int64_t>() <= 0)
-        errors.push_back({path, "parallel.dp=" + show(value) + " must be a positive integer (omit it to derive dp from the cluster)"});
-      if (path == "training.global_batch_size" && value.is_number_integer() && value.get<int64_t>() <= 0)
-        errors.push_back({path, "training.global_batch_size=" + show(value) +
-                                    " must be a positive integer (omit it for one microbatch per data-parallel rank)"});
+      if (const char* omitted = derived_when_omitted(path); omitted && value.is_number_integer() && value.get<int64_t>() <= 0)
+        errors.push_back({path, path + "=" + show(value) + " must be a positive integer (omit it " + omitted + ")"});
     }
   }
 

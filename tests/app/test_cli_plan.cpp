@@ -340,6 +340,10 @@ class TestCliPlan : public QObject {
                             Odd{"mixtral-config.json", "sliding_window", "4096", nullptr,
                                 "sliding_window must be a positive integer or null, got \"4096\""},
                             Odd{"mixtral-config.json", "sliding_window", -5, 4096, "sliding_window must be a positive integer"},
+                            Odd{"llama3-8b-config.json", "num_key_value_heads", 0, 8,
+                                "config field num_key_value_heads=0 must be a positive integer"},
+                            Odd{"llama3-8b-config.json", "intermediate_size", -1, 14336,
+                                "config field intermediate_size=-1 must be a positive integer"},
                             Odd{"llama3-8b-config.json", "head_dim", 64, 128,
                                 "head_dim=64 × num_attention_heads=32 != hidden_size=4096"}}) {
       auto config = nlohmann::json::parse(std::ifstream(data(odd.config).toStdString()));

@@ -199,6 +199,16 @@ class TestSpec : public QObject {
         "exceeds the world size");
     row("global batch 0", R"({"training": {"global_batch_size": 0}})", "training.global_batch_size",
         "training.global_batch_size=0 must be a positive integer (omit it for one microbatch per data-parallel rank)");
+    // The other counts that omitted are derived: 0 was taken as "derive" (ffn 0 on llama3-8b planned 8.84 B
+    // parameters with f = 4h instead of the preset's 14336).
+    row("ffn 0", R"({"model": {"preset": "llama3-8b", "ffn_hidden_size": 0}})", "model.ffn_hidden_size",
+        "model.ffn_hidden_size=0 must be a positive integer (omit it for 4·hidden_size)");
+    row("query groups 0", R"({"model": {"preset": "llama3-8b", "num_query_groups": 0}})", "model.num_query_groups",
+        "model.num_query_groups=0 must be a positive integer (omit it for one per attention head, MHA)");
+    row("expert width -1", R"({"model": {"preset": "mixtral-8x7b", "moe_ffn_hidden_size": -1}})", "model.moe_ffn_hidden_size",
+        "model.moe_ffn_hidden_size=-1 must be a positive integer (omit it for ffn_hidden_size)");
+    row("decoder sequence 0", R"({"model": {"preset": "t5-large", "decoder_seq_length": 0}})", "model.decoder_seq_length",
+        "model.decoder_seq_length=0 must be a positive integer (omit it to follow seq_length)");
     row("zero stage range", R"({"parallel": {"zero_stage": 4}})", "parallel.zero_stage", "must be 0, 1, 2 or 3");
     row("zero-2 with pp", R"({"parallel": {"zero_stage": 2}})", "parallel.zero_stage", "cannot be combined");
     row("unknown field alias", R"({"parallel": {"tensor_parallel": 2}})", "parallel.tensor_parallel",
