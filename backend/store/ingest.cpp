@@ -25,6 +25,12 @@ int64_t insert_run(Connection& connection, const RunRecord& run) {
   if (!is_run_id(run.id))
     throw StoreError(ErrorKind::invalid, "run id '" + run.id + "' is not 32 lowercase hex digits");
   if (run.name.empty()) throw StoreError(ErrorKind::invalid, "run " + run.id + " has an empty name");
+  for (const auto& [what, text] : {std::pair<const char*, const std::string&>{"its name", run.name}, {"its notes", run.notes},
+                                   {"its exit reason", run.exit_reason}})
+    if (const auto problem = text_problem(what, text); !problem.empty())
+      throw StoreError(ErrorKind::invalid, "run " + run.id + ": " + problem);
+  for (const auto& t : run.tags)
+    if (const auto problem = tag_problem(t); !problem.empty()) throw StoreError(ErrorKind::invalid, "run " + run.id + ": " + problem);
   {
     Statement by_id(connection, "SELECT name FROM runs WHERE id = ?");
     if (by_id.bind_text(1, run.id).step("looking up a run id"))

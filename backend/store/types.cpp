@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <random>
 
+#include "spec/utf8.hpp"
 #include "store/csv.hpp"
 #include "store/errors.hpp"
 
@@ -22,8 +23,20 @@ bool has_ended(RunStatus status) {
   return status == RunStatus::done || status == RunStatus::failed || status == RunStatus::stopped;
 }
 
+std::string text_problem(std::string_view what, std::string_view text) {
+  // Bytes that are not UTF-8 would be stored as they are and break every JSON view of the history
+  // (runs list --json failed for all runs), or come back as U+FFFD from an export.
+  if (const size_t bad = spec::invalid_utf8_at(text); bad != std::string_view::npos) {
+    char byte[8];
+    std::snprintf(byte, sizeof byte, "0x%02X", static_cast<unsigned>(static_cast<unsigned char>(text[bad])));
+    return std::string(what) + " must be UTF-8 text (byte " + byte + " at offset " + std::to_string(bad) + " is not)";
+  }
+  return {};
+}
+
 std::string tag_problem(std::string_view tag) {
   if (tag.empty()) return "a tag cannot be empty";
+  if (auto problem = text_problem("a tag", tag); !problem.empty()) return problem;
   // Tags are edited comma-separated and trimmed in the workbench: a blank or padded tag would show
   // as nothing there, or as another tag.
   if (tag.find_first_not_of(" \t\n\r\f\v") == std::string_view::npos) return "a tag cannot be blank";
