@@ -11,10 +11,12 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <thread>
 
 #include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
 #include <c10/util/Exception.h>
 #include <torch/cuda.h>
 
@@ -49,6 +51,16 @@ void require_writable_dir(const std::string& dir) {
   if (!f) throw SpecError({{"--out", "--out " + dir + " is not a writable directory"}});
   std::fclose(f);
   std::filesystem::remove(probe);
+}
+
+// Whether DIR/metrics.jsonl holds a run's step records (read up to the first one).
+bool holds_step_records(const std::string& dir) {
+  std::ifstream in(dir + "/metrics.jsonl");
+  for (std::string line; std::getline(in, line);) {
+    const auto record = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (record.is_object() && record.contains("type") && record["type"] == "step") return true;
+  }
+  return false;
 }
 
 // One tessera-train per --out on a machine: a second one writing the same metrics.jsonl and
@@ -207,6 +219,13 @@ int main(int argc, char** argv) {
         throw SpecError({FieldError{"--out", "--out " + out_dir + " holds checkpoints of an earlier run (newest " + *earlier +
                                                  "): continue it with --resume, or give another --out (nothing was removed)"}});
     if (!out_dir.empty() && owns_machine) lock_out_dir(out_dir);
+    // An earlier run that kept no checkpoint (--no-checkpoint, or stopped before its first): its
+    // metrics.jsonl would be overwritten. Checked once the directory is this process's (a run still
+    // training there is refused by the lock above); the ranks of a launcher do not check again.
+    if (!out_dir.empty() && !resume && owns_machine && !std::getenv("TESSERA_TRAIN_OUT_LOCKED") && holds_step_records(out_dir))
+      throw SpecError({FieldError{"--out", "--out " + out_dir + " holds the step records of an earlier run (metrics.jsonl) " +
+                                               "and no checkpoint to resume it from: give another --out, or remove " + out_dir +
+                                               "/metrics.jsonl (nothing was removed)"}});
     if (nproc > 0) ::setenv("TESSERA_TRAIN_OUT_LOCKED", "1", 1);
     if (resume && out_dir.empty()) throw SpecError({FieldError{"--resume", "--resume needs --out DIR (where the checkpoints are)"}});
     if (save_every > 0 && out_dir.empty())

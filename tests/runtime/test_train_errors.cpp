@@ -187,8 +187,9 @@ class TestTrainErrors : public QObject {
   }
 
   // One run per --out: a fresh run into an earlier run's checkpoints is refused (a later --resume
-  // took the earlier run's newest checkpoint and spliced the two), and so is a second run while one
-  // trains there (it unlinked the first one's metrics.jsonl); nothing of the first is touched.
+  // took the earlier run's newest checkpoint and spliced the two), into an earlier run's step records
+  // without checkpoints too, and so is a second run while one trains there (it unlinked the first
+  // one's metrics.jsonl); nothing of the first is touched.
   void anOutputDirectoryBelongsToOneRun() {
     QTemporaryDir dir;
     const QString out = dir.filePath("out");
@@ -200,6 +201,16 @@ class TestTrainErrors : public QObject {
     QVERIFY2(run.err.find("holds checkpoints of an earlier run (newest step_00000006): continue it with --resume") != std::string::npos,
              run.err.c_str());
     QCOMPARE(read_file(out.toStdString() + "/metrics.jsonl"), metrics_before);
+    // An earlier run that kept no checkpoint: its metrics.jsonl was overwritten (exit 0).
+    const QString bare = dir.filePath("bare");
+    QCOMPARE(tessera_train({"--spec", spec, "--out", bare, "--data", "synthetic", "--no-checkpoint"}).exit_code, 0);
+    const auto bare_before = read_file(bare.toStdString() + "/metrics.jsonl");
+    run = tessera_train({"--spec", spec, "--out", bare, "--data", "synthetic", "--no-checkpoint"});
+    QCOMPARE(run.exit_code, 2);
+    QVERIFY2(run.err.find("--out " + bare.toStdString() + " holds the step records of an earlier run (metrics.jsonl) and no "
+                          "checkpoint to resume it from") != std::string::npos,
+             run.err.c_str());
+    QCOMPARE(read_file(bare.toStdString() + "/metrics.jsonl"), bare_before);
 
     const QString busy = dir.filePath("busy");
     const QString long_spec = QString::fromStdString(spec_file(dir, "long", tiny_spec("tiny-gpt", Layout{}, 100000)));
