@@ -168,6 +168,14 @@ void check_options(const AgentOptions& options) {
       ::access(options.runtime.c_str(), X_OK) != 0)
     throw std::invalid_argument("--runtime " + options.runtime + " is not an executable file");
   if (options.workdir.empty()) throw std::invalid_argument("--workdir must not be empty");
+  // Its runs/ folder is made here, so that a --workdir that is a file, or not writable, is a bad
+  // argument named as such (it was a bare "filesystem error: cannot create directories", exit 1).
+  std::error_code ec;
+  if (fs::exists(options.workdir, ec) && !fs::is_directory(options.workdir, ec))
+    throw std::invalid_argument("--workdir " + options.workdir + " is not a directory");
+  if (fs::create_directories(fs::path(options.workdir) / "runs", ec); ec)
+    throw std::invalid_argument("--workdir " + options.workdir + ": cannot create " +
+                                (fs::path(options.workdir) / "runs").string() + ": " + ec.message());
   if (options.max_ranks < 0) throw std::invalid_argument("--max-ranks must not be negative");
 }
 

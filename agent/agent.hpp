@@ -33,7 +33,8 @@ struct AgentOptions {
 };
 
 /// Throws std::invalid_argument when the options are unsafe or incomplete (a non-loopback bind without
-/// keys, keys without authorized keys, a runtime that is not an executable file).
+/// keys, keys without authorized keys, a runtime that is not an executable file, a workdir that is
+/// not a directory). Creates the workdir's runs/ folder when it is missing.
 void check_options(const AgentOptions& options);
 
 /// The address ZeroMQ binds for --bind: localhost as 127.0.0.1, a port of 0 as '*' (a free port).

@@ -53,7 +53,12 @@ int main(int argc, char** argv) {
   }
   try {
     if (*keygen) {
-      tessera::protocol::write_keypair(keygen_dir, "agent", tessera::protocol::generate_keypair());
+      try {
+        tessera::protocol::write_keypair(keygen_dir, "agent", tessera::protocol::generate_keypair());
+      } catch (const std::filesystem::filesystem_error& e) {
+        throw std::invalid_argument("keygen DIR " + keygen_dir + ": cannot write agent.key and agent.pub there: " +
+                                    e.code().message());
+      }
       std::cout << tessera::protocol::read_public_key(keygen_dir + "/agent.pub") << "\n";
       return 0;
     }

@@ -486,9 +486,10 @@ class TestWire : public QObject {
   }
 
   void agentRefusesUnsafeOptions() {
+    QTemporaryDir dir;
     agent::AgentOptions options;
     options.runtime = "/bin/true";
-    options.workdir = "/tmp";
+    options.workdir = dir.path().toStdString();
     options.bind = "tcp://0.0.0.0:7070";
     try {
       agent::check_options(options);
@@ -515,6 +516,21 @@ class TestWire : public QObject {
     agent::check_options(options);
     options.runtime = "/nonexistent/tessera-train";
     QVERIFY_THROWS_EXCEPTION(std::invalid_argument, agent::check_options(options));
+    // A --workdir that is a file, or below one: named as the bad argument (it was a bare filesystem error).
+    options.runtime = "/bin/true";
+    QVERIFY(std::filesystem::is_directory(dir.filePath("runs").toStdString()));
+    const std::string file = dir.filePath("a-file").toStdString();
+    std::ofstream(file) << "x";
+    for (const auto& [workdir, message] : {std::pair<std::string, std::string>{file, "--workdir " + file + " is not a directory"},
+                                           {file + "/sub", "--workdir " + file + "/sub: cannot create " + file + "/sub/runs: "}}) {
+      options.workdir = workdir;
+      try {
+        agent::check_options(options);
+        QFAIL(qPrintable(QString::fromStdString("--workdir " + workdir + " was accepted")));
+      } catch (const std::invalid_argument& e) {
+        QVERIFY2(std::string(e.what()).find(message) == 0, e.what());
+      }
+    }
   }
 
   void outboxSpillsAndResendsUntilAcknowledged() {
