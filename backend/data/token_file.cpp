@@ -154,8 +154,11 @@ TokenFile read_token_file(const std::string& path) {
   return out;
 }
 
-int64_t write_byte_token_file(const std::string& path, const std::vector<std::string>& inputs) {
+int64_t write_byte_token_file(const std::string& path, const std::vector<std::string>& inputs, const std::atomic<bool>* cancel) {
   AtomicFile file(path);
+  const auto stop_if_cancelled = [&] {
+    if (cancel && cancel->load()) file.fail("interrupted: " + path + " was not written");
+  };
   std::ofstream& out = file.stream();
   std::string header(kTokenFileHeaderBytes, '\0');  // the count is known at the end
   out.write(header.data(), static_cast<std::streamsize>(header.size()));
@@ -164,10 +167,17 @@ int64_t write_byte_token_file(const std::string& path, const std::vector<std::st
   uint64_t count = 0;
   for (const auto& input : inputs) {
     std::ifstream in(input, std::ios::binary);
-    if (!in) file.fail("cannot read " + input + ": " + reason());
+    if (!in) {
+      stop_if_cancelled();  // an open of a pipe nobody writes to, interrupted
+      file.fail("cannot read " + input + ": " + reason());
+    }
     while (in) {
+      stop_if_cancelled();
       in.read(chunk.data(), static_cast<std::streamsize>(chunk.size()));
-      if (in.bad()) file.fail("cannot read " + input + ": " + reason());
+      if (in.bad()) {
+        stop_if_cancelled();
+        file.fail("cannot read " + input + ": " + reason());
+      }
       const auto got = static_cast<size_t>(in.gcount());
       tokens.resize(2 * got);
       for (size_t i = 0; i < got; ++i) {  // one uint16 (little-endian) per byte
@@ -179,6 +189,7 @@ int64_t write_byte_token_file(const std::string& path, const std::vector<std::st
       count += got;
     }
   }
+  stop_if_cancelled();  // a read ended by the signal looks like the end of the input
   if (count == 0) file.fail("the input text is empty");
   header = header_bytes(2, kByteVocabSize, count);
   out.seekp(0);

@@ -3,6 +3,7 @@
 // tokenizer of `tessera-cli data prepare` (token = byte value, vocabulary 256).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
@@ -43,6 +44,9 @@ std::vector<uint32_t> byte_tokenize(std::string_view text);
 /// byte_tokenize and write_token_file make), streamed a megabyte at a time: memory does not grow with
 /// the corpus. Written to a temporary file and renamed; returns the token count. Throws DataError
 /// naming the file that cannot be read or written (with the system's reason), or for empty inputs.
-int64_t write_byte_token_file(const std::string& path, const std::vector<std::string>& inputs);
+/// Once `*cancel` is true (a signal handler's flag; checked after each megabyte and when a read or an
+/// open is interrupted) it stops with DataError "interrupted", the temporary removed.
+int64_t write_byte_token_file(const std::string& path, const std::vector<std::string>& inputs,
+                              const std::atomic<bool>* cancel = nullptr);
 
 }  // namespace tessera::data
