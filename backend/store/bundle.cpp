@@ -73,6 +73,9 @@ std::string get_string(const ojson& value, const std::string& where) {
 
 int64_t get_integer(const ojson& value, const std::string& where) {
   if (!value.is_number_integer()) throw StoreError(ErrorKind::invalid, where + " must be an integer");
+  // 2^63 and above parse as unsigned: read as int64 they wrapped to a negative number.
+  if (value.is_number_unsigned() && value.get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
+    throw StoreError(ErrorKind::invalid, where + " = " + value.dump() + " is out of range (at most 2^63 - 1)");
   return value.get<int64_t>();
 }
 

@@ -799,6 +799,9 @@ class TestStore : public QObject {
     QVERIFY2(contains(message, "run.ended (2025-01-01") && contains(message, "is before run.started"), message.c_str());
     message = refused([](auto& d) { d["run"]["tags"] = nlohmann::ordered_json::array({"a,b"}); });
     QVERIFY2(contains(message, "run.tags[0]: tag 'a,b' has a comma"), message.c_str());
+    // 2^63 parses as unsigned: read as a signed step it wrapped to -2^63 ("negative step").
+    message = refused([](auto& d) { d["timeline"][0]["step"] = uint64_t{1} << 63; });
+    QVERIFY2(contains(message, "timeline[0].step = 9223372036854775808 is out of range (at most 2^63 - 1)"), message.c_str());
     QVERIFY(target.runs().empty());
   }
 
