@@ -395,6 +395,7 @@ RunSpec parse_spec(const json& document, const PresetCatalog& presets, Rules rul
         errors.push_back({path, unknown_message(path, key, section.names())});
         continue;
       }
+      if (path == "model.preset" && !value.is_string()) continue;  // said above, once
       f->read(spec, value, path, errors);
       given.insert(path);
       // 0 in the struct means "derive"; given as 0 (or less) it is a mistake, not a request to derive.

@@ -153,6 +153,17 @@ class TestSpec : public QObject {
     QCOMPARE(s.name, std::string("TP4 trial"));
   }
 
+  // A preset that is not a string is one mistake, said once (it was also read as the field, twice).
+  void aBadPresetIsSaidOnce() {
+    try {
+      parse_spec(nlohmann::json::parse(R"({"model": {"preset": 5}})"));
+      QFAIL("a preset of 5 was accepted");
+    } catch (const SpecError& e) {
+      QCOMPARE(e.errors().size(), size_t{1});
+      QCOMPARE(e.errors()[0].message, std::string("model.preset must be a string, got 5"));
+    }
+  }
+
   void validationRules_data() {
     QTest::addColumn<QString>("patch");
     QTest::addColumn<QString>("field");
