@@ -164,6 +164,26 @@ class TestSpec : public QObject {
     }
   }
 
+  // A file that is no JSON at all is said to be so (a binary was "nested more than 64 deep"); a byte
+  // order mark and leading blanks are not that.
+  void aFileThatIsNoJsonIsSaidSo() {
+    try {
+      parse_spec_text(std::string("\x89PNG\r\n\x1a\n[[[[", 12));
+      QFAIL("a PNG header was accepted");
+    } catch (const SpecError& e) {
+      QCOMPARE(e.errors().size(), size_t{1});
+      QCOMPARE(e.errors()[0].message, std::string("the spec is not JSON: it starts with byte 0x89 at offset 0 (a run spec is one "
+                                                  "JSON object, {…})"));
+    }
+    try {
+      parse_spec_text("\xEF\xBB\xBF \n  <spec/>");
+      QFAIL("XML was accepted");
+    } catch (const SpecError& e) {
+      QVERIFY2(e.errors()[0].message.find("starts with byte 0x3C at offset 7") != std::string::npos, e.errors()[0].message.c_str());
+    }
+    QCOMPARE(parse_spec_text("\xEF\xBB\xBF\n {\"model\": {\"preset\": \"tiny-gpt\"}}").model.preset, std::string("tiny-gpt"));
+  }
+
   void validationRules_data() {
     QTest::addColumn<QString>("patch");
     QTest::addColumn<QString>("field");
