@@ -1,7 +1,9 @@
 // tessera-cli agents status | trust | client-key, and slurm: the node agents seen from the workbench.
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -165,7 +167,7 @@ void add_agent_commands(CLI::App& app) {
                     std::to_string(spec.training.train_steps) + " steps + 15 min (--time sets another)";
       }
       std::ofstream out(out_path);
-      if (!(out << launch::slurm_script(spec, options)) || !out.flush()) throw UsageError("cannot write " + out_path);
+      if (!(out << launch::slurm_script(spec, options)) || !out.flush()) throw UsageError("cannot write " + out_path + ": " + std::strerror(errno));
       std::filesystem::permissions(out_path, std::filesystem::perms::owner_exec, std::filesystem::perm_options::add);
       std::cout << "wrote " << out_path << " (" << spec.cluster.nodes << (spec.cluster.nodes == 1 ? " node" : " nodes")
                 << "); submit it with sbatch " << out_path << "\n  time limit " << options.time_limit << time_note << "\n";

@@ -3,6 +3,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -539,7 +541,7 @@ void add_plan_commands(CLI::App& app) {
       chosen.name = (chosen.model.preset.empty() ? std::string("custom model") : chosen.model.preset) + " " +
                     chosen.layout_label() + " on " + std::to_string(chosen.world_size()) + " " + chosen.cluster.gpu;
       std::ofstream out(save_path);
-      if (!(out << spec::to_json(chosen).dump(2) << "\n")) throw UsageError("cannot write " + save_path);
+      if (!(out << spec::to_json(chosen).dump(2) << "\n")) throw UsageError("cannot write " + save_path + ": " + std::strerror(errno));
       std::cerr << "wrote layout " << pick << " to " << save_path << "\n";
     });
   }
@@ -611,7 +613,7 @@ void add_plan_commands(CLI::App& app) {
         std::cout << text;
       } else {
         std::ofstream out(out_path);
-        if (!(out << text)) throw UsageError("cannot write " + out_path);
+        if (!(out << text)) throw UsageError("cannot write " + out_path + ": " + std::strerror(errno));
         std::cerr << "wrote " << out_path << "\n";
       }
     });

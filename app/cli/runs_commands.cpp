@@ -2,9 +2,11 @@
 // Every command takes --db (else $TESSERA_DB, else the XDG data directory); a run is named by its
 // id, a unique id prefix, or its name. Store errors the user can fix exit with 2, others with 1.
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -339,7 +341,7 @@ void export_run(const std::string& db, const std::string& reference, const std::
     const std::string partial = json_file + ".part";
     {
       std::ofstream out(partial, std::ios::binary);
-      if (!out) throw UsageError("cannot create " + json_file);
+      if (!out) throw UsageError("cannot create " + json_file + ": " + std::strerror(errno));
       try {
         history.export_json(id, out);
       } catch (...) {

@@ -468,6 +468,12 @@ class TestCliPlan : public QObject {
              none.err.c_str());
     QVERIFY(!QFile::exists(path));
     QVERIFY2(none.out.find("1 fit") != std::string::npos, none.out.c_str());  // the result is printed first
+    // --save into a folder that is not there: the system's reason (it said only "cannot write").
+    const QString nowhere = dir.filePath("missing/best.json");
+    const auto unwritable = cli({"search", example("tiny-3d.json"), "--tp", "2", "--pp", "2", "--save", nowhere});
+    QCOMPARE(unwritable.exit_code, 2);
+    QVERIFY2(unwritable.err.find("cannot write " + nowhere.toStdString() + ": No such file or directory") != std::string::npos,
+             unwritable.err.c_str());
 
     // A cluster the spec's own layout does not suit (TP8·PP4 on 2 nodes): searched, the reason said.
     const auto moved = cli({"search", example("llama3-70b-64xh100.json"), "--nodes", "2", "--top", "3"});
