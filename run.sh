@@ -26,9 +26,10 @@ trap 'rm -f "$launch_log"' EXIT
 run_id="$(sed -n 's/^run \([0-9a-f]\{32\}\) .* started: .*/\1/p' "$launch_log" | head -1)"
 echo
 tessera_log "headless demo: the run history (tessera-cli runs list --tag demo; the workbench's History tab with a display)"
-"$cli" runs list --tag demo
+demo_runs="$("$cli" runs list --tag demo)"
+echo "$demo_runs"
 # This run next to the demo run before it (the same spec and seed: the same losses), else its summary.
-previous="$("$cli" runs list --tag demo | awk 'NR > 2 && $1 != substr(id, 1, length($1)) { print $1; exit }' id="$run_id")"
+previous="$(awk 'NR > 2 && $1 != substr(id, 1, length($1)) { print $1; exit }' id="$run_id" <<<"$demo_runs")"
 if [ -n "$run_id" ] && [ -n "$previous" ]; then
   echo
   "$cli" runs compare "$run_id" "$previous"

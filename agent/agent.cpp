@@ -181,8 +181,7 @@ void check_options(const AgentOptions& options) {
 
 struct Agent::Impl {
   explicit Impl(AgentOptions opts) : options(std::move(opts)), router(context, zmq::socket_type::router) {
-    check_options(options);
-    fs::create_directories(fs::path(options.workdir) / "runs");
+    check_options(options);  // makes the workdir's runs/ folder
     options.workdir = fs::canonical(options.workdir).string();
     node = probe_node();
     if (options.max_ranks == 0) options.max_ranks = node.gpus.empty() ? kCpuMaxRanks : static_cast<int64_t>(node.gpus.size());

@@ -1,6 +1,7 @@
 // Parsing and writing the run spec: one table of fields drives reading, writing, suggestions and set_field.
 #include "spec/run_spec.hpp"
 #include "spec/json_nesting.hpp"
+#include "spec/utf8.hpp"
 
 #include <algorithm>
 #include <filesystem>
@@ -8,7 +9,6 @@
 #include <functional>
 #include <limits>
 #include <charconv>
-#include <cstdio>
 #include <string_view>
 #include <map>
 #include <optional>
@@ -430,12 +430,8 @@ json parse_spec_json(const std::string& text, const std::string& what) {
   // bytes as brackets ("nests arrays and objects more than 64 deep" of a random file).
   size_t first = text.rfind("\xEF\xBB\xBF", 0) == 0 ? 3 : 0;  // a UTF-8 byte order mark
   first = text.find_first_not_of(" \t\r\n", first);
-  if (first != std::string::npos && std::string_view("{[\"-0123456789tfn").find(text[first]) == std::string_view::npos) {
-    char byte[8];
-    std::snprintf(byte, sizeof byte, "0x%02X", static_cast<unsigned>(static_cast<unsigned char>(text[first])));
-    throw SpecError({{"", what + " is not JSON: it starts with byte " + byte + " at offset " + std::to_string(first) +
-                              " (a run spec is one JSON object, {…})"}});
-  }
+  if (first != std::string::npos && std::string_view("{[\"-0123456789tfn").find(text[first]) == std::string_view::npos)
+    throw SpecError({{"", what + " is not JSON: it starts with " + byte_at(text, first) + " (a run spec is one JSON object, {…})"}});
   if (auto error = json_nesting_error(text, what)) throw SpecError({{"", *error}});
   // Per open object: its keys so far and the latest (the path of a duplicate). nlohmann keeps the
   // last of two equal keys without a word; "tp": 2, …, "tp": 1 planned TP1.

@@ -60,6 +60,13 @@ inline size_t invalid_utf8_at(std::string_view text) {
   return std::string_view::npos;
 }
 
+/// "byte 0xFF at offset 3": the byte of `text` at `offset`, for a message that points at it.
+inline std::string byte_at(std::string_view text, size_t offset) {
+  constexpr char kHex[] = "0123456789ABCDEF";
+  const auto byte = static_cast<unsigned char>(text[offset]);
+  return std::string("byte 0x") + kHex[byte >> 4] + kHex[byte & 15] + " at offset " + std::to_string(offset);
+}
+
 /// `text` with every byte that does not start a valid UTF-8 sequence replaced by U+FFFD.
 inline std::string utf8_replacing_invalid(std::string_view text) {
   std::string out;

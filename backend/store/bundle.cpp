@@ -1,7 +1,6 @@
 // Run bundles: export of a run as one JSON document or a directory of CSV files + run.json, and the
 // atomic import of those and of `tessera-train --out` directories (spec.json + metrics.jsonl).
 #include <cmath>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -9,7 +8,6 @@
 #include <sys/stat.h>
 
 #include "spec/json_nesting.hpp"
-#include "spec/utf8.hpp"
 #include "store/csv.hpp"
 #include "store/errors.hpp"
 #include "store/history.hpp"
@@ -406,12 +404,8 @@ int64_t for_each_csv_row(const fs::path& directory, const std::string& name, con
     // The history holds UTF-8 text, as everything the agents and tessera-train write is: a field of
     // another encoding is refused here, not stored and exported later as U+FFFD.
     for (size_t i = 0; i < fields.size(); ++i)
-      if (const size_t bad = spec::invalid_utf8_at(fields[i]); bad != std::string_view::npos) {
-        char byte[8];
-        std::snprintf(byte, sizeof byte, "0x%02X", static_cast<unsigned char>(fields[i][bad]));
-        throw StoreError(ErrorKind::invalid, reader.where() + ": " + header[i] + " is not UTF-8 text (byte " + byte +
-                                                 " at offset " + std::to_string(bad) + ")");
-      }
+      if (const auto problem = text_problem(header[i], fields[i]); !problem.empty())
+        throw StoreError(ErrorKind::invalid, reader.where() + ": " + problem);
     at(reader.where(), [&] { row(fields, reader.where()); });
     ++rows;
   }

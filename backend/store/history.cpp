@@ -267,7 +267,7 @@ bool History::remove_tag(const std::string& id, const std::string& tag) {
 }
 
 void History::set_notes(const std::string& id, const std::string& notes) {
-  if (const auto problem = text_problem("the notes", notes); !problem.empty()) throw StoreError(ErrorKind::invalid, problem);
+  if (const auto problem = text_problem("the note", notes); !problem.empty()) throw StoreError(ErrorKind::invalid, problem);
   Statement update(connection_, "UPDATE runs SET notes = ? WHERE key = ?");
   update.bind_text(1, notes).bind_int(2, key_of(id)).run("setting notes");
 }

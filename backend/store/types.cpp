@@ -26,11 +26,8 @@ bool has_ended(RunStatus status) {
 std::string text_problem(std::string_view what, std::string_view text) {
   // Bytes that are not UTF-8 would be stored as they are and break every JSON view of the history
   // (runs list --json failed for all runs), or come back as U+FFFD from an export.
-  if (const size_t bad = spec::invalid_utf8_at(text); bad != std::string_view::npos) {
-    char byte[8];
-    std::snprintf(byte, sizeof byte, "0x%02X", static_cast<unsigned>(static_cast<unsigned char>(text[bad])));
-    return std::string(what) + " must be UTF-8 text (byte " + byte + " at offset " + std::to_string(bad) + " is not)";
-  }
+  if (const size_t bad = spec::invalid_utf8_at(text); bad != std::string_view::npos)
+    return std::string(what) + " is not UTF-8 text (" + spec::byte_at(text, bad) + ")";
   return {};
 }
 

@@ -19,10 +19,11 @@ bool has_ended(RunStatus status);
 /// Throws StoreError(invalid) naming the allowed values.
 RunStatus parse_run_status(std::string_view text);
 
-/// Why `tag` cannot be given to a run ("" when it can): empty, or with a comma (tags are listed and
-/// edited comma-separated; "x,y" would read as two and match neither).
-/// Why `text` cannot be stored as `what` (a run's name, notes): it is not UTF-8; empty when it can.
+/// Why `text` cannot be stored as `what` (a run's name, notes, a bundle field): it is not UTF-8
+/// ("" when it can).
 std::string text_problem(std::string_view what, std::string_view text);
+/// Why `tag` cannot be given to a run ("" when it can): empty, not UTF-8, or with a comma (tags are
+/// listed and edited comma-separated; "x,y" would read as two and match neither).
 std::string tag_problem(std::string_view tag);
 
 /// One run. Times are Unix milliseconds (UTC).

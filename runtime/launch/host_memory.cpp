@@ -50,8 +50,9 @@ int64_t predicted_host_bytes(const spec::RunSpec& spec, int64_t local_ranks) {
 std::string host_memory_problem(const spec::RunSpec& spec, int64_t local_ranks, int64_t needed_bytes,
                                 int64_t available_bytes) {
   if (needed_bytes <= available_bytes) return {};
-  return "--device cpu: the planner predicts " + std::to_string(local_ranks) + (local_ranks == 1 ? " rank of this spec needs " : " ranks of this spec need ") + gib(needed_bytes) + " on this machine, but only " + gib(available_bytes) +
-         " is available (MemAvailable): " +
+  return "--device cpu: the planner predicts " + std::to_string(local_ranks) +
+         (local_ranks == 1 ? " rank of this spec needs " : " ranks of this spec need ") + gib(needed_bytes) +
+         " on this machine, but only " + gib(available_bytes) + " is available (MemAvailable): " +
          (spec.cluster.gpu == "cpu" ? std::string("use a smaller model or batch")
                                     : "the spec is planned for cluster.gpu=" + spec.cluster.gpu +
                                           ": train it with --device cuda, or use a smaller model or batch") +

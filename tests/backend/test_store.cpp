@@ -949,9 +949,9 @@ class TestStore : public QObject {
     // Bytes that are not UTF-8 are refused (stored, they broke every JSON view of the history); UTF-8 is kept.
     const auto bad_tag = error_of([&] { history.add_tag(id, "x\xff"); });
     QCOMPARE(bad_tag.kind(), ErrorKind::invalid);
-    QVERIFY2(contains(bad_tag.what(), "a tag must be UTF-8 text (byte 0xFF at offset 1 is not)"), bad_tag.what());
+    QVERIFY2(contains(bad_tag.what(), "a tag is not UTF-8 text (byte 0xFF at offset 1)"), bad_tag.what());
     const auto bad_notes = error_of([&] { history.set_notes(id, "lr \xc3( spike"); });
-    QVERIFY2(contains(bad_notes.what(), "the notes must be UTF-8 text (byte 0xC3 at offset 3 is not)"), bad_notes.what());
+    QVERIFY2(contains(bad_notes.what(), "the note is not UTF-8 text (byte 0xC3 at offset 3)"), bad_notes.what());
     QCOMPARE(history.run(id).notes, std::string("lr too high after step 40"));
     QCOMPARE(history.run(id).tags, (std::vector<std::string>{"baseline", "best"}));
     history.set_notes(id, "η = 3·10⁻⁴ ✓");
@@ -961,10 +961,10 @@ class TestStore : public QObject {
       RunRecord bad_name = tiny_run("bad\xffname");
       const auto refused = error_of([&] { writer.create_run(bad_name); });
       QCOMPARE(refused.kind(), ErrorKind::invalid);
-      QVERIFY2(contains(refused.what(), "its name must be UTF-8 text (byte 0xFF at offset 3 is not)"), refused.what());
+      QVERIFY2(contains(refused.what(), "its name is not UTF-8 text (byte 0xFF at offset 3)"), refused.what());
       RunRecord bad_run_tag = tiny_run("tagged");
       bad_run_tag.tags = {"ok", "n\xe9"};
-      QVERIFY2(contains(error_of([&] { writer.create_run(bad_run_tag); }).what(), "a tag must be UTF-8 text"), "");
+      QVERIFY2(contains(error_of([&] { writer.create_run(bad_run_tag); }).what(), "a tag is not UTF-8 text"), "");
     }
     QCOMPARE(history.runs().size(), size_t{1});
     const auto [run, removed] = history.delete_run(id);

@@ -15,7 +15,7 @@
 # (a check killed by the device machine's limit still returns what it measured).
 # `--dry-run` runs the same build steps here, on a machine without a GPU, against the CPU machine's
 # LibTorch (the checks and the training rows then report "not run").
-# `--prebuild` (here, before the GPU session) builds the same four binaries into build-gpu/ against
+# `--prebuild` (here, before the GPU session) builds the same four binaries into build-gpu-prebuilt/ against
 # this machine's LibTorch (the same CUDA-enabled torch wheel as the GPU machine's; ZeroMQ left out, the
 # GPU machine has none) and copies them with a manifest (a hash of their sources, the torch and nvcc
 # versions) into .gpu-prebuilt/ (ignored by git; carry it with .gpu-deps). On the GPU machine they are
@@ -153,16 +153,17 @@ use_prebuilt() {
   torch_have=$(bounded 60 "$python" -c 'import torch; print(torch.__version__)' 2>/dev/null || true)
   if [ "$torch_want" != "$torch_have" ]; then echo "not used: built against torch $torch_want, this machine has ${torch_have:-none}"; return 1; fi
   libs=$(torch_library_path) || { echo "not used: torch's library folders not found"; return 1; }
+  libs="$libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   for b in "${binaries[@]}"; do
     if [ ! -x "$prebuilt/$b" ]; then echo "not used: no $b"; return 1; fi
-    if LD_LIBRARY_PATH="$libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" ldd "$prebuilt/$b" | grep "not found"; then
+    if LD_LIBRARY_PATH="$libs" ldd "$prebuilt/$b" | grep "not found"; then
       echo "not used: $b needs the libraries above"; return 1
     fi
   done
-  if ! LD_LIBRARY_PATH="$libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" bounded 60 "$prebuilt/tessera-train" --help > /dev/null 2>&1; then
+  if ! LD_LIBRARY_PATH="$libs" bounded 60 "$prebuilt/tessera-train" --help > /dev/null 2>&1; then
     echo "not used: tessera-train --help failed"; return 1
   fi
-  export LD_LIBRARY_PATH="$libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  export LD_LIBRARY_PATH="$libs"
   bin_kernel_check="$prebuilt/kernel_check" bin_nccl_check="$prebuilt/nccl_check" bin_fused="$prebuilt/fused_ops_bench"
   train="$prebuilt/tessera-train"
   echo "used: no build here"

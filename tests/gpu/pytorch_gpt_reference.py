@@ -129,6 +129,7 @@ def main():
             times.append(time.perf_counter() - t0)
             phases.append([marks[i].seconds_to(marks[i + 1]) for i in range(3)])
     step_s = statistics.median(times)
+    final_loss = loss.item()
     b, s, L, h, V = a.batch, a.seq, a.layers, a.hidden, a.vocab
     flops = 72 * b * s * L * h * h * (1 + s / (6 * h) + V / (12 * h * L))
     tflops = flops / step_s / 1e12
@@ -140,7 +141,7 @@ def main():
         "forward_ms": 1e3 * statistics.median(p[0] for p in phases),
         "backward_ms": 1e3 * statistics.median(p[1] for p in phases),
         "rest_ms": 1e3 * statistics.median(p[2] for p in phases), "step_ms": 1e3 * step_s,
-        "final_loss": loss.item(), "loss_finite": math.isfinite(loss.item()),
+        "final_loss": final_loss, "loss_finite": math.isfinite(final_loss),
     }))
     return 0
 
