@@ -83,6 +83,9 @@ struct ClusterSpec {
   bool operator==(const ClusterSpec&) const = default;
 };
 
+/// The longest spec name validate() accepts, in bytes.
+inline constexpr int64_t kMaxNameBytes = 1024;
+
 struct RunSpec {
   std::string name;
   ModelSpec model;

@@ -105,6 +105,11 @@ std::vector<FieldError> validate(const RunSpec& spec, const PresetCatalog& prese
   if (t.seed < 0) c.fail("training.seed", "training.seed=" + n(t.seed) + " must be 0 or more");
   if (t.save_every < 0)
     c.fail("training.save_every", "training.save_every=" + n(t.save_every) + " must be 0 (a checkpoint at the end only) or more");
+  // A name is one line of the history and part of the launch message, which holds at most 1 MiB: a
+  // name of megabytes was recorded as a run that then failed when the agent refused the message.
+  if (static_cast<int64_t>(spec.name.size()) > kMaxNameBytes)
+    c.fail("name", "name is " + n(static_cast<int64_t>(spec.name.size())) + " bytes long, at most " + n(kMaxNameBytes) +
+                       " are allowed");
   if (!presets.gpu(cl.gpu)) {
     std::string message = "cluster.gpu=\"" + cl.gpu + "\" is not a known GPU preset";
     if (const auto hint = did_you_mean(cl.gpu, presets.gpu_ids()); !hint.empty()) message += hint;

@@ -266,6 +266,9 @@ class TestSpec : public QObject {
         "model.decoder_seq_length", "model.decoder_seq_length=-1");
     row("sp divides the decoder length", R"({"model": {"preset": "t5-large", "decoder_seq_length": 129}, "parallel": {"sequence_parallel": true}})",
         "parallel.sequence_parallel", "needs parallel.tp·cp = 2 to divide model.decoder_seq_length=129");
+    // A name of megabytes was recorded as a run, which failed when the agent refused the launch message.
+    static const std::string long_name = "{\"name\": \"" + std::string(1025, 'n') + "\"}";  // (moc reads no raw strings)
+    row("name at most 1024 bytes", long_name.c_str(), "name", "name is 1025 bytes long, at most 1024 are allowed");
     row("unknown gpu", R"({"cluster": {"gpu": "h100"}})", "cluster.gpu",
         "cluster.gpu=\"h100\" is not a known GPU preset (did you mean \"h100-sxm\"?)");
     row("gpu of two presets", R"({"cluster": {"gpu": "a100"}})", "cluster.gpu", "(did you mean \"a100-40gb\" or \"a100-80gb\"?)");
@@ -296,6 +299,14 @@ class TestSpec : public QObject {
     doc.merge_patch(json::parse(patch.toStdString()));
     const auto errors = errors_of(doc);
     QVERIFY2(has_error(errors, field.toStdString(), fragment.toStdString()), dump(errors).c_str());
+  }
+
+  void nameOfTheLongestLengthIsValid() {
+    json doc = base_spec();
+    doc["name"] = std::string(1024, 'n');
+    QVERIFY2(errors_of(doc).empty(), dump(errors_of(doc)).c_str());
+    doc["name"] = std::string(1025, 'n');
+    QCOMPARE(errors_of(doc).size(), size_t{1});
   }
 
   // Rules::none reads a spec whose fields parse but whose rules fail (what the workbench opens), and
