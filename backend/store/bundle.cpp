@@ -1,6 +1,8 @@
 // Run bundles: export of a run as one JSON document or a directory of CSV files + run.json, and the
 // atomic import of those and of `tessera-train --out` directories (spec.json + metrics.jsonl).
+#include <cerrno>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -160,9 +162,18 @@ void check_bundle_header(const ojson& document, const std::string& file) {
                                              ", newer than this Tessera reads (" + std::to_string(kBundleFormat) + ")");
 }
 
+/// `path` opened for reading; `hint` follows the reason it cannot be. A directory opens as an empty
+/// file: a directory named metrics.jsonl imported as a run without steps.
+std::ifstream open_file(const fs::path& path, const std::string& hint = {}) {
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) throw StoreError(ErrorKind::invalid, path.string() + " is a directory, not a file" + hint);
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw StoreError(ErrorKind::invalid, "cannot read " + path.string() + ": " + std::strerror(errno) + hint);
+  return in;
+}
+
 ojson read_json_file(const fs::path& path) {
-  std::ifstream in(path);
-  if (!in) throw StoreError(ErrorKind::invalid, "cannot read " + path.string());
+  std::ifstream in = open_file(path);
   const std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
   if (auto error = spec::json_nesting_error(text, path.string())) throw StoreError(ErrorKind::invalid, *error);
   try {
@@ -387,10 +398,8 @@ RunCounts import_json_bundle(Connection& connection, const fs::path& file, const
 template <class F>
 int64_t for_each_csv_row(const fs::path& directory, const std::string& name, const std::vector<std::string>& header, F&& row) {
   const fs::path path = directory / name;
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    throw StoreError(ErrorKind::invalid, "cannot read " + path.string() +
-                                             " (a CSV bundle holds run.json, metrics.csv, timeline.csv, logs.csv and artifacts.csv)");
+  std::ifstream in =
+      open_file(path, " (a CSV bundle holds run.json, metrics.csv, timeline.csv, logs.csv and artifacts.csv)");
   CsvReader reader(in, name);
   std::vector<std::string> fields;
   if (!reader.next(fields) || fields != header)
@@ -462,8 +471,7 @@ RunCounts import_train_output(Connection& connection, const fs::path& directory,
   const int64_t key = insert_run(connection, run);
 
   const fs::path metrics_path = directory / "metrics.jsonl";
-  std::ifstream in(metrics_path, std::ios::binary);
-  if (!in) throw StoreError(ErrorKind::invalid, "cannot read " + metrics_path.string());
+  std::ifstream in = open_file(metrics_path);
   Ingest ingest(connection, Ingest::OnDuplicate::fail);
   RunCounts counts;
   std::optional<double> first_wall_s, last_wall_s;

@@ -932,6 +932,19 @@ class TestStore : public QObject {
     const auto deep_spec = error_of([&] { history.import_run(deep); });
     QVERIFY2(contains(deep_spec.what(), "spec.json nests arrays and objects more than 64 deep (at byte 73)"), deep_spec.what());
     QCOMPARE(history.runs().size(), size_t{2});
+
+    // A directory where metrics.jsonl should be opened as an empty file: it was imported as a run
+    // without steps. Refused, nothing imported; the same for a directory named spec.json.
+    const QString folder = dir_.filePath("folder-metrics");
+    QVERIFY(QDir().mkpath(folder + "/metrics.jsonl"));
+    std::ofstream((folder + "/spec.json").toStdString()) << tiny_spec("folder-run", 1, 3e-4, 3).dump(2);
+    const auto folder_error = error_of([&] { history.import_run(folder.toStdString()); });
+    QVERIFY2(contains(folder_error.what(), "metrics.jsonl is a directory, not a file"), folder_error.what());
+    QVERIFY(QFile::remove(folder + "/spec.json"));
+    QVERIFY(QDir().mkpath(folder + "/spec.json"));
+    const auto spec_folder_error = error_of([&] { history.import_run(folder.toStdString()); });
+    QVERIFY2(contains(spec_folder_error.what(), "spec.json is a directory, not a file"), spec_folder_error.what());
+    QCOMPARE(history.runs().size(), size_t{2});
   }
 
   void tagsNotesAndDelete() {
