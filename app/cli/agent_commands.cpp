@@ -153,6 +153,13 @@ void add_agent_commands(CLI::App& app) {
       } else {
         // The run as planned, with room for loading and checkpoints: 1.5 x + 15 min, whole 5 minutes.
         const double run_s = planner::make_plan(spec).prediction.iteration_time_s * static_cast<double>(spec.training.train_steps);
+        // Past a year the default is no limit a scheduler takes (10^12 steps of llama3-70b-64xh100 made one of
+        // 236 million days).
+        constexpr double kMostDefault_s = 365.0 * 86400;
+        if (!(1.5 * run_s + 900 <= kMostDefault_s))
+          throw UsageError("the plan predicts " + format_fixed(run_s / 86400, 0) + " days for " +
+                           std::to_string(spec.training.train_steps) +
+                           " steps, more than a year: give the job's limit with --time");
         const int64_t limit_s = (static_cast<int64_t>(std::ceil((1.5 * run_s + 900) / 300))) * 300;
         char text[32];
         const int64_t days = limit_s / 86400, rest = limit_s % 86400;

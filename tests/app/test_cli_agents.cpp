@@ -6,6 +6,8 @@
 #include <unistd.h>
 
 #include <QtCore/QElapsedTimer>
+#include <QtCore/QJsonDocument>
+#include <QtCore/QJsonObject>
 #include <QtCore/QProcess>
 #include <QtCore/QTemporaryDir>
 #include <QtTest/QtTest>
@@ -148,6 +150,27 @@ class TestCliAgents : public QObject {
     // Llama-3-70B for its 100 steps at the planned 20.4 s each: 34 min; 1.5 x + 15 min = 66 min, up to 70.
     const auto planned = cli({"slurm", TESSERA_SOURCE_DIR "/resources/examples/llama3-70b-64xh100.json", "-o", custom});
     QVERIFY2(planned.out.contains("time limit 01:10:00"), qPrintable(planned.out));
+    // A default limit past a year is no limit a scheduler takes: --time is asked for; given, it is used.
+    {
+      QFile example(TESSERA_SOURCE_DIR "/resources/examples/llama3-70b-64xh100.json");
+      QVERIFY(example.open(QIODevice::ReadOnly));
+      QJsonObject spec = QJsonDocument::fromJson(example.readAll()).object();
+      QJsonObject training = spec["training"].toObject();
+      training["train_steps"] = 2000000;  // 20.4 s each: 472 days
+      training["warmup_steps"] = 10;
+      spec["training"] = training;
+      QFile long_spec(dir_.path() + "/long.json");
+      QVERIFY(long_spec.open(QIODevice::WriteOnly));
+      long_spec.write(QJsonDocument(spec).toJson());
+      long_spec.close();
+      const QString long_script = dir_.path() + "/long.sbatch";
+      const auto too_long = cli({"slurm", long_spec.fileName(), "-o", long_script});
+      QCOMPARE(too_long.exit_code, 2);
+      QVERIFY2(too_long.err.contains(" days for 2000000 steps, more than a year: give the job's limit with --time"),
+               qPrintable(too_long.err));
+      QVERIFY(!QFile::exists(long_script));
+      QCOMPARE(cli({"slurm", long_spec.fileName(), "-o", long_script, "--time", "14-00:00:00"}).exit_code, 0);
+    }
     const auto bad_time = cli({"slurm", TESSERA_SOURCE_DIR "/resources/examples/tiny-3d.json", "-o", custom, "--time", "1h"});
     QCOMPARE(bad_time.exit_code, 2);
     QVERIFY2(bad_time.err.contains("--time 1h: give [D-]HH:MM:SS"), qPrintable(bad_time.err));
