@@ -308,7 +308,10 @@ struct Agent::Impl {
   }
 
   void handle(const std::string& client, const std::string& type, const nlohmann::json& message) {
-    if (type == "hello") return hello(client);
+    if (type == "hello") {
+      if (message.contains("client")) protocol::get_string(message, "client", 256);  // optional; who asks
+      return hello(client);
+    }
     if (type == "heartbeat") return;
     if (type == "launch") return launch(client, message);
     const std::string id = protocol::get_run_id(message);

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "protocol/json_scan.hpp"
+#include "spec/json_keys.hpp"
 #include "spec/json_nesting.hpp"
 
 namespace tessera::protocol {
@@ -220,9 +221,21 @@ std::string_view to_string(ErrorCode code) {
 
 nlohmann::json parse_frame(std::string_view bytes, Side receiver) {
   check_size(bytes, receiver);
-  nlohmann::json message = nlohmann::json::parse(bytes.begin(), bytes.end(), nullptr, false);
-  if (message.is_discarded() || !message.is_object())
+  // An agent acts on what it receives: a key given twice (which "run" is meant?) is refused. The
+  // workbench reads, as read_frame() does, the last of two.
+  nlohmann::json message;
+  std::optional<std::string> duplicate;
+  try {
+    message = receiver == Side::agent ? spec::parse_json_unique_keys(bytes, duplicate)
+                                      : nlohmann::json::parse(bytes.begin(), bytes.end());
+  } catch (const nlohmann::json::exception&) {
     throw ProtocolError(ErrorCode::bad_json, "frame is not a JSON object");
+  }
+  if (!message.is_object()) throw ProtocolError(ErrorCode::bad_json, "frame is not a JSON object");
+  if (duplicate) {
+    const std::string shown = duplicate->size() > 64 ? duplicate->substr(0, 64) + "..." : *duplicate;
+    throw ProtocolError(ErrorCode::bad_json, "the frame gives \"" + shown + "\" twice (which one is meant?)");
+  }
   check_envelope(message, bytes.size(), receiver);
   return message;
 }

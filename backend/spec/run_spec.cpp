@@ -1,5 +1,6 @@
 // Parsing and writing the run spec: one table of fields drives reading, writing, suggestions and set_field.
 #include "spec/run_spec.hpp"
+#include "spec/json_keys.hpp"
 #include "spec/json_nesting.hpp"
 #include "spec/utf8.hpp"
 
@@ -433,31 +434,10 @@ json parse_spec_json(const std::string& text, const std::string& what) {
   if (first != std::string::npos && std::string_view("{[\"-0123456789tfn").find(text[first]) == std::string_view::npos)
     throw SpecError({{"", what + " is not JSON: it starts with " + byte_at(text, first) + " (a run spec is one JSON object, {…})"}});
   if (auto error = json_nesting_error(text, what)) throw SpecError({{"", *error}});
-  // Per open object: its keys so far and the latest (the path of a duplicate). nlohmann keeps the
-  // last of two equal keys without a word; "tp": 2, …, "tp": 1 planned TP1.
-  struct Object {
-    std::set<std::string> keys;
-    std::string key;
-  };
-  std::vector<Object> open;
   std::optional<std::string> duplicate;
-  const json::parser_callback_t note_keys = [&](int, json::parse_event_t event, json& parsed) {
-    if (event == json::parse_event_t::object_start) {
-      open.emplace_back();
-    } else if (event == json::parse_event_t::object_end) {
-      open.pop_back();
-    } else if (event == json::parse_event_t::key && !open.empty()) {
-      open.back().key = parsed.get<std::string>();
-      if (!open.back().keys.insert(open.back().key).second && !duplicate) {
-        duplicate.emplace();
-        for (const auto& object : open) *duplicate += (duplicate->empty() ? "" : ".") + object.key;
-      }
-    }
-    return true;
-  };
   json document;
   try {
-    document = json::parse(text, note_keys);
+    document = parse_json_unique_keys(text, duplicate);
   } catch (const json::exception& e) {  // syntax errors, and numbers out of range
     throw SpecError({{"", what + " is not valid JSON: " + e.what()}});
   }

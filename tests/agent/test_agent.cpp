@@ -478,7 +478,7 @@ class TestAgent : public QObject {
     std::vector<std::vector<std::string>> messages;
     for (int i = 0; i < 3000; ++i) {
       std::string text;
-      switch (i % 12) {
+      switch (i % 14) {
         case 0: {  // random bytes
           text.resize(random.bounded(1, 300));
           for (auto& c : text) c = static_cast<char>(random.bounded(256));
@@ -498,6 +498,8 @@ class TestAgent : public QObject {
           messages.push_back({R"({"v":1,"type":"hello"})", "second frame"});  // two frames
           continue;
         }
+        case 12: text = message("hello", {{"client", 5}}); break;  // an optional string, not a number
+        case 13: text = "{\"v\":1,\"type\":\"stop\",\"run\":\"" + run + "\",\"run\":\"../x\"}"; break;  // which run?
       }
       messages.push_back({text});
     }

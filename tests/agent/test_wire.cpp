@@ -94,6 +94,18 @@ class TestWire : public QObject {
     QCOMPARE(code_of(R"({"v":"1","type":"hello"})"), ErrorCode::bad_version);
     QCOMPARE(code_of(R"({"v":1,"type":"format_disk"})"), ErrorCode::unknown_type);
     QCOMPARE(code_of(R"({"v":1,"type":7})"), ErrorCode::unknown_type);
+    // A key given twice, at the top or inside the spec, is refused by the agent, which would act on one
+    // of them; the workbench reads the last, as read_frame() does.
+    try {
+      protocol::parse_frame(R"({"v":1,"type":"stop","run":"a","reason":"x","run":"b"})", protocol::Side::agent);
+      QFAIL("accepted a frame giving run twice");
+    } catch (const protocol::ProtocolError& e) {
+      QCOMPARE(e.code(), ErrorCode::bad_json);
+      QCOMPARE(std::string(e.what()), std::string("the frame gives \"run\" twice (which one is meant?)"));
+    }
+    QCOMPARE(code_of(R"({"v":1,"type":"launch","spec":{"parallel":{"tp":2,"tp":1}}})"), ErrorCode::bad_json);
+    QCOMPARE(protocol::parse_frame(R"({"v":1,"type":"data","seq":1,"seq":2})", protocol::Side::workbench)["seq"], 2);
+    QCOMPARE(protocol::parse_frame(R"({"v":1,"type":"hello","a":{"k":1},"b":{"k":2}})", protocol::Side::agent)["b"]["k"], 2);
     // A workbench-bound type sent to an agent is unknown there.
     QCOMPARE(code_of(R"({"v":1,"type":"data"})"), ErrorCode::unknown_type);
     QCOMPARE(protocol::parse_frame(R"({"v":1,"type":"data"})", protocol::Side::workbench)["type"], "data");
