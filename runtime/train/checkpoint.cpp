@@ -39,6 +39,20 @@ nlohmann::json layout_of(const spec::RunSpec& spec) {
           {"distributed_optimizer", spec.effective_zero_stage() >= 1}, {"model", std::move(model)}};
 }
 
+// What a resumed run must train with as the checkpoint's run did: the learning-rate schedule (its
+// length aside: --steps extends a run), the optimizer's settings, the seed (initialisation and data
+// order) and the batch. Another lr on --resume trained on and replaced spec.json without a word.
+nlohmann::json training_of(const spec::RunSpec& spec) {
+  const auto& t = spec.training;
+  return {{"lr", t.lr},
+          {"min_lr", t.min_lr},
+          {"warmup_steps", t.warmup_steps},
+          {"weight_decay", t.weight_decay},
+          {"grad_clip", t.grad_clip},
+          {"seed", t.seed},
+          {"global_batch_size", t.global_batch_size}};
+}
+
 // A manifest's layout as layout_of writes it now (checkpoints written before kept the preset's name).
 nlohmann::json comparable_layout(nlohmann::json saved) {
   if (saved.is_object() && saved.contains("model") && saved["model"].is_object()) saved["model"].erase("preset");
@@ -176,7 +190,8 @@ void write_manifest(const std::string& out_dir, int64_t step, const spec::RunSpe
   nlohmann::json checksums = nlohmann::json::array();
   for (const uint64_t sum : rank_file_checksums) checksums.push_back(checksum_text(sum));
   const nlohmann::json manifest = {{"format", "tessera-checkpoint"}, {"version", 1}, {"step", step},
-                                   {"layout", layout_of(spec)}, {"rank_file_bytes", rank_file_bytes},
+                                   {"layout", layout_of(spec)}, {"training", training_of(spec)},
+                                   {"rank_file_bytes", rank_file_bytes},
                                    {"rank_file_checksums", checksums}};
   const std::string text = manifest.dump(2) + "\n";
   // No manifest on failure: the checkpoint stays incomplete (an empty manifest.json passed for a complete one).
@@ -220,6 +235,15 @@ int64_t resumable_step(const std::string& out_dir, const spec::RunSpec& spec) {
     throw CheckpointError("--resume: the checkpoint " + newest + " was written by another layout (" +
                           (saved.is_object() ? describe_difference(saved, now) : "its manifest has no layout") +
                           "); resharding is not supported");
+  // Checkpoints written before the manifest kept these resume without the check.
+  if (const auto training = manifest.find("training"); training != manifest.end()) {
+    if (!training->is_object()) throw bad("training must be a JSON object");
+    if (const auto now_training = training_of(spec); *training != now_training)
+      throw CheckpointError("--resume: the checkpoint " + newest + " was written with other training settings (" +
+                            describe_difference(*training, now_training, "training.") +
+                            "): a resumed run keeps its schedule, seed and batch (--steps may change its length); "
+                            "give another --out for a new run");
+  }
   if (static_cast<int64_t>(sizes->size()) != spec.world_size())
     throw bad("rank_file_bytes must list the bytes of each of the " + std::to_string(spec.world_size()) + " ranks' files");
   for (int r = 0; r < spec.world_size(); ++r) {

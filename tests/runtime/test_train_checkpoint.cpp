@@ -124,6 +124,18 @@ class TestTrainCheckpoint : public QObject {
     run = tessera_train({"--spec", one, "--out", b, "--resume"});
     QCOMPARE(run.exit_code, 2);
     QVERIFY2(run.err.find("written by another layout (dp = 2 in the checkpoint, 1 now)") != std::string::npos, run.err.c_str());
+    // Another learning rate (or seed, or batch) on --resume trained on and replaced the run's spec.json:
+    // refused, naming the setting, and spec.json is the run's still. (--steps may change the length:
+    // aDamagedRankFileIsRefusedByItsChecksum resumes a 3-step run with --steps 4.)
+    auto faster = tiny_spec("tiny-gpt", layout, 20);
+    faster["training"]["lr"] = 0.001;
+    const QString faster_path = QString::fromStdString(write_file(dir, "faster.json", faster.dump()));
+    run = tessera_train({"--spec", faster_path, "--nproc", "2", "--out", b, "--resume"});
+    QCOMPARE(run.exit_code, 2);
+    QVERIFY2(run.err.find("was written with other training settings (training.lr = 0.003 in the checkpoint, 0.001 now): "
+                          "a resumed run keeps its schedule, seed and batch") != std::string::npos,
+             run.err.c_str());
+    QCOMPARE(nlohmann::json::parse(std::ifstream(b.toStdString() + "/spec.json"))["training"]["lr"].get<double>(), 0.003);
 
     std::filesystem::resize_file(last + "/rank_00001.pt", 1000);
     run = tessera_train(common + QStringList{"--out", b, "--resume"});
