@@ -144,6 +144,11 @@ MegatronExport megatron_command(const RunSpec& spec) {
     throw SpecError({{"parallel.pp", "parallel.pp=" + std::to_string(p.pp) +
                                          ": Megatron-LM's T5 gives the encoder and the decoder pipeline stages of their own, "
                                          "which this export does not write; export t5 with parallel.pp=1"}});
+  // NullTokenizer's vocabulary is --vocab-size ids and its end-of-document id: at least 2.
+  if (m.vocab_size < 2)
+    throw SpecError({{"model.vocab_size", "model.vocab_size=" + std::to_string(m.vocab_size) +
+                                              ": Megatron-LM's NullTokenizer adds an end-of-document id to at least one "
+                                              "token id, so its vocabulary is 2 or more"}});
   if (p.ep > 1 && t.precision == Precision::fp16)
     throw SpecError({{"training.precision", "Megatron-LM refuses expert parallelism in fp16 (parallel.ep=" + std::to_string(p.ep) +
                                                 ", training.precision=fp16): use bf16 to export this layout"}});
@@ -176,7 +181,7 @@ MegatronExport megatron_command(const RunSpec& spec) {
   arg("max-position-embeddings", std::max(m.seq_length, m.output_seq_length()));
   arg("tokenizer-type", "NullTokenizer");
   // NullTokenizer adds an end-of-document id after --vocab-size ids: one less gives the spec's vocabulary.
-  arg("vocab-size", m.vocab_size > 1 ? m.vocab_size - 1 : m.vocab_size);
+  arg("vocab-size", m.vocab_size - 1);
   if (m.arch == Arch::bert || m.arch == Arch::t5)
     out.notes.push_back(std::string(script) + "'s masked-language-model data needs a WordPiece vocabulary "
                         "(--tokenizer-type BertWordPieceLowerCase --vocab-file FILE, in place of NullTokenizer): "

@@ -239,6 +239,15 @@ class TestCliPlan : public QObject {
                           {"cluster", {{"gpu", "a100-80gb"}, {"nodes", 1}, {"gpus_per_node", 2}}}}.dump();
     const auto t5_pp = cli({"export", "megatron", dir.filePath("t5-pp2.json")});
     QVERIFY2(t5_pp.exit_code == 2 && t5_pp.err.find("parallel.pp=2") != std::string::npos, t5_pp.err.c_str());
+    // A vocabulary of one id: NullTokenizer's is --vocab-size ids and its end-of-document id, 2 at least
+    // (the export wrote --vocab-size 1, a vocabulary of 2).
+    std::ofstream(dir.filePath("vocab1.json").toStdString())
+        << nlohmann::json{{"model", {{"preset", "tiny-gpt"}, {"vocab_size", 1}}},
+                          {"cluster", {{"gpu", "cpu"}, {"nodes", 1}, {"gpus_per_node", 1}}}}.dump();
+    const auto vocab1 = cli({"export", "megatron", dir.filePath("vocab1.json")});
+    QVERIFY2(vocab1.exit_code == 2 && vocab1.out.empty() &&
+                 vocab1.err.find("model.vocab_size=1: Megatron-LM's NullTokenizer adds an end-of-document id") != std::string::npos,
+             vocab1.err.c_str());
     // T5's relative attention bias is asked for (Megatron would train learned positions without it).
     std::ofstream(dir.filePath("t5.json").toStdString())
         << nlohmann::json{{"model", {{"preset", "t5-large"}}}, {"cluster", {{"gpu", "a100-80gb"}, {"nodes", 1}, {"gpus_per_node", 1}}}}.dump();
