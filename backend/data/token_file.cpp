@@ -166,6 +166,7 @@ int64_t write_byte_token_file(const std::string& path, const std::vector<std::st
   std::string tokens;
   uint64_t count = 0;
   for (const auto& input : inputs) {
+    stop_if_cancelled();  // a signal before the open of a pipe nobody writes to would not end that open
     std::ifstream in(input, std::ios::binary);
     if (!in) {
       stop_if_cancelled();  // an open of a pipe nobody writes to, interrupted

@@ -6,10 +6,23 @@
 
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 
 #include <fstream>
 
 #include "data/token_file.hpp"
+
+namespace {
+
+// Whether process `pid` is blocked in openat(2), as /proc/PID/syscall says (its first field is the
+// number of the system call it waits in).
+bool in_openat(qint64 pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/syscall");
+  long number = -1;
+  return static_cast<bool>(in >> number) && number == SYS_openat;
+}
+
+}  // namespace
 
 class TestCliData : public QObject {
   Q_OBJECT
@@ -75,7 +88,11 @@ class TestCliData : public QObject {
       p.start(TESSERA_CLI, {"data", "prepare", QString::fromStdString(fifo), "-o", dir.filePath("t.tokens")});
       QVERIFY(p.waitForStarted());
       const QString temporary = dir.filePath("t.tokens.tmp-" + QString::number(p.processId()));
-      QTRY_VERIFY_WITH_TIMEOUT(QFileInfo::exists(temporary), 20000);  // blocked in the open of the pipe
+      QTRY_VERIFY_WITH_TIMEOUT(QFileInfo::exists(temporary), 20000);
+      // Signalled once blocked in the open of the pipe: a signal between the temporary's creation and
+      // that open is recorded, and the open then waits for a writer (a second signal ends it), which
+      // on a loaded machine failed this test after 20 s.
+      QTRY_VERIFY_WITH_TIMEOUT(in_openat(p.processId()), 20000);
       ::kill(static_cast<pid_t>(p.processId()), signal);
       QVERIFY(p.waitForFinished(20000));
       QCOMPARE(p.exitStatus(), QProcess::NormalExit);
