@@ -157,12 +157,14 @@ int main(int argc, char** argv) {
 
   tessera::spec::RunSpec spec;
   tessera::runtime::RankEnvironment env;
+  int64_t uncut_warmup_steps = 0;  // the spec's warm-up when --steps cut it
   try {
     spec = tessera::spec::load_spec_file(spec_path);
     if (steps > 0) spec.training.train_steps = steps;
     // A short run of a spec that warms up for longer (a smoke test of the shipped examples): the
     // warm-up is cut to the run, said once by local rank 0 (--nproc's ranks get --steps too).
     if (steps > 0 && spec.training.warmup_steps > steps) {
+      uncut_warmup_steps = spec.training.warmup_steps;
       const char* rank = std::getenv("LOCAL_RANK");
       if (nproc == 0 && (!rank || std::string(rank) == "0"))
         std::cerr << "tessera-train: note: --steps " << steps << ": training.warmup_steps="
@@ -232,7 +234,7 @@ int main(int argc, char** argv) {
       throw SpecError({FieldError{"--save-every", "--save-every needs --out DIR (where the checkpoints go)"}});
     if (resume) {
       try {
-        tessera::runtime::resumable_step(out_dir, spec);
+        tessera::runtime::resumable_step(out_dir, spec, uncut_warmup_steps);
       } catch (const tessera::runtime::CheckpointError& e) {
         throw SpecError({FieldError{"--resume", e.what()}});
       }
@@ -289,6 +291,7 @@ int main(int argc, char** argv) {
   options.save_every = save_every > 0 ? save_every : spec.training.save_every;  // the flag overrides the spec
   options.checkpoint = !no_checkpoint;
   options.resume = resume;
+  options.uncut_warmup_steps = uncut_warmup_steps;
   options.device = device;
   options.fused_kernels = kernels.empty() ? device == "cuda" : kernels == "fused";
   options.directed_pipeline_links = pipeline_links.empty() ? device == "cuda" : pipeline_links == "directed";

@@ -42,11 +42,13 @@ nlohmann::json layout_of(const spec::RunSpec& spec) {
 // What a resumed run must train with as the checkpoint's run did: the learning-rate schedule (its
 // length aside: --steps extends a run), the optimizer's settings, the seed (initialisation and data
 // order) and the batch. Another lr on --resume trained on and replaced spec.json without a word.
-nlohmann::json training_of(const spec::RunSpec& spec) {
+// The warm-up as the spec wrote it: --steps N cuts a longer one to N, and a run extended with a
+// larger --steps would otherwise read as another warm-up.
+nlohmann::json training_of(const spec::RunSpec& spec, int64_t uncut_warmup_steps) {
   const auto& t = spec.training;
   return {{"lr", t.lr},
           {"min_lr", t.min_lr},
-          {"warmup_steps", t.warmup_steps},
+          {"warmup_steps", uncut_warmup_steps > 0 ? uncut_warmup_steps : t.warmup_steps},
           {"weight_decay", t.weight_decay},
           {"grad_clip", t.grad_clip},
           {"seed", t.seed},
@@ -185,12 +187,12 @@ SavedFile save_rank_state(const std::string& out_dir, int64_t step, int rank, co
   return {static_cast<int64_t>(fs::file_size(path)), checksum.value()};
 }
 
-void write_manifest(const std::string& out_dir, int64_t step, const spec::RunSpec& spec,
+void write_manifest(const std::string& out_dir, int64_t step, const spec::RunSpec& spec, int64_t uncut_warmup_steps,
                     const std::vector<int64_t>& rank_file_bytes, const std::vector<uint64_t>& rank_file_checksums) {
   nlohmann::json checksums = nlohmann::json::array();
   for (const uint64_t sum : rank_file_checksums) checksums.push_back(checksum_text(sum));
   const nlohmann::json manifest = {{"format", "tessera-checkpoint"}, {"version", 1}, {"step", step},
-                                   {"layout", layout_of(spec)}, {"training", training_of(spec)},
+                                   {"layout", layout_of(spec)}, {"training", training_of(spec, uncut_warmup_steps)},
                                    {"rank_file_bytes", rank_file_bytes},
                                    {"rank_file_checksums", checksums}};
   const std::string text = manifest.dump(2) + "\n";
@@ -201,7 +203,7 @@ void write_manifest(const std::string& out_dir, int64_t step, const spec::RunSpe
       "the checkpoint of step " + std::to_string(step) + " is incomplete and is never resumed from");
 }
 
-int64_t resumable_step(const std::string& out_dir, const spec::RunSpec& spec) {
+int64_t resumable_step(const std::string& out_dir, const spec::RunSpec& spec, int64_t uncut_warmup_steps) {
   const std::string root = out_dir + "/checkpoints";
   const auto newest_name = newest_checkpoint(out_dir);
   if (!newest_name) throw CheckpointError("--resume: no complete checkpoint (a step directory with manifest.json) in " + root);
@@ -235,10 +237,16 @@ int64_t resumable_step(const std::string& out_dir, const spec::RunSpec& spec) {
     throw CheckpointError("--resume: the checkpoint " + newest + " was written by another layout (" +
                           (saved.is_object() ? describe_difference(saved, now) : "its manifest has no layout") +
                           "); resharding is not supported");
-  // Checkpoints written before the manifest kept these resume without the check.
+  // Checkpoints written before the manifest kept these resume without the check; of the settings, those
+  // the manifest holds are compared (one written by a later version may hold more, or fewer).
   if (const auto training = manifest.find("training"); training != manifest.end()) {
     if (!training->is_object()) throw bad("training must be a JSON object");
-    if (const auto now_training = training_of(spec); *training != now_training)
+    nlohmann::json now_training = training_of(spec, uncut_warmup_steps);
+    for (auto it = now_training.begin(); it != now_training.end();) {
+      if (training->contains(it.key())) ++it;
+      else it = now_training.erase(it);
+    }
+    if (*training != now_training)
       throw CheckpointError("--resume: the checkpoint " + newest + " was written with other training settings (" +
                             describe_difference(*training, now_training, "training.") +
                             "): a resumed run keeps its schedule, seed and batch (--steps may change its length); "

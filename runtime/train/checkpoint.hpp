@@ -56,16 +56,18 @@ struct SavedFile {
 /// size. A failed write (a full disk) throws std::runtime_error naming the file and the reason, and
 /// leaves no temporary behind.
 SavedFile save_rank_state(const std::string& out_dir, int64_t step, int rank, const RankState& state);
-/// Rank 0, after all ranks saved: the manifest (layout, step, size of every rank's file, as each rank
-/// reported it: on several nodes without a shared filesystem the files are in each node's directory),
-/// written last; a failed write throws std::runtime_error and leaves no manifest.
-void write_manifest(const std::string& out_dir, int64_t step, const spec::RunSpec& spec,
+/// Rank 0, after all ranks saved: the manifest (layout, the training settings a resumed run keeps,
+/// step, size of every rank's file, as each rank reported it: on several nodes without a shared
+/// filesystem the files are in each node's directory), written last; a failed write throws
+/// std::runtime_error and leaves no manifest. `uncut_warmup_steps`: TrainOptions'.
+void write_manifest(const std::string& out_dir, int64_t step, const spec::RunSpec& spec, int64_t uncut_warmup_steps,
                     const std::vector<int64_t>& rank_file_bytes, const std::vector<uint64_t>& rank_file_checksums);
 
 /// The step of the newest complete checkpoint under DIR/checkpoints, checked against `spec` (same
-/// layout, every rank file present with the size the manifest records). Throws CheckpointError with
-/// the reason (none found, another layout, a truncated file).
-int64_t resumable_step(const std::string& out_dir, const spec::RunSpec& spec);
+/// layout and training settings but the length, every rank file present with the size the manifest
+/// records). Throws CheckpointError with the reason (none found, another layout or lr, a truncated
+/// file). `uncut_warmup_steps`: TrainOptions'.
+int64_t resumable_step(const std::string& out_dir, const spec::RunSpec& spec, int64_t uncut_warmup_steps = 0);
 
 /// The directory name (step_NNNNNNNN) of the newest complete checkpoint under DIR/checkpoints, if any.
 std::optional<std::string> newest_checkpoint(const std::string& out_dir);

@@ -202,7 +202,7 @@ class Trainer {
     const int64_t tokens_per_step = spec_.training.global_batch_size * spec_.model.seq_length;
     int64_t first_step = 1;
     if (options_.resume) {
-      const int64_t saved_step = resumable_step(options_.out_dir, spec_);
+      const int64_t saved_step = resumable_step(options_.out_dir, spec_, options_.uncut_warmup_steps);
       RankState state = rank_state();
       load_rank_state(options_.out_dir, saved_step, world_.rank(), state);
       optimizer_->set_steps_taken(state.optimizer_steps);
@@ -279,7 +279,7 @@ class Trainer {
         for (const int64_t sum : world_.store_gather("checkpoint-sum-" + std::to_string(step), static_cast<int64_t>(saved.checksum)))
           checksums.push_back(static_cast<uint64_t>(sum));
         if (world_.rank() == 0) {
-          write_manifest(options_.out_dir, step, spec_, sizes, checksums);
+          write_manifest(options_.out_dir, step, spec_, options_.uncut_warmup_steps, sizes, checksums);
           // Reported once complete, so that the history lists the checkpoints a run can resume from.
           const int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                                      std::chrono::system_clock::now().time_since_epoch())
@@ -433,7 +433,7 @@ void train(const spec::RunSpec& spec, const TrainOptions& options, const RankEnv
     // afresh, or on resume without the records of steps after the checkpoint.
     const std::string metrics = options.out_dir + "/metrics.jsonl";
     if (options.resume) {
-      const int64_t saved_step = resumable_step(options.out_dir, spec);
+      const int64_t saved_step = resumable_step(options.out_dir, spec, options.uncut_warmup_steps);
       std::ifstream in(metrics);
       std::string line, kept;
       bool reported = false;        // the checkpoint resumed from has its artifact record

@@ -35,6 +35,9 @@ struct TrainOptions {
   int64_t save_every = 0;         ///< checkpoint every N steps (0: only at the end); needs out_dir
   bool checkpoint = true;         ///< false: no checkpoint at all (benchmarks)
   bool resume = false;            ///< continue from the newest complete checkpoint in out_dir
+  /// The spec's training.warmup_steps before --steps cut it to the run's length (0: not cut): what a
+  /// checkpoint records and --resume compares, so that a larger --steps extends the run.
+  int64_t uncut_warmup_steps = 0;
   std::string device = "cpu";     ///< "cpu" (Gloo) or "cuda" (NCCL; GPU LOCAL_RANK)
   bool fused_kernels = false;     ///< Tessera's fused kernels instead of the ATen ops (--kernels fused)
   /// Pipeline sends and receives through one group per direction (--pipeline-links directed)

@@ -182,6 +182,28 @@ class TestTrainCheckpoint : public QObject {
 
   // A rank file damaged in place (its size unchanged) is refused by its checksum: LibTorch's reader
   // loaded it and the run went on, to a NaN loss once 0xff bytes landed in the weights.
+  // A smoke run whose warm-up --steps cut (5 to 3) is extended by a larger --steps: the checkpoint
+  // records the warm-up as the spec wrote it, so the resumed run's is not taken for another one.
+  void aRunWhoseWarmupStepsCutIsExtended() {
+    QTemporaryDir dir;
+    const QString spec = QString::fromStdString(write_file(dir, "five.json", tiny_spec("tiny-gpt", Layout{}, 20).dump()));
+    const QStringList common{"--spec", spec, "--threads", "1", "--data", "synthetic", "--out", dir.filePath("out")};
+    Run run = tessera_train(common + QStringList{"--steps", "3"});
+    QVERIFY2(run.exit_code == 0, run.err.c_str());
+    QVERIFY2(run.err.find("training.warmup_steps=5 cut to 3") != std::string::npos, run.err.c_str());
+    run = tessera_train(common + QStringList{"--steps", "6", "--resume"});
+    QVERIFY2(run.exit_code == 0, run.err.c_str());
+    QCOMPARE(read_steps(dir.filePath("out").toStdString()).size(), size_t(6));
+    // Its warm-up changed in the spec is still another schedule.
+    auto longer = tiny_spec("tiny-gpt", Layout{}, 20);
+    longer["training"]["warmup_steps"] = 7;
+    const QString longer_path = QString::fromStdString(write_file(dir, "seven.json", longer.dump()));
+    run = tessera_train({"--spec", longer_path, "--threads", "1", "--data", "synthetic", "--out", dir.filePath("out"),
+                         "--steps", "9", "--resume"});
+    QCOMPARE(run.exit_code, 2);
+    QVERIFY2(run.err.find("training.warmup_steps = 5 in the checkpoint, 7 now") != std::string::npos, run.err.c_str());
+  }
+
   void aDamagedRankFileIsRefusedByItsChecksum() {
     QTemporaryDir dir;
     const QString spec = three_steps_on_one_rank(dir);
