@@ -163,12 +163,17 @@ void check_bundle_header(const ojson& document, const std::string& file) {
 }
 
 /// `path` opened for reading; `hint` follows the reason it cannot be. A directory opens as an empty
-/// file: a directory named metrics.jsonl imported as a run without steps.
+/// file (a directory named metrics.jsonl imported as a run without steps), a pipe blocks the import.
 std::ifstream open_file(const fs::path& path, const std::string& hint = {}) {
   std::error_code ec;
-  if (fs::is_directory(path, ec)) throw StoreError(ErrorKind::invalid, path.string() + " is a directory, not a file" + hint);
+  const auto status = fs::status(path, ec);
+  if (fs::is_directory(status)) throw StoreError(ErrorKind::invalid, path.string() + " is a directory, not a file" + hint);
+  if (fs::exists(status) && !fs::is_regular_file(status))
+    throw StoreError(ErrorKind::invalid, path.string() + " is not a regular file" + hint);
+  errno = 0;
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw StoreError(ErrorKind::invalid, "cannot read " + path.string() + ": " + std::strerror(errno) + hint);
+  if (!in)
+    throw StoreError(ErrorKind::invalid, "cannot read " + path.string() + (errno != 0 ? std::string(": ") + std::strerror(errno) : "") + hint);
   return in;
 }
 

@@ -3,6 +3,8 @@
 // atomic import, tessera-train output), tags/notes/delete, concurrent reading, default location.
 #include <QtTest/QtTest>
 
+#include <sys/stat.h>
+
 #include <atomic>
 #include <cmath>
 #include <cstdlib>
@@ -944,6 +946,13 @@ class TestStore : public QObject {
     QVERIFY(QDir().mkpath(folder + "/spec.json"));
     const auto spec_folder_error = error_of([&] { history.import_run(folder.toStdString()); });
     QVERIFY2(contains(spec_folder_error.what(), "spec.json is a directory, not a file"), spec_folder_error.what());
+    // A pipe there blocked the import until something wrote to it.
+    const QString piped = dir_.filePath("piped-metrics");
+    QVERIFY(QDir().mkpath(piped));
+    std::ofstream((piped + "/spec.json").toStdString()) << tiny_spec("piped-run", 1, 3e-4, 3).dump(2);
+    QCOMPARE(::mkfifo((piped + "/metrics.jsonl").toStdString().c_str(), 0600), 0);
+    const auto pipe_error = error_of([&] { history.import_run(piped.toStdString()); });
+    QVERIFY2(contains(pipe_error.what(), "metrics.jsonl is not a regular file"), pipe_error.what());
     QCOMPARE(history.runs().size(), size_t{2});
   }
 
