@@ -157,9 +157,9 @@ void add_agent_commands(CLI::App& app) {
         // 236 million days).
         constexpr double kMostDefault_s = 365.0 * 86400;
         if (!(1.5 * run_s + 900 <= kMostDefault_s))
-          throw UsageError("the plan predicts " + format_fixed(run_s / 86400, 0) + " days for " +
+          throw UsageError("the default time limit, 1.5 x the predicted " + format_fixed(run_s / 86400, 0) + " days of " +
                            std::to_string(spec.training.train_steps) +
-                           " steps, more than a year: give the job's limit with --time");
+                           " steps + 15 min, is more than a year: give the job's limit with --time");
         const int64_t limit_s = (static_cast<int64_t>(std::ceil((1.5 * run_s + 900) / 300))) * 300;
         char text[32];
         const int64_t days = limit_s / 86400, rest = limit_s % 86400;

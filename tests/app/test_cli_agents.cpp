@@ -166,7 +166,8 @@ class TestCliAgents : public QObject {
       const QString long_script = dir_.path() + "/long.sbatch";
       const auto too_long = cli({"slurm", long_spec.fileName(), "-o", long_script});
       QCOMPARE(too_long.exit_code, 2);
-      QVERIFY2(too_long.err.contains(" days for 2000000 steps, more than a year: give the job's limit with --time"),
+      QVERIFY2(too_long.err.contains("the default time limit, 1.5 x the predicted 472 days of 2000000 steps + 15 min, is more "
+                                     "than a year: give the job's limit with --time"),
                qPrintable(too_long.err));
       QVERIFY(!QFile::exists(long_script));
       QCOMPARE(cli({"slurm", long_spec.fileName(), "-o", long_script, "--time", "14-00:00:00"}).exit_code, 0);
