@@ -478,7 +478,7 @@ class TestAgent : public QObject {
     std::vector<std::vector<std::string>> messages;
     for (int i = 0; i < 3000; ++i) {
       std::string text;
-      switch (i % 14) {
+      switch (i % 13) {
         case 0: {  // random bytes
           text.resize(random.bounded(1, 300));
           for (auto& c : text) c = static_cast<char>(random.bounded(256));
@@ -499,7 +499,6 @@ class TestAgent : public QObject {
           continue;
         }
         case 12: text = message("hello", {{"client", 5}}); break;  // an optional string, not a number
-        case 13: text = "{\"v\":1,\"type\":\"stop\",\"run\":\"" + run + "\",\"run\":\"../x\"}"; break;  // which run?
       }
       messages.push_back({text});
     }
