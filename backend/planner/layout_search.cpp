@@ -267,6 +267,9 @@ SearchResult search_layouts(const spec::RunSpec& spec, const SearchSpace& space,
   const int64_t capacity = spec::PresetCatalog::builtin().gpu(base.cluster.gpu)->memory_bytes;
   result.memory_limit_bytes = static_cast<int64_t>(static_cast<double>(capacity) * options.memory_fraction);
   const auto fits = [&](const Plan& plan) { return capacity == 0 || plan.memory.peak_bytes <= result.memory_limit_bytes; };
+  // A candidate over the limit is counted, not timed.
+  PlanOptions candidate_options = plan_options;
+  if (capacity > 0) candidate_options.predict_within_bytes = result.memory_limit_bytes;
 
   // The spec's own layout, when it has one on this cluster.
   auto given_errors = spec::validate(base);
@@ -347,16 +350,16 @@ SearchResult search_layouts(const spec::RunSpec& spec, const SearchSpace& space,
             }
           std::optional<Plan> plan;
           try {
-            plan = make_plan(s, plan_options);
+            plan = make_plan(s, candidate_options);
           } catch (const std::invalid_argument&) {  // a valid spec the planner cannot time (non-finite costs)
+          }
+          if (plan && !fits(*plan)) {
+            ++tally.over_memory;
+            continue;
           }
           if (!plan || !(std::isfinite(plan->prediction.tokens_per_s) && plan->prediction.tokens_per_s > 0)) {
             ++tally.invalid;
             ++tally.invalid_fields["planner"];
-            continue;
-          }
-          if (!fits(*plan)) {
-            ++tally.over_memory;
             continue;
           }
           ++tally.fitting;

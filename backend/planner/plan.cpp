@@ -37,6 +37,7 @@ Plan make_plan(const spec::RunSpec& spec, const PlanOptions& options) {
   plan.schedule = make_schedule(spec.parallel.schedule, static_cast<int>(spec.parallel.pp),
                                 static_cast<int>(spec.parallel.vpp), static_cast<int>(spec.num_microbatches()));
   plan.memory = estimate_memory(spec, plan.params, plan.schedule, options.memory_profile);
+  if (options.predict_within_bytes > 0 && plan.memory.peak_bytes > options.predict_within_bytes) return plan;
   plan.prediction = predict(spec, plan.stage_params, plan.schedule, plan.flops, options.constants, options.record_events);
   if (options.include_grid) {
     plan.grid = make_rank_grid(spec);

@@ -21,6 +21,9 @@ struct PlanOptions {
   bool causal_flops = false;   ///< halve the attention-score FLOPs of causal attention
   bool include_grid = false;   ///< build the full rank grid (every rank and group)
   bool record_events = false;  ///< keep the simulated timeline events
+  /// Above 0: a plan whose memory peak is above this many bytes gets no prediction (all zeros): the
+  /// layout search's over-memory layouts, whose pipeline simulation was most of its time.
+  int64_t predict_within_bytes = 0;
   PerformanceConstants constants;
 };
 
