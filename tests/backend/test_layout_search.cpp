@@ -434,7 +434,8 @@ class TestLayoutSearch : public QObject {
     }
   }
 
-  // A valid spec the planner cannot time (non-finite constants): counted as the planner's, no crash.
+  // A valid spec the planner cannot time (non-finite constants): counted as the planner's, no crash;
+  // one over the memory limit is counted so, untimed.
   void plannerFailuresAreCounted() {
     const auto s = spec::parse_spec(llama8b_doc());
     planner::SearchOptions options;
@@ -444,8 +445,10 @@ class TestLayoutSearch : public QObject {
     QVERIFY(!r.given);
     QVERIFY(!r.given_problem.empty());
     QVERIFY(r.best.empty());
-    QCOMPARE(r.invalid, r.candidates);
-    QVERIFY(std::any_of(r.invalid_fields.begin(), r.invalid_fields.end(), [](const auto& f) { return f.first == "planner"; }));
+    QCOMPARE(r.invalid + r.over_memory, r.candidates);
+    QCOMPARE(r.fitting, int64_t{0});
+    QVERIFY(r.over_memory > 0);
+    QVERIFY(std::any_of(r.invalid_fields.begin(), r.invalid_fields.end(), [](const auto& f) { return f.first == "planner" && f.second > 0; }));
   }
 
   void errorsNameTheChoice() {
