@@ -149,6 +149,8 @@ void add_launch_commands(CLI::App& app) {
     cmd->callback([o] {
       for (const auto& tag : o->tags)
         if (const auto problem = store::tag_problem(tag); !problem.empty()) throw UsageError("--tag: " + problem);
+      if (!o->name.empty())
+        if (const auto problem = store::run_name_problem(o->name); !problem.empty()) throw UsageError("--name: " + problem);
       const auto spec = spec::load_spec_file(o->spec);
       require_tessera_train_runs(spec);
       const auto credentials = launch::Credentials::from_config_dir();

@@ -194,27 +194,30 @@ int64_t History::key_of(const std::string& id) const {
 std::string History::resolve(std::string_view reference) const {
   if (reference.empty()) throw StoreError(ErrorKind::invalid, "an empty run id");
   const std::string ref(reference);
+  // Every run the reference could mean: its id, its name, or (hex) a prefix of its id. A name that is
+  // another run's id prefix ("4e5493433511", as runs list shows ids) is said to be ambiguous: it made
+  // runs delete remove the run whose id it was.
+  std::vector<std::pair<std::string, std::string>> found;  // (id, name), each run once, by id
   {
-    Statement exact(connection_, "SELECT id FROM runs WHERE id = ?1 OR name = ?1 ORDER BY id = ?1 DESC LIMIT 1");
-    if (exact.bind_text(1, ref).step("looking up a run")) return exact.column_text(0);
+    Statement matches(connection_,
+                      "SELECT id, name FROM runs WHERE id = ?1 OR name = ?1 OR (?2 AND substr(id, 1, ?3) = ?4) ORDER BY id");
+    matches.bind_text(1, ref).bind_int(2, is_hex(ref) ? 1 : 0).bind_int(3, static_cast<int64_t>(ref.size())).bind_text(4, lower(ref));
+    while (matches.step("looking up a run")) found.emplace_back(matches.column_text(0), matches.column_text(1));
   }
-  if (is_hex(ref)) {
-    const std::string prefix = lower(ref);
-    Statement matches(connection_, "SELECT id, name FROM runs WHERE substr(id, 1, ?) = ? ORDER BY id");
-    matches.bind_int(1, static_cast<int64_t>(prefix.size())).bind_text(2, prefix);
-    std::vector<std::pair<std::string, std::string>> found;
-    while (matches.step("looking up a run id prefix")) found.emplace_back(matches.column_text(0), matches.column_text(1));
-    if (found.size() == 1) return found.front().first;
-    if (found.size() > 1) {
-      std::string list;
-      for (size_t i = 0; i < found.size() && i < 5; ++i)
-        list += (i ? ", " : "") + found[i].first.substr(0, 12) + " (" + found[i].second + ")";
-      if (found.size() > 5) list += ", …";
-      throw StoreError(ErrorKind::ambiguous, "'" + ref + "' matches " + std::to_string(found.size()) + " runs: " + list +
-                                                 "; give more of the id");
-    }
-  }
-  throw StoreError(ErrorKind::not_found, "no run with id or name '" + ref + "' in history " + path());
+  if (found.size() == 1) return found.front().first;
+  // A whole id is that run's (a name cannot be a run id; in an older history one may be).
+  if (is_run_id(ref))
+    for (const auto& [id, name] : found)
+      if (id == ref) return id;
+  if (found.empty()) throw StoreError(ErrorKind::not_found, "no run with id or name '" + ref + "' in history " + path());
+  std::string list;
+  for (size_t i = 0; i < found.size() && i < 5; ++i)
+    list += (i ? ", " : "") + found[i].first.substr(0, 12) + " (" + found[i].second + ")";
+  if (found.size() > 5) list += ", …";
+  const bool a_name = std::any_of(found.begin(), found.end(), [&](const auto& run) { return run.second == ref; });
+  throw StoreError(ErrorKind::ambiguous, "'" + ref + "' matches " + std::to_string(found.size()) + " runs: " + list +
+                                             (a_name ? "; it is the name of one and the start of the other's id: give the whole id"
+                                                     : "; give more of the id"));
 }
 
 RunRecord History::run(const std::string& id) const {

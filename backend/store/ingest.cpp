@@ -24,8 +24,9 @@ std::string insert_points_sql(size_t rows) {
 int64_t insert_run(Connection& connection, const RunRecord& run) {
   if (!is_run_id(run.id))
     throw StoreError(ErrorKind::invalid, "run id '" + run.id + "' is not 32 lowercase hex digits");
-  if (run.name.empty()) throw StoreError(ErrorKind::invalid, "run " + run.id + " has an empty name");
-  for (const auto& [what, text] : {std::pair<const char*, const std::string&>{"its name", run.name}, {"its note", run.notes},
+  if (const auto problem = run_name_problem(run.name); !problem.empty())
+    throw StoreError(ErrorKind::invalid, "run " + run.id + ": " + problem);
+  for (const auto& [what, text] : {std::pair<const char*, const std::string&>{"its note", run.notes},
                                    {"its exit reason", run.exit_reason}})
     if (const auto problem = text_problem(what, text); !problem.empty())
       throw StoreError(ErrorKind::invalid, "run " + run.id + ": " + problem);

@@ -31,12 +31,35 @@ std::string text_problem(std::string_view what, std::string_view text) {
   return {};
 }
 
+namespace {
+// "" or "(byte 0x0A at offset 3)"-style text naming the first control character of `text`.
+std::string control_character_in(std::string_view text) {
+  for (size_t i = 0; i < text.size(); ++i)
+    if (static_cast<unsigned char>(text[i]) < 0x20 || text[i] == 0x7f) return spec::byte_at(text, i);
+  return {};
+}
+}  // namespace
+
+std::string run_name_problem(std::string_view name) {
+  if (name.empty()) return "a run name cannot be empty";
+  if (auto problem = text_problem("a run name", name); !problem.empty()) return problem;
+  if (name.size() > kMaxRunNameBytes)
+    return "a run name is at most " + std::to_string(kMaxRunNameBytes) + " bytes, this one " + std::to_string(name.size());
+  if (const auto at = control_character_in(name); !at.empty())
+    return "a run name is one line, without control characters (" + at + ")";
+  if (is_run_id(name)) return "a run name cannot be a run id (32 hex digits): '" + std::string(name) + "' would mean that run";
+  return {};
+}
+
 std::string tag_problem(std::string_view tag) {
   if (tag.empty()) return "a tag cannot be empty";
   if (auto problem = text_problem("a tag", tag); !problem.empty()) return problem;
+  if (tag.size() > kMaxTagBytes)
+    return "a tag is at most " + std::to_string(kMaxTagBytes) + " bytes, this one " + std::to_string(tag.size());
   // Tags are edited comma-separated and trimmed in the workbench: a blank or padded tag would show
   // as nothing there, or as another tag.
   if (tag.find_first_not_of(" \t\n\r\f\v") == std::string_view::npos) return "a tag cannot be blank";
+  if (const auto at = control_character_in(tag); !at.empty()) return "a tag is one line, without control characters (" + at + ")";
   if (std::isspace(static_cast<unsigned char>(tag.front())) || std::isspace(static_cast<unsigned char>(tag.back())))
     return "tag '" + std::string(tag) + "' starts or ends with a space: give it without";
   if (tag.find(',') != std::string_view::npos)

@@ -22,9 +22,16 @@ RunStatus parse_run_status(std::string_view text);
 /// Why `text` cannot be stored as `what` (a run's name, notes, a bundle field): it is not UTF-8
 /// ("" when it can).
 std::string text_problem(std::string_view what, std::string_view text);
-/// Why `tag` cannot be given to a run ("" when it can): empty, not UTF-8, or with a comma (tags are
-/// listed and edited comma-separated; "x,y" would read as two and match neither).
+/// Why `tag` cannot be given to a run ("" when it can): empty, not UTF-8, longer than
+/// kMaxTagBytes, with a control character (a line break), or with a comma (tags are listed and edited
+/// comma-separated; "x,y" would read as two and match neither).
 std::string tag_problem(std::string_view tag);
+/// Why `name` cannot name a run ("" when it can): empty, not UTF-8, longer than kMaxRunNameBytes, with
+/// a control character (a name is one line of every list), or a run id (32 lowercase hex digits: a
+/// reference to it means the run with that id).
+std::string run_name_problem(std::string_view name);
+inline constexpr size_t kMaxTagBytes = 256;
+inline constexpr size_t kMaxRunNameBytes = 2048;  ///< a spec's name (1024 bytes) and what a launch adds
 
 /// One run. Times are Unix milliseconds (UTC).
 struct RunRecord {

@@ -207,9 +207,14 @@ class TestCliLaunch : public QObject {
 
   void launchFollowsTwoNodesIntoTheHistory() {
     Agent a("127.0.0.1", dir_.path() + "/a", {"TESSERA_FAKE_STEP_MS=2"}), b("127.0.0.2", dir_.path() + "/b", {"TESSERA_FAKE_STEP_MS=2"});
-    // Its name carries an escape sequence, which no message may send to the terminal.
+    // A name with a control character is refused before any agent is asked.
+    const auto escaped = cli({"launch", spec("two-nodes", 50, 2), "--agents", a.endpoint() + "," + b.endpoint(), "--name",
+                              QStringLiteral("two\x1b[31mnodes")});
+    QVERIFY2(escaped.exit_code == 2 && escaped.err.contains("--name: a run name is one line, without control characters"),
+             qPrintable(escaped.err));
+    // Its name carries C1's CSI, which no message may send to the terminal.
     const auto r = cli({"launch", spec("two-nodes", 50, 2), "--agents", a.endpoint() + "," + b.endpoint(), "--follow",
-                        "--tag", "agent-test", "--name", QStringLiteral("two\x1b[31mnodes")});
+                        "--tag", "agent-test", "--name", QStringLiteral("two\u009b31mnodes")});
     QVERIFY2(r.exit_code == 0, qPrintable(r.err));
     QVERIFY(r.out.contains("step    50  loss"));
     const QString id = run_id_of(r.out);
@@ -225,14 +230,14 @@ class TestCliLaunch : public QObject {
     const auto ended = before.run(id.toStdString()).ended_ms;
     const auto followed = cli({"runs", "follow", id});
     QCOMPARE(followed.exit_code, 0);
-    QVERIFY2(followed.out.contains("(two [31mnodes) already ended: done") && !followed.out.contains(QChar(0x1b)),
+    QVERIFY2(followed.out.contains("(two 31mnodes) already ended: done") && !followed.out.contains(QChar(0x9b)),
              qPrintable(followed.out));
     const auto stopped = cli({"runs", "stop", id});
     QCOMPARE(stopped.exit_code, 0);
-    QVERIFY2(stopped.out.contains("(two [31mnodes) already ended: done") && stopped.out.contains("nothing to stop") &&
-                 !stopped.out.contains(QChar(0x1b)),
+    QVERIFY2(stopped.out.contains("(two 31mnodes) already ended: done") && stopped.out.contains("nothing to stop") &&
+                 !stopped.out.contains(QChar(0x9b)),
              qPrintable(stopped.out));
-    QVERIFY2(!r.out.contains(QChar(0x1b)), qPrintable(r.out));  // "run … (name) started"
+    QVERIFY2(!r.out.contains(QChar(0x9b)), qPrintable(r.out));  // "run … (name) started"
     store::History after((dir_.path() + "/history.sqlite").toStdString());
     QCOMPARE(after.run(id.toStdString()).ended_ms, ended);
     QCOMPARE(after.run(id.toStdString()).status, store::RunStatus::done);

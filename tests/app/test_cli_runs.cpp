@@ -190,33 +190,37 @@ class TestCliRuns : public QObject {
     while (row->at(name_at + name.size() + spaces) == ' ') ++spaces;
     QCOMPARE(name_at + 9 + spaces, status_column);
     QVERIFY(cli({"runs", "delete", name}).code == 0);
-    // A name of 300 characters with a newline: one row, its name cut to 48 columns with "…".
-    const QString long_name = QStringLiteral("first line\n") + QString(289, QChar('x'));
+    // A name of 300 characters: one row, its name cut to 48 columns with "…".
+    const QString long_name = QStringLiteral("first line ") + QString(289, QChar('x'));
     QCOMPARE(cli({"runs", "import", write_train_output(dir_, "long", 1, 3), "--name", long_name}).code, 0);
     const auto capped = cli({"runs", "list"});
     QVERIFY2(capped.out.contains(QStringLiteral("first line ") + QString(36, QChar('x')) + QStringLiteral("…")), qPrintable(capped.out));
     QVERIFY(!capped.out.contains(QString(40, QChar('x')) + QStringLiteral("xxxxxxxxxx")));
     QVERIFY(cli({"runs", "delete", long_name}).code == 0);
-    // An escape sequence (ESC and C1's CSI) in a name is printed as spaces, not sent to the terminal.
-    const QString coloured = QStringLiteral("red\x1b[31mtext\u009b1m");
+    // A name or tag with a control character (a line break, ESC) is refused: one line each.
+    const auto escaped = cli({"runs", "import", write_train_output(dir_, "escaped", 1, 3), "--name", QStringLiteral("red\x1b[31mtext")});
+    QVERIFY2(escaped.code == 2 && escaped.err.contains("a run name is one line, without control characters (byte 0x1B at offset 3)"),
+             qPrintable(escaped.err));
+    // C1's CSI (U+009B) in a name is printed as a space, not sent to the terminal; ESC in what was typed too.
+    const QString coloured = QStringLiteral("red\u009b31mtext\u009b1m");
     const auto clean = [](const QString& text) { return !text.contains(QChar(0x1b)) && !text.contains(QChar(0x9b)); };
     const auto imported = cli({"runs", "import", write_train_output(dir_, "coloured", 1, 3), "--name", coloured});
-    QVERIFY2(imported.code == 0 && imported.out.contains("'red [31mtext 1m'") && clean(imported.out), qPrintable(imported.out));
-    const auto tagged = cli({"runs", "tag", coloured, QStringLiteral("tag\x1b[2J")});
-    QVERIFY2(tagged.code == 0 && tagged.out.contains("'red [31mtext 1m' tags: tag [2J") && clean(tagged.out), qPrintable(tagged.out));
-    const auto untagged = cli({"runs", "tag", coloured, QStringLiteral("other\x1b[2J"), "--remove"});
-    QVERIFY2(untagged.code == 2 && untagged.err.contains("has no tag 'other [2J'") && clean(untagged.err), qPrintable(untagged.err));
+    QVERIFY2(imported.code == 0 && imported.out.contains("'red 31mtext 1m'") && clean(imported.out), qPrintable(imported.out));
+    const auto tagged = cli({"runs", "tag", coloured, QStringLiteral("tag\u009b2J")});
+    QVERIFY2(tagged.code == 0 && tagged.out.contains("'red 31mtext 1m' tags: tag 2J") && clean(tagged.out), qPrintable(tagged.out));
+    const auto untagged = cli({"runs", "tag", coloured, QStringLiteral("other\u009b2J"), "--remove"});
+    QVERIFY2(untagged.code == 2 && untagged.err.contains("has no tag 'other 2J'") && clean(untagged.err), qPrintable(untagged.err));
     const auto unknown = cli({"runs", "show", QStringLiteral("no such\x1b[2J")});  // an error naming what was typed
     QVERIFY2(unknown.code == 2 && unknown.err.contains("'no such [2J'") && clean(unknown.err), qPrintable(unknown.err));
     const auto plain = cli({"runs", "list"});
-    QVERIFY2(plain.out.contains("red [31mtext 1m") && !plain.out.contains(QChar(0x1b)) && !plain.out.contains(QChar(0x9b)),
+    QVERIFY2(plain.out.contains("red 31mtext 1m") && !plain.out.contains(QChar(0x1b)) && !plain.out.contains(QChar(0x9b)),
              qPrintable(plain.out));
     const auto shown = cli({"runs", "show", coloured});
-    QVERIFY2(shown.code == 0 && shown.out.contains("name      red [31mtext 1m\n") && !shown.out.contains(QChar(0x1b)) &&
+    QVERIFY2(shown.code == 0 && shown.out.contains("name      red 31mtext 1m\n") && !shown.out.contains(QChar(0x1b)) &&
                  !shown.out.contains(QChar(0x9b)),
              qPrintable(shown.out));
     const auto deleted = cli({"runs", "delete", coloured});
-    QVERIFY2(deleted.code == 0 && deleted.out.contains("'red [31mtext 1m'") && clean(deleted.out), qPrintable(deleted.out));
+    QVERIFY2(deleted.code == 0 && deleted.out.contains("'red 31mtext 1m'") && clean(deleted.out), qPrintable(deleted.out));
   }
 
   void compareShowsSummaryAndDiff() {

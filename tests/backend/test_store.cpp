@@ -633,18 +633,38 @@ class TestStore : public QObject {
       run.id = id;
       ids.push_back(writer.create_run(run).id);
     }
+    // Named as another run's id is shown (its first 12 digits): the name was taken for that run and
+    // `runs delete` removed the other. Both are listed now; the whole id still means the run.
+    auto named_as_id = tiny_run("bbbb00000000");
+    named_as_id.id = "cccc0000000000000000000000000004";
+    ids.push_back(writer.create_run(named_as_id).id);
+    // A name that is a whole run id, a line break or too long cannot be given.
+    for (const auto& [name, rule] : {std::pair<std::string, std::string>{ids[0], "a run name cannot be a run id (32 hex digits)"},
+                                     {"two\nlines", "a run name is one line, without control characters (byte 0x0A at offset 3)"},
+                                     {std::string(2049, 'n'), "a run name is at most 2048 bytes, this one 2049"}}) {
+      const auto refused = error_of([&] { writer.create_run(tiny_run(name)); });
+      QCOMPARE(refused.kind(), ErrorKind::invalid);
+      QVERIFY2(contains(refused.what(), rule), refused.what());
+    }
     writer.close();
     History history(path);
-    QCOMPARE(history.resolve("bbbb"), ids[2]);
-    QCOMPARE(history.resolve("BBBB"), ids[2]);
+    QCOMPARE(history.resolve("bbbb0000000000000000000000000003"), ids[2]);
+    QCOMPARE(history.resolve("cccc"), ids[3]);
+    const auto name_or_id = error_of([&] { history.resolve("bbbb00000000"); });
+    QCOMPARE(name_or_id.kind(), ErrorKind::ambiguous);
+    QVERIFY2(contains(name_or_id.what(), "'bbbb00000000' matches 2 runs: bbbb00000000 (run-b3), cccc00000000 (bbbb00000000); "
+                                         "it is the name of one and the start of the other's id: give the whole id"),
+             name_or_id.what());
+    QCOMPARE(history.resolve("bbbb0"), ids[2]);  // the name is no prefix of anything
+    QCOMPARE(history.resolve("BBBB0000000"), ids[2]);
     QCOMPARE(history.resolve(ids[1]), ids[1]);
     QCOMPARE(history.resolve("run-a1"), ids[0]);
     const auto ambiguous = error_of([&] { history.resolve("aaaa"); });
     QCOMPARE(ambiguous.kind(), ErrorKind::ambiguous);
     QVERIFY2(contains(ambiguous.what(), "matches 2 runs"), ambiguous.what());
-    const auto missing = error_of([&] { history.resolve("cccc"); });
+    const auto missing = error_of([&] { history.resolve("dddd"); });
     QCOMPARE(missing.kind(), ErrorKind::not_found);
-    QVERIFY2(contains(missing.what(), "'cccc'"), missing.what());
+    QVERIFY2(contains(missing.what(), "'dddd'"), missing.what());
     QVERIFY(is_run_id(new_run_id()) && new_run_id() != new_run_id());
   }
 
@@ -972,6 +992,13 @@ class TestStore : public QObject {
     const auto bad_tag = error_of([&] { history.add_tag(id, "x\xff"); });
     QCOMPARE(bad_tag.kind(), ErrorKind::invalid);
     QVERIFY2(contains(bad_tag.what(), "a tag is not UTF-8 text (byte 0xFF at offset 1)"), bad_tag.what());
+    // A tag is one short line: runs show broke its line at a newline; 100,000 bytes were taken.
+    QVERIFY2(contains(error_of([&] { history.add_tag(id, "nl\ntag"); }).what(),
+                      "a tag is one line, without control characters (byte 0x0A at offset 2)"), "");
+    QVERIFY2(contains(error_of([&] { history.add_tag(id, std::string(257, 't')); }).what(),
+                      "a tag is at most 256 bytes, this one 257"), "");
+    history.add_tag(id, std::string(256, 't'));
+    QVERIFY(history.remove_tag(id, std::string(256, 't')));
     const auto bad_notes = error_of([&] { history.set_notes(id, "lr \xc3( spike"); });
     QVERIFY2(contains(bad_notes.what(), "the note is not UTF-8 text (byte 0xC3 at offset 3)"), bad_notes.what());
     QCOMPARE(history.run(id).notes, std::string("lr too high after step 40"));
@@ -983,7 +1010,7 @@ class TestStore : public QObject {
       RunRecord bad_name = tiny_run("bad\xffname");
       const auto refused = error_of([&] { writer.create_run(bad_name); });
       QCOMPARE(refused.kind(), ErrorKind::invalid);
-      QVERIFY2(contains(refused.what(), "its name is not UTF-8 text (byte 0xFF at offset 3)"), refused.what());
+      QVERIFY2(contains(refused.what(), "a run name is not UTF-8 text (byte 0xFF at offset 3)"), refused.what());
       RunRecord bad_run_tag = tiny_run("tagged");
       bad_run_tag.tags = {"ok", "n\xe9"};
       QVERIFY2(contains(error_of([&] { writer.create_run(bad_run_tag); }).what(), "a tag is not UTF-8 text"), "");
