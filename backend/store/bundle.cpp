@@ -183,7 +183,7 @@ ojson read_json_file(const fs::path& path) {
   if (auto error = spec::json_nesting_error(text, path.string())) throw StoreError(ErrorKind::invalid, *error);
   try {
     return ojson::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {  // syntax, and numbers out of range (1e400)
     throw StoreError(ErrorKind::invalid, path.string() + " is not valid JSON: " + e.what());
   }
 }
@@ -491,7 +491,7 @@ RunCounts import_train_output(Connection& connection, const fs::path& directory,
     ojson object;
     try {
       object = ojson::parse(line);
-    } catch (const nlohmann::json::parse_error& e) {
+    } catch (const nlohmann::json::exception& e) {  // syntax, and numbers out of range (1e400)
       if (in.eof()) {  // the file ends inside this line: what was written before it is the run
         cut_line = number;
         break;

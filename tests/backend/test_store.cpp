@@ -955,6 +955,15 @@ class TestStore : public QObject {
     QVERIFY2(contains(deep_spec.what(), "spec.json nests arrays and objects more than 64 deep (at byte 73)"), deep_spec.what());
     QCOMPARE(history.runs().size(), size_t{2});
 
+    // A number beyond a double (1e400) was nlohmann's out_of_range, exit 1 without the file or line.
+    const auto huge = write_out("huge-run", 5, "{\"step\": 6, \"rank\": 0, \"loss\": 1e400}\n{\"step\": 7}\n");
+    const auto huge_error = error_of([&] { history.import_run(huge); });
+    QCOMPARE(huge_error.kind(), ErrorKind::invalid);
+    QVERIFY2(contains(huge_error.what(), "metrics.jsonl line 6") && contains(huge_error.what(), "number overflow"), huge_error.what());
+    std::ofstream(huge + "/spec.json") << "{\"training\": {\"lr\": 1e400}}";
+    const auto huge_spec = error_of([&] { history.import_run(huge); });
+    QVERIFY2(contains(huge_spec.what(), "spec.json is not valid JSON") && contains(huge_spec.what(), "number overflow"), huge_spec.what());
+    QCOMPARE(history.runs().size(), size_t{2});
     // A directory where metrics.jsonl should be opened as an empty file: it was imported as a run
     // without steps. Refused, nothing imported; the same for a directory named spec.json.
     const QString folder = dir_.filePath("folder-metrics");
