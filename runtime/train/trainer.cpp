@@ -64,6 +64,19 @@ int64_t bucket_elements(const at::Device& device, int64_t dp) {
   return device.is_cuda() ? std::max<int64_t>(40'000'000, 1'000'000 * dp) : int64_t{1} << 20;
 }
 
+// "nan", "inf", "1e+300", "0.0003": a value in a message, the shortest text that reads back as it.
+std::string number_text(double value) {
+  if (std::isnan(value)) return "nan";
+  char text[32];
+  std::snprintf(text, sizeof text, "%.17g", value);
+  for (int digits = 1; digits < 17; ++digits) {
+    char shorter[32];
+    std::snprintf(shorter, sizeof shorter, "%.*g", digits, value);
+    if (std::strtod(shorter, nullptr) == value) return shorter;
+  }
+  return text;
+}
+
 int env_int(const char* name, int fallback) {
   const char* value = std::getenv(name);
   if (!value) return fallback;
@@ -224,14 +237,18 @@ class Trainer {
                                    ? static_cast<float>(spec_.training.grad_clip / (grad_norm + 1e-6))
                                    : 1.0f;
       const double lr = learning_rate(spec_.training, step);
-      {
+      const double loss = global_loss(pipeline.loss_sum, static_cast<double>(microbatches.size()));
+      // A NaN or infinite loss or gradient norm (the same on every rank: both are reduced) ends the run
+      // once its step is recorded, the weights left as they were, as Megatron-LM's
+      // check_for_nan_in_loss_and_grad does: it trained on to the end in NaN and exited 0.
+      const bool diverged = !std::isfinite(loss) || !std::isfinite(grad_norm);
+      if (!diverged) {
         at::NoGradGuard no_grad;
         // Tessera's kernel writes the bf16 model copy in the same pass; otherwise it is cast from the masters.
         const bool wrote_model =
             optimizer_->step(store_.master(), grads, lr, store_.model_values().narrow(0, shard_offset_, shard_numel_), grad_scale);
         refresh_model_values(/*cast=*/!wrote_model);
       }
-      const double loss = global_loss(pipeline.loss_sum, static_cast<double>(microbatches.size()));
       const MemoryReading memory = read_memory(device);
       const auto now = Clock::now();
 
@@ -268,6 +285,10 @@ class Trainer {
             record.comm_s);
         std::fflush(stdout);
       }
+      if (diverged)
+        throw std::runtime_error("step " + std::to_string(step) + ": the loss is " + number_text(loss) + " and the grad norm " +
+                                 number_text(grad_norm) + ": the run diverged (training.lr=" + number_text(spec_.training.lr) +
+                                 "); this step was not applied and no checkpoint was written");
       const bool last = step == spec_.training.train_steps;
       if (!options_.out_dir.empty() && options_.checkpoint &&
           (last || (options_.save_every > 0 && step % options_.save_every == 0))) {

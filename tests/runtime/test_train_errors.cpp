@@ -250,6 +250,40 @@ class TestTrainErrors : public QObject {
     QVERIFY(!std::filesystem::exists(out.toStdString() + "/checkpoints/step_00000006/rank_00000.pt.tmp"));
   }
 
+  // A learning rate that sends the loss to NaN: the run ends at that step (recorded, not applied) with
+  // exit 1 on every rank; it trained on to the end in NaN and exited 0.
+  void aDivergedRunEndsAtItsFirstNonFiniteStep() {
+    QTemporaryDir dir;
+    const QString out = dir.filePath("out");
+    Layout two;
+    two.dp = 2;
+    auto doc = tiny_spec("tiny-gpt", two, 6);
+    doc["training"]["lr"] = 1e300;
+    doc["training"]["min_lr"] = 1e299;
+    const QString spec = QString::fromStdString(spec_file(dir, "diverging", doc));
+    const Run run = tessera_train({"--spec", spec, "--nproc", "2", "--threads", "1", "--out", out, "--data", "synthetic"});
+    QCOMPARE(run.exit_code, 1);
+    QVERIFY2(run.err.find(": the run diverged (training.lr=1e+300); this step was not applied and no checkpoint was written") !=
+                 std::string::npos,
+             run.err.c_str());
+    std::map<int64_t, int> steps;  // step -> records of it (both ranks)
+    int64_t first_nan = 0;
+    std::ifstream in(out.toStdString() + "/metrics.jsonl");
+    for (std::string line; std::getline(in, line);) {
+      const auto j = nlohmann::json::parse(line);
+      if (j.at("type") != "step") continue;
+      const int64_t step = j.at("step").get<int64_t>();
+      ++steps[step];
+      const auto finite = [&](const char* field) { return j.at(field).is_number() && std::isfinite(j.at(field).get<double>()); };
+      if (!finite("loss") || !finite("grad_norm")) first_nan = first_nan ? first_nan : step;
+    }
+    QVERIFY(first_nan >= 1);
+    QVERIFY2(run.err.find("step " + std::to_string(first_nan) + ": the loss is ") != std::string::npos, run.err.c_str());
+    QCOMPARE(steps.rbegin()->first, first_nan);  // nothing after it
+    QCOMPARE(steps[first_nan], 2);               // every rank recorded it
+    QVERIFY(!std::filesystem::exists(out.toStdString() + "/checkpoints"));
+  }
+
   void singleProcessRunDoesNotNeedAFixedPort() {
     // Hold torchrun's default port 29500 (if nobody else does already): a run started by hand without
     // RANK/WORLD_SIZE must still rendezvous, on a free port of its own.
