@@ -46,6 +46,7 @@ int main(int argc, char** argv) {
   std::string keygen_dir;
   auto* keygen = app.add_subcommand("keygen", "write a CURVE key pair to DIR/agent.key and DIR/agent.pub");
   keygen->add_option("DIR", keygen_dir, "directory for the keys")->required();
+  tessera::cli::refuse_empty_values(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
+#include <set>
 #include <string>
 
 #include <CLI/CLI.hpp>
@@ -15,6 +16,16 @@ namespace tessera::cli {
 /// For an option whose empty value would silently mean its default (--db "", --agents "").
 inline CLI::Validator non_empty() {
   return CLI::Validator([](std::string& text) { return text.empty() ? std::string("must not be empty") : std::string(); }, "");
+}
+
+/// non_empty() on every option of `app` and of its subcommands that takes a value, but those named in
+/// `may_be_empty` ("runs note text": the subcommand path, then the option's name): an empty value read
+/// as "not given" (plan --tp '', tessera-train --out '' trained without output) or as "the default".
+inline void refuse_empty_values(CLI::App& app, const std::set<std::string>& may_be_empty = {}, const std::string& path = "") {
+  for (CLI::Option* option : app.get_options())
+    if (option->get_type_size() != 0 && !may_be_empty.count(path + option->get_name())) option->check(non_empty());
+  for (CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; }))
+    refuse_empty_values(*sub, may_be_empty, path + sub->get_name() + " ");
 }
 
 /// A finite number in [min, max]. CLI::Range alone lets "nan" through (every comparison with NaN is

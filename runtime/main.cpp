@@ -20,6 +20,7 @@
 #include <c10/util/Exception.h>
 #include <torch/cuda.h>
 
+#include "app/option_checks.hpp"
 #include "runtime/comm/comm_error.hpp"
 #include "runtime/comm/gloo_world.hpp"
 #include "data/token_file.hpp"
@@ -149,6 +150,7 @@ int main(int argc, char** argv) {
                  "group (pipeline sends and receives through the pp group) or directed (one group of two per "
                  "direction between neighbouring stages); default: directed with --device cuda, group with --device cpu")
       ->check(CLI::IsMember({"group", "directed"}));
+  tessera::cli::refuse_empty_values(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -15,6 +15,7 @@ int main(int argc, char** argv) {
   tessera::cli::add_data_commands(app);
   tessera::cli::add_agent_commands(app);
   tessera::cli::add_launch_commands(app);
+  tessera::cli::refuse_empty_values(app, {"runs note text"});
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

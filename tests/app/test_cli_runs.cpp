@@ -162,6 +162,16 @@ class TestCliRuns : public QObject {
     QVERIFY2(tagged.out.contains("tags: baseline"), qPrintable(tagged.out));
     QCOMPARE(list_json({"--tag", "baseline"}).size(), size_t{1});
     QCOMPARE(cli({"runs", "note", "run-a", "lr warmup too short\nrerun with 2000"}).code, 0);
+    // An empty value is refused, as a value not given (--status '' listed every run), but a note's:
+    // "" clears it.
+    for (const QStringList& args : {QStringList{"runs", "list", "--status", ""}, QStringList{"runs", "show", ""},
+                                    QStringList{"runs", "export", "run-a", "--json", ""}}) {
+      const auto empty = cli(args);
+      QVERIFY2(empty.code == 2 && empty.err.contains("must not be empty"), qPrintable(args.join(' ') + ": " + empty.err));
+    }
+    QCOMPARE(cli({"runs", "note", "run-a", ""}).code, 0);
+    QVERIFY(!cli({"runs", "show", id}).out.contains("notes "));
+    QCOMPARE(cli({"runs", "note", "run-a", "lr warmup too short\nrerun with 2000"}).code, 0);
     const auto show = cli({"runs", "show", id});
     QCOMPARE(show.code, 0);
     // A note's second line stays under the value column.
@@ -295,7 +305,7 @@ class TestCliRuns : public QObject {
     QVERIFY2(typed.err.contains("spec condition parallel.tp=02: parallel.tp must be"), qPrintable(typed.err));
     const auto empty_tag = cli({"runs", "list", "--tag", ""});
     QCOMPARE(empty_tag.code, 2);
-    QVERIFY2(empty_tag.err.contains("--tag: a tag cannot be empty"), qPrintable(empty_tag.err));
+    QVERIFY2(empty_tag.err.contains("--tag: must not be empty"), qPrintable(empty_tag.err));
     QVERIFY(empty_tag.out.isEmpty());
     // A run named twice, a tag with a comma, --csv onto a file.
     const auto twice = cli({"runs", "compare", "run-a", "run-a"});

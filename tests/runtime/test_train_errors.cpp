@@ -100,6 +100,12 @@ class TestTrainErrors : public QObject {
     Run run = tessera_train({"--spec", dir.filePath("missing.json")});
     QCOMPARE(run.exit_code, 2);
     QVERIFY2(run.err.find("missing.json") != std::string::npos, run.err.c_str());
+    // --out '' trained without output, --data '' on the shipped corpus: refused, as every empty value.
+    for (const char* option : {"--out", "--data"}) {
+      run = tessera_train({"--spec", spec, option, ""});
+      QCOMPARE(run.exit_code, 2);
+      QVERIFY2(run.err.find(std::string(option) + ": must not be empty") != std::string::npos, run.err.c_str());
+    }
     run = tessera_train({"--spec", spec, "--nproc", "3"});
     QCOMPARE(run.exit_code, 2);
     QVERIFY2(run.err.find("--nproc 3 must equal the spec's world size 2") != std::string::npos, run.err.c_str());
