@@ -140,9 +140,19 @@ const TimelineEvent& checked(const TimelineEvent& event, const std::string& wher
   return event;
 }
 
-// A bundle's run: it does not end before it started, its tags are ones `runs tag` would take. (Its
-// start may precede its creation: the agent's clock is not the workbench's.)
-void check_run(const RunRecord& run, const std::string& where) {
+// A bundle's run: it does not end before it started, a planned one has neither, its tags are ones
+// `runs tag` would take. (Its start may precede its creation: the agent's clock is not the
+// workbench's.) One exported while it was starting or running comes in lost: no process here writes
+// it, and the next writer to open the history took it for one whose writer had died.
+void check_run(RunRecord& run, const std::string& where) {
+  if (run.status == RunStatus::planned && (run.started_ms || run.ended_ms))
+    throw StoreError(ErrorKind::invalid, where + ".status is planned, but the run has " +
+                                             (run.started_ms ? where + ".started" : where + ".ended") +
+                                             ": a planned run has not started");
+  if (run.status == RunStatus::starting || run.status == RunStatus::running) {
+    run.exit_reason = std::string(to_string(run.status)) + " when it was exported; imported as lost (no process here writes it)";
+    run.status = RunStatus::lost;
+  }
   if (run.started_ms && run.ended_ms && *run.ended_ms < *run.started_ms)
     throw StoreError(ErrorKind::invalid, where + ".ended (" + format_time_utc(*run.ended_ms) + ") is before " + where + ".started (" +
                                              format_time_utc(*run.started_ms) + ")");

@@ -684,6 +684,28 @@ class TestStore : public QObject {
     QCOMPARE(imported.counts.points, int64_t{400});
     check_same_run(source, id, from_json, id);
 
+    // Exported while running, it comes in lost: stored as running, the next writer to open the history
+    // took it for one whose writer had died (a failed runs follow of another run did). A planned run
+    // that started is refused.
+    {
+      auto bundle = nlohmann::ordered_json::parse(std::ifstream(json_file));
+      bundle["run"]["status"] = "running";
+      bundle["run"]["ended"] = nullptr;
+      std::ofstream(db("running.json")) << bundle.dump();
+      History from_running(db("from-running.sqlite"));
+      const auto running = from_running.import_run(db("running.json")).run;
+      QCOMPARE(running.status, RunStatus::lost);
+      QCOMPARE(running.exit_reason, std::string("running when it was exported; imported as lost (no process here writes it)"));
+      bundle["run"]["status"] = "planned";
+      bundle["run"]["id"] = std::string(32, 'e');
+      bundle["run"]["name"] = "planned-run";
+      std::ofstream(db("planned.json")) << bundle.dump();
+      const auto planned = error_of([&] { from_running.import_run(db("planned.json")); });
+      QVERIFY2(contains(planned.what(), "run.status is planned, but the run has run.started: a planned run has not started"),
+               planned.what());
+      QCOMPARE(from_running.runs().size(), size_t{1});
+    }
+
     const auto csv_dir = db("bundle-csv");
     source.export_csv(id, csv_dir);
     QVERIFY(fs::exists(csv_dir + "/run.json") && fs::exists(csv_dir + "/metrics.csv"));
