@@ -62,6 +62,11 @@ std::string existing_history(const std::string& db) {
   if (!std::filesystem::exists(path, ec))
     throw UsageError("no run history at " + path + " (tessera-cli launch and the workbench create it; " + chooser +
                      " names another file)");
+  // Opened, an empty file became an empty history (runs list wrote 160 KiB into it) and /dev/null a
+  // "disk I/O error" on commit: what a command that reads finds there is said instead.
+  if (!std::filesystem::is_regular_file(path, ec)) throw UsageError(chooser + " " + path + " is not a regular file, not a history");
+  if (std::filesystem::file_size(path, ec) == 0)
+    throw UsageError(chooser + " " + path + " is empty, not a run history (tessera-cli launch and the workbench create one)");
   return path;
 }
 

@@ -337,6 +337,16 @@ class TestCliRuns : public QObject {
     const auto directory = cli({"runs", "list", "--db", dir_.path()}, false);
     QCOMPARE(directory.code, 2);
     QVERIFY2(directory.err.contains("is a directory, not a history file"), qPrintable(directory.err));
+    // An empty file stays empty (runs list made a history of it), and /dev/null is no history.
+    const QString empty_file = dir_.filePath("empty.sqlite");
+    QVERIFY(QFile(empty_file).open(QIODevice::WriteOnly));
+    for (const QStringList& args : {QStringList{"runs", "list"}, QStringList{"runs", "show", "run-a"}}) {
+      const auto r = cli(args + QStringList{"--db", empty_file}, false);
+      QVERIFY2(r.code == 2 && r.err.contains(empty_file + " is empty, not a run history"), qPrintable(r.err));
+      QCOMPARE(QFileInfo(empty_file).size(), qint64{0});
+    }
+    const auto device = cli({"runs", "list", "--db", "/dev/null"}, false);
+    QVERIFY2(device.code == 2 && device.err.contains("/dev/null is not a regular file, not a history"), qPrintable(device.err));
     // The default history before any run: nothing to list, and nothing created.
     QTemporaryDir empty;
     auto env = QProcessEnvironment::systemEnvironment();
