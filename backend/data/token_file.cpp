@@ -120,11 +120,17 @@ TokenFile read_token_file(const std::string& path) {
                     std::to_string(kTokenFileVersion));
   TokenFile out;
   out.bytes_per_token = static_cast<int>(get<uint32_t>(p + 12));
-  out.vocab_size = static_cast<int64_t>(get<uint64_t>(p + 16));
+  const auto vocab_size = get<uint64_t>(p + 16);
   const auto count = get<uint64_t>(p + 24);
   if (out.bytes_per_token != 2 && out.bytes_per_token != 4)
     throw DataError("data file " + path + " has " + std::to_string(out.bytes_per_token) +
                     " bytes per token; must be 2 (uint16) or 4 (uint32)");
+  // 2^64 - 1 read as int64 was "vocabulary size -1".
+  constexpr uint64_t kMostVocab = uint64_t{1} << 32;
+  if (vocab_size == 0 || vocab_size > kMostVocab)
+    throw DataError("data file " + path + " has a vocabulary of " + std::to_string(vocab_size) + " ids; it must be 1 to " +
+                    std::to_string(kMostVocab) + " (tokens are uint32 at most): corrupt");
+  out.vocab_size = static_cast<int64_t>(vocab_size);
   // The body's size against the header's count before it is read, from the file's size where it has
   // one (a pipe is read to its end). Compared by division: count x width of a corrupt count wraps
   // around 2^64 (2^62 tokens of 4 bytes "promised" 32 bytes).

@@ -92,6 +92,16 @@ class TestTokenFile : public QObject {
     patch.put(char(1));  // token 1 becomes 0x0101 = 257 >= 256
     patch.close();
     expect_error(outside, "not below the vocabulary size 256");
+    // A vocabulary of 2^64 - 1 was read as -1 ("token 0 = 0 is not below the vocabulary size -1").
+    const std::string huge_vocab = dir.filePath("huge-vocab.tokens").toStdString();
+    write_token_file(huge_vocab, {1, 2}, 256);
+    {
+      std::fstream vocab(huge_vocab, std::ios::in | std::ios::out | std::ios::binary);
+      vocab.seekp(16);
+      const uint64_t all_ones = ~uint64_t{0};
+      vocab.write(reinterpret_cast<const char*>(&all_ones), sizeof all_ones);
+    }
+    expect_error(huge_vocab, "has a vocabulary of 18446744073709551615 ids; it must be 1 to 4294967296 (tokens are uint32 at most): corrupt");
     QVERIFY_THROWS_EXCEPTION(DataError, write_token_file(dir.filePath("c").toStdString(), {300}, 256));
   }
 
