@@ -559,7 +559,7 @@ void add_plan_commands(CLI::App& app) {
       options.record_events = true;
       const auto plan = planner::make_plan(load_with_overrides(path, overrides), options);
       if (as_json) {
-        std::cout << planner::schedule_to_json(plan.schedule, plan.prediction.simulation).dump(2) << "\n";
+        planner::write_schedule_json(std::cout, plan.schedule, plan.prediction.simulation);
         return;
       }
       const auto& sim = plan.prediction.simulation;

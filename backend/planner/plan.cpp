@@ -1,6 +1,10 @@
 // Assembles a plan from the planner's parts and writes its JSON form.
 #include "planner/plan.hpp"
 
+#include <charconv>
+#include <cmath>
+#include <string_view>
+
 namespace tessera::planner {
 
 namespace {
@@ -111,30 +115,36 @@ nlohmann::ordered_json plan_to_json(const Plan& plan) {
   return out;
 }
 
-nlohmann::ordered_json schedule_to_json(const ScheduleTable& table, const Simulation& simulation) {
-  nlohmann::ordered_json out;
-  out["schedule"] = std::string(spec::to_string(table.schedule));
-  out["pp"] = table.pp;
-  out["vpp"] = table.vpp;
-  out["microbatches"] = table.microbatches;
-  auto& stages = out["stages"] = nlohmann::ordered_json::array();
-  for (const auto& ops : table.stages) {
-    auto list = nlohmann::ordered_json::array();
-    for (const auto& op : ops)
-      list.push_back({{"op", std::string(op_kind_name(op.kind))}, {"microbatch", op.microbatch}, {"chunk", op.chunk}});
-    stages.push_back(list);
+void write_schedule_json(std::ostream& out, const ScheduleTable& table, const Simulation& simulation) {
+  // Written as it goes, each op and event on its own line: the document of 10 million operations (the
+  // most a spec may schedule) built whole took more than 15 GB and a minute.
+  char number[32];
+  const auto text = [&](auto value) {
+    const auto [end, ec] = std::to_chars(number, number + sizeof number, value);
+    return std::string_view(number, static_cast<size_t>(end - number));
+  };
+  const auto real = [&](double value) { return std::isfinite(value) ? text(value) : std::string_view("null"); };
+  out << "{\n  \"schedule\": \"" << spec::to_string(table.schedule) << "\",\n  \"pp\": " << table.pp
+      << ",\n  \"vpp\": " << table.vpp << ",\n  \"microbatches\": " << table.microbatches << ",\n  \"stages\": [";
+  for (size_t s = 0; s < table.stages.size(); ++s) {
+    out << (s ? "," : "") << "\n    [";
+    const auto& ops = table.stages[s];
+    for (size_t i = 0; i < ops.size(); ++i) {
+      out << (i ? "," : "") << "\n      {\"op\": \"" << op_kind_name(ops[i].kind) << "\", \"microbatch\": " << text(ops[i].microbatch);
+      out << ", \"chunk\": " << text(ops[i].chunk) << "}";
+    }
+    out << (ops.empty() ? "]" : "\n    ]");
   }
-  auto& events = out["events"] = nlohmann::ordered_json::array();
-  for (const auto& ev : simulation.events)
-    events.push_back({{"stage", ev.stage},
-                      {"op", std::string(op_kind_name(ev.op.kind))},
-                      {"microbatch", ev.op.microbatch},
-                      {"chunk", ev.op.chunk},
-                      {"start_s", ev.start_s},
-                      {"end_s", ev.end_s}});
-  out["makespan_s"] = simulation.makespan_s;
-  out["bubble_fraction"] = simulation.bubble_fraction;
-  return out;
+  out << (table.stages.empty() ? "]" : "\n  ]") << ",\n  \"events\": [";
+  for (size_t i = 0; i < simulation.events.size(); ++i) {
+    const auto& ev = simulation.events[i];
+    out << (i ? "," : "") << "\n    {\"stage\": " << text(ev.stage) << ", \"op\": \"" << op_kind_name(ev.op.kind)
+        << "\", \"microbatch\": " << text(ev.op.microbatch);
+    out << ", \"chunk\": " << text(ev.op.chunk) << ", \"start_s\": " << real(ev.start_s);
+    out << ", \"end_s\": " << real(ev.end_s) << "}";
+  }
+  out << (simulation.events.empty() ? "]" : "\n  ]") << ",\n  \"makespan_s\": " << real(simulation.makespan_s);
+  out << ",\n  \"bubble_fraction\": " << real(simulation.bubble_fraction) << "\n}\n";
 }
 
 }  // namespace tessera::planner

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <optional>
+#include <ostream>
 
 #include <nlohmann/json.hpp>
 
@@ -44,7 +45,7 @@ Plan make_plan(const spec::RunSpec& spec, const PlanOptions& options = {});
 
 nlohmann::ordered_json plan_to_json(const Plan& plan);
 nlohmann::ordered_json grid_to_json(const RankGrid& grid);
-/// The op table and simulated events (`tessera-cli schedule --json`).
-nlohmann::ordered_json schedule_to_json(const ScheduleTable& table, const Simulation& simulation);
+/// The op table and simulated events as JSON (`tessera-cli schedule --json`), written as it goes.
+void write_schedule_json(std::ostream& out, const ScheduleTable& table, const Simulation& simulation);
 
 }  // namespace tessera::planner

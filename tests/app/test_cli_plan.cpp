@@ -189,6 +189,16 @@ class TestCliPlan : public QObject {
     QCOMPARE(j["stages"][0].size(), size_t{8});  // 4 microbatches x (F, B)
     QCOMPARE(j["events"].size(), size_t{16});
     QVERIFY(j["bubble_fraction"].get<double>() > 0);
+    // Written as it goes (a document built whole took 15 GB at 10 million operations): every event
+    // whole, the last one ending at the makespan.
+    double last_end_s = 0;
+    for (const auto& event : j["events"]) {
+      QCOMPARE(event.size(), size_t{6});
+      QVERIFY(event["stage"].get<int>() < 2 && event["op"].is_string() && event["end_s"].get<double>() > event["start_s"].get<double>());
+      last_end_s = std::max(last_end_s, event["end_s"].get<double>());
+    }
+    QCOMPARE(last_end_s, j["makespan_s"].get<double>());
+    QCOMPARE(j["stages"][1][1], nlohmann::json({{"op", "B"}, {"microbatch", 0}, {"chunk", 0}}));
     const auto human = cli({"schedule", example("tiny-3d.json")});
     QCOMPARE(human.exit_code, 0);
     QVERIFY2(human.out.find("stage 1") != std::string::npos, human.out.c_str());
