@@ -135,6 +135,11 @@ const Artifact& checked(const Artifact& artifact, const std::string& where) {
   return artifact;
 }
 
+const LogLine& checked(const LogLine& line, const std::string& where) {
+  refuse_problem(log_line_problem(line), where);
+  return line;
+}
+
 const TimelineEvent& checked(const TimelineEvent& event, const std::string& where) {
   refuse_problem(timeline_event_problem(event), where);
   return event;
@@ -153,6 +158,10 @@ void check_run(RunRecord& run, const std::string& where) {
     run.exit_reason = std::string(to_string(run.status)) + " when it was exported; imported as lost (no process here writes it)";
     run.status = RunStatus::lost;
   }
+  for (const auto& [field, ms] : {std::pair{"created", std::optional<int64_t>(run.created_ms)}, {"started", run.started_ms},
+                                  {"ended", run.ended_ms}})
+    if (ms && (*ms < 0 || *ms >= kYear3000Ms))
+      throw StoreError(ErrorKind::invalid, where + "." + field + " (" + format_time_utc(*ms) + ") must be from 1970 to the year 3000");
   if (run.started_ms && run.ended_ms && *run.ended_ms < *run.started_ms)
     throw StoreError(ErrorKind::invalid, where + ".ended (" + format_time_utc(*run.ended_ms) + ") is before " + where + ".started (" +
                                              format_time_utc(*run.started_ms) + ")");
@@ -386,8 +395,11 @@ RunCounts import_json_bundle(Connection& connection, const fs::path& file, const
     const std::string where = "logs[" + std::to_string(i) + "]";
     const auto& l = lines[i];
     at(where, [&] {
-      ingest.log(key, {get_integer(field(l, "rank", where), where + ".rank"), get_string(field(l, "stream", where), where + ".stream"),
-                       get_value(field(l, "time_s", where), where + ".time_s"), get_string(field(l, "line", where), where + ".line")});
+      ingest.log(key, checked(LogLine{get_integer(field(l, "rank", where), where + ".rank"),
+                                      get_string(field(l, "stream", where), where + ".stream"),
+                                      get_value(field(l, "time_s", where), where + ".time_s"),
+                                      get_string(field(l, "line", where), where + ".line")},
+                              where));
     });
     ++counts.log_lines;
   }
@@ -457,7 +469,7 @@ RunCounts import_csv_bundle(Connection& connection, const fs::path& directory, c
                               where));
   });
   counts.log_lines = for_each_csv_row(directory, "logs.csv", kLogsHeader, [&](const auto& f, const std::string& where) {
-    ingest.log(key, {parse_integer(f[0], where + " rank"), f[1], parse_number(f[2], where + " time_s"), f[3]});
+    ingest.log(key, checked(LogLine{parse_integer(f[0], where + " rank"), f[1], parse_number(f[2], where + " time_s"), f[3]}, where));
   });
   counts.artifacts = for_each_csv_row(directory, "artifacts.csv", kArtifactsHeader, [&](const auto& f, const std::string& where) {
     ingest.artifact(key, checked(Artifact{f[0], f[1], parse_integer(f[2], where + " step"), parse_integer(f[3], where + " size_bytes"),

@@ -74,6 +74,12 @@ std::string wall_time_problem(double wall_time_s) {
 }
 
 std::string timeline_event_problem(const TimelineEvent& event) {
+  for (const auto& [field, value] : {std::pair{"step", event.step}, {"rank", event.rank}, {"stage", event.stage},
+                                     {"microbatch", event.microbatch}, {"chunk", event.chunk}})
+    if (value < 0) return std::string(field) + " must not be negative, got " + std::to_string(value);
+  if (event.op.empty() || event.op.size() > 64) return "op must be 1 to 64 bytes (F, B, Bi, W or a phase's name), got " +
+                                                       std::to_string(event.op.size());
+  if (const auto at = control_character_in(event.op); !at.empty()) return "op is one line, without control characters (" + at + ")";
   if (!std::isfinite(event.start_s)) return "start_s must be a finite number, got " + format_number(event.start_s);
   if (!std::isfinite(event.end_s) || event.end_s < event.start_s)
     return "end_s must be a finite number at or after start_s (got " + format_number(event.start_s) + " to " +
@@ -82,9 +88,21 @@ std::string timeline_event_problem(const TimelineEvent& event) {
 }
 
 std::string artifact_problem(const Artifact& artifact) {
+  if (artifact.kind.empty()) return "kind must not be empty (checkpoint, ...)";
+  if (artifact.path.empty()) return "path must not be empty";
+  if (artifact.step < 0) return "step must not be negative, got " + std::to_string(artifact.step);
   if (artifact.size_bytes < 0) return "size_bytes must not be negative, got " + std::to_string(artifact.size_bytes);
   if (artifact.created_ms < 0 || artifact.created_ms >= kYear3000Ms)
     return "created_ms must be Unix milliseconds before the year 3000, got " + std::to_string(artifact.created_ms);
+  return {};
+}
+
+std::string log_line_problem(const LogLine& line) {
+  if (line.rank < 0) return "rank must not be negative, got " + std::to_string(line.rank);
+  if (line.stream != "stdout" && line.stream != "stderr") return "stream '" + line.stream + "' must be stdout or stderr";
+  // NaN failed as SQLite's "NOT NULL constraint failed: logs.time_s".
+  if (!(line.time_s >= 0 && line.time_s < kYear3000Ms / 1000.0))
+    return "time_s must be Unix seconds from 0 to 32503680000 (the year 3000), got " + format_number(line.time_s);
   return {};
 }
 

@@ -116,10 +116,14 @@ struct Artifact {
 /// why a value cannot be stored, naming the field and the rule, or "" when it can.
 /// A metric point's wall time: seconds since the rank started or Unix seconds, from 0 to the year 3000.
 std::string wall_time_problem(double wall_time_s);
-/// A timeline event: start_s and end_s finite, end_s not before start_s.
+/// A timeline event: step, rank, stage, microbatch and chunk not negative; op one line of 1 to 64
+/// bytes; start_s and end_s finite, end_s not before start_s.
 std::string timeline_event_problem(const TimelineEvent& event);
-/// An artifact: size_bytes not negative, created_ms Unix milliseconds before the year 3000.
+/// An artifact: kind and path not empty, step and size_bytes not negative, created_ms Unix
+/// milliseconds before the year 3000.
 std::string artifact_problem(const Artifact& artifact);
+/// A log line: rank not negative, stream stdout or stderr, time_s Unix seconds from 0 to the year 3000.
+std::string log_line_problem(const LogLine& line);
 
 /// The metric names the summaries, the dashboard and `tessera-train` agree on.
 namespace metric_name {

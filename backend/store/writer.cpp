@@ -473,8 +473,8 @@ void Writer::append(const RunHandle& run, TimelineEvent event) {
 }
 
 void Writer::append(const RunHandle& run, LogLine line) {
-  if (line.stream != "stdout" && line.stream != "stderr")
-    throw StoreError(ErrorKind::invalid, "log stream '" + line.stream + "' must be stdout or stderr");
+  if (const auto problem = log_line_problem(line); !problem.empty())
+    throw StoreError(ErrorKind::invalid, "log line of rank " + std::to_string(line.rank) + ": " + problem);
   impl_->push(LogRecord{run.key, std::move(line)}, 1);
 }
 

@@ -846,6 +846,24 @@ class TestStore : public QObject {
     // 2^63 parses as unsigned: read as a signed step it wrapped to -2^63 ("negative step").
     message = refused([](auto& d) { d["timeline"][0]["step"] = uint64_t{1} << 63; });
     QVERIFY2(contains(message, "timeline[0].step = 9223372036854775808 is out of range (at most 2^63 - 1)"), message.c_str());
+    // What the live writer and the tessera-train import keep out, a bundle did not (SQLite's own words
+    // for a NaN log time).
+    message = refused([](auto& d) { d["logs"][0]["time_s"] = "nan"; });
+    QVERIFY2(contains(message, "logs[0]: time_s must be Unix seconds from 0 to 32503680000 (the year 3000), got nan"), message.c_str());
+    message = refused([](auto& d) { d["logs"][0]["rank"] = -1; });
+    QVERIFY2(contains(message, "logs[0]: rank must not be negative, got -1"), message.c_str());
+    message = refused([](auto& d) { d["timeline"][0]["microbatch"] = -3; });
+    QVERIFY2(contains(message, "timeline[0]: microbatch must not be negative, got -3"), message.c_str());
+    message = refused([](auto& d) { d["timeline"][0]["op"] = ""; });
+    QVERIFY2(contains(message, "timeline[0]: op must be 1 to 64 bytes"), message.c_str());
+    message = refused([](auto& d) { d["artifacts"][0]["kind"] = ""; });
+    QVERIFY2(contains(message, "artifacts[0]: kind must not be empty"), message.c_str());
+    message = refused([](auto& d) { d["artifacts"][0]["step"] = -1; });
+    QVERIFY2(contains(message, "artifacts[0]: step must not be negative, got -1"), message.c_str());
+    message = refused([](auto& d) { d["run"]["created"] = "3500-01-01T00:00:00.000Z"; });
+    QVERIFY2(contains(message, "run.created (3500-01-01") && contains(message, "must be from 1970 to the year 3000"), message.c_str());
+    message = refused([](auto& d) { d["run"]["name"] = "two\nlines"; });
+    QVERIFY2(contains(message, "a run name is one line, without control characters"), message.c_str());
     QVERIFY(target.runs().empty());
   }
 
