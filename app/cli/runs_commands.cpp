@@ -176,6 +176,8 @@ void list_runs(const ListOptions& o) {
   filter.name_contains = o.name;
   if (!o.since.empty()) filter.created_from_ms = store::parse_time_utc(o.since);
   if (!o.until.empty()) filter.created_before_ms = store::parse_time_utc(o.until);
+  if (filter.created_from_ms && filter.created_before_ms && *filter.created_before_ms <= *filter.created_from_ms)
+    throw UsageError("--until " + o.until + " is not after --since " + o.since + ": no run could match");
   for (const auto& condition : o.where) filter.spec.push_back(store::SpecCondition::parse(condition));
   // Before the first run the default history (neither --db nor $TESSERA_DB chose one) does not exist
   // yet: nothing to list, nothing created.

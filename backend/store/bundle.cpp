@@ -523,7 +523,10 @@ RunCounts import_train_output(Connection& connection, const fs::path& directory,
     if (!object.is_object()) throw StoreError(ErrorKind::invalid, where + " must be a JSON object");
     // tessera-train writes typed records (docs/runtime.md): "step" lines are metrics, "timeline" lines
     // the measured pipeline operations; lines without a type are plain metric lines.
-    const std::string type = object.contains("type") && object["type"].is_string() ? object["type"].get<std::string>() : "step";
+    // A "type" that is no string was stored as a metric named type.
+    if (object.contains("type") && !object["type"].is_string())
+      throw StoreError(ErrorKind::invalid, where + ": type must be a string (step, timeline, artifact, ...), got " + object["type"].dump());
+    const std::string type = object.contains("type") ? object["type"].get<std::string>() : "step";
     if (type == "timeline") {
       TimelineEvent event;
       event.step = get_integer(field(object, "step", where), where + ": step");

@@ -303,6 +303,9 @@ class TestCliRuns : public QObject {
     const auto typed = cli({"runs", "list", "--where", "parallel.tp=02"});
     QCOMPARE(typed.code, 2);
     QVERIFY2(typed.err.contains("spec condition parallel.tp=02: parallel.tp must be"), qPrintable(typed.err));
+    const auto reversed = cli({"runs", "list", "--since", "2027-01-01", "--until", "2026-01-01"});
+    QVERIFY2(reversed.code == 2 && reversed.err.contains("--until 2026-01-01 is not after --since 2027-01-01: no run could match"),
+             qPrintable(reversed.err));
     const auto empty_tag = cli({"runs", "list", "--tag", ""});
     QCOMPARE(empty_tag.code, 2);
     QVERIFY2(empty_tag.err.contains("--tag: must not be empty"), qPrintable(empty_tag.err));

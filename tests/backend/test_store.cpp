@@ -995,6 +995,11 @@ class TestStore : public QObject {
     QVERIFY2(contains(deep_spec.what(), "spec.json nests arrays and objects more than 64 deep (at byte 73)"), deep_spec.what());
     QCOMPARE(history.runs().size(), size_t{2});
 
+    // A type that is no string was stored as a metric named type.
+    const auto typed = write_out("typed-run", 5, "{\"type\": 5, \"step\": 6, \"rank\": 0, \"loss\": 1.0}\n");
+    const auto typed_error = error_of([&] { history.import_run(typed); });
+    QVERIFY2(contains(typed_error.what(), "metrics.jsonl line 6: type must be a string (step, timeline, artifact, ...), got 5"),
+             typed_error.what());
     // A number beyond a double (1e400) was nlohmann's out_of_range, exit 1 without the file or line.
     const auto huge = write_out("huge-run", 5, "{\"step\": 6, \"rank\": 0, \"loss\": 1e400}\n{\"step\": 7}\n");
     const auto huge_error = error_of([&] { history.import_run(huge); });
