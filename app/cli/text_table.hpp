@@ -27,7 +27,7 @@ std::string table_cell(const std::string& text, size_t max_columns);
 std::string format_fixed(double value, int decimals);
 std::string format_count(int64_t value);   ///< 8,030,261,248
 std::string format_gib(int64_t bytes);     ///< "12.34"
-std::string format_bytes(int64_t bytes);   ///< "12.34 GiB", or "3.70 MiB" below 1 GiB
+std::string format_bytes(int64_t bytes);   ///< "12.34 GiB", "3.70 MiB" below 1 GiB, "over 1 EiB" from 2^60
 std::string format_si(double value, const std::string& unit);  ///< 8.03 B, 1.2 M
 
 }  // namespace tessera::cli

@@ -112,6 +112,10 @@ class TestCliPlan : public QObject {
                                  "model GFLOP/s/rank", " MiB of 24.00 GiB: fits"})
       QVERIFY2(tiny.out.find(fragment) != std::string::npos, (std::string(fragment) + "\n" + tiny.out).c_str());
     QVERIFY2(tiny.out.find(" 0.00 ") == std::string::npos, tiny.out.c_str());
+    // Activations past the planner's 1 EiB cap on a term are said to be so, not printed as the cap.
+    const auto huge = cli({"plan", example("gpt3-175b-table1.json"), "--seq", "16777216", "--mbs", "65536", "--gbs", "12582912"});
+    QCOMPARE(huge.exit_code, 0);
+    QVERIFY2(huge.out.find("over 1 EiB") != std::string::npos && huge.out.find("1073741824.00") == std::string::npos, huge.out.c_str());
   }
 
   void overridesReplanAndAreValidated() {

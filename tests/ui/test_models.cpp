@@ -25,6 +25,9 @@ class TestModels : public QObject {
     QCOMPARE(tessera::ui::formatBytes(int64_t{3} * 1024 * 1024 * 1024), QStringLiteral("3.0 GiB"));
     QCOMPARE(tessera::ui::formatBytes(0), QStringLiteral("0.0 MiB"));
     QCOMPARE(tessera::ui::formatBytes(int64_t{3} * 1024 * 1024, 2), QStringLiteral("3.00 MiB"));
+    // The planner's cap on a memory term (a micro-batch of 65536 at 2^24 tokens read 1073741824.00 GiB).
+    QCOMPARE(tessera::ui::formatBytes(int64_t{1} << 60), QStringLiteral("over 1 EiB"));
+    QCOMPARE(tessera::ui::formatBytes((int64_t{1} << 60) - (int64_t{1} << 40)), QStringLiteral("1073740800.0 GiB"));
     QCOMPARE(tessera::ui::formatDevices(1, false), QStringLiteral("1 GPU"));
     QCOMPARE(tessera::ui::formatDevices(8, false), QStringLiteral("8 GPUs"));
     QCOMPARE(tessera::ui::formatDevices(8, true), QStringLiteral("8 CPU ranks"));
