@@ -18,6 +18,7 @@
 #include "planner/runtime_support.hpp"
 #include "protocol/keys.hpp"
 #include "spec/run_spec.hpp"
+#include "store/types.hpp"
 
 namespace tessera::cli {
 
@@ -136,6 +137,9 @@ void add_agent_commands(CLI::App& app) {
       require_tessera_train_runs(spec);
       if (!time_limit.empty() && !launch::is_slurm_time(time_limit))
         throw UsageError("--time " + time_limit + ": give [D-]HH:MM:SS (as 12:00:00 or 2-00:00:00) or whole minutes");
+      // Each job's run is named after it: the history would refuse it in the job, after its wait in the queue.
+      if (!name.empty())
+        if (const auto problem = store::run_name_problem(name); !problem.empty()) throw UsageError("--name: " + problem);
       for (const auto& [option, value] : {std::pair{"--partition", partition}, std::pair{"--account", account}})
         if (!value.empty() && !launch::is_slurm_word(value))
           throw UsageError(std::string(option) + " " + value + ": letters, digits, '_', '-', '.' and ',' only");

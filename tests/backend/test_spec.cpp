@@ -269,6 +269,7 @@ class TestSpec : public QObject {
     // A name of megabytes was recorded as a run, which failed when the agent refused the launch message.
     static const std::string long_name = "{\"name\": \"" + std::string(1025, 'n') + "\"}";  // (moc reads no raw strings)
     row("name at most 1024 bytes", long_name.c_str(), "name", "name is 1025 bytes long, at most 1024 are allowed");
+    row("name of one line", "{\"name\": \"two\\nlines\"}", "name", "name is one line, without control characters (byte 0x0A at offset 3)");
     row("unknown gpu", R"({"cluster": {"gpu": "h100"}})", "cluster.gpu",
         "cluster.gpu=\"h100\" is not a known GPU preset (did you mean \"h100-sxm\"?)");
     row("gpu of two presets", R"({"cluster": {"gpu": "a100"}})", "cluster.gpu", "(did you mean \"a100-40gb\" or \"a100-80gb\"?)");
