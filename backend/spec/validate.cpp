@@ -62,8 +62,11 @@ std::vector<FieldError> validate(const RunSpec& spec, const PresetCatalog& prese
         {"model.num_attention_heads", m.num_attention_heads, k64}, {"model.num_query_groups", m.num_query_groups, k64},
         {"model.ffn_hidden_size", m.ffn_hidden_size, k16M}, {"model.vocab_size", m.vocab_size, k16M},
         {"model.seq_length", m.seq_length, k16M}, {"model.num_experts", m.num_experts, k64},
-        {"model.moe_top_k", m.moe_top_k, k64}, {"model.moe_ffn_hidden_size", m.moe_ffn_hidden_size, k16M}})
+        {"model.moe_top_k", m.moe_top_k, k64}})
     shape_ok = c.in_range(path, value, most) && shape_ok;
+  // On a dense model the expert width derived from ffn_hidden_size is no field of its own to report.
+  if (m.is_moe() || m.moe_ffn_hidden_size != m.ffn_hidden_size)
+    shape_ok = c.in_range("model.moe_ffn_hidden_size", m.moe_ffn_hidden_size, k16M) && shape_ok;
   bool layout_ok = layout;
   if (layout) {
     for (auto [path, value] : {std::pair{"parallel.tp", p.tp}, {"parallel.pp", p.pp}, {"parallel.cp", p.cp},

@@ -302,6 +302,15 @@ class TestSpec : public QObject {
     QVERIFY2(has_error(errors, field.toStdString(), fragment.toStdString()), dump(errors).c_str());
   }
 
+  // A dense model's expert width follows ffn_hidden_size: an ffn too wide is reported once, not twice.
+  void aDenseModelsDerivedExpertWidthIsNotReported() {
+    json doc = base_spec();
+    doc["model"]["ffn_hidden_size"] = int64_t{1} << 25;
+    const auto errors = errors_of(doc);
+    QCOMPARE(errors.size(), size_t{1});
+    QCOMPARE(errors.front().field, std::string("model.ffn_hidden_size"));
+  }
+
   void nameOfTheLongestLengthIsValid() {
     json doc = base_spec();
     doc["name"] = std::string(1024, 'n');
