@@ -20,6 +20,7 @@
 #include "protocol/endpoint.hpp"
 #include "launch/run_session.hpp"
 #include "protocol/keys.hpp"
+#include "store/types.hpp"
 #include "theme.hpp"
 
 namespace tessera::ui {
@@ -86,8 +87,13 @@ LaunchDialog::LaunchDialog(const spec::RunSpec& spec, nlohmann::ordered_json spe
   tags_->setPlaceholderText(tr("comma separated: baseline, tp-sweep"));
   notes_ = new QPlainTextEdit;
   notes_->setMaximumHeight(70);
+  naming_ = new QLabel;
+  naming_->setWordWrap(true);
+  naming_->setStyleSheet(QStringLiteral("color: %1").arg(colors::warning().name()));
+  naming_->hide();
   form->addRow(tr("Name"), name_);
   form->addRow(tr("Tags"), tags_);
+  form->addRow(QString(), naming_);
   form->addRow(tr("Notes"), notes_);
   // The spec's own label (with CP, EP, VPP and SP where they apply: a MoE's EP2 was left out).
   form->addRow(tr("Layout"), new QLabel(tr("%1 — %2 ranks on %3, %4 per node")
@@ -130,6 +136,8 @@ LaunchDialog::LaunchDialog(const spec::RunSpec& spec, nlohmann::ordered_json spe
     key_->clear();
   });
   connect(check, &QPushButton::clicked, this, &LaunchDialog::checkAgents);
+  connect(name_, &QLineEdit::textChanged, this, &LaunchDialog::updateLaunchable);
+  connect(tags_, &QLineEdit::textChanged, this, &LaunchDialog::updateLaunchable);
   connect(agents_, &QTableWidget::itemChanged, this, [this](QTableWidgetItem* item) {
     if (item->column() == Use) launch_->setEnabled(false);  // check again after changing the agents
   });
@@ -253,8 +261,24 @@ void LaunchDialog::showInventories(const std::vector<nlohmann::json>& inventorie
   fit_->setText(fits_ ? tr("✓ The layout fits: %1 ranks on %2.").arg(spec_.world_size()).arg(formatNodes(static_cast<int64_t>(inventories.size())))
                       : problems.join(QLatin1Char('\n')));
   fit_->setStyleSheet(QStringLiteral("color: %1").arg(fits_ ? colors::ok().name() : colors::warning().name()));
-  launch_->setEnabled(fits_);
+  updateLaunchable();
   emit inventoriesChecked();
+}
+
+QString LaunchDialog::namingProblem() const {
+  const auto request = this->request();
+  if (!request.name.empty())
+    if (const auto problem = store::run_name_problem(request.name); !problem.empty()) return tr("Name: %1").arg(QString::fromStdString(problem));
+  for (const auto& tag : request.tags)
+    if (const auto problem = store::tag_problem(tag); !problem.empty()) return tr("Tags: %1").arg(QString::fromStdString(problem));
+  return {};
+}
+
+void LaunchDialog::updateLaunchable() {
+  const QString problem = namingProblem();
+  naming_->setText(problem);
+  naming_->setVisible(!problem.isEmpty());
+  launch_->setEnabled(fits_ && problem.isEmpty());
 }
 
 LaunchRequest LaunchDialog::request() const {

@@ -41,6 +41,12 @@ class LaunchDialog : public QDialog {
   /// Asks every ticked agent for its inventory (on a worker thread) and runs the fit check.
   void checkAgents();
   QString fitText() const { return fit_->text(); }
+  /// Why the name or a tag typed cannot be recorded ("" when they can): said under them, and Launch
+  /// stays off, before any agent is started.
+  QString namingProblem() const;
+  bool launchEnabled() const { return launch_->isEnabled(); }
+  QLineEdit* nameField() const { return name_; }
+  QLineEdit* tagsField() const { return tags_; }
   QTableWidget* agentTable() const { return agents_; }
 
  signals:
@@ -50,6 +56,7 @@ class LaunchDialog : public QDialog {
   void showInventories(const std::vector<nlohmann::json>& inventories, const QStringList& errors);
   std::vector<std::string> chosenEndpoints() const;  ///< "" = the local agent
   void saveAgents() const;
+  void updateLaunchable();
 
   spec::RunSpec spec_;
   nlohmann::ordered_json spec_json_;
@@ -60,6 +67,7 @@ class LaunchDialog : public QDialog {
   QLabel* fit_ = nullptr;
   QLineEdit* name_ = nullptr;
   QLineEdit* tags_ = nullptr;
+  QLabel* naming_ = nullptr;  ///< namingProblem(), when there is one
   QPlainTextEdit* notes_ = nullptr;
   QPushButton* launch_ = nullptr;
   std::thread checker_;

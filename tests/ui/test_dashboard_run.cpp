@@ -160,6 +160,20 @@ class TestDashboardRun : public QObject {
     QVERIFY(checked.wait(30000));
     QVERIFY2(dialog.fitText().contains("The layout fits: 2 ranks on 1 node"), qPrintable(dialog.fitText()));
     QVERIFY(!dialog.agentTable()->item(0, 2)->text().isEmpty());  // the local agent's host name
+    QVERIFY(dialog.launchEnabled());
+    // A name or tag the history would refuse is said under them, and Launch waits (it failed only
+    // once the local agent had been started).
+    dialog.nameField()->setText(QString(32, QLatin1Char('a')));
+    QVERIFY2(dialog.namingProblem().startsWith("Name: a run name cannot be a run id"), qPrintable(dialog.namingProblem()));
+    QVERIFY(!dialog.launchEnabled());
+    dialog.nameField()->setText("tp sweep");
+    dialog.tagsField()->setText(QStringLiteral("baseline, ") + QString(300, QLatin1Char('t')));
+    QVERIFY2(dialog.namingProblem().startsWith("Tags: a tag is at most 256 bytes"), qPrintable(dialog.namingProblem()));
+    QVERIFY(!dialog.launchEnabled());
+    dialog.tagsField()->setText("baseline, tp-sweep");
+    QVERIFY(dialog.namingProblem().isEmpty());
+    QVERIFY(dialog.launchEnabled());
+    dialog.nameField()->clear();
     const auto request = dialog.request();
     QVERIFY(request.agents.empty());  // the local agent
     QCOMPARE(request.db_path, db().toStdString());
