@@ -137,9 +137,11 @@ void add_agent_commands(CLI::App& app) {
       require_tessera_train_runs(spec);
       if (!time_limit.empty() && !launch::is_slurm_time(time_limit))
         throw UsageError("--time " + time_limit + ": give [D-]HH:MM:SS (as 12:00:00 or 2-00:00:00) or whole minutes");
-      // Each job's run is named after it: the history would refuse it in the job, after its wait in the queue.
+      // Each job's run is named after it, with what the script adds: the history would refuse it in the
+      // job, after its wait in the queue.
       if (!name.empty())
-        if (const auto problem = store::run_name_problem(name); !problem.empty()) throw UsageError("--name: " + problem);
+        if (const auto problem = store::run_name_problem(name + " (job 18446744073709551615, restart 4294967295)"); !problem.empty())
+          throw UsageError("--name (with the \" (job ID, restart N)\" each job adds): " + problem);
       for (const auto& [option, value] : {std::pair{"--partition", partition}, std::pair{"--account", account}})
         if (!value.empty() && !launch::is_slurm_word(value))
           throw UsageError(std::string(option) + " " + value + ": letters, digits, '_', '-', '.' and ',' only");

@@ -188,8 +188,11 @@ class TestCliAgents : public QObject {
     const QString named = dir_.path() + "/named.sbatch";
     const auto broken = cli({"slurm", TESSERA_SOURCE_DIR "/resources/examples/tiny-3d.json", "-o", named, "--name",
                              "x\ntouch pwned\n#SBATCH --evil"});
-    QVERIFY2(broken.exit_code == 2 && broken.err.contains("--name: a run name is one line, without control characters"),
+    QVERIFY2(broken.exit_code == 2 && broken.err.contains("each job adds): a run name is one line, without control characters"),
              qPrintable(broken.err));
+    const auto too_long = cli({"slurm", TESSERA_SOURCE_DIR "/resources/examples/tiny-3d.json", "-o", named, "--name", QString(2030, 'n')});
+    QVERIFY2(too_long.exit_code == 2 && too_long.err.contains("each job adds): a run name is at most 2048 bytes, this one 2077"),
+             qPrintable(too_long.err));
     QVERIFY(!QFile::exists(named));
     QCOMPARE(cli({"slurm", TESSERA_SOURCE_DIR "/resources/examples/tiny-3d.json", "-o", named, "--name", "x' $(touch pwned) \"#"})
                  .exit_code,
