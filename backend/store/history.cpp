@@ -194,9 +194,10 @@ int64_t History::key_of(const std::string& id) const {
 std::string History::resolve(std::string_view reference) const {
   if (reference.empty()) throw StoreError(ErrorKind::invalid, "an empty run id");
   const std::string ref(reference);
-  // Every run the reference could mean: its id, its name, or (hex) a prefix of its id. A name that is
-  // another run's id prefix ("4e5493433511", as runs list shows ids) is said to be ambiguous: it made
-  // runs delete remove the run whose id it was.
+  // Every run the reference could mean: its id, its name, or (hex) a prefix of its id. A name of 8 or
+  // more characters that is another run's id prefix ("4e5493433511", as runs list shows ids) is said
+  // to be ambiguous: it made runs delete remove the run whose id it was. A shorter name ("42", "bf16")
+  // is the run's: most would be some id's start in a history of a few dozen runs.
   std::vector<std::pair<std::string, std::string>> found;  // (id, name), each run once, by id
   {
     Statement matches(connection_,
@@ -205,6 +206,9 @@ std::string History::resolve(std::string_view reference) const {
     while (matches.step("looking up a run")) found.emplace_back(matches.column_text(0), matches.column_text(1));
   }
   if (found.size() == 1) return found.front().first;
+  if (ref.size() < 8)
+    for (const auto& [id, name] : found)
+      if (name == ref) return id;
   // A whole id is that run's (a name cannot be a run id; in an older history one may be).
   if (is_run_id(ref))
     for (const auto& [id, name] : found)

@@ -1,6 +1,7 @@
 // Run statuses, run ids, the rules stored values meet, and UTC time formatting/parsing for the history.
 #include "store/types.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <chrono>
@@ -47,7 +48,9 @@ std::string run_name_problem(std::string_view name) {
     return "a run name is at most " + std::to_string(kMaxRunNameBytes) + " bytes, this one " + std::to_string(name.size());
   if (const auto at = control_character_in(name); !at.empty())
     return "a run name is one line, without control characters (" + at + ")";
-  if (is_run_id(name)) return "a run name cannot be a run id (32 hex digits): '" + std::string(name) + "' would mean that run";
+  // In any case: references are read as ids in any case.
+  if (name.size() == 32 && std::all_of(name.begin(), name.end(), [](char c) { return std::isxdigit(static_cast<unsigned char>(c)); }))
+    return "a run name cannot be a run id (32 hex digits): '" + std::string(name) + "' would mean that run";
   return {};
 }
 

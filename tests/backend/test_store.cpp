@@ -638,8 +638,12 @@ class TestStore : public QObject {
     auto named_as_id = tiny_run("bbbb00000000");
     named_as_id.id = "cccc0000000000000000000000000004";
     ids.push_back(writer.create_run(named_as_id).id);
+    auto short_name = tiny_run("aaaa");
+    short_name.id = "dddd0000000000000000000000000005";
+    writer.create_run(short_name);
     // A name that is a whole run id, a line break or too long cannot be given.
     for (const auto& [name, rule] : {std::pair<std::string, std::string>{ids[0], "a run name cannot be a run id (32 hex digits)"},
+                                     {"AAAA0000000000000000000000000001", "a run name cannot be a run id (32 hex digits)"},
                                      {"two\nlines", "a run name is one line, without control characters (byte 0x0A at offset 3)"},
                                      {std::string(2049, 'n'), "a run name is at most 2048 bytes, this one 2049"}}) {
       const auto refused = error_of([&] { writer.create_run(tiny_run(name)); });
@@ -656,15 +660,17 @@ class TestStore : public QObject {
                                          "it is the name of one and the start of the other's id: give the whole id"),
              name_or_id.what());
     QCOMPARE(history.resolve("bbbb0"), ids[2]);  // the name is no prefix of anything
+    // A short name is the run's, even where it starts other ids ("aaaa" starts two).
+    QCOMPARE(history.resolve("aaaa"), short_name.id);
     QCOMPARE(history.resolve("BBBB0000000"), ids[2]);
     QCOMPARE(history.resolve(ids[1]), ids[1]);
     QCOMPARE(history.resolve("run-a1"), ids[0]);
-    const auto ambiguous = error_of([&] { history.resolve("aaaa"); });
+    const auto ambiguous = error_of([&] { history.resolve("aaaa0"); });
     QCOMPARE(ambiguous.kind(), ErrorKind::ambiguous);
     QVERIFY2(contains(ambiguous.what(), "matches 2 runs"), ambiguous.what());
-    const auto missing = error_of([&] { history.resolve("dddd"); });
+    const auto missing = error_of([&] { history.resolve("eeee"); });
     QCOMPARE(missing.kind(), ErrorKind::not_found);
-    QVERIFY2(contains(missing.what(), "'dddd'"), missing.what());
+    QVERIFY2(contains(missing.what(), "'eeee'"), missing.what());
     QVERIFY(is_run_id(new_run_id()) && new_run_id() != new_run_id());
   }
 
