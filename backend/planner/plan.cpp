@@ -3,7 +3,7 @@
 
 #include <charconv>
 #include <cmath>
-#include <string_view>
+#include <string>
 
 namespace tessera::planner {
 
@@ -118,12 +118,18 @@ nlohmann::ordered_json plan_to_json(const Plan& plan) {
 void write_schedule_json(std::ostream& out, const ScheduleTable& table, const Simulation& simulation) {
   // Written as it goes, each op and event on its own line: the document of 10 million operations (the
   // most a spec may schedule) built whole took more than 15 GB and a minute.
-  char number[32];
-  const auto text = [&](auto value) {
+  const auto text = [](auto value) {
+    char number[32];
     const auto [end, ec] = std::to_chars(number, number + sizeof number, value);
-    return std::string_view(number, static_cast<size_t>(end - number));
+    return std::string(number, end);
   };
-  const auto real = [&](double value) { return std::isfinite(value) ? text(value) : std::string_view("null"); };
+  // As nlohmann writes a double: a whole one with ".0", a non-finite one as null.
+  const auto real = [&](double value) {
+    if (!std::isfinite(value)) return std::string("null");
+    std::string out = text(value);
+    if (out.find_first_of(".e") == std::string::npos) out += ".0";
+    return out;
+  };
   out << "{\n  \"schedule\": \"" << spec::to_string(table.schedule) << "\",\n  \"pp\": " << table.pp
       << ",\n  \"vpp\": " << table.vpp << ",\n  \"microbatches\": " << table.microbatches << ",\n  \"stages\": [";
   for (size_t s = 0; s < table.stages.size(); ++s) {
