@@ -55,7 +55,7 @@ std::optional<double> mean_of(const std::vector<double>& values) {
 
 void flatten(const nlohmann::ordered_json& node, const std::string& prefix,
              std::vector<std::pair<std::string, nlohmann::ordered_json>>& out) {
-  if (node.is_object() && !node.empty()) {
+  if (node.is_object() && (!node.empty() || prefix.empty())) {  // an empty spec has no fields, not one named ""
     for (const auto& [key, value] : node.items()) flatten(value, prefix.empty() ? key : prefix + "." + key, out);
   } else {
     out.emplace_back(prefix, node);

@@ -526,6 +526,9 @@ class TestStore : public QObject {
     auto odd = tiny_run("odd");
     odd.spec = {{"custom", {{"knob", 7}}}};
     const auto o = writer.create_run(odd);
+    auto empty = tiny_run("empty");
+    empty.spec = nlohmann::ordered_json::object();
+    const auto e = writer.create_run(empty);
     writer.close();
     History history(path);
     const auto rows = history.config_diff({a.id, b.id, c.id});
@@ -542,6 +545,10 @@ class TestStore : public QObject {
     const auto knob = std::find_if(with_odd.begin(), with_odd.end(), [](const auto& r) { return r.path == "custom.knob"; });
     QVERIFY(knob != with_odd.end());
     QVERIFY(!knob->values[0] && knob->values[1]->get<int>() == 7);
+    // A spec of {} has no fields: it was one row named "" holding {}.
+    const auto with_empty = history.config_diff({a.id, e.id});
+    QVERIFY(!with_empty.empty());
+    for (const auto& row : with_empty) QVERIFY2(!row.path.empty() && !row.values[1], row.path.c_str());
   }
 
   void filtersByStatusTagNameDateAndSpecField() {
