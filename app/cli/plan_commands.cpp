@@ -104,14 +104,8 @@ struct Overrides {
   }
 };
 
-json read_json_file(const std::string& path) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) throw UsageError(path + " is a directory, not a JSON file");
-  std::ifstream in(path);
-  if (!in) throw UsageError("cannot read " + path);
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return spec::parse_spec_json(buffer.str(), path);
+json read_json_file(const std::string& path, const std::string& what = "spec file") {
+  return spec::parse_spec_json(spec::read_spec_file_text(path, what), path);
 }
 
 // The GPU count a spec file was written for (nodes × gpus_per_node as its cluster section spells
@@ -606,7 +600,7 @@ void add_plan_commands(CLI::App& app) {
     cmd->add_option("--gpus-per-node", gpus_per_node, "GPUs per node of the cluster section")->check(fits_int64());
     cmd->callback([] {
       std::vector<std::string> notes;
-      json doc = spec::spec_from_hf_config(read_json_file(path), path, &notes);
+      json doc = spec::spec_from_hf_config(read_json_file(path, "config file"), path, &notes);
       for (const auto& note : notes) std::cerr << "note: " << note << "\n";
       doc["cluster"] = {{"gpu", gpu}, {"nodes", nodes}, {"gpus_per_node", gpus_per_node}};
       const auto s = spec::parse_spec(doc);  // validate what we produce

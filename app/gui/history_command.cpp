@@ -7,6 +7,7 @@
 #include <QStringList>
 
 #include "history_window.hpp"
+#include "picture_file.hpp"
 #include "theme.hpp"
 #include "store/location.hpp"
 
@@ -36,13 +37,17 @@ int runHistoryCommand(const HistoryCommand& command) {
   } catch (const std::exception& e) {
     return fail(QString::fromUtf8(e.what()));
   }
+  // A picture or a comparison only reads: an empty file (which opening makes a history) or one that is
+  // no regular file is said to be so, and left as it is.
+  if (!command.screenshot.isEmpty() || !ids.isEmpty())
+    if (const QString problem = readOnlyHistoryProblem(path); !problem.isEmpty()) return fail(problem);
   QString error;
   auto window = ui::HistoryWindow::open(path, &error);
   if (!window) return fail(error);
   if (!ids.isEmpty() && !window->compare(ids, &error)) return fail(error);
   if (!command.screenshot.isEmpty()) {
-    const QImage image = window->screenshot(command.size);
-    if (!image.save(command.screenshot)) return fail(QStringLiteral("cannot write %1").arg(command.screenshot), 1);
+    QString save_error;
+    if (!savePicture(window->screenshot(command.size), command.screenshot, &save_error)) return fail(save_error, 1);
     return 0;
   }
   window->show();

@@ -1,6 +1,7 @@
 // tessera: the workbench. With --screenshot it renders one view of a spec offscreen to a PNG and exits
 // (for the user guide and tests): tessera --spec FILE --view grid --screenshot OUT.png [--size 1600x1000];
 // tessera --run ID --view dashboard|timeline [--db FILE] [--screenshot OUT.png] shows a recorded run.
+#include <cmath>
 #include <cstdio>
 
 #include <QApplication>
@@ -15,6 +16,7 @@
 #include "launch_dialog.hpp"
 #include "layout_search_dialog.hpp"
 #include "main_window.hpp"
+#include "picture_file.hpp"
 #include "rank_grid_view.hpp"
 #include "run_windows.hpp"
 #include "screen_size.hpp"
@@ -38,10 +40,8 @@ int showRun(QApplication& app, const QString& run, const QString& db, const QStr
   if (view != QLatin1String("dashboard") && view != QLatin1String("timeline"))
     return fail(QStringLiteral("--view with --run must be dashboard or timeline, got \"%1\"").arg(view));
   const QString path = QString::fromStdString(tessera::store::resolve_history_path(db.toStdString()));
-  if (!QFileInfo::exists(path))
-    return fail(QStringLiteral("--run: no run history at %1 (runs launched with tessera-cli or the workbench create it; "
-                               "--db or $TESSERA_DB names another file)")
-                    .arg(path));
+  if (const QString problem = tessera::app::readOnlyHistoryProblem(path); !problem.isEmpty())
+    return fail(QStringLiteral("--run: %1").arg(problem));
   QString error;
   const auto focus = view == QLatin1String("timeline") ? tessera::ui::DashboardWidget::Focus::timeline
                                                        : tessera::ui::DashboardWidget::Focus::all;
@@ -63,7 +63,8 @@ int showRun(QApplication& app, const QString& run, const QString& db, const QStr
   dashboard.showTimelineStep(std::nullopt);
   dashboard.flushReplots();
   QCoreApplication::processEvents();
-  if (!dashboard.grab().toImage().save(shot)) return fail(QStringLiteral("cannot write %1").arg(shot));
+  QString error_text;
+  if (!tessera::app::savePicture(dashboard.grab().toImage(), shot, &error_text)) return fail(error_text);
   return 0;
 }
 
@@ -120,7 +121,13 @@ int main(int argc, char* argv[]) {
   parser.addOptions({specOption, viewOption, shotOption, sizeOption, paletteOption, compareOption, rankOption, rangeOption, setOption,
                      dbOption, historyOption, runOption});
   parser.addPositionalArgument(QStringLiteral("file"), QStringLiteral("Run spec to open (same as --spec)."));
-  parser.process(app);
+  // Qt's process() ends a bad command line with 1; every refusal here is 2.
+  if (!parser.parse(QCoreApplication::arguments())) return fail(parser.errorText());
+  if (parser.isSet(QStringLiteral("help"))) parser.showHelp(0);
+  if (parser.isSet(QStringLiteral("version"))) parser.showVersion();
+  // Checked before anything is drawn, and so before any file is opened for it.
+  if (parser.isSet(shotOption))
+    if (const QString problem = tessera::app::picturePathProblem(parser.value(shotOption)); !problem.isEmpty()) return fail(problem);
   QString sizeProblem;
   const auto size = tessera::app::parseScreenSize(parser.value(sizeOption), &sizeProblem);
   // --palette, the same three names in every mode; a mode without it picks its own default.
@@ -175,7 +182,8 @@ int main(int argc, char* argv[]) {
     QCoreApplication::processEvents();
     dialog.resize(parser.isSet(sizeOption) ? *size : dialog.sizeHint().expandedTo(dialog.size()));
     QCoreApplication::processEvents();
-    if (!dialog.grab().toImage().save(parser.value(shotOption))) return fail(QStringLiteral("cannot write %1").arg(parser.value(shotOption)));
+    QString save_error;
+    if (!tessera::app::savePicture(dialog.grab().toImage(), parser.value(shotOption), &save_error)) return fail(save_error);
     return 0;
   }
   // --view search: the Search Layouts dialog over the window's spec (after --set), searched, rendered.
@@ -233,8 +241,8 @@ int main(int argc, char* argv[]) {
     const auto parts = parser.value(rangeOption).split(':');
     bool ok1 = false, ok2 = false;
     if (parts.size() == 2) range = std::pair{parts[0].toDouble(&ok1), parts[1].toDouble(&ok2)};
-    if (!ok1 || !ok2 || range->second <= range->first)
-      return fail(QStringLiteral("--time-range must be FROM:TO seconds with FROM < TO, got \"%1\"").arg(parser.value(rangeOption)));
+    if (!ok1 || !ok2 || !std::isfinite(range->first) || !std::isfinite(range->second) || range->second <= range->first)
+      return fail(QStringLiteral("--time-range must be FROM:TO, finite seconds with FROM < TO, got \"%1\"").arg(parser.value(rangeOption)));
     // The timeline spans the step, from 0 to its end (the pipeline, exposed DP, the optimizer), or
     // the longer of the two steps with --compare.
     if (const auto plan = window.session()->plan()) {
@@ -265,10 +273,12 @@ int main(int argc, char* argv[]) {
       if (!dialog.startSearch()) return fail(dialog.problemText());
       loop.exec();
       QCoreApplication::processEvents();  // the layout's re-arrangement for the result's texts
-      if (!dialog.grab().toImage().save(out)) return fail(QStringLiteral("cannot write %1").arg(out));
+      QString error;
+      if (!tessera::app::savePicture(dialog.grab().toImage(), out, &error)) return fail(error);
       return 0;
     }
-    if (!window.screenshot(*view, *size, range).save(out)) return fail(QStringLiteral("cannot write %1").arg(out));
+    QString error;
+    if (!tessera::app::savePicture(window.screenshot(*view, *size, range), out, &error)) return fail(error);
     return 0;
   }
   window.showView(*view);

@@ -5,6 +5,8 @@
 #include "spec/utf8.hpp"
 
 #include <algorithm>
+#include <cstring>
+#include <cerrno>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -460,15 +462,30 @@ RunSpec parse_spec_text(const std::string& text, const PresetCatalog& presets, R
   return parse_spec(parse_spec_json(text, "the spec"), presets, rules);
 }
 
-RunSpec load_spec_file(const std::string& path, const PresetCatalog& presets, Rules rules) {
+std::string read_spec_file_text(const std::string& path, const std::string& what) {
   std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) throw SpecError({{"", "spec file " + path + " is a directory"}});
-  std::ifstream in(path);
-  if (!in) throw SpecError({{"", "cannot read spec file " + path}});
-  std::stringstream buffer;
-  buffer << in.rdbuf();
+  if (std::filesystem::is_directory(path, ec)) throw SpecError({{"", what + " " + path + " is a directory"}});
+  errno = 0;
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw SpecError({{"", "cannot read spec file " + path + (errno != 0 ? std::string(": ") + std::strerror(errno) : "")}});
+  // Read up to the limit and no further: /dev/zero took 4.7 GB in 10 s. (A pipe is read as a file is.)
+  std::string text;
+  std::vector<char> chunk(1 << 16);
+  while (in) {
+    in.read(chunk.data(), static_cast<std::streamsize>(chunk.size()));
+    text.append(chunk.data(), static_cast<size_t>(in.gcount()));
+    if (static_cast<int64_t>(text.size()) > kMaxSpecFileBytes)
+      throw SpecError({{"", what + " " + path + " is larger than " + std::to_string(kMaxSpecFileBytes >> 20) +
+                                " MiB: no run spec is (is it the file meant?)"}});
+  }
+  if (in.bad()) throw SpecError({{"", "cannot read spec file " + path + ": " + std::strerror(errno != 0 ? errno : EIO)}});
+  return text;
+}
+
+RunSpec load_spec_file(const std::string& path, const PresetCatalog& presets, Rules rules) {
+  const std::string text = read_spec_file_text(path);
   try {
-    return parse_spec_text(buffer.str(), presets, rules);
+    return parse_spec_text(text, presets, rules);
   } catch (const SpecError& e) {
     std::vector<FieldError> errors = e.errors();
     if (errors.size() == 1 && errors[0].field.empty()) errors[0].message = path + ": " + errors[0].message;

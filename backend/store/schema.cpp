@@ -205,6 +205,9 @@ Connection open_history(const std::string& path, std::span<const Migration> migr
 
   Connection connection(path, true);
   connection.exec("PRAGMA busy_timeout = 10000", "setting the busy timeout");
+  // Another program's SQLite database is refused before anything is written to it (WAL mode was
+  // switched on in it first).
+  schema_version(connection);
   // 8 KiB pages: ~10% faster ingestion than 4 KiB (docs/store.md); takes effect only on a new file.
   connection.exec("PRAGMA page_size = 8192", "setting the page size");
   {

@@ -230,9 +230,19 @@ class TestStore : public QObject {
       Connection connection(path, true);
       connection.exec("CREATE TABLE songs(title TEXT)", "test");
     }
+    const auto read_header = [&] {
+      std::ifstream in(path, std::ios::binary);
+      std::string header(20, '\0');
+      in.read(header.data(), 20);
+      return header;
+    };
+    const std::string before = read_header();
     const auto error = error_of([&] { History history(path); });
     QCOMPARE(error.kind(), ErrorKind::corrupt);
     QVERIFY2(contains(error.what(), "not a Tessera history"), error.what());
+    // Left as it was: WAL mode was switched on in it (header bytes 18-19 from 1 to 2) before the refusal.
+    QCOMPARE(read_header(), before);
+    QVERIFY(!fs::exists(path + "-wal"));
   }
 
   void anEndedRunKeepsItsEnd() {

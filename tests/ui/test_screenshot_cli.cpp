@@ -117,6 +117,38 @@ class TestScreenshotCli : public QObject {
     QVERIFY(!QFile::exists(dir.filePath("x.png")));
   }
 
+  // What the picture goes to and what a view reads are checked before anything is drawn, and no file
+  // is touched by a refusal (a screenshot onto the spec emptied it; an empty --db became a history).
+  void filesAreCheckedBeforeAnythingIsWritten() {
+    QTemporaryDir dir;
+    const QString spec = dir.filePath("v.json");
+    QVERIFY(QFile::copy(kSpec, spec));
+    const QByteArray before = [&] {
+      QFile f(spec);
+      return f.open(QIODevice::ReadOnly) ? f.readAll() : QByteArray();
+    }();
+    Run run = tessera({"--spec", spec, "--screenshot", spec});
+    QVERIFY2(run.code == 2 && run.output.contains("the picture is a PNG; give a file ending in .png"), qPrintable(run.output));
+    QFile after(spec);
+    QVERIFY(after.open(QIODevice::ReadOnly));
+    QCOMPARE(after.readAll(), before);
+    // /dev/zero was read for ever (4.7 GB in 10 s).
+    run = tessera({"--spec", "/dev/zero", "--screenshot", dir.filePath("z.png")});
+    QVERIFY2(run.code == 2 && run.output.contains("spec file /dev/zero is larger than 16 MiB"), qPrintable(run.output));
+    run = tessera({"--spec", kSpec, "--view", "timeline", "--time-range", "nan:1", "--screenshot", dir.filePath("t.png")});
+    QVERIFY2(run.code == 2 && run.output.contains("--time-range must be FROM:TO, finite seconds"), qPrintable(run.output));
+    run = tessera({"--spec", kSpec, "--frobnicate", "--screenshot", dir.filePath("u.png")});
+    QVERIFY2(run.code == 2 && run.output.contains("frobnicate"), qPrintable(run.output));  // Qt's process() gave 1
+    const QString empty = dir.filePath("empty.sqlite");
+    QVERIFY(QFile(empty).open(QIODevice::WriteOnly));
+    for (const QStringList& mode : {QStringList{"--history"}, QStringList{"--run", "some-run"}}) {
+      run = tessera(mode + QStringList{"--db", empty, "--screenshot", dir.filePath("e.png")});
+      QVERIFY2(run.code == 2 && run.output.contains("is empty, not a run history"), qPrintable(run.output));
+      QCOMPARE(QFileInfo(empty).size(), qint64{0});
+    }
+    QVERIFY(!QFile::exists(dir.filePath("z.png")) && !QFile::exists(dir.filePath("t.png")) && !QFile::exists(dir.filePath("e.png")));
+  }
+
   void badViewOrSizeExitsNonZero() {
     QTemporaryDir dir;
     // --palette takes the same three names in every mode.
