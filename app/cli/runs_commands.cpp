@@ -57,16 +57,8 @@ std::string existing_history(const std::string& db) {
   const std::string path = store::resolve_history_path(db);
   std::string chooser = history_chooser(db);
   if (chooser.empty()) chooser = "--db or $TESSERA_DB";
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) throw UsageError(chooser + " " + path + " is a directory, not a history file");
-  if (!std::filesystem::exists(path, ec))
-    throw UsageError("no run history at " + path + " (tessera-cli launch and the workbench create it; " + chooser +
-                     " names another file)");
-  // Opened, an empty file became an empty history (runs list wrote 160 KiB into it) and /dev/null a
-  // "disk I/O error" on commit: what a command that reads finds there is said instead.
-  if (!std::filesystem::is_regular_file(path, ec)) throw UsageError(chooser + " " + path + " is not a regular file, not a history");
-  if (std::filesystem::file_size(path, ec) == 0)
-    throw UsageError(chooser + " " + path + " is empty, not a run history (tessera-cli launch and the workbench create one)");
+  if (const auto problem = store::read_only_history_problem(path); !problem.empty())
+    throw UsageError(problem + " (tessera-cli launch and the workbench create a history; " + chooser + " names another file)");
   return path;
 }
 

@@ -46,8 +46,8 @@ int runHistoryCommand(const HistoryCommand& command) {
   if (!window) return fail(error);
   if (!ids.isEmpty() && !window->compare(ids, &error)) return fail(error);
   if (!command.screenshot.isEmpty()) {
-    QString save_error;
-    if (!savePicture(window->screenshot(command.size), command.screenshot, &save_error)) return fail(save_error, 1);
+    if (const QString problem = savePicture(window->screenshot(command.size), command.screenshot); !problem.isEmpty())
+      return fail(problem, 1);
     return 0;
   }
   window->show();

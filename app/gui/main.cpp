@@ -63,8 +63,7 @@ int showRun(QApplication& app, const QString& run, const QString& db, const QStr
   dashboard.showTimelineStep(std::nullopt);
   dashboard.flushReplots();
   QCoreApplication::processEvents();
-  QString error_text;
-  if (!tessera::app::savePicture(dashboard.grab().toImage(), shot, &error_text)) return fail(error_text);
+  if (const QString problem = tessera::app::savePicture(dashboard.grab().toImage(), shot); !problem.isEmpty()) return fail(problem);
   return 0;
 }
 
@@ -182,8 +181,8 @@ int main(int argc, char* argv[]) {
     QCoreApplication::processEvents();
     dialog.resize(parser.isSet(sizeOption) ? *size : dialog.sizeHint().expandedTo(dialog.size()));
     QCoreApplication::processEvents();
-    QString save_error;
-    if (!tessera::app::savePicture(dialog.grab().toImage(), parser.value(shotOption), &save_error)) return fail(save_error);
+    if (const QString problem = tessera::app::savePicture(dialog.grab().toImage(), parser.value(shotOption)); !problem.isEmpty())
+      return fail(problem);
     return 0;
   }
   // --view search: the Search Layouts dialog over the window's spec (after --set), searched, rendered.
@@ -273,12 +272,11 @@ int main(int argc, char* argv[]) {
       if (!dialog.startSearch()) return fail(dialog.problemText());
       loop.exec();
       QCoreApplication::processEvents();  // the layout's re-arrangement for the result's texts
-      QString error;
-      if (!tessera::app::savePicture(dialog.grab().toImage(), out, &error)) return fail(error);
+      if (const QString problem = tessera::app::savePicture(dialog.grab().toImage(), out); !problem.isEmpty()) return fail(problem);
       return 0;
     }
-    QString error;
-    if (!tessera::app::savePicture(window.screenshot(*view, *size, range), out, &error)) return fail(error);
+    if (const QString problem = tessera::app::savePicture(window.screenshot(*view, *size, range), out); !problem.isEmpty())
+      return fail(problem);
     return 0;
   }
   window.showView(*view);

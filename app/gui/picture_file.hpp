@@ -1,5 +1,5 @@
 // Files of the headless modes: where a screenshot goes (--screenshot OUT.png: a PNG, written whole or not
-// at all) and whether a read-only view may open a history.
+// at all) and whether a read-only view may open a history (store::read_only_history_problem).
 // QImage::save(path) opened, and so emptied, the file before it found that ".json" is no image
 // format: `tessera --spec v.json --screenshot v.json` left the spec empty.
 #pragma once
@@ -8,6 +8,8 @@
 #include <QImage>
 #include <QSaveFile>
 #include <QString>
+
+#include "store/location.hpp"
 
 namespace tessera::app {
 
@@ -20,29 +22,21 @@ inline QString picturePathProblem(const QString& path) {
   return {};
 }
 
-/// Why a command that only reads the history at `path` cannot ("" when it can): missing, no regular
-/// file, or empty (opening an empty file makes it a history: a screenshot wrote 160 KiB into one).
+/// store::read_only_history_problem() of `path`, with where a history comes from ("" when it opens).
 inline QString readOnlyHistoryProblem(const QString& path) {
-  const QFileInfo info(path);
-  if (!info.exists())
-    return QStringLiteral("no run history at %1 (runs launched with tessera-cli or the workbench create it; --db or "
-                          "$TESSERA_DB names another file)")
-        .arg(path);
-  if (!info.isFile()) return QStringLiteral("history %1 is not a regular file").arg(path);
-  if (info.size() == 0) return QStringLiteral("history %1 is empty, not a run history").arg(path);
-  return {};
+  const std::string problem = store::read_only_history_problem(path.toStdString());
+  if (problem.empty()) return {};
+  return QString::fromStdString(problem) +
+         QStringLiteral(" (runs launched with tessera-cli or the workbench create one; --db or $TESSERA_DB names another file)");
 }
 
 /// Writes `image` to `path` as a PNG through a temporary file renamed over it: an existing file is
-/// replaced only by a whole picture. False with the reason in *error.
-inline bool savePicture(const QImage& image, const QString& path, QString* error) {
+/// replaced only by a whole picture. "" when written, else why not.
+inline QString savePicture(const QImage& image, const QString& path) {
   QSaveFile file(path);
-  if (!file.open(QIODevice::WriteOnly) || !image.save(&file, "PNG") || !file.commit()) {
-    *error = QStringLiteral("cannot write %1: %2").arg(path, file.errorString().isEmpty() ? QStringLiteral("the image did not encode")
-                                                                                          : file.errorString());
-    return false;
-  }
-  return true;
+  if (file.open(QIODevice::WriteOnly) && image.save(&file, "PNG") && file.commit()) return {};
+  return QStringLiteral("cannot write %1: %2").arg(path, file.errorString().isEmpty() ? QStringLiteral("the image did not encode")
+                                                                                      : file.errorString());
 }
 
 }  // namespace tessera::app

@@ -16,6 +16,16 @@ std::string env(const char* name) {
 }
 }  // namespace
 
+std::string read_only_history_problem(const std::string& path) {
+  std::error_code ec;
+  const auto status = std::filesystem::status(path, ec);
+  if (!std::filesystem::exists(status)) return "no run history at " + path;
+  if (std::filesystem::is_directory(status)) return path + " is a directory, not a history file";
+  if (!std::filesystem::is_regular_file(status)) return path + " is not a regular file, not a history";
+  if (std::filesystem::file_size(path, ec) == 0) return path + " is empty, not a run history";
+  return {};
+}
+
 std::string default_history_path() {
   if (auto db = env("TESSERA_DB"); !db.empty()) return db;
   if (auto xdg = env("XDG_DATA_HOME"); !xdg.empty() && xdg.front() == '/') return xdg + "/tessera/history.sqlite";
