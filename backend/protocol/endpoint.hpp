@@ -1,18 +1,16 @@
-// The agents' addresses: the one parser of tcp://HOST:PORT (workbench side and agent side) and the
-// one test of the bytes that would let an address or a name become another line or field of a file.
+// The agents' addresses: the one parser of tcp://HOST:PORT (workbench side and agent side), and the
+// bytes that would let an address or a name become another line or field of a file shown safely
+// (is_control_byte is spec/utf8.hpp's, the one the history's names and tags are held to).
 #pragma once
 
 #include <string>
 #include <string_view>
 
+#include "spec/utf8.hpp"
+
 namespace tessera::protocol {
 
-/// A control character (below 0x20: line break, tab, escape) or DEL: it would end a line of a file,
-/// a comment or a header, or move the cursor of a terminal that shows it.
-constexpr bool is_control_byte(char c) {
-  const auto byte = static_cast<unsigned char>(c);
-  return byte < 0x20 || byte == 0x7f;
-}
+using spec::is_control_byte;
 /// A control character or a space: it would split a whitespace-separated field (known_agents).
 constexpr bool is_blank_or_control(char c) { return c == ' ' || is_control_byte(c); }
 

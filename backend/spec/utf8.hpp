@@ -1,6 +1,6 @@
 // UTF-8 validity (RFC 3629) for text from outside: the JSON scanner's strings and a CSV bundle's
 // fields (refused on import, replaced on export). No overlong forms, no surrogates, nothing above
-// U+10FFFF.
+// U+10FFFF. And the control characters that no one-line text (a name, a tag) may hold.
 #pragma once
 
 #include <cstddef>
@@ -57,6 +57,21 @@ inline size_t invalid_utf8_at(std::string_view text) {
     if (n == 0) return i;
     i += n;
   }
+  return std::string_view::npos;
+}
+
+/// A control character (below 0x20: line break, tab, escape) or DEL: it would end a line of a file,
+/// a comment or a header, or move the cursor of a terminal that shows it.
+constexpr bool is_control_byte(char c) {
+  const auto byte = static_cast<unsigned char>(c);
+  return byte < 0x20 || byte == 0x7f;
+}
+
+/// The offset of the first control character (is_control_byte) in `text`, or npos: what keeps a
+/// name, a tag or an op to one line.
+inline size_t control_character_at(std::string_view text) {
+  for (size_t i = 0; i < text.size(); ++i)
+    if (is_control_byte(text[i])) return i;
   return std::string_view::npos;
 }
 

@@ -115,11 +115,8 @@ std::vector<FieldError> validate(const RunSpec& spec, const PresetCatalog& prese
     c.fail("name", "name is " + n(static_cast<int64_t>(spec.name.size())) + " bytes long, at most " + n(kMaxNameBytes) +
                        " are allowed");
   // One line: the history refuses a run name with a line break, after the agents had been asked.
-  for (size_t i = 0; i < spec.name.size(); ++i)
-    if (static_cast<unsigned char>(spec.name[i]) < 0x20 || spec.name[i] == 0x7f) {
-      c.fail("name", "name is one line, without control characters (" + byte_at(spec.name, i) + ")");
-      break;
-    }
+  if (const size_t at = control_character_at(spec.name); at != std::string_view::npos)
+    c.fail("name", "name is one line, without control characters (" + byte_at(spec.name, at) + ")");
   if (!presets.gpu(cl.gpu)) {
     std::string message = "cluster.gpu=\"" + cl.gpu + "\" is not a known GPU preset";
     if (const auto hint = did_you_mean(cl.gpu, presets.gpu_ids()); !hint.empty()) message += hint;

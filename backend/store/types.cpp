@@ -33,11 +33,10 @@ std::string text_problem(std::string_view what, std::string_view text) {
 }
 
 namespace {
-// "" or "(byte 0x0A at offset 3)"-style text naming the first control character of `text`.
+// "" or "byte 0x0A at offset 3": the first control character of `text`, named.
 std::string control_character_in(std::string_view text) {
-  for (size_t i = 0; i < text.size(); ++i)
-    if (static_cast<unsigned char>(text[i]) < 0x20 || text[i] == 0x7f) return spec::byte_at(text, i);
-  return {};
+  const size_t at = spec::control_character_at(text);
+  return at == std::string_view::npos ? std::string() : spec::byte_at(text, at);
 }
 }  // namespace
 
