@@ -5,6 +5,8 @@
 
 #include <cmath>
 
+#include "planner/memory.hpp"
+
 namespace tessera::ui {
 
 QString formatGiB(int64_t bytes, int decimals) {
@@ -12,8 +14,7 @@ QString formatGiB(int64_t bytes, int decimals) {
 }
 
 QString formatBytes(int64_t bytes, int decimals) {
-  // The planner caps each memory term at 1 EiB (sizes beyond any machine would overflow int64).
-  if (bytes >= int64_t{1} << 60) return QStringLiteral("over 1 EiB");
+  if (bytes >= planner::kMaxMemoryTermBytes) return QStringLiteral("over 1 EiB");
   if (std::fabs(static_cast<double>(bytes)) >= kGiB) return formatGiB(bytes, decimals);
   return QStringLiteral("%1 MiB").arg(static_cast<double>(bytes) / kMiB, 0, 'f', decimals);
 }

@@ -185,8 +185,8 @@ void print_plan(const planner::Plan& plan) {
   const auto& mem = plan.memory;
   const bool mib = mem.peak_bytes < int64_t{1} << 30;  // a peak of a few MiB read "0.00" GiB
   const auto in_unit = [&](int64_t bytes) {
-    // The planner's cap on a term is no size: a micro-batch of 65536 at 2^24 tokens read 1073741824.00 GiB.
-    if (bytes >= int64_t{1} << 60) return std::string("over 1 EiB");
+    // The cap is no size: a micro-batch of 65536 at 2^24 tokens read 1073741824.00 GiB.
+    if (bytes >= planner::kMaxMemoryTermBytes) return std::string("over 1 EiB");
     return format_fixed(static_cast<double>(bytes) / (mib ? 1024.0 * 1024 : 1024.0 * 1024 * 1024), 2);
   };
   std::cout << "\nMemory per " << per << " (" << planner::memory_profile_name(mem.profile) << " profile, "

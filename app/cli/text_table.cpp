@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "planner/memory.hpp"
 #include "spec/utf8.hpp"
 
 namespace tessera::cli {
@@ -146,8 +147,7 @@ std::string format_count(int64_t value) {
 std::string format_gib(int64_t bytes) { return format_fixed(static_cast<double>(bytes) / (1024.0 * 1024 * 1024), 2); }
 
 std::string format_bytes(int64_t bytes) {
-  // The planner caps each memory term at 1 EiB (sizes beyond any machine would overflow int64).
-  if (bytes >= int64_t{1} << 60) return "over 1 EiB";
+  if (bytes >= planner::kMaxMemoryTermBytes) return "over 1 EiB";
   if (bytes >= int64_t{1} << 30) return format_gib(bytes) + " GiB";
   return format_fixed(static_cast<double>(bytes) / (1024.0 * 1024), 2) + " MiB";
 }

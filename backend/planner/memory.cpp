@@ -27,12 +27,11 @@ bool plans_fused_kernels(const spec::RunSpec& spec) { return spec.cluster.gpu !=
 
 namespace {
 
-// Bytes as an integer, capped at 1 EiB: sizes beyond any machine (say 2^24 tokens x a micro-batch of
-// 2^20) would overflow int64 (llround is undefined there, and a plan showed negative memory that
-// "fits"); a stage's five terms, each capped, still sum within int64 and never fit.
+// Bytes as an integer, capped at kMaxMemoryTermBytes: beyond it llround is undefined, and a plan
+// showed negative memory that "fits"; a stage's five terms, each capped, still sum within int64 and
+// never fit.
 int64_t bytes_of(double bytes) {
-  constexpr int64_t kCap = int64_t{1} << 60;
-  return bytes < static_cast<double>(kCap) ? static_cast<int64_t>(std::llround(bytes)) : kCap;
+  return bytes < static_cast<double>(kMaxMemoryTermBytes) ? static_cast<int64_t>(std::llround(bytes)) : kMaxMemoryTermBytes;
 }
 
 bool has_dropout(Arch arch) { return arch == Arch::gpt || arch == Arch::bert || arch == Arch::t5; }

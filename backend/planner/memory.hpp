@@ -19,6 +19,10 @@ std::string_view memory_profile_name(MemoryProfile profile);
 /// Throws std::invalid_argument naming the valid profiles.
 MemoryProfile memory_profile_from_string(std::string_view name);
 
+/// The most bytes one memory term is counted as: 1 EiB. Sizes beyond any machine (2^24 tokens x a
+/// micro-batch of 2^20) would overflow int64; a term at the cap is no size, and is shown as "over 1 EiB".
+inline constexpr int64_t kMaxMemoryTermBytes = int64_t{1} << 60;
+
 struct StageMemory {
   int64_t stage = 0;
   int64_t weights_bytes = 0;
