@@ -140,7 +140,7 @@ void add_agent_commands(CLI::App& app) {
       // Each job's run is named after it, with what the script adds: the history would refuse it in the
       // job, after its wait in the queue.
       if (!name.empty())
-        if (const auto problem = store::run_name_problem(name + " (job 18446744073709551615, restart 4294967295)"); !problem.empty())
+        if (const auto problem = store::run_name_problem(launch::longest_job_run_name(name)); !problem.empty())
           throw UsageError("--name (with the \" (job ID, restart N)\" each job adds): " + problem);
       for (const auto& [option, value] : {std::pair{"--partition", partition}, std::pair{"--account", account}})
         if (!value.empty() && !launch::is_slurm_word(value))

@@ -89,4 +89,8 @@ std::string slurm_script(const spec::RunSpec& spec, const SlurmOptions& options)
   return s.str();
 }
 
+std::string longest_job_run_name(const std::string& name) {
+  return name + " (job 18446744073709551615, restart 4294967295)";  // the suffix slurm_script writes
+}
+
 }  // namespace tessera::launch

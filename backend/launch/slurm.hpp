@@ -27,5 +27,8 @@ bool is_slurm_word(const std::string& text);
 /// The script. With TESSERA_NODE_ONLY=1 it runs only the per-node command (what srun starts on each
 /// node), which is how it is tested off a cluster.
 std::string slurm_script(const spec::RunSpec& spec, const SlurmOptions& options);
+/// The longest name a job's run of `name` can take: `name` with the " (job ID, restart N)" the
+/// script adds, at the largest job id and restart count (what the history must accept).
+std::string longest_job_run_name(const std::string& name);
 
 }  // namespace tessera::launch

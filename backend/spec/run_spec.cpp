@@ -467,7 +467,7 @@ std::string read_spec_file_text(const std::string& path, const std::string& what
   if (std::filesystem::is_directory(path, ec)) throw SpecError({{"", what + " " + path + " is a directory"}});
   errno = 0;
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw SpecError({{"", "cannot read spec file " + path + (errno != 0 ? std::string(": ") + std::strerror(errno) : "")}});
+  if (!in) throw SpecError({{"", "cannot read " + what + " " + path + (errno != 0 ? std::string(": ") + std::strerror(errno) : "")}});
   // Read up to the limit and no further: /dev/zero took 4.7 GB in 10 s. (A pipe is read as a file is.)
   std::string text;
   std::vector<char> chunk(1 << 16);
@@ -478,7 +478,7 @@ std::string read_spec_file_text(const std::string& path, const std::string& what
       throw SpecError({{"", what + " " + path + " is larger than " + std::to_string(kMaxSpecFileBytes >> 20) +
                                 " MiB: no run spec is (is it the file meant?)"}});
   }
-  if (in.bad()) throw SpecError({{"", "cannot read spec file " + path + ": " + std::strerror(errno != 0 ? errno : EIO)}});
+  if (in.bad()) throw SpecError({{"", "cannot read " + what + " " + path + ": " + std::strerror(errno != 0 ? errno : EIO)}});
   return text;
 }
 

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
+#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -66,15 +67,10 @@ int64_t bucket_elements(const at::Device& device, int64_t dp) {
 
 // "nan", "inf", "1e+300", "0.0003": a value in a message, the shortest text that reads back as it.
 std::string number_text(double value) {
-  if (std::isnan(value)) return "nan";
+  if (std::isnan(value)) return "nan";  // to_chars writes "-nan" for x86's default NaN
   char text[32];
-  std::snprintf(text, sizeof text, "%.17g", value);
-  for (int digits = 1; digits < 17; ++digits) {
-    char shorter[32];
-    std::snprintf(shorter, sizeof shorter, "%.*g", digits, value);
-    if (std::strtod(shorter, nullptr) == value) return shorter;
-  }
-  return text;
+  const auto [end, ec] = std::to_chars(text, text + sizeof text, value);
+  return std::string(text, end);
 }
 
 int env_int(const char* name, int fallback) {
