@@ -1,6 +1,7 @@
 // UTF-8 validity (RFC 3629) for text from outside: the JSON scanner's strings and a CSV bundle's
 // fields (refused on import, replaced on export). No overlong forms, no surrogates, nothing above
-// U+10FFFF. And the control characters that no one-line text (a name, a tag) may hold.
+// U+10FFFF. And the control characters that no one-line text (a name, a tag) may hold, and the
+// bidirectional overrides that would make it read as other text.
 #pragma once
 
 #include <cstddef>
@@ -73,6 +74,37 @@ inline size_t control_character_at(std::string_view text) {
   for (size_t i = 0; i < text.size(); ++i)
     if (is_control_byte(text[i])) return i;
   return std::string_view::npos;
+}
+
+/// The explicit bidirectional formatting characters (U+202A-U+202E embeddings and overrides, U+2066-U+2069
+/// isolates): in a name they reorder how the rest of the line reads ("Trojan Source", CVE-2021-42574),
+/// so that a run shown as "live" is named "evil" and a list of runs reads as another one.
+constexpr bool is_bidi_control(char32_t code_point) {
+  return (code_point >= 0x202A && code_point <= 0x202E) || (code_point >= 0x2066 && code_point <= 0x2069);
+}
+
+/// The byte offset of the first bidirectional formatting character (is_bidi_control) in `text`, or npos.
+inline size_t bidi_control_at(std::string_view text) {
+  for (size_t i = 0; i < text.size();) {
+    const auto point = utf8_decode(text.substr(i));
+    if (!point) {
+      ++i;
+      continue;
+    }
+    if (is_bidi_control(point->value)) return i;
+    i += point->length;
+  }
+  return std::string_view::npos;
+}
+
+/// "U+202E at offset 3": the code point of `text` (valid UTF-8 there) at `offset`, for a message.
+inline std::string code_point_at(std::string_view text, size_t offset) {
+  constexpr char kHex[] = "0123456789ABCDEF";
+  const auto point = utf8_decode(text.substr(offset));
+  const char32_t value = point ? point->value : static_cast<unsigned char>(text[offset]);
+  std::string digits;
+  for (int shift = value > 0xFFFF ? 20 : 12; shift >= 0; shift -= 4) digits += kHex[(value >> shift) & 15];
+  return "U+" + digits + " at offset " + std::to_string(offset);
 }
 
 /// "byte 0xFF at offset 3": the byte of `text` at `offset`, for a message that points at it.

@@ -117,6 +117,9 @@ std::vector<FieldError> validate(const RunSpec& spec, const PresetCatalog& prese
   // One line: the history refuses a run name with a line break, after the agents had been asked.
   if (const size_t at = control_character_at(spec.name); at != std::string_view::npos)
     c.fail("name", "name is one line, without control characters (" + byte_at(spec.name, at) + ")");
+  if (const size_t at = bidi_control_at(spec.name); at != std::string_view::npos)
+    c.fail("name", "name must not hold a bidirectional override (" + code_point_at(spec.name, at) +
+                       "): it would make the name read as other text");
   if (!presets.gpu(cl.gpu)) {
     std::string message = "cluster.gpu=\"" + cl.gpu + "\" is not a known GPU preset";
     if (const auto hint = did_you_mean(cl.gpu, presets.gpu_ids()); !hint.empty()) message += hint;

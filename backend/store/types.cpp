@@ -38,6 +38,12 @@ std::string control_character_in(std::string_view text) {
   const size_t at = spec::control_character_at(text);
   return at == std::string_view::npos ? std::string() : spec::byte_at(text, at);
 }
+
+// "" or "U+202E at offset 3": the first bidirectional override of `text`, named.
+std::string bidi_control_in(std::string_view text) {
+  const size_t at = spec::bidi_control_at(text);
+  return at == std::string_view::npos ? std::string() : spec::code_point_at(text, at);
+}
 }  // namespace
 
 std::string run_name_problem(std::string_view name) {
@@ -47,6 +53,8 @@ std::string run_name_problem(std::string_view name) {
     return "a run name is at most " + std::to_string(kMaxRunNameBytes) + " bytes, this one " + std::to_string(name.size());
   if (const auto at = control_character_in(name); !at.empty())
     return "a run name is one line, without control characters (" + at + ")";
+  if (const auto at = bidi_control_in(name); !at.empty())
+    return "a run name must not hold a bidirectional override (" + at + "): it would make the name read as other text";
   // In any case: references are read as ids in any case.
   if (name.size() == 32 && std::all_of(name.begin(), name.end(), [](char c) { return std::isxdigit(static_cast<unsigned char>(c)); }))
     return "a run name cannot be a run id (32 hex digits): '" + std::string(name) + "' would mean that run";
@@ -62,6 +70,8 @@ std::string tag_problem(std::string_view tag) {
   // as nothing there, or as another tag.
   if (tag.find_first_not_of(" \t\n\r\f\v") == std::string_view::npos) return "a tag cannot be blank";
   if (const auto at = control_character_in(tag); !at.empty()) return "a tag is one line, without control characters (" + at + ")";
+  if (const auto at = bidi_control_in(tag); !at.empty())
+    return "a tag must not hold a bidirectional override (" + at + "): it would make the tag read as other text";
   if (std::isspace(static_cast<unsigned char>(tag.front())) || std::isspace(static_cast<unsigned char>(tag.back())))
     return "tag '" + std::string(tag) + "' starts or ends with a space: give it without";
   if (tag.find(',') != std::string_view::npos)

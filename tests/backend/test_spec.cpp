@@ -270,6 +270,10 @@ class TestSpec : public QObject {
     static const std::string long_name = "{\"name\": \"" + std::string(1025, 'n') + "\"}";  // (moc reads no raw strings)
     row("name at most 1024 bytes", long_name.c_str(), "name", "name is 1025 bytes long, at most 1024 are allowed");
     row("name of one line", "{\"name\": \"two\\nlines\"}", "name", "name is one line, without control characters (byte 0x0A at offset 3)");
+    // U+202E (right-to-left override) made "run \u202Elive" read as "run evil" in every list.
+    row("name without bidi override", "{\"name\": \"run \\u202Elive\"}", "name",
+        "name must not hold a bidirectional override (U+202E at offset 4)");
+    row("name without bidi isolate", "{\"name\": \"a\\u2069\"}", "name", "(U+2069 at offset 1)");
     row("unknown gpu", R"({"cluster": {"gpu": "h100"}})", "cluster.gpu",
         "cluster.gpu=\"h100\" is not a known GPU preset (did you mean \"h100-sxm\"?)");
     row("gpu of two presets", R"({"cluster": {"gpu": "a100"}})", "cluster.gpu", "(did you mean \"a100-40gb\" or \"a100-80gb\"?)");

@@ -662,6 +662,7 @@ class TestStore : public QObject {
     for (const auto& [name, rule] : {std::pair<std::string, std::string>{ids[0], "a run name cannot be a run id (32 hex digits)"},
                                      {"AAAA0000000000000000000000000001", "a run name cannot be a run id (32 hex digits)"},
                                      {"two\nlines", "a run name is one line, without control characters (byte 0x0A at offset 3)"},
+                                     {"run \xE2\x80\xAE" "evil", "a run name must not hold a bidirectional override (U+202E at offset 4)"},
                                      {std::string(2049, 'n'), "a run name is at most 2048 bytes, this one 2049"}}) {
       const auto refused = error_of([&] { writer.create_run(tiny_run(name)); });
       QCOMPARE(refused.kind(), ErrorKind::invalid);
@@ -1074,6 +1075,8 @@ class TestStore : public QObject {
                       "a tag is one line, without control characters (byte 0x0A at offset 2)"), "");
     QVERIFY2(contains(error_of([&] { history.add_tag(id, std::string(257, 't')); }).what(),
                       "a tag is at most 256 bytes, this one 257"), "");
+    QVERIFY2(contains(error_of([&] { history.add_tag(id, "\xE2\x81\xA6" "best"); }).what(),
+                      "a tag must not hold a bidirectional override (U+2066 at offset 0)"), "");
     history.add_tag(id, std::string(256, 't'));
     QVERIFY(history.remove_tag(id, std::string(256, 't')));
     const auto bad_notes = error_of([&] { history.set_notes(id, "lr \xc3( spike"); });
