@@ -524,6 +524,11 @@ void set_field(RunSpec& spec, std::string_view dotted_path, const json& value, c
     return;
   }
   const Section* section = dot == std::string_view::npos ? nullptr : find_section(dotted_path.substr(0, dot));
+  // "parallel=4": a whole section, which no value sets (its nearest field was suggested, "model" read
+  // as "cluster.nodes").
+  if (const Section* whole = dot == std::string_view::npos ? find_section(dotted_path) : nullptr)
+    throw SpecError({{path, path + " is a section, not a field: set one of its fields, as " + path + "." +
+                                whole->fields.front().name + " (its fields: " + join_spellings(whole->names()) + ")"}});
   if (!section) {
     // "tp" or "paralel.tp": the field meant, from every section and the aliases.
     const std::string near = nearest_field_path(path);

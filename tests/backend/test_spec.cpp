@@ -121,6 +121,17 @@ class TestSpec : public QObject {
       QVERIFY2(std::string(e.what()).find("unknown field training.seq_length (seq_length belongs in model: did you mean "
                                           "model.seq_length?)") != std::string::npos, e.what());
     }
+    // A whole section is no field: "parallel" suggested itself, "model" suggested cluster.nodes.
+    for (const char* section : {"parallel", "model"})
+      try {
+        set_field(s, section, 4);
+        QFAIL("a section was set");
+      } catch (const SpecError& e) {
+        const std::string message = e.what();
+        QVERIFY2(message.find(std::string(section) + " is a section, not a field: set one of its fields, as " + section + ".") !=
+                     std::string::npos, e.what());
+        QVERIFY2(message.find("nodes") == std::string::npos, e.what());
+      }
     set_field(s, "model.preset", "gpt2-124m");
     QCOMPARE(s.model.hidden_size, int64_t{768});
     QCOMPARE(s.model.ffn_hidden_size, int64_t{3072});
