@@ -83,7 +83,12 @@ int64_t get_integer(const ojson& value, const std::string& where) {
 double get_value(const ojson& value, const std::string& where) {
   if (value.is_number()) return value.get<double>();
   if (value.is_null()) return std::numeric_limits<double>::quiet_NaN();
-  if (value.is_string()) return parse_number(value.get<std::string>(), where);
+  // Only the three a JSON number cannot spell: "5" read as 5 hid a bundle written wrong.
+  if (value.is_string()) {
+    const auto& text = value.get_ref<const std::string&>();
+    if (text == "nan" || text == "inf" || text == "-inf") return parse_number(text, where);
+    throw StoreError(ErrorKind::invalid, where + " must be a number (or \"nan\", \"inf\", \"-inf\"), got the string " + value.dump());
+  }
   throw StoreError(ErrorKind::invalid, where + " must be a number");
 }
 

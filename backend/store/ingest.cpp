@@ -221,8 +221,10 @@ void Ingest::event(int64_t run, const TimelineEvent& e) {
     insert_event_.run("writing timeline events");
   } catch (const StoreError& error) {
     if (error.kind() != ErrorKind::invalid) throw;
+    // The key is (step, rank, op, microbatch, chunk): all of it names the event given twice.
     throw StoreError(ErrorKind::invalid, "timeline event repeated or incomplete (step " + std::to_string(e.step) + ", rank " +
-                                             std::to_string(e.rank) + ", op " + e.op + "): " + error.what());
+                                             std::to_string(e.rank) + ", op " + e.op + ", microbatch " +
+                                             std::to_string(e.microbatch) + ", chunk " + std::to_string(e.chunk) + "): " + error.what());
   }
 }
 
@@ -240,7 +242,14 @@ void Ingest::artifact(int64_t run, const Artifact& a) {
       .bind_int(4, a.step)
       .bind_int(5, a.size_bytes)
       .bind_int(6, a.created_ms);
-  insert_artifact_.run("writing artifact " + a.path);
+  try {
+    insert_artifact_.run("writing artifact " + a.path);
+  } catch (const StoreError& error) {
+    if (error.kind() != ErrorKind::invalid) throw;
+    // A run holds one artifact per path (a bundle listing one twice said SQLite's "UNIQUE constraint failed").
+    throw StoreError(ErrorKind::invalid, "artifact " + a.path + " (" + a.kind + ", step " + std::to_string(a.step) +
+                                             ") is listed twice: a run has one artifact per path");
+  }
 }
 
 void Ingest::stream_position(int64_t run, const StreamPosition& position) {

@@ -888,6 +888,17 @@ class TestStore : public QObject {
     QVERIFY2(contains(message, "run.created (3500-01-01") && contains(message, "must be from 1970 to the year 3000"), message.c_str());
     message = refused([](auto& d) { d["run"]["name"] = "two\nlines"; });
     QVERIFY2(contains(message, "a run name is one line, without control characters"), message.c_str());
+    // A value as a string other than nan/inf/-inf was read as its number ("5" as 5).
+    message = refused([](auto& d) { d["metrics"][0]["points"][0][2] = "5"; });
+    QVERIFY2(contains(message, "metrics[0].points[0][2] must be a number (or \"nan\", \"inf\", \"-inf\"), got the string \"5\""),
+             message.c_str());
+    // An artifact (a path) or a timeline event listed twice: named, not SQLite's "UNIQUE constraint failed".
+    message = refused([](auto& d) { d["artifacts"].push_back(d["artifacts"][0]); });
+    QVERIFY2(contains(message, "artifact " + original["artifacts"][0]["path"].get<std::string>() + " (") &&
+                 contains(message, ") is listed twice: a run has one artifact per path"),
+             message.c_str());
+    message = refused([](auto& d) { d["timeline"].push_back(d["timeline"][0]); });
+    QVERIFY2(contains(message, "timeline event repeated or incomplete (step ") && contains(message, ", microbatch "), message.c_str());
     QVERIFY(target.runs().empty());
   }
 
