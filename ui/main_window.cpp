@@ -64,12 +64,19 @@ std::optional<MainWindow::View> MainWindow::viewFromName(const QString& name) {
   return std::nullopt;
 }
 
-MainWindow::MainWindow(bool persistent, QWidget* parent)
-    : QMainWindow(parent), persistent_(persistent), spec_model_(&session_) {
+MainWindow::MainWindow(bool persistent, const QString& historyPath, QWidget* parent)
+    : QMainWindow(parent), persistent_(persistent), spec_model_(&session_), history_path_(historyPath) {
   setObjectName(QStringLiteral("MainWindow"));
   resize(1600, 1000);
   buildViews();
-  runs_ = new RunWindows(QString::fromStdString(store::resolve_history_path("")), this);
+  // Without $TESSERA_DB, XDG_DATA_HOME and HOME there is no default: said when a run or the history is
+  // asked for, not thrown out of the constructor.
+  if (history_path_.isEmpty()) try {
+      history_path_ = QString::fromStdString(store::default_history_path());
+    } catch (const std::exception& e) {
+      history_path_problem_ = QString::fromUtf8(e.what());
+    }
+  runs_ = new RunWindows(history_path_, this);
   buildMenus();
   connect(&session_, &PlanSession::changed, this, &MainWindow::onSessionChanged);
   connect(&session_, &PlanSession::fileChanged, this, &MainWindow::updateTitle);
@@ -462,15 +469,9 @@ void MainWindow::closeEvent(QCloseEvent* event) {
 
 void MainWindow::showHistory() {
   if (!history_window_) {
-    QString error;
-    QString path;
-    try {
-      path = QString::fromStdString(store::resolve_history_path({}));
-    } catch (const std::exception& e) {
-      error = QString::fromUtf8(e.what());
-    }
+    QString error = history_path_problem_;
     std::unique_ptr<HistoryWindow> window;
-    if (!path.isEmpty()) window = HistoryWindow::open(path, &error, this);
+    if (!history_path_.isEmpty()) window = HistoryWindow::open(history_path_, &error, this);
     if (!window) return (void)QMessageBox::warning(this, tr("Run history"), error);
     history_window_ = window.release();
     connect(history_window_, &HistoryWindow::openRunRequested, this, &MainWindow::openRunRequested);

@@ -36,8 +36,10 @@ class MainWindow : public QMainWindow {
   /// View from its command-line name ("designer", "grid", "memory", "timeline").
   static std::optional<View> viewFromName(const QString& name);
 
-  /// `persistent`: restore and save window state, theme and recent files in QSettings.
-  explicit MainWindow(bool persistent = true, QWidget* parent = nullptr);
+  /// `persistent`: restore and save window state, theme and recent files in QSettings. `historyPath`:
+  /// the history runs are launched into and the Run History window shows (`tessera --db FILE`); empty:
+  /// $TESSERA_DB, else the default path (store::default_history_path()).
+  explicit MainWindow(bool persistent = true, const QString& historyPath = {}, QWidget* parent = nullptr);
 
   PlanSession* session() { return &session_; }
   SummaryStrip* summary() const { return summary_; }
@@ -46,8 +48,10 @@ class MainWindow : public QMainWindow {
   MemoryView* memoryView() const { return memory_view_; }
   TimelineView* timelineView() const { return timeline_view_; }
   SpecFieldModel* specModel() { return &spec_model_; }
-  /// Launching runs and their dashboards (into the history at $TESSERA_DB or the default path).
+  /// Launching runs and their dashboards (into historyPath()).
   RunWindows* runs() const { return runs_; }
+  /// The run history of this window: the one given, else the default ("" when there is no default).
+  QString historyPath() const { return history_path_; }
 
   /// The view in front (View::grid, memory or timeline).
   View currentView() const;
@@ -77,7 +81,7 @@ class MainWindow : public QMainWindow {
  private:
   void buildViews();
   void buildMenus();
-  /// Opens (once) the run-history window on the default history file.
+  /// Opens (once) the run-history window on historyPath().
   void showHistory();
   void onSessionChanged();
   void updateComparison();
@@ -117,6 +121,8 @@ class MainWindow : public QMainWindow {
   ThemeChoice theme_ = ThemeChoice::system;
   QPointer<HistoryWindow> history_window_;
   RunWindows* runs_ = nullptr;
+  QString history_path_;
+  QString history_path_problem_;  ///< why there is no default history, when history_path_ is empty
 };
 
 }  // namespace tessera::ui

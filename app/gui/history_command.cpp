@@ -46,8 +46,9 @@ int runHistoryCommand(const HistoryCommand& command) {
   if (!window) return fail(error);
   if (!ids.isEmpty() && !window->compare(ids, &error)) return fail(error);
   if (!command.screenshot.isEmpty()) {
-    if (const QString problem = savePicture(window->screenshot(command.size), command.screenshot); !problem.isEmpty())
-      return fail(problem, 1);
+    const QImage picture = window->screenshot(command.size);
+    if (const QString problem = pictureSizeProblem(picture, command.size); !problem.isEmpty()) return fail(problem);
+    if (const QString problem = savePicture(picture, command.screenshot); !problem.isEmpty()) return fail(problem, 1);
     return 0;
   }
   window->show();

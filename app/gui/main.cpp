@@ -39,7 +39,12 @@ QString openProblem(const QString& spec, const QString& error) {
 int showRun(QApplication& app, const QString& run, const QString& db, const QString& view, const QString& shot, const QSize& size) {
   if (view != QLatin1String("dashboard") && view != QLatin1String("timeline"))
     return fail(QStringLiteral("--view with --run must be dashboard or timeline, got \"%1\"").arg(view));
-  const QString path = QString::fromStdString(tessera::store::resolve_history_path(db.toStdString()));
+  QString path;
+  try {
+    path = QString::fromStdString(tessera::store::resolve_history_path(db.toStdString()));
+  } catch (const std::exception& e) {  // no --db, $TESSERA_DB, XDG_DATA_HOME or HOME
+    return fail(QStringLiteral("--run: %1").arg(QString::fromUtf8(e.what())));
+  }
   if (const QString problem = tessera::app::readOnlyHistoryProblem(path); !problem.isEmpty())
     return fail(QStringLiteral("--run: %1").arg(problem));
   QString error;
@@ -63,8 +68,16 @@ int showRun(QApplication& app, const QString& run, const QString& db, const QStr
   dashboard.showTimelineStep(std::nullopt);
   dashboard.flushReplots();
   QCoreApplication::processEvents();
-  if (const QString problem = tessera::app::savePicture(dashboard.grab().toImage(), shot); !problem.isEmpty()) return fail(problem);
+  if (const QString problem = tessera::app::writePicture(dashboard.grab().toImage(), size, shot); !problem.isEmpty()) return fail(problem);
   return 0;
+}
+
+// The first of `options` given on the command line, as "--name", or "" when none is: what a mode that
+// does not read them refuses, instead of ignoring it with exit 0.
+QString givenOption(const QCommandLineParser& parser, std::initializer_list<const QCommandLineOption*> options) {
+  for (const auto* option : options)
+    if (parser.isSet(*option)) return QStringLiteral("--") + option->names().front();
+  return {};
 }
 
 }  // namespace
@@ -139,13 +152,26 @@ int main(int argc, char* argv[]) {
   // --history, or --compare with run ids (not a schedule name): the run history instead of a spec.
   const bool compareRuns = parser.isSet(compareOption) &&
                            !tessera::spec::enum_from_string<tessera::spec::Schedule>(parser.value(compareOption).toStdString());
+  // What a mode does not read is refused by name: `--run ID --set …` or `--history --select-rank 3`
+  // rendered as if the option were not there, with exit 0.
+  const bool specGiven = parser.isSet(specOption) || !parser.positionalArguments().isEmpty();
   if (compareRuns || parser.isSet(historyOption)) {
+    const QString mode = compareRuns ? QStringLiteral("--compare RUNS") : QStringLiteral("--history");
+    if (specGiven) return fail(QStringLiteral("a spec file does not apply to %1, which shows the run history").arg(mode));
+    if (const QString other = givenOption(parser, {&viewOption, &setOption, &rankOption, &rangeOption, &runOption}); !other.isEmpty())
+      return fail(QStringLiteral("%1 does not apply to %2, which shows the run history").arg(other, mode));
+    if (!compareRuns && parser.isSet(compareOption))
+      return fail(QStringLiteral("--compare %1 is a schedule, for a spec's timeline; with --history, --compare takes run ids (ID,ID[,...])")
+                      .arg(parser.value(compareOption)));
     if (!size) return fail(sizeProblem);
     return tessera::app::runHistoryCommand({compareRuns ? parser.value(compareOption) : QString(), parser.value(dbOption),
                                             parser.value(shotOption), *size, palette.value_or(tessera::ui::ThemeChoice::system)});
   }
 
   if (parser.isSet(runOption)) {
+    if (specGiven) return fail(QStringLiteral("a spec file does not apply to --run, which shows a recorded run (its spec is in the history)"));
+    if (const QString other = givenOption(parser, {&setOption, &compareOption, &rankOption, &rangeOption}); !other.isEmpty())
+      return fail(QStringLiteral("%1 does not apply to --run, which shows a recorded run as it was").arg(other));
     if (!size) return fail(sizeProblem);
     tessera::ui::applyTheme(palette.value_or(tessera::ui::ThemeChoice::light));
     const QString view = parser.isSet(viewOption) ? parser.value(viewOption) : QStringLiteral("dashboard");
@@ -153,6 +179,10 @@ int main(int argc, char* argv[]) {
   }
 
   QString spec = parser.value(specOption);
+  if (parser.positionalArguments().size() + (parser.isSet(specOption) ? 1 : 0) > 1)
+    return fail(QStringLiteral("one spec file at a time, got %1")
+                    .arg(((parser.isSet(specOption) ? QStringList{spec} : QStringList{}) + parser.positionalArguments())
+                             .join(QStringLiteral(", "))));
   if (spec.isEmpty() && !parser.positionalArguments().isEmpty()) spec = parser.positionalArguments().front();
   if (parser.value(viewOption) == QLatin1String("launch")) {
     // The launch dialog for the spec, after checking the local agent (for the user guide).
@@ -163,13 +193,12 @@ int main(int argc, char* argv[]) {
       if (parser.isSet(*option))
         return fail(QStringLiteral("--%1 does not apply to --view launch, which shows the spec file as it is (edit the file)")
                         .arg(option->names().front()));
-    tessera::ui::MainWindow window(/*persistent=*/false);
+    tessera::ui::MainWindow window(/*persistent=*/false, parser.value(dbOption));
     QString error;
     if (!spec.isEmpty() && !window.openFile(spec, &error)) return fail(openProblem(spec, error));
     if (window.session()->stale()) return fail(openProblem(spec, window.session()->problemsText()));
     tessera::ui::applyTheme(palette.value_or(tessera::ui::ThemeChoice::light));
-    tessera::ui::LaunchDialog dialog(window.session()->spec(), tessera::spec::to_json(window.session()->spec()),
-                                     QString::fromStdString(tessera::store::resolve_history_path(parser.value(dbOption).toStdString())));
+    tessera::ui::LaunchDialog dialog(window.session()->spec(), tessera::spec::to_json(window.session()->spec()), window.historyPath());
     QEventLoop loop;
     QObject::connect(&dialog, &tessera::ui::LaunchDialog::inventoriesChecked, &loop, &QEventLoop::quit);
     dialog.show();
@@ -181,7 +210,10 @@ int main(int argc, char* argv[]) {
     QCoreApplication::processEvents();
     dialog.resize(parser.isSet(sizeOption) ? *size : dialog.sizeHint().expandedTo(dialog.size()));
     QCoreApplication::processEvents();
-    if (const QString problem = tessera::app::savePicture(dialog.grab().toImage(), parser.value(shotOption)); !problem.isEmpty())
+    const QImage picture = dialog.grab().toImage();
+    if (const QString problem = parser.isSet(sizeOption) ? tessera::app::writePicture(picture, *size, parser.value(shotOption))
+                                                         : tessera::app::savePicture(picture, parser.value(shotOption));
+        !problem.isEmpty())
       return fail(problem);
     return 0;
   }
@@ -193,7 +225,10 @@ int main(int argc, char* argv[]) {
     return fail(QStringLiteral("--view must be designer, grid, memory, timeline, launch or search, got \"%1\"").arg(parser.value(viewOption)));
   const bool screenshot = parser.isSet(shotOption);
   if (search && !screenshot) return fail(QStringLiteral("--view search needs --screenshot"));
-  tessera::ui::MainWindow window(/*persistent=*/!screenshot);
+  // A window launches runs into --db and shows it as its Run History; a picture of a plan reads none.
+  if (screenshot && parser.isSet(dbOption))
+    return fail(QStringLiteral("--db does not apply to a picture of a spec's %1 view, which reads no history").arg(parser.value(viewOption)));
+  tessera::ui::MainWindow window(/*persistent=*/!screenshot, parser.value(dbOption));
   if (palette) window.setTheme(*palette);
   // In a window a spec that breaks rules opens with them marked in the designer, and one that cannot be
   // read (not JSON, a field of the wrong type, no such file) is said in a dialog over a new document,
@@ -223,6 +258,11 @@ int main(int argc, char* argv[]) {
         (value.is_string() || !window.session()->setField(edit.left(eq), nlohmann::json(text), nullptr)))
       return fail(error);
   }
+  // The designer marks a field that breaks a rule and the search dialog looks for a layout that suits,
+  // so both draw such an edit; the other views would show the plan from before it, greyed: refused with
+  // the problems, as the same value in the file is.
+  if (screenshot && !search && *view != tessera::ui::MainWindow::View::designer && window.session()->stale())
+    return fail(QStringLiteral("after --set:\n%1").arg(window.session()->problemsText()));
   if (parser.isSet(compareOption)) {
     const auto schedule = tessera::spec::enum_from_string<tessera::spec::Schedule>(parser.value(compareOption).toStdString());
     if (!schedule) return fail(QStringLiteral("--compare must be gpipe, 1f1b, interleaved or zb-h1, got \"%1\"").arg(parser.value(compareOption)));
@@ -262,6 +302,9 @@ int main(int argc, char* argv[]) {
       for (const auto* option : {&compareOption, &rangeOption})
         if (parser.isSet(*option))
           return fail(QStringLiteral("--%1 is for the timeline's picture: add --view timeline").arg(option->names().front()));
+    const bool gridShown = !search && (*view == tessera::ui::MainWindow::View::grid || *view == tessera::ui::MainWindow::View::designer);
+    if (parser.isSet(rankOption) && !gridShown)
+      return fail(QStringLiteral("--select-rank is for the rank grid's picture: add --view grid (or designer)"));
     const QString out = parser.value(shotOption);
     if (search) {
       tessera::ui::LayoutSearchDialog dialog(window.session());
@@ -272,10 +315,10 @@ int main(int argc, char* argv[]) {
       if (!dialog.startSearch()) return fail(dialog.problemText());
       loop.exec();
       QCoreApplication::processEvents();  // the layout's re-arrangement for the result's texts
-      if (const QString problem = tessera::app::savePicture(dialog.grab().toImage(), out); !problem.isEmpty()) return fail(problem);
+      if (const QString problem = tessera::app::writePicture(dialog.grab().toImage(), *size, out); !problem.isEmpty()) return fail(problem);
       return 0;
     }
-    if (const QString problem = tessera::app::savePicture(window.screenshot(*view, *size, range), out); !problem.isEmpty())
+    if (const QString problem = tessera::app::writePicture(window.screenshot(*view, *size, range), *size, out); !problem.isEmpty())
       return fail(problem);
     return 0;
   }

@@ -1,12 +1,15 @@
-// Files of the headless modes: where a screenshot goes (--screenshot OUT.png: a PNG, written whole or not
-// at all) and whether a read-only view may open a history (store::read_only_history_problem).
+// Files of the headless modes: where a screenshot goes (--screenshot OUT.png: a PNG of the --size asked,
+// written whole or not at all) and whether a read-only view may open a history (store::read_only_history_problem).
 // QImage::save(path) opened, and so emptied, the file before it found that ".json" is no image
 // format: `tessera --spec v.json --screenshot v.json` left the spec empty.
 #pragma once
 
+#include <algorithm>
+
 #include <QFileInfo>
 #include <QImage>
 #include <QSaveFile>
+#include <QSize>
 #include <QString>
 
 #include "store/location.hpp"
@@ -37,6 +40,24 @@ inline QString savePicture(const QImage& image, const QString& path) {
   if (file.open(QIODevice::WriteOnly) && image.save(&file, "PNG") && file.commit()) return {};
   return QStringLiteral("cannot write %1: %2").arg(path, file.errorString().isEmpty() ? QStringLiteral("the image did not encode")
                                                                                       : file.errorString());
+}
+
+/// A picture smaller than --size asked would be a surprise in a script: the views' minimum sizes win over
+/// a small window (--size 100x100 gave 715x457). "" when the picture is the size asked.
+inline QString pictureSizeProblem(const QImage& picture, const QSize& asked) {
+  const QSize drawn = picture.deviceIndependentSize().toSize();
+  if (drawn.width() <= asked.width() && drawn.height() <= asked.height()) return {};
+  return QStringLiteral("--size %1x%2 is smaller than this view can be drawn: it needs at least %3x%4")
+      .arg(asked.width())
+      .arg(asked.height())
+      .arg(std::max(drawn.width(), asked.width()))
+      .arg(std::max(drawn.height(), asked.height()));
+}
+
+/// Writes `picture`, drawn for a window of `asked`, to `out`: "" when written, else why not.
+inline QString writePicture(const QImage& picture, const QSize& asked, const QString& out) {
+  if (QString problem = pictureSizeProblem(picture, asked); !problem.isEmpty()) return problem;
+  return savePicture(picture, out);
 }
 
 }  // namespace tessera::app

@@ -8,6 +8,8 @@
 #include <QSpinBox>
 
 #include "designer_panel.hpp"
+#include "history_fixture.hpp"
+#include "history_window.hpp"
 #include "elided_label.hpp"
 #include "main_window.hpp"
 #include "memory_view.hpp"
@@ -69,6 +71,40 @@ class TestMainWindow : public QObject {
     QCOMPARE(summary->detail(SummaryStrip::Bubble), QStringLiteral("1f1b · 32 microbatches"));
     QVERIFY(window.windowTitle().contains("[*]"));
     QVERIFY(window.isWindowModified());
+  }
+
+  // `tessera --db FILE`: the window's Run History and launches use that file (it was ignored: the
+  // default history opened); without one, $TESSERA_DB.
+  void theWindowUsesTheHistoryItWasGiven() {
+    QTemporaryDir dir;
+    const QString given = dir.filePath("given.sqlite");
+    {
+      store::Writer writer(given.toStdString());
+      test::writeRun(writer, "given-run", test::tinySpec("given-run", 1, 1, 3e-3), {}, store::RunStatus::done, 4.0, 1.0);
+    }
+    qputenv("TESSERA_DB", dir.filePath("env.sqlite").toUtf8());
+    MainWindow byDefault(false);
+    QCOMPARE(byDefault.historyPath(), dir.filePath("env.sqlite"));
+    MainWindow window(false, given);
+    qunsetenv("TESSERA_DB");
+    QCOMPARE(window.historyPath(), given);
+    QAction* history = nullptr;
+    for (QAction* action : window.findChildren<QAction*>())
+      if (action->shortcut() == QKeySequence(QStringLiteral("Ctrl+H"))) history = action;
+    QVERIFY(history);
+    history->trigger();
+    auto* shown = window.findChild<HistoryWindow*>();
+    QVERIFY(shown);
+    const auto views = shown->findChildren<QAbstractItemView*>();
+    // The run list of the given history: its one run, by name.
+    const auto listsGivenRun = [](QAbstractItemView* view) {
+      const QAbstractItemModel* model = view->model();
+      if (!model || model->rowCount() != 1) return false;
+      for (int column = 0; column < model->columnCount(); ++column)
+        if (model->index(0, column).data().toString() == QLatin1String("given-run")) return true;
+      return false;
+    };
+    QVERIFY(std::any_of(views.begin(), views.end(), listsGivenRun));
   }
 
   void summaryShowsSizesBelowAGibInMib() {

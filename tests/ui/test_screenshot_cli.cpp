@@ -105,6 +105,68 @@ class TestScreenshotCli : public QObject {
     QVERIFY2(windowless.output.contains("--view search needs --screenshot"), qPrintable(windowless.output));
   }
 
+  // What a mode does not read is refused by name (exit 2, nothing written); each rendered as if it
+  // were not there, with exit 0.
+  void optionsOfAnotherModeAreRefused() {
+    QTemporaryDir dir;
+    const QString out = dir.filePath("o.png"), db = dir.filePath("none.sqlite");
+    const struct {
+      QStringList args;
+      const char* message;
+    } cases[] = {
+        {{"--run", "some-run", "--db", db, "--set", "parallel.tp=2"}, "--set does not apply to --run"},
+        {{"--run", "some-run", "--db", db, "--time-range", "0:1"}, "--time-range does not apply to --run"},
+        {{"--run", "some-run", "--db", db, "--spec", kSpec}, "a spec file does not apply to --run"},
+        {{"--history", "--db", db, "--select-rank", "3"}, "--select-rank does not apply to --history"},
+        {{"--history", "--db", db, kSpec}, "a spec file does not apply to --history"},
+        {{"--history", "--db", db, "--compare", "gpipe"}, "--compare gpipe is a schedule, for a spec's timeline"},
+        {{"--compare", "a,b", "--db", db, "--view", "grid"}, "--view does not apply to --compare RUNS"},
+        {{"--spec", kSpec, "--view", "memory", "--select-rank", "3"}, "--select-rank is for the rank grid's picture"},
+        {{"--spec", kSpec, "--view", "grid", "--db", db}, "--db does not apply to a picture of a spec's grid view"},
+        {{"--spec", kSpec, kSpec}, "one spec file at a time"},
+    };
+    for (const auto& c : cases) {
+      const Run run = tessera(c.args + QStringList{"--screenshot", out});
+      QVERIFY2(run.code == 2 && run.output.contains(QString::fromUtf8(c.message)), qPrintable(c.args.join(' ') + ": " + run.output));
+      QVERIFY(!QFile::exists(out));
+    }
+  }
+
+  // An edit that breaks a rule: the designer marks it at its field, the other views would draw the plan
+  // from before it (greyed, exit 0); they exit 2 with the problem, as the same value in the file does.
+  void aSetThatBreaksARuleIsRefusedOutsideTheDesigner() {
+    QTemporaryDir dir;
+    const QString out = dir.filePath("s.png");
+    for (const char* view : {"grid", "memory", "timeline"}) {
+      const Run run = tessera({"--spec", kSpec, "--set", "parallel.tp=0", "--view", view, "--screenshot", out});
+      QVERIFY2(run.code == 2 && run.output.contains("after --set:\nparallel.tp=0 must be a positive integer"), qPrintable(run.output));
+      QVERIFY(!QFile::exists(out));
+    }
+    const Run designer = tessera({"--spec", kSpec, "--set", "parallel.tp=0", "--view", "designer", "--screenshot", out});
+    QVERIFY2(designer.code == 0 && QFile::exists(out), qPrintable(designer.output));
+    const Run section = tessera({"--spec", kSpec, "--set", "parallel=4", "--view", "grid", "--screenshot", out});
+    QVERIFY2(section.code == 2 && section.output.contains("parallel is a section, not a field: set one of its fields, as parallel.tp"),
+             qPrintable(section.output));
+  }
+
+  // A --size below what the view can be drawn in gave a larger picture than asked (100x100 gave 715x457).
+  void aSizeTooSmallForTheViewIsRefused() {
+    QTemporaryDir dir;
+    const QString out = dir.filePath("small.png");
+    const Run run = tessera({"--spec", kSpec, "--view", "memory", "--size", "100x100", "--screenshot", out});
+    QCOMPARE(run.code, 2);
+    const auto least = QRegularExpression("--size 100x100 is smaller than this view can be drawn: it needs at least (\\d+)x(\\d+)").match(run.output);
+    QVERIFY2(least.hasMatch(), qPrintable(run.output));
+    QVERIFY(!QFile::exists(out));
+    // The least it said is drawn at that size.
+    const QSize needed(least.captured(1).toInt(), least.captured(2).toInt());
+    QVERIFY(needed.width() > 100 && needed.height() > 100);
+    const QString size = QStringLiteral("%1x%2").arg(needed.width()).arg(needed.height());
+    const Run fits = tessera({"--spec", kSpec, "--view", "memory", "--size", size, "--screenshot", out});
+    QVERIFY2(fits.code == 0, qPrintable(fits.output));
+    QCOMPARE(QImage(out).size(), needed);
+  }
+
   void badSpecExitsNonZeroWithTheProblem() {
     QTemporaryDir dir;
     QFile bad(dir.filePath("bad.json"));
