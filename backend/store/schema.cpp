@@ -156,15 +156,19 @@ int schema_version(Connection& connection) {
   return static_cast<int>(query_int(connection, "SELECT max(version) FROM schema_version", "reading the schema version"));
 }
 
+namespace {
+void refuse_newer_schema(Connection& connection, int found, int latest) {
+  if (found > latest)
+    throw StoreError(ErrorKind::newer_schema,
+                     "history " + connection.path() + " has schema version " + std::to_string(found) +
+                         ", newer than this Tessera (" + std::string(tessera_version()) + ") understands (version " +
+                         std::to_string(latest) + "); open it with a newer Tessera");
+}
+}  // namespace
+
 void migrate(Connection& connection, std::span<const Migration> migrations) {
   const int latest = migrations.back().version;
-  auto refuse_newer = [&](int found) {
-    if (found > latest)
-      throw StoreError(ErrorKind::newer_schema,
-                       "history " + connection.path() + " has schema version " + std::to_string(found) +
-                           ", newer than this Tessera (" + std::string(tessera_version()) + ") understands (version " +
-                           std::to_string(latest) + "); open it with a newer Tessera");
-  };
+  auto refuse_newer = [&](int found) { refuse_newer_schema(connection, found, latest); };
   int version = schema_version(connection);
   refuse_newer(version);
   if (version == latest) return;
@@ -203,11 +207,20 @@ Connection open_history(const std::string& path, std::span<const Migration> migr
                                         "-wal and -shm next to it");
   }
 
+  // A device, pipe or directory is no history: /dev/null took SQLite's "disk I/O error" after a
+  // /dev/null-journal had been created beside it.
+  {
+    std::error_code ec;
+    const auto status = std::filesystem::status(path, ec);
+    if (std::filesystem::is_directory(status)) throw StoreError(ErrorKind::io, "history " + path + " is a directory, not a history file");
+    if (std::filesystem::exists(status) && !std::filesystem::is_regular_file(status))
+      throw StoreError(ErrorKind::io, "history " + path + " is not a regular file, not a history");
+  }
   Connection connection(path, true);
   connection.exec("PRAGMA busy_timeout = 10000", "setting the busy timeout");
-  // Another program's SQLite database is refused before anything is written to it (WAL mode was
-  // switched on in it first).
-  schema_version(connection);
+  // Another program's SQLite database, or a history of a newer schema, is refused before anything is
+  // written to it (WAL mode was switched on in it first).
+  refuse_newer_schema(connection, schema_version(connection), migrations.back().version);
   // 8 KiB pages: ~10% faster ingestion than 4 KiB (docs/store.md); takes effect only on a new file.
   connection.exec("PRAGMA page_size = 8192", "setting the page size");
   {

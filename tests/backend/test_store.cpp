@@ -8,6 +8,7 @@
 #include <atomic>
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <random>
@@ -181,6 +182,32 @@ class TestStore : public QObject {
     QVERIFY2(contains(error.what(), "schema version " + std::to_string(latest_schema_version() + 1)), error.what());
     QVERIFY2(contains(error.what(), "newer"), error.what());
     QCOMPARE(error_of([&] { Writer writer(path); }).kind(), ErrorKind::newer_schema);
+    // Refused before anything is written: a file in rollback-journal mode was switched to WAL first.
+    {
+      Connection connection(path, true);
+      connection.exec("PRAGMA journal_mode = DELETE", "leaving WAL mode");
+    }
+    const auto bytes = [&] {
+      std::ifstream in(path, std::ios::binary);
+      return std::string(std::istreambuf_iterator<char>(in), {});
+    };
+    const std::string before = bytes();
+    QCOMPARE(error_of([&] { Writer writer(path); }).kind(), ErrorKind::newer_schema);
+    QCOMPARE(error_of([&] { History history(path); }).kind(), ErrorKind::newer_schema);
+    QVERIFY(bytes() == before);
+    QVERIFY(!std::filesystem::exists(path + "-wal"));
+  }
+
+  // A device or a directory is no history: /dev/null took SQLite's "disk I/O error" after SQLite had
+  // created /dev/null-journal.
+  void aHistoryIsARegularFile() {
+    const auto null_error = error_of([] { Writer writer("/dev/null"); });
+    QVERIFY2(contains(null_error.what(), "history /dev/null is not a regular file, not a history"), null_error.what());
+    QVERIFY(!std::filesystem::exists("/dev/null-journal"));
+    const auto directory = db("a-directory");
+    std::filesystem::create_directories(directory);
+    const auto dir_error = error_of([&] { History history(directory); });
+    QVERIFY2(contains(dir_error.what(), "is a directory, not a history file"), dir_error.what());
   }
 
   // A version-1 file kept stream positions as artifacts; version 2 moves them to their own table.
