@@ -284,7 +284,7 @@ struct Agent::Impl {
         type = message["type"].get<std::string>();
         handle(id, type, message);
       } catch (const ProtocolError& e) {
-        error(id, e.code(), e.what(), type);
+        error(id, e.code(), e.what(), type.empty() ? e.in_reply_to() : type);
       } catch (const spec::SpecError& e) {
         std::string text;
         for (const auto& fe : e.errors()) text += (text.empty() ? "" : "; ") + fe.message;

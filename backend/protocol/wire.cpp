@@ -62,21 +62,21 @@ void check_size(std::string_view bytes, Side receiver) {
 
 // The version, a known type, and the size limit of that type.
 void check_envelope(const nlohmann::json& message, size_t bytes, Side receiver) {
+  // The type first, so that a refusal of a known type's envelope says which message it refused.
+  const auto type = message.find("type");
+  const bool named = type != message.end() && type->is_string();
+  const std::string name = named ? type->get<std::string>() : std::string();
+  const int64_t limit = receiver == Side::agent ? limit_of(kAgentReceives, name) : limit_of(kWorkbenchReceives, name);
   const auto v = message.find("v");
   if (v == message.end() || !v->is_number_integer() || v->get<int64_t>() != kProtocolVersion)
-    throw ProtocolError(ErrorCode::bad_version, "\"v\" must be " + std::to_string(kProtocolVersion));
-  const auto type = message.find("type");
-  if (type == message.end() || !type->is_string())
-    throw ProtocolError(ErrorCode::unknown_type, "\"type\" must be a string");
-  const auto& name = type->get_ref<const std::string&>();
-  const int64_t limit = receiver == Side::agent ? limit_of(kAgentReceives, name) : limit_of(kWorkbenchReceives, name);
+    throw ProtocolError(ErrorCode::bad_version, "\"v\" must be " + std::to_string(kProtocolVersion), limit < 0 ? "" : name);
+  if (!named) throw ProtocolError(ErrorCode::unknown_type, "\"type\" must be a string");
   if (limit < 0) {
     const std::string shown = name.size() > 32 ? name.substr(0, 32) + "..." : name;
     throw ProtocolError(ErrorCode::unknown_type, "unknown message type \"" + shown + "\"");
   }
   if (static_cast<int64_t>(bytes) > limit)
-    throw ProtocolError(ErrorCode::too_large, name + " of " + std::to_string(bytes) + " bytes exceeds " +
-                                                  std::to_string(limit));
+    throw ProtocolError(ErrorCode::too_large, name + " of " + std::to_string(bytes) + " bytes exceeds " + std::to_string(limit), name);
 }
 
 // A JSON number as nlohmann reads it: an integer that fits is int64 (negative) or uint64, anything

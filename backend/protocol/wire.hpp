@@ -47,11 +47,16 @@ std::string_view to_string(ErrorCode code);
 /// A message the receiver refuses; the reply is an error message with this code.
 class ProtocolError : public std::runtime_error {
  public:
-  ProtocolError(ErrorCode code, const std::string& message) : std::runtime_error(message), code_(code) {}
+  /// `in_reply_to`: the type of the refused message where its envelope was refused after the type was
+  /// read (a known type of a wrong version or over its size limit), else "".
+  ProtocolError(ErrorCode code, const std::string& message, std::string in_reply_to = {})
+      : std::runtime_error(message), code_(code), in_reply_to_(std::move(in_reply_to)) {}
   ErrorCode code() const { return code_; }
+  const std::string& in_reply_to() const { return in_reply_to_; }
 
  private:
   ErrorCode code_;
+  std::string in_reply_to_;
 };
 
 /// Reads one received frame: size, JSON object, version, known type (for the receiving side).

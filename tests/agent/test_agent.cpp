@@ -476,6 +476,7 @@ class TestAgent : public QObject {
     QRandomGenerator random(20261129);
     const std::string run = "0123456789abcdef0123456789abcdef";
     std::vector<std::vector<std::string>> messages;
+    int64_t wrong_versions = 0;  // hellos without "v" 1: their replies name the hello they refuse
     for (int i = 0; i < 3000; ++i) {
       std::string text;
       switch (i % 13) {
@@ -485,8 +486,8 @@ class TestAgent : public QObject {
           break;
         }
         case 1: text = "[1,2,3]"; break;
-        case 2: text = R"({"type":"hello"})"; break;
-        case 3: text = R"({"v":99,"type":"hello"})"; break;
+        case 2: text = R"({"type":"hello"})"; ++wrong_versions; break;
+        case 3: text = R"({"v":99,"type":"hello"})"; ++wrong_versions; break;
         case 4: text = message("x" + std::to_string(random.generate()), {}); break;
         case 5: text = message("launch", {{"run", run}, {"spec", "rm -rf /"}, {"ranks", {0}}}); break;
         case 6: text = message("launch", {{"run", "../../etc"}, {"spec", nlohmann::json::object()}, {"ranks", {0}}}); break;
@@ -502,7 +503,7 @@ class TestAgent : public QObject {
       }
       messages.push_back({text});
     }
-    int64_t replies = 0, errors = 0;
+    int64_t replies = 0, errors = 0, version_refusals = 0;
     auto drain = [&](std::chrono::milliseconds wait) {
       zmq::pollitem_t item{socket.handle(), 0, ZMQ_POLLIN, 0};
       while (zmq::poll(&item, 1, wait) > 0) {
@@ -512,6 +513,7 @@ class TestAgent : public QObject {
           if (j.is_object() && j.value("type", "") == "heartbeat") continue;
           ++replies;
           if (j.is_object() && j.value("type", "") == "error" && j.contains("code")) ++errors;
+          if (j.is_object() && j.value("code", "") == "bad_version" && j.value("in_reply_to", "") == "hello") ++version_refusals;
         }
       }
     };
@@ -524,6 +526,7 @@ class TestAgent : public QObject {
     while (replies < static_cast<int64_t>(messages.size()) && std::chrono::steady_clock::now() < deadline) drain(100ms);
     QCOMPARE(replies, static_cast<int64_t>(messages.size()));
     QCOMPARE(errors, replies);
+    QCOMPARE(version_refusals, wrong_versions);  // in_reply_to was "" for an envelope's refusal
     // Above ZMQ_MAXMSGSIZE (64 MiB) libzmq drops the sender's connection before the agent sees a byte.
     {
       zmq::socket_t huge(context, zmq::socket_type::dealer);

@@ -113,6 +113,19 @@ class TestWire : public QObject {
     const std::string padded = nlohmann::json{{"v", 1}, {"type", "ack"}, {"pad", std::string(5000, 'x')}}.dump();
     QCOMPARE(code_of(padded), ErrorCode::too_large);
     QCOMPARE(code_of(std::string((2 << 20), '{')), ErrorCode::too_large);  // never parsed
+    // A known type's envelope refused: the error names the message it refuses ("" was sent).
+    const auto refused_type = [](const std::string& frame) {
+      try {
+        protocol::parse_frame(frame, protocol::Side::agent);
+      } catch (const protocol::ProtocolError& e) {
+        return e.in_reply_to();
+      }
+      return std::string("(accepted)");
+    };
+    QCOMPARE(refused_type(padded), std::string("ack"));
+    QCOMPARE(refused_type(R"({"v":2,"type":"hello"})"), std::string("hello"));
+    QCOMPARE(refused_type(R"({"v":2,"type":"format_disk"})"), std::string());
+    QCOMPARE(refused_type(std::string((2 << 20), '{')), std::string());
     // Nested deeper than a dump of it could recurse (it used to end the agent with SIGSEGV): refused.
     const std::string deep = "{\"v\":1,\"type\":\"launch\",\"spec\":" + std::string(100000, '[') + std::string(100000, ']') + "}";
     QCOMPARE(code_of(deep), ErrorCode::bad_json);
