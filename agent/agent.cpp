@@ -124,6 +124,7 @@ struct Run {
   Clock::time_point batch_started{};
   std::string client;  // attached workbench identity ("" = none)
   int64_t next_send = 1;
+  int64_t highest_sent = 0;  // the newest frame ever sent to a workbench: what an ack may name
   int64_t records_dropped = 0;
   Clock::time_point last_record_at{};
   bool paused = false;     // the outbox is full: its ranks are not read until acknowledgements make room
@@ -320,17 +321,20 @@ struct Agent::Impl {
     Run& run = *it->second;
     if (type == "attach") {
       const int64_t acked = protocol::get_int(message, "acked", -1, int64_t{1} << 53);
-      if (acked > run.outbox.last_seq())
-        throw ProtocolError(ErrorCode::bad_field, "acked=" + std::to_string(acked) + " is beyond the last sequence number " +
-                                                      std::to_string(run.outbox.last_seq()));
+      if (acked > run.highest_sent)
+        throw ProtocolError(ErrorCode::bad_field, "acked=" + std::to_string(acked) + " is beyond the newest frame sent, " +
+                                                      std::to_string(run.highest_sent));
       if (acked >= 0) run.outbox.acknowledge(acked);
       run.client = client;
       run.next_send = run.outbox.acked() + 1;
       reply(client, attached_frame(run));
     } else if (type == "ack") {
       const int64_t seq = protocol::get_int(message, "seq", 0, int64_t{1} << 53);
-      if (seq > run.outbox.last_seq())
-        throw ProtocolError(ErrorCode::bad_field, "seq=" + std::to_string(seq) + " was never sent");
+      // Only what was sent: an ack of the last frame queued but not yet sent (the window was full)
+      // ended the agent itself ("outbox holds sequence numbers 157..156"), with every rank on it.
+      if (seq > run.highest_sent)
+        throw ProtocolError(ErrorCode::bad_field, "seq=" + std::to_string(seq) + " was never sent (the newest frame sent is " +
+                                                      std::to_string(run.highest_sent) + ")");
       run.outbox.acknowledge(seq);
       if (run.client.empty()) {  // a workbench it had given up on is following again: resume sending
         run.client = client;
@@ -671,8 +675,10 @@ struct Agent::Impl {
       run.client.clear();
       return;
     }
+    // Past what was acknowledged (an ack may name frames sent before a re-attach moved next_send back),
+    // before the loop's test: inside it, it could move past the last frame queued.
+    if (run.next_send <= run.outbox.acked()) run.next_send = run.outbox.acked() + 1;
     while (run.next_send <= run.outbox.last_seq() && run.next_send - run.outbox.acked() <= kSendWindow) {
-      if (run.next_send <= run.outbox.acked()) run.next_send = run.outbox.acked() + 1;
       const std::string frame = run.outbox.frame(run.next_send);
       try {
         if (!router.send(zmq::buffer(run.client), zmq::send_flags::sndmore | zmq::send_flags::dontwait)) return;
@@ -682,6 +688,7 @@ struct Agent::Impl {
         return;
       }
       client->second.last_sent = Clock::now();
+      run.highest_sent = std::max(run.highest_sent, run.next_send);
       ++run.next_send;
     }
   }

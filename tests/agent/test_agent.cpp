@@ -352,6 +352,47 @@ class TestAgent : public QObject {
     QVERIFY(sink.ends[0]["outbox_paused_s"].get<double>() >= 1.0);
   }
 
+  // A run's frames beyond the send window wait unsent until acks make room; an ack of the last of them
+  // (queued, never sent) ended the agent itself, and every rank on it ("outbox holds sequence numbers
+  // 157..156"). It is refused, and the run is followed to its end afterwards.
+  void anAckOfAFrameNeverSentIsRefusedAndTheAgentStaysUp() {
+    AgentProcess agent("127.0.0.1", dir_.path() + "/unsent", {}, {}, {"TESSERA_FAKE_STEP_MS=2"});
+    test::TestKeys keys(dir_.path() + "/unsent-client");
+    const auto id = test::new_run_id();
+    launch::RunSession session(id, {agent.endpoint()}, keys.credentials);
+    constexpr int64_t kSteps = 1500;  // ~3 s of 10 ms batches: well over the 64 frames sent unacked
+    session.launch(test::tiny_spec(kSteps, 1));
+    zmq::context_t context;
+    launch::AgentConnection probe(context, agent.endpoint(), keys.credentials);
+    nlohmann::json run;
+    const auto deadline = std::chrono::steady_clock::now() + 30s;
+    while (std::chrono::steady_clock::now() < deadline) {
+      run = probe.request("hello", {}, "inventory", 5000ms)["runs"][0];
+      if (run["state"] != "running") break;
+      std::this_thread::sleep_for(100ms);
+    }
+    QVERIFY2(run["state"] == "done" && run["last_seq"].get<int64_t>() > 64 && run["acked"].get<int64_t>() == 0, run.dump().c_str());
+    zmq::socket_t raw(context, zmq::socket_type::dealer);
+    raw.set(zmq::sockopt::linger, 0);
+    raw.connect(agent.endpoint());
+    raw.send(zmq::buffer(message("ack", {{"run", id}, {"seq", run["last_seq"]}})), zmq::send_flags::none);
+    zmq::pollitem_t item{raw.handle(), 0, ZMQ_POLLIN, 0};
+    nlohmann::json reply;
+    while (zmq::poll(&item, 1, std::chrono::milliseconds(5000)) > 0) {
+      zmq::message_t frame;
+      (void)raw.recv(frame);
+      reply = nlohmann::json::parse(frame.to_string_view());
+      if (reply["type"] != "heartbeat") break;
+    }
+    QCOMPARE(reply["code"], "bad_field");
+    QVERIFY2(reply["message"].get<std::string>().find("was never sent") != std::string::npos, reply.dump().c_str());
+    QCOMPARE(probe.request("hello", {}, "inventory", 5000ms)["runs"][0]["acked"].get<int64_t>(), int64_t{0});
+    MemorySink sink;
+    std::atomic<bool> stop{false};
+    QCOMPARE(test::follow_for(session, sink, stop, 60s), launch::RunOutcome::done);
+    QVERIFY(sink.complete_exactly_once(4, kSteps));
+  }
+
   void unknownClientKeyIsRefused() {
     test::TestKeys keys(dir_.path() + "/refused");
     AgentProcess agent("127.0.0.1", dir_.path() + "/refused/work", keys.agent("a"), keys.authorized);
