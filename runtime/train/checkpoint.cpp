@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <charconv>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -252,6 +253,11 @@ int64_t resumable_step(const std::string& out_dir, const spec::RunSpec& spec, in
                             "): a resumed run keeps its schedule, seed and batch (--steps may change its length); "
                             "give another --out for a new run");
   }
+  // --steps below the checkpoint would train nothing and record a spec of fewer steps than were taken.
+  if (step->get<int64_t>() > spec.training.train_steps)
+    throw CheckpointError("--resume: the checkpoint " + newest + " is of step " + step->dump() + ", after the run's last step " +
+                          std::to_string(spec.training.train_steps) + " (training.train_steps, or --steps): give --steps " +
+                          step->dump() + " or more");
   if (static_cast<int64_t>(sizes->size()) != spec.world_size())
     throw bad("rank_file_bytes must list the bytes of each of the " + std::to_string(spec.world_size()) + " ranks' files");
   for (int r = 0; r < spec.world_size(); ++r) {
@@ -271,10 +277,20 @@ std::optional<std::string> newest_checkpoint(const std::string& out_dir) {
   const std::string root = out_dir + "/checkpoints";
   std::error_code ec;
   if (!fs::is_directory(root, ec)) return std::nullopt;
+  // Only the directories checkpoint_dir() names, by their step: a copy beside them ("step_00000003.bak")
+  // was taken for the newest and refused, and from step 10^8 on (nine digits) the names do not sort.
   std::optional<std::string> newest;
-  for (const auto& entry : fs::directory_iterator(root, ec))
-    if (fs::exists(entry.path() / "manifest.json") && (!newest || entry.path().filename().string() > *newest))
-      newest = entry.path().filename().string();
+  int64_t newest_step = -1;
+  for (const auto& entry : fs::directory_iterator(root, ec)) {
+    const std::string name = entry.path().filename().string();
+    int64_t step = -1;
+    if (name.size() <= 5 || name.compare(0, 5, "step_") != 0) continue;
+    const auto parsed = std::from_chars(name.data() + 5, name.data() + name.size(), step);
+    if (parsed.ec != std::errc() || parsed.ptr != name.data() + name.size() || step < 0 ||
+        checkpoint_dir(out_dir, step) != root + "/" + name)
+      continue;
+    if (fs::exists(entry.path() / "manifest.json") && step > newest_step) newest = name, newest_step = step;
+  }
   return newest;
 }
 

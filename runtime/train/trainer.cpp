@@ -86,17 +86,44 @@ int env_int(const char* name, int fallback) {
   return static_cast<int>(parsed);
 }
 
+// Replaces `path` by `text` whole: written to a temporary beside it, then renamed over it; on a failure
+// (a full disk) the file is as it was and the temporary removed.
+void replace_file(const std::string& path, const std::string& text) {
+  const std::string temp = path + ".tmp";
+  {
+    std::ofstream out(temp, std::ios::binary | std::ios::trunc);
+    out << text;
+    out.flush();
+    if (!out) {
+      const int error = errno;
+      std::error_code ec;
+      std::filesystem::remove(temp, ec);
+      throw std::runtime_error("cannot write " + path + ": " + std::strerror(error != 0 ? error : EIO) + " (it is as it was)");
+    }
+  }
+  std::error_code ec;
+  std::filesystem::rename(temp, path, ec);
+  if (ec) {
+    std::filesystem::remove(temp, ec);
+    throw std::runtime_error("cannot write " + path + ": " + ec.message() + " (it is as it was)");
+  }
+}
+
 // One line per record, appended with a single write() so ranks sharing the file do not interleave;
 // under an agent (TESSERA_REPORT_ENDPOINT set) each record also goes to it (docs/protocol.md).
 class MetricsFile {
  public:
-  explicit MetricsFile(const std::string& path) {
+  explicit MetricsFile(std::string path) : path_(std::move(path)) {
 #ifdef TESSERA_WITH_REPORTER
     reporter_ = protocol::Reporter::from_environment();
 #endif
-    if (path.empty()) return;
-    fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-    if (fd_ < 0) throw std::runtime_error("cannot write " + path + ": " + std::strerror(errno));
+  }
+  /// Opens the file for appending: once a resume has cut it back to its checkpoint (it is replaced
+  /// then, and a descriptor opened before would write to the file replaced).
+  void open() {
+    if (path_.empty() || fd_ >= 0) return;
+    fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (fd_ < 0) throw std::runtime_error("cannot write " + path_ + ": " + std::strerror(errno));
   }
   ~MetricsFile() {
     if (fd_ >= 0) ::close(fd_);
@@ -112,14 +139,21 @@ class MetricsFile {
 #endif
     if (fd_ < 0) return;
     line += "\n";
-    if (::write(fd_, line.data(), line.size()) != static_cast<ssize_t>(line.size()))
-      throw std::runtime_error(std::string("writing metrics: ") + std::strerror(errno));
+    // One write() as a rule; the rest of a short one (a disk filling) again, so that its error is the
+    // one said: a short write sets no errno ("writing metrics: Success").
+    for (const char* next = line.data(); next < line.data() + line.size();) {
+      const ssize_t written = ::write(fd_, next, line.data() + line.size() - next);
+      if (written < 0 && errno == EINTR) continue;
+      if (written <= 0) throw std::runtime_error("cannot write " + path_ + ": " + std::strerror(written < 0 ? errno : EIO));
+      next += written;
+    }
   }
 
  private:
 #ifdef TESSERA_WITH_REPORTER
   std::unique_ptr<protocol::Reporter> reporter_;  ///< delivers what it holds when the trainer ends
 #endif
+  std::string path_;
   int fd_ = -1;
 };
 
@@ -188,7 +222,10 @@ class Trainer {
   }
 
   /// `resumed_wall_s`: on rank 0 of a resumed run, its clock at the end of the step resumed from.
-  void run(double measured_peak_tflops, const std::string& peak_source, double resumed_wall_s = 0) {
+  /// `resumed_files`: on rank 0 of a resumed run, the output files as the checkpoint leaves them,
+  /// written once every rank has read its checkpoint (a damaged rank file leaves them as they were).
+  void run(double measured_peak_tflops, const std::string& peak_source, double resumed_wall_s = 0,
+           const std::vector<std::pair<std::string, std::string>>& resumed_files = {}) {
     const double model_flops = planner::iteration_flops(spec_, /*causal=*/false).model_per_iteration;
     const at::Device device = placement_.device;
     const double peak_tflops = run_peak_tflops(measured_peak_tflops);
@@ -217,8 +254,15 @@ class Trainer {
       optimizer_->set_steps_taken(state.optimizer_steps);
       refresh_model_values();
       first_step = saved_step + 1;
+      // Every rank holds its checkpoint, checksums checked: only now are the step records after it
+      // dropped and the spec replaced (a damaged rank file lost the records of the steps after it).
+      world_.store_gather("resume-loaded", 1);
+      if (world_.rank() == 0)
+        for (const auto& [path, text] : resumed_files) replace_file(path, text);
+      world_.store_gather("resume-files-written", 1);
       if (world_.rank() == 0) std::printf("resumed from %s\n", checkpoint_dir(options_.out_dir, saved_step).c_str());
     }
+    metrics_.open();
     for (int64_t step = first_step; step <= spec_.training.train_steps; ++step) {
       const auto step_start = Clock::now();
       const double comm_before = comm_seconds();
@@ -445,6 +489,7 @@ RankEnvironment rank_environment_from_env() {
 void train(const spec::RunSpec& spec, const TrainOptions& options, const RankEnvironment& env) {
   at::set_num_threads(options.threads);
   double resumed_wall_s = 0;  // rank 0's clock at the end of the step resumed from
+  std::vector<std::pair<std::string, std::string>> resumed_files;  // rank 0, resuming: path and contents
   if (!options.out_dir.empty() && env.rank == 0) {
     // Rank 0 prepares the metrics file before the rendezvous (no rank writes to it until then):
     // afresh, or on resume without the records of steps after the checkpoint.
@@ -476,14 +521,13 @@ void train(const spec::RunSpec& spec, const TrainOptions& options, const RankEnv
       // The run died between the checkpoint's manifest and its record: the record, from the manifest.
       if (!reported)
         kept += protocol::to_json(checkpoint_record_from_manifest(options.out_dir, saved_step, saved_step_wall_s)).dump() + "\n";
-      std::ofstream(metrics, std::ios::trunc) << kept;
+      // Written by the trainer once every rank has read its checkpoint.
+      resumed_files = {{metrics, std::move(kept)}, {options.out_dir + "/spec.json", spec::to_json(spec).dump(2) + "\n"}};
       resumed_wall_s = saved_step_wall_s;
     } else {
       std::filesystem::remove(metrics);
+      replace_file(options.out_dir + "/spec.json", spec::to_json(spec).dump(2) + "\n");
     }
-    std::ofstream out(options.out_dir + "/spec.json");
-    out << spec::to_json(spec).dump(2) << "\n";
-    if (!out) throw std::runtime_error("cannot write " + options.out_dir + "/spec.json");
   }
   const auto placement = placement_of(spec, options, env);
   if (placement.device.is_cuda()) set_current_cuda_device(placement.device.index());
@@ -509,7 +553,7 @@ void train(const spec::RunSpec& spec, const TrainOptions& options, const RankEnv
     std::printf("rank 0 holds %lld parameters (the model has %lld); attention: %s\n",
                 static_cast<long long>(trainer.parameters_held()),
                 static_cast<long long>(planner::count_parameters(spec.model).total), trainer.attention_backend().c_str());
-  trainer.run(peak, peak_source, resumed_wall_s);
+  trainer.run(peak, peak_source, resumed_wall_s, resumed_files);
 }
 
 }  // namespace tessera::runtime

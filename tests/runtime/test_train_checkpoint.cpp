@@ -226,6 +226,53 @@ class TestTrainCheckpoint : public QObject {
     QCOMPARE(read_steps(out.toStdString()).size(), size_t(3));  // nothing trained on it
   }
 
+  // A resume that fails on a damaged rank file leaves the output as it was: the step records after the
+  // checkpoint were dropped (and spec.json replaced) before the rank file was read, so the run could not
+  // be resumed from a repaired checkpoint either.
+  void aFailedResumeKeepsTheRecordsAndTheSpec() {
+    QTemporaryDir dir;
+    const QString spec = QString::fromStdString(write_file(dir, "six.json", tiny_spec("tiny-gpt", Layout{}, 6).dump()));
+    const QString out = dir.filePath("out");
+    const QStringList common{"--spec", spec, "--threads", "1", "--data", "synthetic", "--out", out};
+    Run run = tessera_train(common + QStringList{"--save-every", "3"});
+    QVERIFY2(run.exit_code == 0, run.err.c_str());
+    const std::string root = out.toStdString();
+    std::filesystem::remove(root + "/checkpoints/step_00000006/manifest.json");  // killed while writing it
+    const auto contents = [](const std::string& path) {
+      std::ifstream in(path, std::ios::binary);
+      return std::string(std::istreambuf_iterator<char>(in), {});
+    };
+    const std::string metrics_before = contents(root + "/metrics.jsonl"), spec_before = contents(root + "/spec.json");
+    const std::string file = root + "/checkpoints/step_00000003/rank_00000.pt";
+    {
+      std::fstream damage(file, std::ios::in | std::ios::out | std::ios::binary);
+      damage.seekp(static_cast<std::streamoff>(std::filesystem::file_size(file) / 2));
+      damage.write("\xff\xff\xff\xff", 4);
+    }
+    run = tessera_train(common + QStringList{"--resume", "--steps", "8"});
+    QVERIFY(run.exit_code != 0);
+    QVERIFY2(run.err.find(file + " is damaged") != std::string::npos, run.err.c_str());
+    QCOMPARE(read_steps(root).size(), size_t(6));
+    QVERIFY(contents(root + "/metrics.jsonl") == metrics_before);
+    QVERIFY(contents(root + "/spec.json") == spec_before);
+    // A copy of a checkpoint beside it is not a checkpoint (it was taken for the newest and refused);
+    // --steps before the checkpoint's step trained nothing, exit 0, and recorded a shorter spec.
+    std::filesystem::remove_all(root);
+    run = tessera_train(common + QStringList{"--save-every", "3"});
+    QVERIFY2(run.exit_code == 0, run.err.c_str());
+    std::filesystem::copy(root + "/checkpoints/step_00000003", root + "/checkpoints/step_00000003.bak",
+                          std::filesystem::copy_options::recursive);
+    run = tessera_train(common + QStringList{"--resume", "--steps", "2"});
+    QCOMPARE(run.exit_code, 2);
+    QVERIFY2(run.err.find("is of step 6, after the run's last step 2 (training.train_steps, or --steps): give --steps 6 or more") !=
+                 std::string::npos,
+             run.err.c_str());
+    run = tessera_train(common + QStringList{"--resume", "--steps", "7"});
+    QVERIFY2(run.exit_code == 0, run.err.c_str());
+    QVERIFY2(run.out.find("step_00000006") != std::string::npos, run.out.c_str());
+    QCOMPARE(read_steps(root).size(), size_t(7));
+  }
+
   // The model is compared by its fields, not by the preset's name they came from: the same fields given
   // without model.preset resume (they were refused, printing both model objects without naming the
   // preset), and a field that differs is named with its section.

@@ -256,6 +256,22 @@ class TestTrainErrors : public QObject {
     QVERIFY(!std::filesystem::exists(out.toStdString() + "/checkpoints/step_00000006/rank_00000.pt.tmp"));
   }
 
+  // The metrics file filling up (a full disk; here the file-size limit) is said with the file and the
+  // reason: the short write left errno unset and the rank said "writing metrics: Success".
+  void aMetricsFileThatCannotBeWrittenIsNamed() {
+    QTemporaryDir dir;
+    const QString out = dir.filePath("out");
+    const QString spec = QString::fromStdString(spec_file(dir, "full", tiny_spec("tiny-gpt", Layout{}, 200)));
+    QProcess p;
+    p.start("bash", {"-c", "trap '' XFSZ; ulimit -f 16; exec \"$0\" \"$@\"", TESSERA_TRAIN, "--spec", spec, "--out", out,
+                     "--data", "synthetic", "--no-checkpoint"});
+    QVERIFY(p.waitForFinished(60000));
+    const std::string err = p.readAllStandardError().toStdString();
+    QCOMPARE(p.exitStatus(), QProcess::NormalExit);
+    QCOMPARE(p.exitCode(), 1);
+    QVERIFY2(err.find("cannot write " + out.toStdString() + "/metrics.jsonl: File too large") != std::string::npos, err.c_str());
+  }
+
   // A learning rate that sends the loss to NaN: the run ends at that step (recorded, not applied) with
   // exit 1 on every rank; it trained on to the end in NaN and exited 0.
   void aDivergedRunEndsAtItsFirstNonFiniteStep() {
