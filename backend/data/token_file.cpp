@@ -40,9 +40,31 @@ std::string reason() { return std::strerror(errno); }
 
 // A token file written to a temporary beside `path` and renamed onto it once whole: a failure leaves
 // neither a partial file at `path` nor the temporary.
+// The file `path` names, to be replaced whole: a symbolic link's target (the link stays); refused when it
+// is a directory, or a device or a pipe, which the rename would replace by a regular file (`data prepare
+// -o /dev/null` turned /dev/null into one).
+std::string written_path(const std::string& path) {
+  std::error_code ec;
+  const auto status = std::filesystem::status(path, ec);
+  if (std::filesystem::is_directory(status))
+    throw DataError("cannot write " + path + ": it is a directory; give a file name for the token file");
+  if (std::filesystem::exists(status) && !std::filesystem::is_regular_file(status))
+    throw DataError("cannot write " + path + ": it is not a regular file (a device or a pipe), which a token file written "
+                    "whole would replace; give a file name");
+  // A link's target, itself perhaps a link (a chain of at most 40, as the kernel follows), perhaps not
+  // there yet.
+  std::filesystem::path file = path;
+  for (int links = 0; links < 40 && std::filesystem::is_symlink(std::filesystem::symlink_status(file, ec)); ++links) {
+    const auto target = std::filesystem::read_symlink(file, ec);
+    if (ec) break;
+    file = target.is_absolute() ? target : file.parent_path() / target;
+  }
+  return file.string();
+}
+
 class AtomicFile {
  public:
-  explicit AtomicFile(std::string path) : path_(std::move(path)), temp_(path_ + ".tmp-" + std::to_string(getpid())) {
+  explicit AtomicFile(std::string path) : path_(std::move(path)), temp_(written_path(path_) + ".tmp-" + std::to_string(getpid())) {
     out_.open(temp_, std::ios::binary | std::ios::trunc);
     if (!out_) fail("cannot write " + path_ + ": " + reason());
   }
@@ -62,7 +84,7 @@ class AtomicFile {
     out_.close();  // the last buffer is written here: a failure to write it is a failure too
     check();
     std::error_code ec;
-    std::filesystem::rename(temp_, path_, ec);
+    std::filesystem::rename(temp_, written_path(path_), ec);
     if (ec) fail("cannot write " + path_ + ": " + ec.message());
     committed_ = true;
   }

@@ -136,6 +136,29 @@ class TestTokenFile : public QObject {
     QVERIFY_THROWS_EXCEPTION(DataError, write_byte_token_file(dir.filePath("out.tokens").toStdString(), {empty}));
     QCOMPARE(QDir(dir.path()).entryList({"out.tokens*"}, QDir::Files).size(), 0);
   }
+
+  // A token file is written whole and renamed over its path: over a device that made the device a
+  // regular file (`data prepare -o /dev/null`). A device or a directory is refused; through a
+  // symbolic link the link's target is written and the link stays.
+  void theOutputIsARegularFileOrALinkToOne() {
+    QTemporaryDir dir;
+    const std::string text = dir.filePath("t.txt").toStdString();
+    std::ofstream(text, std::ios::binary) << "hello";
+    try {
+      write_byte_token_file("/dev/null", {text});
+      QFAIL("/dev/null was written");
+    } catch (const DataError& e) {
+      QVERIFY2(std::string(e.what()).find("cannot write /dev/null: it is not a regular file (a device or a pipe)") != std::string::npos,
+               e.what());
+    }
+    QVERIFY(std::filesystem::is_character_file("/dev/null"));
+    QVERIFY_THROWS_EXCEPTION(DataError, write_token_file(dir.path().toStdString(), {1, 2}, 256));
+    const std::string target = dir.filePath("target.tokens").toStdString(), link = dir.filePath("link.tokens").toStdString();
+    std::filesystem::create_symlink(target, link);
+    QCOMPARE(write_byte_token_file(link, {text}), int64_t{5});
+    QVERIFY(std::filesystem::is_symlink(link));
+    QCOMPARE(read_token_file(target).tokens, byte_tokenize("hello"));
+  }
 };
 
 QTEST_APPLESS_MAIN(TestTokenFile)
