@@ -542,8 +542,11 @@ struct Agent::Impl {
       const std::string_view text = message.to_string_view();
       // A record is a JSON object; anything else from a rank is dropped and counted. Checked without a
       // DOM: the workbench parses it (the frame holding it) in any case. Nested within the frame's
-      // limit, the frame's own levels (frame, records, record) left over.
-      if (message.more() || text.empty() || text.front() != '{' || !protocol::is_json(text) ||
+      // limit, the frame's own levels (frame, records, record) left over. The types only the agent
+      // makes are dropped too: a rank's "run_end" ended the run in the history while it trained on.
+      std::string type;
+      if (message.more() || text.empty() || text.front() != '{' || !protocol::is_json(text, &type) ||
+          type == "log" || type == "rank_exit" || type == "run_end" ||
           spec::json_too_deep_at(text, spec::kMaxJsonNesting - 3) != std::string_view::npos) {
         ++run.records_dropped;
         continue;

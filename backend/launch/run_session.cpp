@@ -304,7 +304,15 @@ void RunSession::handle(size_t node, const protocol::Frame& frame, RunSink& sink
       throw RunGone(std::string(e.what()) + "; its ranks were asked to stop");
     }
     for (const auto& record : records)  // the records the session acts on are rare: read as DOMs
-      if (const auto t = record.type(); t == "rank_exit" || t == "run_end") note_record(node, record.to_json());
+      if (const auto t = record.type(); t == "rank_exit" || t == "run_end") {
+        // A field of the wrong type ("exit_code": "x") ended the follower with nlohmann's type_error
+        // and left the run detached: such a record is not acted on (the sink stored what it could).
+        try {
+          note_record(node, record.to_json());
+        } catch (const nlohmann::json::exception&) {
+          ++malformed_records_;
+        }
+      }
     state.received_seq = seq;
   } catch (const protocol::ProtocolError&) {
     // A malformed frame from an agent is skipped; the sequence check asks for it again.

@@ -111,6 +111,8 @@ class RunSession {
   int64_t duplicate_frames() const { return duplicates_; }
   /// Frames an agent no longer held when asked for them (never expected: counted, not hidden).
   int64_t lost_frames() const { return lost_frames_; }
+  /// rank_exit or run_end records not acted on because a field had the wrong type.
+  int64_t malformed_records() const { return malformed_records_; }
 
  private:
   void handle(size_t node, const protocol::Frame& frame, RunSink& sink);
@@ -139,6 +141,7 @@ class RunSession {
   bool stop_sent_ = false;
   int64_t duplicates_ = 0;
   int64_t lost_frames_ = 0;
+  int64_t malformed_records_ = 0;
 };
 
 }  // namespace tessera::launch

@@ -25,6 +25,22 @@ struct NoHandler {
   void null() {}
 };
 
+// The handler of is_json(text, type): keeps the top-level "type" string of an object.
+struct TypeHandler {
+  int depth = 0;
+  bool at_type = false;  // the next value is the top-level "type"
+  std::string type;
+  void begin_object() { ++depth, at_type = false; }
+  void key(std::string_view raw, bool escaped);
+  void end_object() { --depth; }
+  void begin_array() { ++depth, at_type = false; }
+  void end_array() { --depth; }
+  void string(std::string_view raw, bool escaped);
+  void number(std::string_view, bool) { at_type = false; }
+  void boolean(bool) { at_type = false; }
+  void null() { at_type = false; }
+};
+
 int hex_digit(char c) {
   if (c >= '0' && c <= '9') return c - '0';
   if (c >= 'a' && c <= 'f') return c - 'a' + 10;
@@ -279,6 +295,20 @@ unsigned read_hex4(const char* p) {
 bool is_json(std::string_view text) {
   NoHandler none;
   return Scanner<NoHandler>(text, none).run();
+}
+
+void TypeHandler::key(std::string_view raw, bool escaped) { at_type = depth == 1 && (escaped ? unescape(raw) == "type" : raw == "type"); }
+
+void TypeHandler::string(std::string_view raw, bool escaped) {
+  if (at_type) type = escaped ? unescape(raw) : std::string(raw);
+  at_type = false;
+}
+
+bool is_json(std::string_view text, std::string* type) {
+  TypeHandler handler;
+  const bool valid = Scanner<TypeHandler>(text, handler).run();
+  *type = std::move(handler.type);
+  return valid;
 }
 
 bool scan_json(std::string_view text, JsonHandler& handler) { return Scanner<JsonHandler>(text, handler).run(); }

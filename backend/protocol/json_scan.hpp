@@ -29,6 +29,9 @@ class JsonHandler {
 
 /// Whether `text` is exactly one JSON value (surrounding whitespace allowed).
 bool is_json(std::string_view text);
+/// is_json(), and the value of an object's top-level "type" member in *type (unescaped; "" when there is
+/// none or it is no string): what the agent needs of a rank's record without building it.
+bool is_json(std::string_view text, std::string* type);
 /// As is_json(), reporting each token to `handler` as it is read; on false the handler has seen a
 /// prefix of the tokens and must drop what it built.
 bool scan_json(std::string_view text, JsonHandler& handler);

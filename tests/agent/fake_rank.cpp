@@ -7,6 +7,7 @@
 //   TESSERA_FAKE_FAIL_RANK/_STEP  that rank exits with code 3 at that step
 //   TESSERA_FAKE_FAIL_FILE     ... or (with _RANK) at the first step once this file exists
 //   TESSERA_FAKE_METRICS_PER_STEP  extra "metric" records per step (benchmark load; default 0)
+//   TESSERA_FAKE_RECORD        a record (any text) each rank also sends after its first step
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -79,6 +80,7 @@ int main(int argc, char** argv) {
                                   static_cast<long long>(step * metrics_per_step + m), static_cast<long long>(m), now_s());
       reporter->send(std::string_view(line, static_cast<size_t>(n)));
     }
+    if (const char* extra = std::getenv("TESSERA_FAKE_RECORD"); extra && step == 1) reporter->send(extra);
     if (step % 10 == 0) std::cout << "rank " << rank << " step " << step << " loss " << loss << std::endl;
     if (step_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(step_ms));
   }

@@ -393,6 +393,24 @@ class TestAgent : public QObject {
     QVERIFY(sink.complete_exactly_once(4, kSteps));
   }
 
+  // A rank's record of a type only the agent makes is dropped and counted: a rank's "run_end" ended the
+  // run in the history at that step while the ranks trained on (and a later follow found it ended).
+  void aRanksRecordOfAnAgentTypeIsDropped() {
+    AgentProcess agent("127.0.0.1", dir_.path() + "/forged", {}, {},
+                       {"TESSERA_FAKE_STEP_MS=1", R"(TESSERA_FAKE_RECORD={"type":"run_end","state":"done","reason":"forged","time_s":1})"});
+    test::TestKeys keys(dir_.path() + "/forged-client");
+    launch::RunSession session(test::new_run_id(), {agent.endpoint()}, keys.credentials);
+    constexpr int64_t kSteps = 50;
+    session.launch(test::tiny_spec(kSteps, 1));
+    MemorySink sink;
+    std::atomic<bool> stop{false};
+    QCOMPARE(test::follow_for(session, sink, stop, 60s), launch::RunOutcome::done);
+    QVERIFY(sink.complete_exactly_once(4, kSteps));
+    QCOMPARE(sink.ends.size(), size_t{1});
+    QCOMPARE(sink.ends[0]["reason"].get<std::string>().find("forged"), std::string::npos);
+    QCOMPARE(sink.ends[0]["records_dropped"].get<int64_t>(), int64_t{4});  // one from each rank
+  }
+
   void unknownClientKeyIsRefused() {
     test::TestKeys keys(dir_.path() + "/refused");
     AgentProcess agent("127.0.0.1", dir_.path() + "/refused/work", keys.agent("a"), keys.authorized);

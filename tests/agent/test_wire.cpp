@@ -422,6 +422,20 @@ class TestWire : public QObject {
     QVERIFY(summary.final_loss && std::isnan(*summary.final_loss));
   }
 
+  // The agent's one look into a rank's record: valid JSON, and its top-level "type".
+  void theTopLevelTypeOfARecordIsRead() {
+    std::string type;
+    QVERIFY(protocol::is_json(R"({"type":"run_end","state":"done"})", &type));
+    QCOMPARE(type, std::string("run_end"));
+    QVERIFY(protocol::is_json(R"({"a":{"type":"run_end"},"type":"step"})", &type));
+    QCOMPARE(type, std::string("step"));
+    QVERIFY(protocol::is_json(R"({"typ\u0065":"rank\u005fexit"})", &type));
+    QCOMPARE(type, std::string("rank_exit"));
+    QVERIFY(protocol::is_json(R"({"type":5,"x":"type"})", &type));
+    QCOMPARE(type, std::string());
+    QVERIFY(!protocol::is_json(R"({"type":"step")", &type));
+  }
+
   void fieldsAreTypedAndBounded() {
     const auto m = nlohmann::json::parse(
         R"({"run":"0123456789abcdef0123456789abcdef","seq":5,"big":18446744073709551615,"neg":-1,"s":"abc","a":[1,2,3]})");
