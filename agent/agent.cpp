@@ -345,7 +345,9 @@ struct Agent::Impl {
       }
     } else if (type == "stop") {
       const std::string reason = protocol::get_string(message, "reason", 1024);
-      if (run.active() && !run.failing) {
+      // The first stop decides: a repeated one (a workbench asking again) restarted the grace period
+      // before SIGKILL each time and replaced the reason.
+      if (run.state == RunState::running && !run.failing) {
         run.reason = reason.empty() ? "stopped by the workbench" : reason;
         stop_ranks(run, nullptr);
       }

@@ -411,6 +411,27 @@ class TestAgent : public QObject {
     QCOMPARE(sink.ends[0]["records_dropped"].get<int64_t>(), int64_t{4});  // one from each rank
   }
 
+  // The first stop decides the reason (and the SIGKILL deadline): a second one replaced the reason
+  // and restarted the grace period each time.
+  void aRepeatedStopKeepsTheFirstReason() {
+    AgentProcess agent("127.0.0.1", dir_.path() + "/stops", {}, {}, {"TESSERA_FAKE_STEP_MS=20"});
+    test::TestKeys keys(dir_.path() + "/stops-client");
+    const auto id = test::new_run_id();
+    launch::RunSession session(id, {agent.endpoint()}, keys.credentials);
+    session.launch(test::tiny_spec(100000, 1));
+    zmq::context_t context;
+    zmq::socket_t raw(context, zmq::socket_type::dealer);
+    raw.set(zmq::sockopt::linger, 0);
+    raw.connect(agent.endpoint());
+    for (const char* reason : {"first", "second", "third"})
+      raw.send(zmq::buffer(message("stop", {{"run", id}, {"reason", reason}})), zmq::send_flags::none);
+    MemorySink sink;
+    std::atomic<bool> stop{false};
+    QCOMPARE(test::follow_for(session, sink, stop, 30s), launch::RunOutcome::stopped);
+    QCOMPARE(sink.ends.size(), size_t{1});
+    QCOMPARE(sink.ends[0]["reason"].get<std::string>(), std::string("first"));
+  }
+
   void unknownClientKeyIsRefused() {
     test::TestKeys keys(dir_.path() + "/refused");
     AgentProcess agent("127.0.0.1", dir_.path() + "/refused/work", keys.agent("a"), keys.authorized);
