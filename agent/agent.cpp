@@ -8,6 +8,7 @@
 #include <netinet/in.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <deque>
@@ -118,6 +119,7 @@ struct Run {
   Clock::time_point kill_at{};
   bool killed = false;
   bool ended = false;  // run_end record queued
+  Clock::time_point ended_at{};
   Outbox outbox;
   std::string batch;  // records joined by ','
   int64_t batch_records = 0;
@@ -355,7 +357,25 @@ struct Agent::Impl {
     }
   }
 
+  // A run that ended and whose every frame (its run_end too) the workbench acknowledged is in the
+  // history: the newest --keep-finished-runs of them stay listed, older ones are forgotten (their run
+  // directories stay, so their ids are not launched again). An agent never forgot one: after ~7,000
+  // runs its inventory passed the workbench's 1 MiB limit and every workbench called it unreachable.
+  void forget_finished_runs() {
+    std::vector<std::pair<Clock::time_point, std::string>> finished;
+    for (const auto& [id, run] : runs) {
+      bool quiet = run->ended && !run->active() && run->outbox.pending() == 0 && run->batch_records == 0;
+      for (const auto& rank : run->ranks) quiet = quiet && rank.exited && rank.fds[0] < 0 && rank.fds[1] < 0;
+      if (quiet) finished.emplace_back(run->ended_at, id);
+    }
+    const auto kept = static_cast<size_t>(options.kept_finished_runs);
+    if (finished.size() <= kept) return;
+    std::sort(finished.begin(), finished.end());
+    for (size_t i = 0; i + kept < finished.size(); ++i) runs.erase(finished[i].second);
+  }
+
   void hello(const std::string& client) {
+    forget_finished_runs();
     nlohmann::json held = nlohmann::json::array();
     for (const auto& [id, run] : runs)
       held.push_back({{"run", id},
@@ -666,6 +686,7 @@ struct Agent::Impl {
     add_record(run, dump(end));
     flush_batch(run);
     run.ended = true;
+    run.ended_at = Clock::now();
     run.pull.close();  // a long-lived agent keeps no socket per finished run
     std::error_code ec;
     fs::remove(fs::path(run.dir) / "report.sock", ec);

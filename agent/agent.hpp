@@ -30,6 +30,7 @@ struct AgentOptions {
   double exit_when_idle_s = 0;               ///< exit after this long with nothing to do (0 = never)
   int64_t outbox_memory_bytes = 64LL << 20;  ///< per run, beyond it frames are spilled to disk
   int64_t outbox_disk_bytes = 4LL << 30;     ///< per run, the spill file's cap; at it the ranks are paused
+  int64_t kept_finished_runs = 64;           ///< ended, wholly acknowledged runs still listed; older ones forgotten
 };
 
 /// Throws std::invalid_argument when the options are unsafe or incomplete (a non-loopback bind without

@@ -43,6 +43,10 @@ int main(int argc, char** argv) {
                  "per run, the most unacknowledged data spilled to disk; beyond it the run's ranks are paused "
                  "(not read) until the workbench acknowledges")
       ->default_val(options.outbox_disk_bytes)->check(CLI::Range(int64_t{0}, int64_t{1} << 50));
+  app.add_option("--keep-finished-runs", options.kept_finished_runs,
+                 "ended runs whose data the workbench acknowledged, still listed in the inventory (the newest); "
+                 "older ones are forgotten, their run directories kept")
+      ->default_val(options.kept_finished_runs)->check(CLI::Range(int64_t{0}, int64_t{100000}));
   std::string keygen_dir;
   auto* keygen = app.add_subcommand("keygen", "write a CURVE key pair to DIR/agent.key and DIR/agent.pub");
   keygen->add_option("DIR", keygen_dir, "directory for the keys")->required();

@@ -77,8 +77,10 @@ std::optional<protocol::Frame> AgentConnection::receive(std::chrono::millisecond
     }
     try {
       return protocol::read_frame(message.to_string_view());
-    } catch (const protocol::ProtocolError&) {
+    } catch (const protocol::ProtocolError& e) {
       ++malformed_;
+      refused_type_ = e.in_reply_to();
+      refused_why_ = e.what();
     }
     if (Clock::now() >= deadline) return std::nullopt;
   }
@@ -111,6 +113,10 @@ nlohmann::json AgentConnection::await_reply(std::string_view type, std::string_v
       throw AgentError("agent " + endpoint_ + " refused " + std::string(type) + ": " +
                        reply.value("code", std::string("?")) + ": " + reply.value("message", std::string()));
   }
+  // The reply came but was refused as it arrived (an inventory over its 1 MiB limit): said, not "no reply".
+  if (!refused_type_.empty() && refused_type_ == reply_type)
+    throw AgentError("agent " + endpoint_ + " answered " + std::string(type) + ", but the answer was refused as it arrived: " +
+                     refused_why_);
   throw AgentTimeout("no reply from agent " + endpoint_ + " within " + std::to_string(timeout.count()) +
                    " ms (not running, unreachable, or it refused this workbench's key)");
 }

@@ -72,6 +72,7 @@ class AgentConnection {
   zmq::socket_t socket_;
   std::chrono::steady_clock::time_point last_heard_;
   int64_t malformed_ = 0;
+  std::string refused_type_, refused_why_;  ///< the last frame of a known type refused on arrival (too large)
 };
 
 /// The agent's inventory, waiting up to `timeout` for an agent that may still be starting (one hello,

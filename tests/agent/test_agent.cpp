@@ -432,6 +432,71 @@ class TestAgent : public QObject {
     QCOMPARE(sink.ends[0]["reason"].get<std::string>(), std::string("first"));
   }
 
+  // Ended, wholly acknowledged runs beyond --keep-finished-runs leave the inventory (it grew without
+  // end: past 1 MiB after ~7,000 runs, and every workbench called the agent unreachable); their run
+  // directories stay, so a forgotten id is not launched again.
+  void finishedRunsBeyondTheKeptNumberAreForgotten() {
+    AgentProcess agent("127.0.0.1", dir_.path() + "/forget", {}, {}, {"TESSERA_FAKE_STEP_MS=0"}, {"--keep-finished-runs", "2"});
+    test::TestKeys keys(dir_.path() + "/forget-client");
+    std::vector<std::string> ids;
+    for (int i = 0; i < 4; ++i) {
+      ids.push_back(test::new_run_id());
+      launch::RunSession session(ids.back(), {agent.endpoint()}, keys.credentials);
+      session.launch(test::tiny_spec(20, 1));
+      MemorySink sink;
+      std::atomic<bool> stop{false};
+      QCOMPARE(test::follow_for(session, sink, stop, 30s), launch::RunOutcome::done);
+    }
+    zmq::context_t context;
+    launch::AgentConnection probe(context, agent.endpoint(), keys.credentials);
+    // The last run's final ack and this hello come on different sockets: asked until it is counted.
+    std::set<std::string> listed;
+    for (const auto deadline = std::chrono::steady_clock::now() + 5s; std::chrono::steady_clock::now() < deadline;) {
+      listed.clear();
+      const auto inventory = probe.request("hello", {}, "inventory", 5000ms);
+      for (const auto& run : inventory["runs"]) listed.insert(run["run"].get<std::string>());
+      if (listed.size() <= 2) break;
+      std::this_thread::sleep_for(50ms);
+    }
+    QCOMPARE(listed, (std::set<std::string>{ids[2], ids[3]}));  // the newest two
+    launch::RunSession again(ids[0], {agent.endpoint()}, keys.credentials);
+    try {
+      again.launch(test::tiny_spec(20, 1));
+      QFAIL("a forgotten run's id was launched again");
+    } catch (const std::exception& e) {
+      QVERIFY2(std::string(e.what()).find("exists already") != std::string::npos, e.what());
+    }
+  }
+
+  // A reply over its type's limit is said as such: an inventory of more than 1 MiB was dropped without a
+  // word and the agent called unreachable ("no reply ... within 5000 ms").
+  void aReplyOverItsLimitIsNamedNotTimedOut() {
+    zmq::context_t context;
+    zmq::socket_t fake(context, zmq::socket_type::router);
+    fake.set(zmq::sockopt::linger, 0);
+    fake.bind("tcp://127.0.0.1:*");
+    const std::string endpoint = fake.get(zmq::sockopt::last_endpoint);
+    std::thread agent([&] {
+      zmq::message_t identity, hello;
+      if (!fake.recv(identity) || !fake.recv(hello)) return;
+      const std::string inventory = message("inventory", {{"runs", nlohmann::json::array()}, {"pad", std::string(1100000, 'x')}});
+      fake.send(identity, zmq::send_flags::sndmore);
+      fake.send(zmq::buffer(inventory), zmq::send_flags::none);
+    });
+    test::TestKeys none(dir_.path() + "/large-client");
+    launch::AgentConnection connection(context, endpoint, none.credentials);
+    try {
+      connection.request("hello", {}, "inventory", 2000ms);
+      QFAIL("an inventory over 1 MiB was taken");
+    } catch (const launch::AgentTimeout& e) {
+      QFAIL(e.what());
+    } catch (const launch::AgentError& e) {
+      QVERIFY2(std::string(e.what()).find("answered hello, but the answer was refused as it arrived: inventory of ") != std::string::npos,
+               e.what());
+    }
+    agent.join();
+  }
+
   void unknownClientKeyIsRefused() {
     test::TestKeys keys(dir_.path() + "/refused");
     AgentProcess agent("127.0.0.1", dir_.path() + "/refused/work", keys.agent("a"), keys.authorized);
