@@ -55,14 +55,6 @@ std::string dump(const nlohmann::json& value) {
   return value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
-// A host name or address for MASTER_ADDR: letters, digits, '.', '-', ':' only.
-bool is_host(const std::string& text) {
-  if (text.empty() || text.size() > 253) return false;
-  for (char c : text)
-    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == ':')) return false;
-  return true;
-}
-
 int free_tcp_port() {
   const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   if (fd < 0) throw std::runtime_error("socket() failed");
@@ -421,7 +413,8 @@ struct Agent::Impl {
     }
     if (ranks.empty()) throw ProtocolError(ErrorCode::bad_field, "ranks must not be empty");
     const std::string master_addr = protocol::get_string(message, "master_addr", 253);
-    if (!is_host(master_addr)) throw ProtocolError(ErrorCode::bad_field, "master_addr must be a host name or address");
+    if (const auto problem = protocol::host_syntax_problem(master_addr); !problem.empty())
+      throw ProtocolError(ErrorCode::bad_field, "master_addr must be a host name or address: " + problem);
     int64_t master_port = protocol::get_int(message, "master_port", 0, 65535);
     const bool holds_rank0 = std::find(ranks.begin(), ranks.end(), 0) != ranks.end();
     if (master_port == 0 && !holds_rank0)

@@ -1,10 +1,30 @@
-// tcp://HOST:PORT parsing and the safe-byte tests (endpoint.hpp).
+// tcp://HOST:PORT parsing, the host-name rule and the safe-byte tests (endpoint.hpp).
 #include "protocol/endpoint.hpp"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
 #include <algorithm>
+#include <cctype>
 #include <stdexcept>
 
 namespace tessera::protocol {
+
+std::string host_syntax_problem(std::string_view host) {
+  if (host.empty()) return "it is empty";
+  if (host.size() > 253) return "it is " + std::to_string(host.size()) + " characters long, a host name at most 253";
+  for (const char c : host)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '-' && c != '_' && c != ':' && c != '%')
+      return std::string("it holds ") + (c == ' ' ? std::string("a space") : "'" + std::string(1, c) + "'") +
+             ", which no host name or address has";
+  if (host.front() == '-') return "it starts with '-', which no host name has";
+  if (host.find(':') != std::string_view::npos) {
+    const std::string address(host.substr(0, host.find('%')));
+    in6_addr parsed{};
+    if (::inet_pton(AF_INET6, address.c_str(), &parsed) != 1) return "it has ':' but is no IPv6 address";
+  }
+  return {};
+}
 
 std::string with_unsafe_shown(std::string_view text, bool (*unsafe)(char)) {
   std::string shown;

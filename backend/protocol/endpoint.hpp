@@ -31,6 +31,12 @@ struct TcpEndpoint {
 /// bind ("No such device") and a connect never completes.
 inline bool is_ipv6_host(const TcpEndpoint& endpoint) { return endpoint.host.find(':') != std::string::npos; }
 
+/// Why `host` cannot be a host name or an address for MASTER_ADDR (IPv4, IPv6 with a %scope), or "":
+/// the one rule of the agent (a launch's master_addr) and tessera-train (its environment). A name that
+/// is merely unknown passes: the rendezvous waits for it (a pod's DNS record may come late). ":::" and
+/// "-oProxy" passed the agent's and the rank spent the rendezvous's minute on them.
+std::string host_syntax_problem(std::string_view host);
+
 /// Splits tcp://HOST:PORT. Throws std::invalid_argument "ENDPOINT is not tcp://HOST:PORT (RULE)"
 /// for anything else: another scheme, an empty host or port, a port out of `rule`'s range, and any
 /// space or control character (shown as '?' in the message).

@@ -26,6 +26,7 @@
 #include "planner/params.hpp"
 #include "planner/plan.hpp"
 #include "planner/schedule.hpp"
+#include "protocol/endpoint.hpp"
 #include "protocol/records.hpp"
 #ifdef TESSERA_WITH_REPORTER
 #include "protocol/reporter.hpp"
@@ -439,17 +440,6 @@ class Trainer {
   std::unique_ptr<AdamW> optimizer_;
 };
 
-// Why `host` cannot be a host name or an address (IPv4, IPv6 with a %scope), or "": a name that is
-// merely unknown is waited for by the rendezvous (GlooWorld), a pod's DNS record appearing late.
-std::string host_syntax_problem(const std::string& host) {
-  if (host.empty()) return "it is empty";
-  for (const char c : host)
-    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '-' && c != '_' && c != ':' && c != '%')
-      return std::string("it holds ") + (c == ' ' ? std::string("a space") : "'" + std::string(1, c) + "'") +
-             ", which no host name or address has";
-  return {};
-}
-
 }  // namespace
 
 std::string default_data_path() {
@@ -481,7 +471,7 @@ RankEnvironment rank_environment_from_env() {
                                 std::to_string(env.local_world_size) + " (the ranks on this machine, at least 1)");
   if (env.master_port < 1 || env.master_port > 65535)
     throw std::invalid_argument("MASTER_PORT=" + std::to_string(env.master_port) + " must be a TCP port (1-65535)");
-  if (const auto problem = host_syntax_problem(env.master_addr); !problem.empty())
+  if (const auto problem = protocol::host_syntax_problem(env.master_addr); !problem.empty())
     throw std::invalid_argument("MASTER_ADDR=\"" + env.master_addr + "\" is not a host name or address: " + problem);
   return env;
 }

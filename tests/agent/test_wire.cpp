@@ -486,6 +486,18 @@ class TestWire : public QObject {
     QVERIFY(!known.key_of("tcp://c:1"));
   }
 
+  // MASTER_ADDR's one rule, the agent's and tessera-train's: ":::" and "-oProxy" passed the agent's
+  // own check and the ranks spent the rendezvous's minute on them.
+  void masterAddressesFollowOneRule() {
+    for (const char* host : {"10.0.0.1", "node-1.cluster.local", "gpu_7", "::1", "fe80::1%eth0", "localhost"})
+      QVERIFY2(protocol::host_syntax_problem(host).empty(), host);
+    QCOMPARE(protocol::host_syntax_problem(":::"), std::string("it has ':' but is no IPv6 address"));
+    QCOMPARE(protocol::host_syntax_problem("-oProxy"), std::string("it starts with '-', which no host name has"));
+    QCOMPARE(protocol::host_syntax_problem("a b"), std::string("it holds a space, which no host name or address has"));
+    QCOMPARE(protocol::host_syntax_problem(""), std::string("it is empty"));
+    QVERIFY(!protocol::host_syntax_problem(std::string(254, 'a')).empty());
+  }
+
   void tcpEndpointsParseByOneRule() {
     using protocol::PortRule;
     const auto ipv6 = protocol::parse_tcp_endpoint("tcp://[fe80::1]:7070");
