@@ -215,6 +215,11 @@ int main(int argc, char** argv) {
       }
     }
     if (!errors.empty()) throw SpecError(errors);
+    // What is resumed is there already: a --resume into a directory that does not exist created it
+    // (and its lock) before it was refused.
+    if (resume && !out_dir.empty() && !std::filesystem::is_directory(out_dir))
+      throw SpecError({FieldError{"--resume", "--resume: --out " + out_dir + " is no directory, so it holds no checkpoint to resume "
+                                                                            "(nothing was created)"}});
     if (!out_dir.empty()) require_writable_dir(out_dir);
     // A fresh run into the checkpoints of an earlier one: --resume would later take the earlier
     // run's newest checkpoint and splice two runs together. Refused, nothing removed.

@@ -265,12 +265,29 @@ int64_t resumable_step(const std::string& out_dir, const spec::RunSpec& spec, in
     std::error_code ec;
     const auto bytes = fs::file_size(file, ec);
     const int64_t recorded = (*sizes)[static_cast<size_t>(r)].get<int64_t>();
+    std::error_code kind_ec;
+    if (fs::exists(file, kind_ec) && !fs::is_regular_file(file, kind_ec))
+      throw CheckpointError("--resume: " + file + " is not a regular file");
     if (ec || static_cast<int64_t>(bytes) != recorded)
       throw CheckpointError("--resume: " + file + (ec ? " is missing" : " is truncated (" + std::to_string(bytes) +
                                                                           " bytes, the manifest records " +
                                                                           std::to_string(recorded) + ")"));
   }
   return step->get<int64_t>();
+}
+
+int remove_checkpoint_temporaries(const std::string& out_dir, int rank) {
+  std::error_code ec;
+  const std::string root = out_dir + "/checkpoints";
+  if (!fs::is_directory(root, ec)) return 0;
+  int removed = 0;
+  for (const auto& entry : fs::directory_iterator(root, ec)) {
+    if (!entry.is_directory(ec)) continue;
+    std::vector<std::string> temporaries{rank_file(entry.path().string(), rank) + ".tmp"};
+    if (rank == 0) temporaries.push_back(entry.path().string() + "/manifest.json.tmp");
+    for (const auto& temporary : temporaries) removed += fs::remove(temporary, ec) ? 1 : 0;
+  }
+  return removed;
 }
 
 std::optional<std::string> newest_checkpoint(const std::string& out_dir) {

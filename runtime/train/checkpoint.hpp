@@ -72,6 +72,10 @@ int64_t resumable_step(const std::string& out_dir, const spec::RunSpec& spec, in
 /// The directory name (step_NNNNNNNN) of the newest complete checkpoint under DIR/checkpoints, if any.
 std::optional<std::string> newest_checkpoint(const std::string& out_dir);
 
+/// Removes what a killed run left of `rank`'s checkpoint writes in `out_dir`: its rank files' temporaries
+/// (as large as the rank files), and on rank 0 the manifests'. Returns how many were removed.
+int remove_checkpoint_temporaries(const std::string& out_dir, int rank);
+
 /// What rank 0 reports of complete checkpoint `step` (docs/runtime.md): kind "checkpoint", the
 /// directory's absolute path, the bytes of every rank's file, `created_ms` (Unix ms) and
 /// `wall_time_s` (the step records' clock).

@@ -519,6 +519,8 @@ void train(const spec::RunSpec& spec, const TrainOptions& options, const RankEnv
       replace_file(options.out_dir + "/spec.json", spec::to_json(spec).dump(2) + "\n");
     }
   }
+  // A run killed while it wrote a checkpoint left a temporary as large as its rank file.
+  if (!options.out_dir.empty()) remove_checkpoint_temporaries(options.out_dir, static_cast<int>(env.rank));
   const auto placement = placement_of(spec, options, env);
   if (placement.device.is_cuda()) set_current_cuda_device(placement.device.index());
   std::string peak_source;

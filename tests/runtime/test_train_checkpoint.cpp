@@ -267,10 +267,27 @@ class TestTrainCheckpoint : public QObject {
     QVERIFY2(run.err.find("is of step 6, after the run's last step 2 (training.train_steps, or --steps): give --steps 6 or more") !=
                  std::string::npos,
              run.err.c_str());
+    // What a run killed mid-checkpoint left (a temporary as large as a rank file) goes at the next start.
+    const std::string stale = root + "/checkpoints/step_00000003/rank_00000.pt.tmp";
+    std::ofstream(stale) << "half a rank file";
     run = tessera_train(common + QStringList{"--resume", "--steps", "7"});
     QVERIFY2(run.exit_code == 0, run.err.c_str());
     QVERIFY2(run.out.find("step_00000006") != std::string::npos, run.out.c_str());
     QCOMPARE(read_steps(root).size(), size_t(7));
+    QVERIFY(!std::filesystem::exists(stale));
+    // A rank file that is a directory is named so (it said "is missing"); a --resume into a directory
+    // that does not exist is refused without creating it (and its lock).
+    const std::string newest = root + "/checkpoints/step_00000007/rank_00000.pt";
+    std::filesystem::remove(newest);
+    std::filesystem::create_directory(newest);
+    run = tessera_train(common + QStringList{"--resume", "--steps", "8"});
+    QCOMPARE(run.exit_code, 2);
+    QVERIFY2(run.err.find(newest + " is not a regular file") != std::string::npos, run.err.c_str());
+    const QString nowhere = dir.filePath("nowhere/deeper");
+    run = tessera_train({"--spec", spec, "--threads", "1", "--data", "synthetic", "--out", nowhere, "--resume"});
+    QCOMPARE(run.exit_code, 2);
+    QVERIFY2(run.err.find("is no directory, so it holds no checkpoint to resume") != std::string::npos, run.err.c_str());
+    QVERIFY(!QFileInfo::exists(dir.filePath("nowhere")));
   }
 
   // The model is compared by its fields, not by the preset's name they came from: the same fields given
