@@ -142,6 +142,7 @@ class TestTrainCheckpoint : public QObject {
     QCOMPARE(run.exit_code, 2);
     QVERIFY2(run.err.find("rank_00001.pt is truncated") != std::string::npos, run.err.c_str());
 
+    QVERIFY(QDir(dir.path()).mkdir("empty"));
     run = tessera_train(common + QStringList{"--out", dir.filePath("empty"), "--resume"});
     QCOMPARE(run.exit_code, 2);
     QVERIFY2(run.err.find("no complete checkpoint") != std::string::npos, run.err.c_str());
