@@ -24,6 +24,16 @@ using namespace tessera::test;
 
 namespace {
 
+// tessera-train under a file-size limit of `kib` KiB (a write past it fails as on a full disk, EFBIG,
+// with SIGXFSZ ignored); -1 as the exit code when it did not end normally within a minute.
+Run train_with_file_limit(int kib, const QStringList& args) {
+  QProcess p;
+  p.start("bash", QStringList{"-c", QStringLiteral("trap '' XFSZ; ulimit -f %1; exec \"$0\" \"$@\"").arg(kib), TESSERA_TRAIN} + args);
+  const bool ended = p.waitForFinished(60000);
+  return {ended && p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1, p.readAllStandardOutput().toStdString(),
+          p.readAllStandardError().toStdString()};
+}
+
 std::string spec_file(const QTemporaryDir& dir, const std::string& name, nlohmann::json spec) {
   return write_file(dir, name + ".json", spec.dump());
 }
@@ -242,13 +252,9 @@ class TestTrainErrors : public QObject {
     QTemporaryDir dir;
     const QString out = dir.filePath("out");
     const QString spec = QString::fromStdString(spec_file(dir, "ckpt", tiny_spec("tiny-gpt", Layout{}, 6)));
-    QProcess p;
-    p.start("bash", {"-c", "trap '' XFSZ; ulimit -f 64; exec \"$0\" \"$@\"", TESSERA_TRAIN, "--spec", spec, "--out", out,
-                     "--data", "synthetic"});
-    QVERIFY(p.waitForFinished(60000));
-    const std::string err = p.readAllStandardError().toStdString();
-    QCOMPARE(p.exitStatus(), QProcess::NormalExit);
-    QCOMPARE(p.exitCode(), 1);
+    const Run run = train_with_file_limit(64, {"--spec", spec, "--out", out, "--data", "synthetic"});
+    const std::string& err = run.err;
+    QCOMPARE(run.exit_code, 1);
     QVERIFY2(err.find("cannot write checkpoint file " + out.toStdString() + "/checkpoints/step_00000006/rank_00000.pt.tmp: File too large") !=
                  std::string::npos,
              err.c_str());
@@ -262,13 +268,9 @@ class TestTrainErrors : public QObject {
     QTemporaryDir dir;
     const QString out = dir.filePath("out");
     const QString spec = QString::fromStdString(spec_file(dir, "full", tiny_spec("tiny-gpt", Layout{}, 200)));
-    QProcess p;
-    p.start("bash", {"-c", "trap '' XFSZ; ulimit -f 16; exec \"$0\" \"$@\"", TESSERA_TRAIN, "--spec", spec, "--out", out,
-                     "--data", "synthetic", "--no-checkpoint"});
-    QVERIFY(p.waitForFinished(60000));
-    const std::string err = p.readAllStandardError().toStdString();
-    QCOMPARE(p.exitStatus(), QProcess::NormalExit);
-    QCOMPARE(p.exitCode(), 1);
+    const Run run = train_with_file_limit(16, {"--spec", spec, "--out", out, "--data", "synthetic", "--no-checkpoint"});
+    const std::string& err = run.err;
+    QCOMPARE(run.exit_code, 1);
     QVERIFY2(err.find("cannot write " + out.toStdString() + "/metrics.jsonl: File too large") != std::string::npos, err.c_str());
   }
 
