@@ -81,14 +81,10 @@ int64_t get_integer(const ojson& value, const std::string& where) {
 
 /// A number, or "nan"/"inf"/"-inf", or null (NaN): how bundles and metrics.jsonl write values.
 double get_value(const ojson& value, const std::string& where) {
-  if (value.is_number()) return value.get<double>();
-  if (value.is_null()) return std::numeric_limits<double>::quiet_NaN();
-  // Only the three a JSON number cannot spell: "5" read as 5 hid a bundle written wrong.
-  if (value.is_string()) {
-    const auto& text = value.get_ref<const std::string&>();
-    if (text == "nan" || text == "inf" || text == "-inf") return parse_number(text, where);
+  if (const auto number = metric_value(value)) return *number;
+  // Of strings only the three a JSON number cannot spell: "5" read as 5 hid a bundle written wrong.
+  if (value.is_string())
     throw StoreError(ErrorKind::invalid, where + " must be a number (or \"nan\", \"inf\", \"-inf\"), got the string " + value.dump());
-  }
   throw StoreError(ErrorKind::invalid, where + " must be a number");
 }
 

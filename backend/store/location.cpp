@@ -16,12 +16,18 @@ std::string env(const char* name) {
 }
 }  // namespace
 
-std::string read_only_history_problem(const std::string& path) {
+std::string non_regular_history_problem(const std::string& path) {
   std::error_code ec;
   const auto status = std::filesystem::status(path, ec);
-  if (!std::filesystem::exists(status)) return "no run history at " + path;
   if (std::filesystem::is_directory(status)) return path + " is a directory, not a history file";
-  if (!std::filesystem::is_regular_file(status)) return path + " is not a regular file, not a history";
+  if (std::filesystem::exists(status) && !std::filesystem::is_regular_file(status)) return path + " is not a regular file, not a history";
+  return {};
+}
+
+std::string read_only_history_problem(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) return "no run history at " + path;
+  if (auto problem = non_regular_history_problem(path); !problem.empty()) return problem;
   if (std::filesystem::file_size(path, ec) == 0) return path + " is empty, not a run history";
   return {};
 }

@@ -18,6 +18,9 @@ std::string canonical_history_path(const std::string& history_path);
 /// a directory, no regular file, or an empty file. Opened, an empty file became a history (runs list
 /// wrote 160 KiB into it) and /dev/null failed on commit: a reader leaves such a file as it is.
 std::string read_only_history_problem(const std::string& path);
+/// Why no command, reading or writing, can open `path` as a history ("" when one may): a directory, or
+/// a file that is no regular file (/dev/null: SQLite created /dev/null-journal, then said "disk I/O error").
+std::string non_regular_history_problem(const std::string& path);
 /// Creates the directories that will hold the history file; throws StoreError(io) naming them.
 void ensure_parent_directory(const std::string& history_path);
 

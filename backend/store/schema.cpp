@@ -194,6 +194,9 @@ void migrate(Connection& connection, std::span<const Migration> migrations) {
 }
 
 Connection open_history(const std::string& path, std::span<const Migration> migrations) {
+  // A device, pipe or directory is no history, said before the directory's own checks (/dev is not
+  // writable to most users).
+  if (const auto problem = non_regular_history_problem(path); !problem.empty()) throw StoreError(ErrorKind::io, problem);
   ensure_parent_directory(path);
   const auto directory = std::filesystem::absolute(std::filesystem::path(path)).parent_path();
   if (::access(directory.c_str(), W_OK) != 0) {
@@ -207,15 +210,6 @@ Connection open_history(const std::string& path, std::span<const Migration> migr
                                         "-wal and -shm next to it");
   }
 
-  // A device, pipe or directory is no history: /dev/null took SQLite's "disk I/O error" after a
-  // /dev/null-journal had been created beside it.
-  {
-    std::error_code ec;
-    const auto status = std::filesystem::status(path, ec);
-    if (std::filesystem::is_directory(status)) throw StoreError(ErrorKind::io, "history " + path + " is a directory, not a history file");
-    if (std::filesystem::exists(status) && !std::filesystem::is_regular_file(status))
-      throw StoreError(ErrorKind::io, "history " + path + " is not a regular file, not a history");
-  }
   Connection connection(path, true);
   connection.exec("PRAGMA busy_timeout = 10000", "setting the busy timeout");
   // Another program's SQLite database, or a history of a newer schema, is refused before anything is
