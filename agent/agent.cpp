@@ -128,6 +128,14 @@ struct Run {
   bool active() const { return state == RunState::running || state == RunState::stopping; }
 };
 
+// What an agent keeps of a run it forgot (ended, every frame acknowledged): how it ended.
+struct ForgottenRun {
+  std::string state;
+  int64_t last_seq = 0;
+  std::string reason;
+};
+constexpr size_t kForgottenRunsKept = 1000000;
+
 struct Client {
   Clock::time_point last_heard{};
   Clock::time_point last_sent{};
@@ -311,7 +319,10 @@ struct Agent::Impl {
     if (type == "launch") return launch(client, message);
     const std::string id = protocol::get_run_id(message);
     const auto it = runs.find(id);
-    if (it == runs.end()) throw ProtocolError(ErrorCode::unknown_run, "no run " + id + " on this agent");
+    if (it == runs.end()) {
+      if (const auto gone = forgotten.find(id); gone != forgotten.end()) return answer_forgotten(client, type, id, gone->second);
+      throw ProtocolError(ErrorCode::unknown_run, "no run " + id + " on this agent");
+    }
     Run& run = *it->second;
     if (type == "attach") {
       const int64_t acked = protocol::get_int(message, "acked", -1, int64_t{1} << 53);
@@ -363,7 +374,28 @@ struct Agent::Impl {
     const auto kept = static_cast<size_t>(options.kept_finished_runs);
     if (finished.size() <= kept) return;
     std::sort(finished.begin(), finished.end());
-    for (size_t i = 0; i + kept < finished.size(); ++i) runs.erase(finished[i].second);
+    for (size_t i = 0; i + kept < finished.size(); ++i) {
+      const Run& run = *runs.at(finished[i].second);
+      forgotten[run.id] = {state_name(run.state), run.outbox.last_seq(), run.reason.substr(0, 1024)};
+      forgotten_order.push_back(run.id);
+      runs.erase(finished[i].second);
+    }
+    // What is kept of a forgotten run is some 100 bytes; the oldest million ids are forgotten for good.
+    while (forgotten_order.size() > kForgottenRunsKept) {
+      forgotten.erase(forgotten_order.front());
+      forgotten_order.pop_front();
+    }
+  }
+
+  // A forgotten run is answered as it ended, every frame acknowledged: a workbench that died between its
+  // last ack and recording the end attaches and finds it ended (unknown_run would make it "lost").
+  void answer_forgotten(const std::string& client, const std::string& type, const std::string& id, const ForgottenRun& run) {
+    if (type == "attach")
+      reply(client, protocol::make_frame("attached", {{"run", id}, {"acked", run.last_seq}, {"last_seq", run.last_seq},
+                                                      {"state", run.state}, {"reason", run.reason}}));
+    else if (type == "stop")
+      reply(client, protocol::make_frame("stopping", {{"run", id}, {"state", run.state}}));
+    // An ack: all of it was acknowledged already.
   }
 
   void hello(const std::string& client) {
@@ -824,6 +856,8 @@ struct Agent::Impl {
   std::string endpoint;
   NodeInfo node;
   std::map<std::string, std::unique_ptr<Run>> runs;
+  std::map<std::string, ForgottenRun> forgotten;  // runs forget_finished_runs() took from `runs`
+  std::deque<std::string> forgotten_order;        // their ids, oldest first
   std::map<std::string, Client> clients;
 };
 

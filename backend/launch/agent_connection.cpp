@@ -98,11 +98,23 @@ nlohmann::json AgentConnection::await_reply(std::string_view type, std::string_v
   // deadline, and a reply that came while another agent was awaited is there. A bounded number: an
   // agent holds at most its send window of data frames unacknowledged (docs/protocol.md).
   constexpr int kQueuedPastDeadline = 256;
+  // A reply refused as it arrived (too large for its type) is said at once, as this request's answer.
+  refused_type_.clear();
+  refused_why_.clear();
+  const auto refused = [&] {
+    if (!refused_type_.empty() && refused_type_ == reply_type)
+      throw AgentError("agent " + endpoint_ + " answered " + std::string(type) + ", but the answer was refused as it arrived: " +
+                       refused_why_);
+  };
   for (int past = 0; past < kQueuedPastDeadline; past += Clock::now() >= deadline) {
     const auto left = std::max(std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()),
                                std::chrono::milliseconds(0));
-    auto frame = receive(left);
-    if (!frame) break;
+    auto frame = receive(std::min(left, std::chrono::milliseconds(100)));
+    refused();
+    if (!frame) {
+      if (Clock::now() >= deadline) break;
+      continue;
+    }
     nlohmann::json& reply = frame->message;
     const auto& t = reply["type"].get_ref<const std::string&>();
     if (t == reply_type) return std::move(reply);
@@ -113,10 +125,6 @@ nlohmann::json AgentConnection::await_reply(std::string_view type, std::string_v
       throw AgentError("agent " + endpoint_ + " refused " + std::string(type) + ": " +
                        reply.value("code", std::string("?")) + ": " + reply.value("message", std::string()));
   }
-  // The reply came but was refused as it arrived (an inventory over its 1 MiB limit): said, not "no reply".
-  if (!refused_type_.empty() && refused_type_ == reply_type)
-    throw AgentError("agent " + endpoint_ + " answered " + std::string(type) + ", but the answer was refused as it arrived: " +
-                     refused_why_);
   throw AgentTimeout("no reply from agent " + endpoint_ + " within " + std::to_string(timeout.count()) +
                    " ms (not running, unreachable, or it refused this workbench's key)");
 }

@@ -238,31 +238,38 @@ void RunSession::fail(const std::string& reason) {
 void RunSession::note_record(size_t node, const nlohmann::json& record) {
   const auto& type = record.at("type");  // a rank_exit or run_end record
   if (type == "rank_exit") {
+    // Every field is read before anything changes: one of the wrong type throws (the caller skips the
+    // record) with the session as it was.
     const bool failed = record.value("exit_code", 0) != 0 || record.value("signal", 0) != 0;
-    if (!failed || record.value("stopped_by_agent", false)) return;
+    const bool stopped_by_agent = record.value("stopped_by_agent", false);
     const double time_s = record.value("time_s", 0.0);
+    const int64_t rank = record.value("rank", int64_t{-1});
+    const std::string description = record.value("description", std::string("failed"));
+    std::vector<std::string> last_lines;
+    if (const auto lines = record.find("last_lines"); lines != record.end() && lines->is_array())
+      for (const auto& line : *lines)
+        if (line.is_string()) last_lines.push_back(line.get<std::string>());
+    if (!failed || stopped_by_agent) return;
     // The earliest failure across nodes is the cause; later ones are its consequences.
     if (!first_failed_rank_ || time_s < first_failure_time_s_) {
-      first_failed_rank_ = record.value("rank", int64_t{-1});
+      first_failed_rank_ = rank;
       first_failure_time_s_ = time_s;
       first_failure_heard_ = Clock::now();
       first_failure_node_ = node;
-      failure_log_.clear();
-      if (const auto lines = record.find("last_lines"); lines != record.end() && lines->is_array())
-        for (const auto& line : *lines)
-          if (line.is_string()) failure_log_.push_back(line.get<std::string>());
+      failure_log_ = std::move(last_lines);
       if (outcome_ == RunOutcome::running || (outcome_ == RunOutcome::failed && reason_.rfind("rank ", 0) == 0)) {
         outcome_ = RunOutcome::failed;
-        reason_ = "rank " + std::to_string(*first_failed_rank_) + " " + record.value("description", std::string("failed"));
+        reason_ = "rank " + std::to_string(rank) + " " + description;
       }
     }
     if (!stop_sent_) stop(reason_);
   } else if (type == "run_end") {
+    const std::string state = record.value("state", std::string()), reason = record.value("reason", std::string());
     if (const auto time = record.find("time_s"); time != record.end() && time->is_number() && time->get<double>() > 0) {
       const auto ms = static_cast<int64_t>(time->get<double>() * 1000);
       ended_ms_ = ended_ms_ ? std::max(*ended_ms_, ms) : ms;
     }
-    node_ended(node, record.value("state", std::string()), record.value("reason", std::string()));
+    node_ended(node, state, reason);
   }
 }
 

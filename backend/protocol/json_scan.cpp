@@ -30,15 +30,21 @@ struct TypeHandler {
   int depth = 0;
   bool at_type = false;  // the next value is the top-level "type"
   std::string type;
-  void begin_object() { ++depth, at_type = false; }
+  // A value of the top-level "type" that is no string clears it: the last "type" decides, as it does
+  // for the workbench reading the record.
+  void other_value() {
+    if (at_type) type.clear();
+    at_type = false;
+  }
+  void begin_object() { other_value(), ++depth; }
   void key(std::string_view raw, bool escaped);
   void end_object() { --depth; }
-  void begin_array() { ++depth, at_type = false; }
+  void begin_array() { other_value(), ++depth; }
   void end_array() { --depth; }
   void string(std::string_view raw, bool escaped);
-  void number(std::string_view, bool) { at_type = false; }
-  void boolean(bool) { at_type = false; }
-  void null() { at_type = false; }
+  void number(std::string_view, bool) { other_value(); }
+  void boolean(bool) { other_value(); }
+  void null() { other_value(); }
 };
 
 int hex_digit(char c) {

@@ -433,6 +433,8 @@ class TestWire : public QObject {
     QCOMPARE(type, std::string("rank_exit"));
     QVERIFY(protocol::is_json(R"({"type":5,"x":"type"})", &type));
     QCOMPARE(type, std::string());
+    QVERIFY(protocol::is_json(R"({"type":"run_end","type":5})", &type));  // the last decides, as for the workbench
+    QCOMPARE(type, std::string());
     QVERIFY(!protocol::is_json(R"({"type":"step")", &type));
   }
 
