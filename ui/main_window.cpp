@@ -227,6 +227,10 @@ void MainWindow::buildMenus() {
       QMessageBox::warning(this, tr("Launch"), tr("The spec has a problem; fix it in the designer first."));
       return;
     }
+    if (history_path_.isEmpty()) {  // no --db and no default place for the history
+      QMessageBox::warning(this, tr("Launch"), history_path_problem_);
+      return;
+    }
     runs_->launch(this, session_.spec());
   });
 

@@ -52,6 +52,8 @@ class MainWindow : public QMainWindow {
   RunWindows* runs() const { return runs_; }
   /// The run history of this window: the one given, else the default ("" when there is no default).
   QString historyPath() const { return history_path_; }
+  /// Why historyPath() is empty: no --db, $TESSERA_DB, XDG_DATA_HOME or HOME.
+  QString historyPathProblem() const { return history_path_problem_; }
 
   /// The view in front (View::grid, memory or timeline).
   View currentView() const;

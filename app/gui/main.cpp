@@ -117,8 +117,8 @@ int main(int argc, char* argv[]) {
                                    QStringLiteral("Timeline: also show this schedule (gpipe, 1f1b, interleaved, zb-h1). "
                                                   "Or ID,ID[,...]: compare these stored runs."),
                                    QStringLiteral("SCHEDULE|RUNS"));
-  QCommandLineOption dbOption(QStringLiteral("db"), QStringLiteral("Run history for --run, --compare RUNS and --history (default: $TESSERA_DB, else "
-                                                                   "$XDG_DATA_HOME/tessera/history.sqlite)."),
+  QCommandLineOption dbOption(QStringLiteral("db"), QStringLiteral("Run history for --run, --compare RUNS, --history, and the window's Run History "
+                                                                   "and launches (default: $TESSERA_DB, else $XDG_DATA_HOME/tessera/history.sqlite)."),
                               QStringLiteral("FILE"));
   QCommandLineOption historyOption(QStringLiteral("history"), QStringLiteral("Open the run history (--db picks the file)."));
   QCommandLineOption rankOption(QStringLiteral("select-rank"), QStringLiteral("Rank grid: highlight the groups of this rank."),
@@ -198,6 +198,7 @@ int main(int argc, char* argv[]) {
     if (!spec.isEmpty() && !window.openFile(spec, &error)) return fail(openProblem(spec, error));
     if (window.session()->stale()) return fail(openProblem(spec, window.session()->problemsText()));
     tessera::ui::applyTheme(palette.value_or(tessera::ui::ThemeChoice::light));
+    if (window.historyPath().isEmpty()) return fail(window.historyPathProblem());
     tessera::ui::LaunchDialog dialog(window.session()->spec(), tessera::spec::to_json(window.session()->spec()), window.historyPath());
     QEventLoop loop;
     QObject::connect(&dialog, &tessera::ui::LaunchDialog::inventoriesChecked, &loop, &QEventLoop::quit);

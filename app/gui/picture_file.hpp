@@ -42,8 +42,8 @@ inline QString savePicture(const QImage& image, const QString& path) {
                                                                                       : file.errorString());
 }
 
-/// A picture smaller than --size asked would be a surprise in a script: the views' minimum sizes win over
-/// a small window (--size 100x100 gave 715x457). "" when the picture is the size asked.
+/// A picture larger than --size asked would be a surprise in a script: the views' minimum sizes win over
+/// a small window (--size 100x100 gave 715x457). "" when the picture is no larger than asked.
 inline QString pictureSizeProblem(const QImage& picture, const QSize& asked) {
   const QSize drawn = picture.deviceIndependentSize().toSize();
   if (drawn.width() <= asked.width() && drawn.height() <= asked.height()) return {};
