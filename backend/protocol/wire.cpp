@@ -57,6 +57,10 @@ void check_size(std::string_view bytes, Side receiver) {
     throw ProtocolError(ErrorCode::too_large, "frame of " + std::to_string(bytes.size()) + " bytes exceeds " +
                                                   std::to_string(most));
   if (bytes.empty() || bytes.front() != '{') throw ProtocolError(ErrorCode::bad_json, "frame is not a JSON object");
+  // No JSON text holds a NUL byte (not even in a string), and nlohmann's parser takes one for the end of
+  // its input: `{"v":1,"type":"hello"}\0junk` was read as the hello.
+  if (const auto nul = bytes.find('\0'); nul != std::string_view::npos)
+    throw ProtocolError(ErrorCode::bad_json, "frame holds a NUL byte at offset " + std::to_string(nul) + ", which no JSON text has");
   if (auto error = spec::json_nesting_error(bytes, "the frame")) throw ProtocolError(ErrorCode::bad_json, *error);
 }
 
