@@ -98,12 +98,8 @@ std::string checksum_text(uint64_t value) {
   return text;
 }
 
-// Writes `path` through a temporary beside it, synced and then renamed. `fill` writes the contents
-// through the function it is given, which takes every byte and says each was written: a failed write
-// (a full disk) is reported once the contents are whole, since LibTorch's archive writer throwing
-// ends the process from its destructor (std::terminate) before any handler runs. A failure throws
-// std::runtime_error "cannot write NAMED: reason (INCOMPLETE)" and leaves no temporary.
-using ByteSink = std::function<size_t(const void*, size_t)>;
+}  // namespace
+
 void write_synced(const std::string& path, const std::string& named, const std::function<void(const ByteSink&)>& fill,
                   const std::string& incomplete) {
   const std::string temp = path + ".tmp";
@@ -133,8 +129,6 @@ void write_synced(const std::string& path, const std::string& named, const std::
     throw failed(error != 0 ? reason(error) : ec.message());
   }
 }
-
-}  // namespace
 
 void FileChecksum::add(const void* data, size_t bytes) {
   const auto* p = static_cast<const unsigned char*>(data);

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -21,6 +22,15 @@ class CheckpointError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };
+
+/// Writes `path` through a temporary beside it, synced and then renamed. `fill` writes the contents
+/// through the function it is given, which takes every byte and says each was written: a failed write
+/// (a full disk) is reported once the contents are whole, since LibTorch's archive writer throwing
+/// ends the process from its destructor (std::terminate) before any handler runs. A failure throws
+/// std::runtime_error "cannot write NAMED: reason (INCOMPLETE)" and leaves no temporary.
+using ByteSink = std::function<size_t(const void*, size_t)>;
+void write_synced(const std::string& path, const std::string& named, const std::function<void(const ByteSink&)>& fill,
+                  const std::string& incomplete);
 
 /// What a rank's file holds, in order.
 struct RankState {

@@ -87,27 +87,10 @@ int env_int(const char* name, int fallback) {
   return static_cast<int>(parsed);
 }
 
-// Replaces `path` by `text` whole: written to a temporary beside it, synced, then renamed over it (as
-// checkpoints are); on a failure (a full disk) the file is as it was and the temporary removed.
+// Replaces `path` by `text` whole, as checkpoints are written (write_synced): on a failure (a full disk)
+// the file is as it was and the temporary removed.
 void replace_file(const std::string& path, const std::string& text) {
-  const std::string temp = path + ".tmp";
-  const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  int error = fd < 0 ? errno : 0;
-  for (const char* next = text.data(); error == 0 && next < text.data() + text.size();) {
-    const ssize_t written = ::write(fd, next, text.data() + text.size() - next);
-    if (written < 0 && errno == EINTR) continue;
-    if (written <= 0) error = written < 0 ? errno : EIO;
-    else next += written;
-  }
-  if (fd >= 0 && error == 0 && ::fsync(fd) != 0) error = errno;
-  if (fd >= 0 && ::close(fd) != 0 && error == 0) error = errno;
-  std::error_code ec;
-  if (error == 0) std::filesystem::rename(temp, path, ec);
-  if (error != 0 || ec) {
-    std::error_code ignored;
-    std::filesystem::remove(temp, ignored);
-    throw std::runtime_error("cannot write " + path + ": " + (error != 0 ? std::strerror(error) : ec.message()) + " (it is as it was)");
-  }
+  write_synced(path, path, [&](const ByteSink& write) { write(text.data(), text.size()); }, "it is as it was");
 }
 
 // One line per record, appended with a single write() so ranks sharing the file do not interleave;
