@@ -38,8 +38,6 @@ std::string header_bytes(uint32_t width, int64_t vocab_size, uint64_t count) {
 // The system's reason for the last failed call, read before anything else can change errno.
 std::string reason() { return std::strerror(errno); }
 
-// A token file written to a temporary beside `path` and renamed onto it once whole: a failure leaves
-// neither a partial file at `path` nor the temporary.
 // The file `path` names, to be replaced whole: a symbolic link's target (the link stays); refused when it
 // is a directory, or a device or a pipe, which the rename would replace by a regular file (`data prepare
 // -o /dev/null` turned /dev/null into one).
@@ -62,9 +60,12 @@ std::string written_path(const std::string& path) {
   return file.string();
 }
 
+// A token file written to a temporary beside the file `path` names (written_path) and renamed onto it
+// once whole: a failure leaves neither a partial file there nor the temporary.
 class AtomicFile {
  public:
-  explicit AtomicFile(std::string path) : path_(std::move(path)), temp_(written_path(path_) + ".tmp-" + std::to_string(getpid())) {
+  explicit AtomicFile(std::string path)
+      : path_(std::move(path)), target_(written_path(path_)), temp_(target_ + ".tmp-" + std::to_string(getpid())) {
     out_.open(temp_, std::ios::binary | std::ios::trunc);
     if (!out_) fail("cannot write " + path_ + ": " + reason());
   }
@@ -84,7 +85,7 @@ class AtomicFile {
     out_.close();  // the last buffer is written here: a failure to write it is a failure too
     check();
     std::error_code ec;
-    std::filesystem::rename(temp_, written_path(path_), ec);
+    std::filesystem::rename(temp_, target_, ec);
     if (ec) fail("cannot write " + path_ + ": " + ec.message());
     committed_ = true;
   }
@@ -95,7 +96,9 @@ class AtomicFile {
     std::error_code ignored;
     std::filesystem::remove(temp_, ignored);
   }
-  std::string path_, temp_;
+  std::string path_;    ///< as given, for messages
+  std::string target_;  ///< the file replaced: path_, or the target of the link it is
+  std::string temp_;
   std::ofstream out_;
   bool committed_ = false;
 };

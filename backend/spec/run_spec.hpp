@@ -134,12 +134,12 @@ RunSpec parse_spec_text(const std::string& text, const PresetCatalog& presets = 
 /// accepted read as they read it (training.global_batch_size 0: derived), so that older runs keep
 /// their spec.
 RunSpec parse_stored_spec(const nlohmann::json& stored);
-/// Reads a spec file (an unreadable file is a SpecError naming the path).
 /// The bytes of spec file `path` (`what` names it: "spec file", "config file"), at most
 /// kMaxSpecFileBytes; throws SpecError naming the file and the reason (a directory, unreadable with
 /// the system's reason, larger than the limit).
 inline constexpr int64_t kMaxSpecFileBytes = int64_t{16} << 20;
 std::string read_spec_file_text(const std::string& path, const std::string& what = "spec file");
+/// Reads a spec file (an unreadable file is a SpecError naming the path).
 RunSpec load_spec_file(const std::string& path, const PresetCatalog& presets = PresetCatalog::builtin(),
                        Rules rules = Rules::all);
 
