@@ -132,6 +132,20 @@ class MemorySink : public launch::RunSink {
   std::vector<nlohmann::json> pending_;
 };
 
+/// The first run the agent's inventory lists, asked again every 50 ms until `done` holds of it or
+/// `wait` has passed (then the last one asked).
+inline nlohmann::json first_run_when(launch::AgentConnection& probe, const std::function<bool(const nlohmann::json&)>& done,
+                                     std::chrono::milliseconds wait) {
+  nlohmann::json run;
+  const auto deadline = std::chrono::steady_clock::now() + wait;
+  while (std::chrono::steady_clock::now() < deadline) {
+    run = probe.request("hello", {}, "inventory", std::chrono::milliseconds(5000))["runs"][0];
+    if (done(run)) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return run;
+}
+
 /// Follows `session` into `sink` for at most `limit` (a watchdog sets the stop flag).
 inline launch::RunOutcome follow_for(launch::RunSession& session, launch::RunSink& sink, std::atomic<bool>& stop,
                                      std::chrono::milliseconds limit) {

@@ -325,13 +325,7 @@ class TestAgent : public QObject {
     session.launch(test::tiny_spec(kSteps, 1));
     zmq::context_t context;
     launch::AgentConnection probe(context, agent.endpoint(), keys.credentials);
-    nlohmann::json held;
-    const auto deadline = std::chrono::steady_clock::now() + 20s;
-    while (std::chrono::steady_clock::now() < deadline) {
-      held = probe.request("hello", {}, "inventory", 5000ms)["runs"][0];
-      if (held["outbox_full"].get<bool>()) break;
-      std::this_thread::sleep_for(50ms);
-    }
+    nlohmann::json held = test::first_run_when(probe, [](const nlohmann::json& run) { return run["outbox_full"].get<bool>(); }, 20s);
     QVERIFY2(held["outbox_full"].get<bool>(), held.dump().c_str());
     std::this_thread::sleep_for(1000ms);  // paused: nothing more is taken, the ranks wait
     held = probe.request("hello", {}, "inventory", 5000ms)["runs"][0];
@@ -364,13 +358,7 @@ class TestAgent : public QObject {
     session.launch(test::tiny_spec(kSteps, 1));
     zmq::context_t context;
     launch::AgentConnection probe(context, agent.endpoint(), keys.credentials);
-    nlohmann::json run;
-    const auto deadline = std::chrono::steady_clock::now() + 30s;
-    while (std::chrono::steady_clock::now() < deadline) {
-      run = probe.request("hello", {}, "inventory", 5000ms)["runs"][0];
-      if (run["state"] != "running") break;
-      std::this_thread::sleep_for(100ms);
-    }
+    const nlohmann::json run = test::first_run_when(probe, [](const nlohmann::json& r) { return r["state"] != "running"; }, 30s);
     QVERIFY2(run["state"] == "done" && run["last_seq"].get<int64_t>() > 64 && run["acked"].get<int64_t>() == 0, run.dump().c_str());
     zmq::socket_t raw(context, zmq::socket_type::dealer);
     raw.set(zmq::sockopt::linger, 0);

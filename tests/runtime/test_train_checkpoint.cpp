@@ -29,6 +29,13 @@ QString three_steps_on_one_rank(const QTemporaryDir& dir) {
   return QString::fromStdString(write_file(dir, "one.json", doc.dump()));
 }
 
+// Four 0xff bytes written over the middle of `file`, its size unchanged: damage only a checksum finds.
+void damage_in_place(const std::string& file) {
+  std::fstream damage(file, std::ios::in | std::ios::out | std::ios::binary);
+  damage.seekp(static_cast<std::streamoff>(std::filesystem::file_size(file) / 2));
+  damage.write("\xff\xff\xff\xff", 4);
+}
+
 }  // namespace
 
 class TestTrainCheckpoint : public QObject {
@@ -216,11 +223,7 @@ class TestTrainCheckpoint : public QObject {
     const auto manifest = nlohmann::json::parse(std::ifstream(out.toStdString() + "/checkpoints/step_00000003/manifest.json"));
     QCOMPARE(manifest.at("rank_file_checksums").size(), size_t{1});
     QCOMPARE(manifest.at("rank_file_checksums")[0].get<std::string>().size(), size_t{16});
-    {
-      std::fstream damage(file, std::ios::in | std::ios::out | std::ios::binary);
-      damage.seekp(static_cast<std::streamoff>(std::filesystem::file_size(file) / 2));
-      damage.write("\xff\xff\xff\xff", 4);
-    }
+    damage_in_place(file);
     run = tessera_train(common + QStringList{"--resume", "--steps", "4"});
     QVERIFY(run.exit_code != 0);
     QVERIFY2(run.err.find(file + " is damaged: its checksum is ") != std::string::npos, run.err.c_str());
@@ -245,11 +248,7 @@ class TestTrainCheckpoint : public QObject {
     };
     const std::string metrics_before = contents(root + "/metrics.jsonl"), spec_before = contents(root + "/spec.json");
     const std::string file = root + "/checkpoints/step_00000003/rank_00000.pt";
-    {
-      std::fstream damage(file, std::ios::in | std::ios::out | std::ios::binary);
-      damage.seekp(static_cast<std::streamoff>(std::filesystem::file_size(file) / 2));
-      damage.write("\xff\xff\xff\xff", 4);
-    }
+    damage_in_place(file);
     run = tessera_train(common + QStringList{"--resume", "--steps", "8"});
     QVERIFY(run.exit_code != 0);
     QVERIFY2(run.err.find(file + " is damaged") != std::string::npos, run.err.c_str());
