@@ -109,7 +109,7 @@ bool PlanSession::importHuggingFace(const QString& path, QString* error, QString
     if (!in) throw std::runtime_error("cannot read " + path.toStdString());
     std::stringstream text;
     text << in.rdbuf();
-    if (auto error = spec::json_nesting_error(text.str(), path.toStdString())) throw std::runtime_error(*error);
+    if (auto error = spec::json_text_error(text.str(), path.toStdString())) throw std::runtime_error(*error);
     std::vector<std::string> import_notes;
     const auto imported =
         spec::spec_from_hf_config(nlohmann::json::parse(text.str()), QFileInfo(path).fileName().toStdString(), &import_notes);

@@ -2,6 +2,8 @@
 // nlohmann/json parses iteratively, but dumping, comparing and copying a document recurse once per
 // level: 200 KB of brackets nested 100,000 deep overflow the stack of whatever touches the document
 // next. Such text is refused before it is parsed; no document of Tessera's nests beyond ~10 levels.
+// Nor does any JSON text hold a NUL byte, and nlohmann's parser takes one for the end of its input:
+// `{...}\0garbage` read from a file would pass as the object alone. json_text_error refuses both.
 #pragma once
 
 #include <cstddef>
@@ -43,6 +45,14 @@ inline std::optional<std::string> json_nesting_error(std::string_view text, std:
   if (at == std::string_view::npos) return std::nullopt;
   return std::string(what) + " nests arrays and objects more than " + std::to_string(kMaxJsonNesting) +
          " deep (at byte " + std::to_string(at) + ")";
+}
+
+/// "<what> holds a NUL byte at offset N, which no JSON text has" when `text` holds one, else
+/// json_nesting_error: the checks of text read from outside, before it is parsed.
+inline std::optional<std::string> json_text_error(std::string_view text, std::string_view what) {
+  if (const size_t nul = text.find('\0'); nul != std::string_view::npos)
+    return std::string(what) + " holds a NUL byte at offset " + std::to_string(nul) + ", which no JSON text has";
+  return json_nesting_error(text, what);
 }
 
 }  // namespace tessera::spec

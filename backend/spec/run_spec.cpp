@@ -435,7 +435,7 @@ json parse_spec_json(const std::string& text, const std::string& what) {
   first = text.find_first_not_of(" \t\r\n", first);
   if (first != std::string::npos && std::string_view("{[\"-0123456789tfn").find(text[first]) == std::string_view::npos)
     throw SpecError({{"", what + " is not JSON: it starts with " + byte_at(text, first) + " (a run spec is one JSON object, {…})"}});
-  if (auto error = json_nesting_error(text, what)) throw SpecError({{"", *error}});
+  if (auto error = json_text_error(text, what)) throw SpecError({{"", *error}});
   std::optional<std::string> duplicate;
   json document;
   try {

@@ -200,7 +200,7 @@ std::ifstream open_file(const fs::path& path, const std::string& hint = {}) {
 ojson read_json_file(const fs::path& path) {
   std::ifstream in = open_file(path);
   const std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-  if (auto error = spec::json_nesting_error(text, path.string())) throw StoreError(ErrorKind::invalid, *error);
+  if (auto error = spec::json_text_error(text, path.string())) throw StoreError(ErrorKind::invalid, *error);
   try {
     return ojson::parse(text);
   } catch (const nlohmann::json::exception& e) {  // syntax, and numbers out of range (1e400)
@@ -510,7 +510,7 @@ RunCounts import_train_output(Connection& connection, const fs::path& directory,
   for (int64_t number = 1; std::getline(in, line); ++number) {
     const std::string where = "metrics.jsonl line " + std::to_string(number);
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-    if (auto error = spec::json_nesting_error(line, where)) throw StoreError(ErrorKind::invalid, *error);
+    if (auto error = spec::json_text_error(line, where)) throw StoreError(ErrorKind::invalid, *error);
     ojson object;
     try {
       object = ojson::parse(line);

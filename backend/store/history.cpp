@@ -124,7 +124,7 @@ SpecCondition SpecCondition::parse(std::string_view text) {
   SpecCondition condition;
   condition.path = std::string(text.substr(0, eq));
   const std::string value(text.substr(eq + 1));
-  if (auto error = spec::json_nesting_error(value, "spec condition '" + condition.path + "'"))
+  if (auto error = spec::json_text_error(value, "spec condition '" + condition.path + "'"))
     throw StoreError(ErrorKind::invalid, *error);
   // A path no spec has would match no run, silently: refused with the field meant ("tp" ->
   // parallel.tp). "name" and a whole section ("cluster") are paths too.

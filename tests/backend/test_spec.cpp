@@ -386,6 +386,14 @@ class TestSpec : public QObject {
                    std::string::npos,
                e.what());
     }
+    // nlohmann's parser stops at a NUL byte: an object followed by NUL and garbage was read as the object.
+    try {
+      parse_spec_text(std::string("{\"model\": {}}\0garbage", 21));
+      QFAIL("no error");
+    } catch (const SpecError& e) {
+      QVERIFY2(std::string(e.what()).find("the spec holds a NUL byte at offset 13, which no JSON text has") != std::string::npos,
+               e.what());
+    }
     const std::string levels_64 = "{\"model\": {\"num_layers\": " + std::string(62, '[') + std::string(62, ']') + "}}";
     try {
       parse_spec_text(levels_64);

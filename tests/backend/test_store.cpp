@@ -1059,6 +1059,16 @@ class TestStore : public QObject {
     QVERIFY2(contains(deep_spec.what(), "spec.json nests arrays and objects more than 64 deep (at byte 73)"), deep_spec.what());
     QCOMPARE(history.runs().size(), size_t{2});
 
+    // A NUL byte ended nlohmann's input: a spec or metrics line with garbage behind one was read as valid.
+    std::ofstream(deep + "/spec.json") << std::string("{}\0garbage", 10);
+    const auto nul_spec = error_of([&] { history.import_run(deep); });
+    QVERIFY2(contains(nul_spec.what(), "spec.json holds a NUL byte at offset 2, which no JSON text has"), nul_spec.what());
+    const auto nul_line = write_out("nul-run", 5, std::string("{\"step\": 6, \"rank\": 0, \"loss\": 1.0}\0junk\n", 41));
+    const auto nul_error = error_of([&] { history.import_run(nul_line); });
+    QVERIFY2(contains(nul_error.what(), "metrics.jsonl line 6 holds a NUL byte at offset 35"), nul_error.what());
+    fs::remove_all(nul_line);
+    QCOMPARE(history.runs().size(), size_t{2});
+
     // A type that is no string was stored as a metric named type.
     const auto typed = write_out("typed-run", 5, "{\"type\": 5, \"step\": 6, \"rank\": 0, \"loss\": 1.0}\n");
     const auto typed_error = error_of([&] { history.import_run(typed); });
