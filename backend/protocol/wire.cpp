@@ -223,6 +223,22 @@ std::string_view to_string(ErrorCode code) {
   return "unknown";
 }
 
+// "frame is not valid JSON: parse error at line 1, column 8: ..." from nlohmann's message, without its
+// "[json.exception.parse_error.101] " prefix and the token it quotes: says which byte broke the frame (invalid UTF-8, junk after
+// the object, a cut-off frame) rather than only that it did.
+static ProtocolError not_valid_json(const nlohmann::json::exception& error) {
+  std::string reason = error.what();
+  if (const auto end = reason.find("] "); reason.rfind("[json.exception", 0) == 0 && end != std::string::npos)
+    reason.erase(0, end + 2);
+  // nlohmann quotes the token it last read, raw: that may be megabytes of the frame, or the invalid
+  // UTF-8 itself, which an error reply could not carry. The line and column say where.
+  if (const auto quoted = reason.find("; last read: '"); quoted != std::string::npos) {
+    const auto expected = reason.rfind("'; expected ");
+    reason.erase(quoted, expected == std::string::npos || expected < quoted ? std::string::npos : expected + 1 - quoted);
+  }
+  return ProtocolError(ErrorCode::bad_json, "frame is not valid JSON: " + reason);
+}
+
 nlohmann::json parse_frame(std::string_view bytes, Side receiver) {
   check_size(bytes, receiver);
   // An agent acts on what it receives: a key given twice (which "run" is meant?) is refused. The
@@ -232,8 +248,8 @@ nlohmann::json parse_frame(std::string_view bytes, Side receiver) {
   try {
     message = receiver == Side::agent ? spec::parse_json_unique_keys(bytes, duplicate)
                                       : nlohmann::json::parse(bytes.begin(), bytes.end());
-  } catch (const nlohmann::json::exception&) {
-    throw ProtocolError(ErrorCode::bad_json, "frame is not a JSON object");
+  } catch (const nlohmann::json::exception& e) {
+    throw not_valid_json(e);
   }
   if (!message.is_object()) throw ProtocolError(ErrorCode::bad_json, "frame is not a JSON object");
   if (duplicate) {
@@ -247,7 +263,15 @@ nlohmann::json parse_frame(std::string_view bytes, Side receiver) {
 Frame read_frame(std::string_view bytes) {
   check_size(bytes, Side::workbench);
   FrameReader reader(bytes.size());
-  if (!scan_json(bytes, reader)) throw ProtocolError(ErrorCode::bad_json, "frame is not a JSON object");
+  if (!scan_json(bytes, reader)) {
+    // The scan says only that it failed; a second parse, on this error path alone, says where.
+    try {
+      (void)nlohmann::json::parse(bytes.begin(), bytes.end());
+    } catch (const nlohmann::json::exception& e) {
+      throw not_valid_json(e);
+    }
+    throw ProtocolError(ErrorCode::bad_json, "frame is not a JSON object");
+  }
   check_envelope(reader.frame.message, bytes.size(), Side::workbench);
   reader.link();
   return std::move(reader.frame);

@@ -2,6 +2,7 @@
 // workbench's reading of data frames (against the DOM) and HistorySink's handling of records, the key
 // files, the loopback rule, the agent's option checks, its outbox (memory window, spill to disk,
 // acknowledgement) and the split of ranks into node shares.
+#include <algorithm>
 #include <QtCore/QTemporaryDir>
 #include <QtTest/QtTest>
 
@@ -107,6 +108,27 @@ class TestWire : public QObject {
       QCOMPARE(std::string(e.what()), std::string("the frame gives \"run\" twice (which one is meant?)"));
     }
     QCOMPARE(code_of(R"({"v":1,"type":"launch","spec":{"parallel":{"tp":2,"tp":1}}})"), ErrorCode::bad_json);
+    // Text that is no JSON says where it broke (it said only "frame is not a JSON object"), by each reader.
+    const std::string junk_after = "{\"v\":1,\"type\":\"hello\"} x";
+    const std::string bad_utf8 = std::string("{\"v\":1,\"type\":\"hello\",\"x\":\"\xFF") + "\"}";
+    for (const auto& [bytes, expected] : {std::pair{junk_after, std::string("column 24: syntax error while parsing value - invalid literal; expected end of input")},
+                                          std::pair{bad_utf8, std::string("ill-formed UTF-8 byte")}}) {
+      for (int reader = 0; reader < 3; ++reader) {
+        try {
+          if (reader == 0) protocol::parse_frame(bytes, protocol::Side::agent);
+          else if (reader == 1) protocol::parse_frame(bytes, protocol::Side::workbench);
+          else protocol::read_frame(bytes);
+          QFAIL("accepted a frame that is no JSON");
+        } catch (const protocol::ProtocolError& e) {
+          QCOMPARE(e.code(), ErrorCode::bad_json);
+          const std::string what = e.what();
+          QVERIFY2(what.rfind("frame is not valid JSON: parse error at line 1, ", 0) == 0 && what.find(expected) != std::string::npos &&
+                       what.find("last read") == std::string::npos &&
+                       std::none_of(what.begin(), what.end(), [](char c) { return static_cast<unsigned char>(c) >= 0x80; }),
+                   what.c_str());
+        }
+      }
+    }
     QCOMPARE(protocol::parse_frame(R"({"v":1,"type":"data","seq":1,"seq":2})", protocol::Side::workbench)["seq"], 2);
     QCOMPARE(protocol::parse_frame(R"({"v":1,"type":"hello","a":{"k":1},"b":{"k":2}})", protocol::Side::agent)["b"]["k"], 2);
     // A workbench-bound type sent to an agent is unknown there.
