@@ -475,11 +475,16 @@ void train(const spec::RunSpec& spec, const TrainOptions& options, const RankEnv
       double saved_step_wall_s = 0;  // rank 0's clock at the end of that step
       for (int64_t number = 1; std::getline(in, line); ++number) {
         // A record cut short (the disk filled, the run was killed mid-write) is dropped with a word,
-        // not left to stop the resume: its step is written again after the checkpoint anyway.
-        const auto record = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+        // not left to stop the resume: its step is written again after the checkpoint anyway. So is a
+        // line holding NUL bytes (a file's unwritten blocks read as zeros after a crash): nlohmann's
+        // parser ends its input at the first one, so `{...}\0\0` read as whole and was kept, NULs and
+        // all, in a metrics file the workbench then refused to import.
+        const bool zeros = line.find('\0') != std::string::npos;
+        const auto record = zeros ? nlohmann::json(nlohmann::json::value_t::discarded)
+                                  : nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
         if (!record.is_object() || !record.contains("step") || !record["step"].is_number_integer()) {
-          std::fprintf(stderr, "--resume: dropping line %lld of %s, not a whole record: %.80s\n",
-                       static_cast<long long>(number), metrics.c_str(), line.c_str());
+          std::fprintf(stderr, "--resume: dropping line %lld of %s, not a whole record%s: %.80s\n",
+                       static_cast<long long>(number), metrics.c_str(), zeros ? " (it holds NUL bytes)" : "", line.c_str());
           continue;
         }
         if (record["step"].get<int64_t>() > saved_step) continue;

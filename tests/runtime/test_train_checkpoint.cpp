@@ -1,6 +1,6 @@
 // Checkpoints: a run resumed from its newest complete checkpoint continues with bit-identical losses
 // and grad norms (CPU, fixed threads); a checkpoint without manifest is skipped as incomplete, a metrics
-// record cut short is dropped; a checkpoint whose artifact record was lost gets it again from its
+// record cut short, or holding NUL bytes, is dropped; a checkpoint whose artifact record was lost gets it again from its
 // manifest, and each checkpoint is recorded once; another layout (the model compared by its fields, the differing one named), a truncated rank file or no checkpoint at all is refused
 // with exit code 2, as is --save-every without --out.
 #include <QtTest/QtTest>
@@ -67,6 +67,24 @@ class TestTrainCheckpoint : public QObject {
       in.close();
       std::ofstream(metrics, std::ios::trunc) << kept;
     }
+    // As if a crash had left zeros where a block of the file was never written, just after a record
+    // of rank 1's step 5 (rank 0's are compared below): the line holds the whole record, then NULs.
+    int64_t zeroed_line = 0;
+    {
+      std::ifstream in(metrics);
+      std::string line, kept;
+      for (int64_t number = 1; std::getline(in, line); ++number) {
+        if (zeroed_line == 0 && line.find("\"type\":\"step\"") != std::string::npos && line.find("\"step\":5,") != std::string::npos &&
+            line.find("\"rank\":1,") != std::string::npos) {
+          zeroed_line = number;
+          line += std::string(6, '\0') + "\"loss\":1}";
+        }
+        kept += line + "\n";
+      }
+      in.close();
+      std::ofstream(metrics, std::ios::trunc) << kept;
+    }
+    QVERIFY(zeroed_line > 0);
     // And as if the disk had filled while step 21's record was written: the line is cut short.
     const auto whole_lines = [&] {
       std::ifstream in(metrics);
@@ -82,6 +100,14 @@ class TestTrainCheckpoint : public QObject {
     QVERIFY2(run.err.find("dropping line " + std::to_string(whole_lines + 1) + " of " + metrics + ", not a whole record") !=
                  std::string::npos,
              run.err.c_str());
+    QVERIFY2(run.err.find("dropping line " + std::to_string(zeroed_line) + " of " + metrics + ", not a whole record (it holds NUL bytes)") !=
+                 std::string::npos,
+             run.err.c_str());
+    {
+      std::ifstream in(metrics, std::ios::binary);
+      const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      QVERIFY2(bytes.find('\0') == std::string::npos, "the resumed metrics file kept the NUL bytes");
+    }
     const auto uninterrupted = exact_steps(a.toStdString()), resumed = exact_steps(b.toStdString());
     QCOMPARE(resumed.size(), size_t(20));  // steps 11-20 of the first run replaced, not duplicated
     QVERIFY(resumed == uninterrupted);     // bit-identical
