@@ -1,6 +1,7 @@
 // Token file reader/writer and the byte tokenizer.
 #include "data/token_file.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -39,13 +40,15 @@ std::string header_bytes(uint32_t width, int64_t vocab_size, uint64_t count) {
 std::string reason() { return std::strerror(errno); }
 
 // The file `path` names, to be replaced whole: a symbolic link's target (the link stays); refused when it
-// is a directory, or a device or a pipe, which the rename would replace by a regular file (`data prepare
-// -o /dev/null` turned /dev/null into one).
+// is (or ends in / as the name of) a directory, or a device or a pipe, which the rename would replace by
+// a regular file (`data prepare -o /dev/null` turned /dev/null into one).
 std::string written_path(const std::string& path) {
   std::error_code ec;
   const auto status = std::filesystem::status(path, ec);
   if (std::filesystem::is_directory(status))
     throw DataError("cannot write " + path + ": it is a directory; give a file name for the token file");
+  if (path.ends_with('/'))  // not there yet: the open would say "No such file or directory"
+    throw DataError("cannot write " + path + ": a name ending in / is a directory's; give a file name for the token file");
   if (std::filesystem::exists(status) && !std::filesystem::is_regular_file(status))
     throw DataError("cannot write " + path + ": it is not a regular file (a device or a pipe), which a token file written "
                     "whole would replace; give a file name");
@@ -60,12 +63,21 @@ std::string written_path(const std::string& path) {
   return file.string();
 }
 
+// NAME.tmp-PID beside `file`, NAME cut to fit the 255 bytes a file name may have: a name the output
+// itself may have (250 bytes) failed with "File name too long" for its temporary's.
+std::string temporary_beside(const std::string& file) {
+  const std::filesystem::path path(file);
+  const std::string suffix = ".tmp-" + std::to_string(getpid());
+  const std::string name = path.filename().string();
+  return (path.parent_path() / (name.substr(0, std::min(name.size(), 255 - suffix.size())) + suffix)).string();
+}
+
 // A token file written to a temporary beside the file `path` names (written_path) and renamed onto it
 // once whole: a failure leaves neither a partial file there nor the temporary.
 class AtomicFile {
  public:
   explicit AtomicFile(std::string path)
-      : path_(std::move(path)), target_(written_path(path_)), temp_(target_ + ".tmp-" + std::to_string(getpid())) {
+      : path_(std::move(path)), target_(written_path(path_)), temp_(temporary_beside(target_)) {
     out_.open(temp_, std::ios::binary | std::ios::trunc);
     if (!out_) fail("cannot write " + path_ + ": " + reason());
   }

@@ -1,5 +1,7 @@
 // `tessera-cli data prepare` as a process: text files become one byte-level token file in order;
-// a missing input is exit code 2 naming it; a signal leaves nothing behind.
+// a missing input is exit code 2 naming it, as is an output naming a directory; a 250-byte output
+// name is written; a signal leaves nothing behind.
+#include <QtCore/QDir>
 #include <QtCore/QProcess>
 #include <QtCore/QTemporaryDir>
 #include <QtTest/QtTest>
@@ -44,6 +46,20 @@ class TestCliData : public QObject {
     QCOMPARE(f.tokens, std::vector<uint32_t>(text.begin(), text.end()));
   }
 
+  // A name as long as a file's may be (250 bytes): its temporary's name is cut to fit, not refused
+  // as too long.
+  void aLongOutputNameIsWritten() {
+    QTemporaryDir dir;
+    std::ofstream(dir.filePath("a.txt").toStdString()) << "abc";
+    const QString output = dir.filePath(QString(244, 'n') + ".tokens");
+    QProcess p;
+    p.start(TESSERA_CLI, {"data", "prepare", dir.filePath("a.txt"), "-o", output});
+    QVERIFY(p.waitForFinished(30000));
+    QVERIFY2(p.exitCode() == 0, p.readAllStandardError().constData());
+    QCOMPARE(tessera::data::read_token_file(output.toStdString()).tokens, (std::vector<uint32_t>{'a', 'b', 'c'}));
+    QCOMPARE(QDir(dir.path()).entryList(QDir::Files | QDir::Hidden).size(), 2);  // the text and the tokens
+  }
+
   void missingInputExits2() {
     QTemporaryDir dir;
     QProcess p;
@@ -73,6 +89,10 @@ class TestCliData : public QObject {
     refused({dir.path(), "-o", dir.filePath("t.tokens")}, "is a directory: give the text files in it");
     refused({text, dir.path(), "-o", dir.filePath("t.tokens")}, "is a directory");
     refused({text, "-o", text}, "is the input");
+    // An output naming a directory is refused before the text is read, one not there yet too.
+    refused({text, "-o", dir.path()}, "it is a directory; give a file name for the token file");
+    refused({text, "-o", dir.filePath("new") + "/"}, "a name ending in / is a directory's; give a file name");
+    QVERIFY(QDir(dir.path()).entryList(QDir::Files | QDir::Hidden) == QStringList{"a.txt"});  // no temporary left
     QVERIFY(file.open(QIODevice::ReadOnly));
     QCOMPARE(file.readAll(), QByteArray("in the beginning"));
     QVERIFY(!QFile::exists(dir.filePath("t.tokens")));
