@@ -66,11 +66,17 @@ json spec_from_hf_config(const json& config, const std::string& source, std::vec
     model["activation"] = "swiglu";
     model["position_embedding"] = "rope";
     model["tie_embeddings"] = optional_field(config, "tie_word_embeddings", false, "true or false", source);
-    if (config.contains("head_dim") && config["head_dim"].is_number_integer() &&
-        config["head_dim"].get<int64_t>() * model["num_attention_heads"].get<int64_t>() != model["hidden_size"].get<int64_t>())
-      throw SpecError({{"", source + ": head_dim=" + config["head_dim"].dump() + " × num_attention_heads=" +
-                                model["num_attention_heads"].dump() + " != hidden_size=" + model["hidden_size"].dump() +
-                                " is not supported (the heads here split the hidden size)"}});
+    // head_dim, where given, must be what the heads split the hidden size into. One that is no
+    // integer ("128", 64.5) is refused rather than skipped, and a product past int64 does not wrap.
+    if (first_of(config, {"head_dim"})) {
+      const int64_t head_dim = required_int(config, {"head_dim"}, source);
+      int64_t width = 0;
+      if (__builtin_mul_overflow(head_dim, model["num_attention_heads"].get<int64_t>(), &width) ||
+          width != model["hidden_size"].get<int64_t>())
+        throw SpecError({{"", source + ": head_dim=" + config["head_dim"].dump() + " × num_attention_heads=" +
+                                  model["num_attention_heads"].dump() + " != hidden_size=" + model["hidden_size"].dump() +
+                                  " is not supported (the heads here split the hidden size)"}});
+    }
     // The llama architecture here has no linear biases (Megatron's --disable-bias-linear); a config
     // with them would be counted and exported as another model.
     for (const char* bias : {"attention_bias", "mlp_bias"})

@@ -368,7 +368,13 @@ class TestCliPlan : public QObject {
                             Odd{"llama3-8b-config.json", "intermediate_size", -1, 14336,
                                 "config field intermediate_size=-1 must be a positive integer"},
                             Odd{"llama3-8b-config.json", "head_dim", 64, 128,
-                                "head_dim=64 × num_attention_heads=32 != hidden_size=4096"}}) {
+                                "head_dim=64 × num_attention_heads=32 != hidden_size=4096"},
+                            // A head_dim that is no integer was skipped; 2^59 + 128 heads × 32 wrapped to 4096.
+                            Odd{"llama3-8b-config.json", "head_dim", "128", 128, "config field head_dim must be an integer"},
+                            Odd{"llama3-8b-config.json", "head_dim", 64.5, 128, "config field head_dim must be an integer"},
+                            Odd{"llama3-8b-config.json", "head_dim", true, 128, "config field head_dim must be an integer"},
+                            Odd{"llama3-8b-config.json", "head_dim", (int64_t{1} << 59) + 128, 128,
+                                "head_dim=576460752303423616 × num_attention_heads=32 != hidden_size=4096"}}) {
       auto config = nlohmann::json::parse(std::ifstream(data(odd.config).toStdString()));
       config[odd.field] = odd.value;
       const QString path = dir.filePath(QString("odd-%1.json").arg(odd.field));
