@@ -110,9 +110,14 @@ bool PlanSession::importHuggingFace(const QString& path, QString* error, QString
     std::stringstream text;
     text << in.rdbuf();
     if (auto error = spec::json_text_error(text.str(), path.toStdString())) throw std::runtime_error(*error);
+    nlohmann::json config;
+    try {
+      config = nlohmann::json::parse(text.str());
+    } catch (const nlohmann::json::exception& e) {
+      throw std::runtime_error(path.toStdString() + " is not valid JSON: " + spec::json_error_reason(e.what()));
+    }
     std::vector<std::string> import_notes;
-    const auto imported =
-        spec::spec_from_hf_config(nlohmann::json::parse(text.str()), QFileInfo(path).fileName().toStdString(), &import_notes);
+    const auto imported = spec::spec_from_hf_config(config, QFileInfo(path).fileName().toStdString(), &import_notes);
     spec::RunSpec updated = spec_;
     updated.model = spec::ModelSpec{};
     for (const auto& [key, value] : imported["model"].items()) spec::set_field(updated, "model." + key, value);

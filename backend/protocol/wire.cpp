@@ -223,20 +223,10 @@ std::string_view to_string(ErrorCode code) {
   return "unknown";
 }
 
-// "frame is not valid JSON: parse error at line 1, column 8: ..." from nlohmann's message, without its
-// "[json.exception.parse_error.101] " prefix and the token it quotes: says which byte broke the frame (invalid UTF-8, junk after
-// the object, a cut-off frame) rather than only that it did.
+// "frame is not valid JSON: parse error at line 1, column 8: ...": says which byte broke the frame
+// (invalid UTF-8, junk after the object, a cut-off frame) rather than only that it did.
 static ProtocolError not_valid_json(const nlohmann::json::exception& error) {
-  std::string reason = error.what();
-  if (const auto end = reason.find("] "); reason.rfind("[json.exception", 0) == 0 && end != std::string::npos)
-    reason.erase(0, end + 2);
-  // nlohmann quotes the token it last read, raw: that may be megabytes of the frame, or the invalid
-  // UTF-8 itself, which an error reply could not carry. The line and column say where.
-  if (const auto quoted = reason.find("; last read: '"); quoted != std::string::npos) {
-    const auto expected = reason.rfind("'; expected ");
-    reason.erase(quoted, expected == std::string::npos || expected < quoted ? std::string::npos : expected + 1 - quoted);
-  }
-  return ProtocolError(ErrorCode::bad_json, "frame is not valid JSON: " + reason);
+  return ProtocolError(ErrorCode::bad_json, "frame is not valid JSON: " + spec::json_error_reason(error.what()));
 }
 
 nlohmann::json parse_frame(std::string_view bytes, Side receiver) {

@@ -4,6 +4,7 @@
 // next. Such text is refused before it is parsed; no document of Tessera's nests beyond ~10 levels.
 // Nor does any JSON text hold a NUL byte, and nlohmann's parser takes one for the end of its input:
 // `{...}\0garbage` read from a file would pass as the object alone. json_text_error refuses both.
+// json_error_reason turns nlohmann's exception text into the reason a user reads.
 #pragma once
 
 #include <cstddef>
@@ -53,6 +54,28 @@ inline std::optional<std::string> json_text_error(std::string_view text, std::st
   if (const size_t nul = text.find('\0'); nul != std::string_view::npos)
     return std::string(what) + " holds a NUL byte at offset " + std::to_string(nul) + ", which no JSON text has";
   return json_nesting_error(text, what);
+}
+
+/// nlohmann/json's exception text (e.what()) as a reason to show after "<what> is not valid JSON: ":
+/// "parse error at line 1, column 8: syntax error while parsing value - invalid literal; expected end
+/// of input". Left out: the "[json.exception.parse_error.101] " prefix, which means nothing to a
+/// user, and the raw token nlohmann quotes ("; last read: '…'"), which may be megabytes of the input
+/// or the ill-formed UTF-8 itself; the line and column say where. A number too large for a double
+/// keeps its text, cut to 40 characters: "number overflow parsing '1e400'".
+inline std::string json_error_reason(std::string_view nlohmann_what) {
+  std::string reason(nlohmann_what);
+  if (const auto end = reason.find("] "); reason.rfind("[json.exception", 0) == 0 && end != std::string::npos)
+    reason.erase(0, end + 2);
+  if (const auto quoted = reason.find("; last read: '"); quoted != std::string::npos) {
+    const auto expected = reason.rfind("'; expected ");
+    reason.erase(quoted, expected == std::string::npos || expected < quoted ? std::string::npos : expected + 1 - quoted);
+  }
+  constexpr std::string_view kOverflow = "number overflow parsing '";
+  constexpr size_t kShownChars = 40;
+  if (reason.rfind(kOverflow, 0) == 0 && reason.size() > kOverflow.size() + kShownChars + 1)
+    reason = reason.substr(0, kOverflow.size() + kShownChars) + "...' (" +
+             std::to_string(reason.size() - kOverflow.size() - 1) + " characters)";
+  return reason;
 }
 
 }  // namespace tessera::spec

@@ -433,7 +433,9 @@ json parse_spec_json(const std::string& text, const std::string& what) {
   // bytes as brackets ("nests arrays and objects more than 64 deep" of a random file).
   size_t first = text.rfind("\xEF\xBB\xBF", 0) == 0 ? 3 : 0;  // a UTF-8 byte order mark
   first = text.find_first_not_of(" \t\r\n", first);
-  if (first != std::string::npos && std::string_view("{[\"-0123456789tfn").find(text[first]) == std::string_view::npos)
+  if (first == std::string::npos)
+    throw SpecError({{"", what + " is empty (a run spec is one JSON object, {…})"}});
+  if ( std::string_view("{[\"-0123456789tfn").find(text[first]) == std::string_view::npos)
     throw SpecError({{"", what + " is not JSON: it starts with " + byte_at(text, first) + " (a run spec is one JSON object, {…})"}});
   if (auto error = json_text_error(text, what)) throw SpecError({{"", *error}});
   std::optional<std::string> duplicate;
@@ -441,7 +443,7 @@ json parse_spec_json(const std::string& text, const std::string& what) {
   try {
     document = parse_json_unique_keys(text, duplicate);
   } catch (const json::exception& e) {  // syntax errors, and numbers out of range
-    throw SpecError({{"", what + " is not valid JSON: " + e.what()}});
+    throw SpecError({{"", what + " is not valid JSON: " + json_error_reason(e.what())}});
   }
   if (duplicate)
     throw SpecError({{*duplicate, what + " gives " + (duplicate->empty() ? "the key \"\"" : *duplicate) + " twice (which one is meant?)"}});

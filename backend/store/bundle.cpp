@@ -9,6 +9,7 @@
 #include <ostream>
 #include <sys/stat.h>
 
+#include "spec/json_keys.hpp"
 #include "spec/json_nesting.hpp"
 #include "store/csv.hpp"
 #include "store/errors.hpp"
@@ -197,15 +198,26 @@ std::ifstream open_file(const fs::path& path, const std::string& hint = {}) {
   return in;
 }
 
+// "gives \"step\" twice (which one is meant?)": nlohmann keeps the last of two equal keys without a
+// word, so a metrics line {"step":1,"step":200} was imported as step 200.
+std::string gives_twice(const std::string& dotted_key) {
+  const std::string shown = dotted_key.size() > 64 ? dotted_key.substr(0, 64) + "..." : dotted_key;
+  return "gives \"" + shown + "\" twice (which one is meant?)";
+}
+
 ojson read_json_file(const fs::path& path) {
   std::ifstream in = open_file(path);
   const std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
   if (auto error = spec::json_text_error(text, path.string())) throw StoreError(ErrorKind::invalid, *error);
+  std::optional<std::string> duplicate;
+  ojson document;
   try {
-    return ojson::parse(text);
+    document = spec::parse_json_unique_keys<ojson>(text, duplicate);
   } catch (const nlohmann::json::exception& e) {  // syntax, and numbers out of range (1e400)
-    throw StoreError(ErrorKind::invalid, path.string() + " is not valid JSON: " + e.what());
+    throw StoreError(ErrorKind::invalid, path.string() + " is not valid JSON: " + spec::json_error_reason(e.what()));
   }
+  if (duplicate) throw StoreError(ErrorKind::invalid, path.string() + " " + gives_twice(*duplicate));
+  return document;
 }
 
 /// Runs `insert`, prefixing an invalid-data error with where it happened.
@@ -512,15 +524,17 @@ RunCounts import_train_output(Connection& connection, const fs::path& directory,
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
     if (auto error = spec::json_text_error(line, where)) throw StoreError(ErrorKind::invalid, *error);
     ojson object;
+    std::optional<std::string> duplicate;
     try {
-      object = ojson::parse(line);
+      object = spec::parse_json_unique_keys<ojson>(line, duplicate);
     } catch (const nlohmann::json::exception& e) {  // syntax, and numbers out of range (1e400)
       if (in.eof()) {  // the file ends inside this line: what was written before it is the run
         cut_line = number;
         break;
       }
-      throw StoreError(ErrorKind::invalid, where + " is not valid JSON: " + e.what());
+      throw StoreError(ErrorKind::invalid, where + " is not valid JSON: " + spec::json_error_reason(e.what()));
     }
+    if (duplicate) throw StoreError(ErrorKind::invalid, where + " " + gives_twice(*duplicate));
     if (!object.is_object()) throw StoreError(ErrorKind::invalid, where + " must be a JSON object");
     // tessera-train writes typed records (docs/runtime.md): "step" lines are metrics, "timeline" lines
     // the measured pipeline operations; lines without a type are plain metric lines.

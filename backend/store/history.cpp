@@ -25,7 +25,7 @@ nlohmann::ordered_json parse_stored_json(const std::string& text, const std::str
   try {
     return nlohmann::ordered_json::parse(text);
   } catch (const nlohmann::json::exception& e) {
-    throw StoreError(ErrorKind::corrupt, "history " + path + ": " + what + " is not valid JSON (" + e.what() + ")");
+    throw StoreError(ErrorKind::corrupt, "history " + path + ": " + what + " is not valid JSON (" + spec::json_error_reason(e.what()) + ")");
   }
 }
 

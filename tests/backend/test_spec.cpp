@@ -1,6 +1,7 @@
 // Tests of backend/spec: presets, defaults, round trip, and one case per validation rule.
 #include <QtTest/QtTest>
 
+#include "spec/json_nesting.hpp"
 #include "spec/presets.hpp"
 #include "spec/run_spec.hpp"
 
@@ -371,6 +372,39 @@ class TestSpec : public QObject {
     } catch (const SpecError& e) {
       QVERIFY(std::string(e.what()).find("not valid JSON") != std::string::npos);
     }
+  }
+
+  // Text that is no JSON says what broke and where, without nlohmann's "[json.exception.parse_error.101]"
+  // and the raw token it quotes; an empty file says it is empty.
+  void notJsonSaysWhereInPlainWords() {
+    const auto message_of = [](const std::string& text) {
+      try {
+        parse_spec_text(text);
+      } catch (const SpecError& e) {
+        return std::string(e.what());
+      }
+      return std::string("no error");
+    };
+    for (const std::string empty : {"", " \n\t", "\xEF\xBB\xBF"})
+      QCOMPARE(message_of(empty), std::string("the spec is empty (a run spec is one JSON object, {…})"));
+    struct Case {
+      std::string text, expected;
+    };
+    for (const auto& [text, expected] :
+         {Case{"{\"model\": ", "the spec is not valid JSON: parse error at line 1, column 11: syntax error while parsing value - "
+                                "unexpected end of input; expected '[', '{', or a literal"},
+          Case{"{\"model\": tru}", "the spec is not valid JSON: parse error at line 1, column 14: syntax error while parsing value - "
+                                   "invalid literal"},
+          Case{"{\"training\": {\"lr\": 1e400}}", "the spec is not valid JSON: number overflow parsing '1e400'"},
+          Case{"{\"training\": {\"lr\": 1" + std::string(400, '0') + "}}",
+               "the spec is not valid JSON: number overflow parsing '1" + std::string(39, '0') + "...' (401 characters)"}}) {
+      const std::string message = message_of(text);
+      QVERIFY2(message.find(expected) != std::string::npos, message.c_str());
+      QVERIFY2(message.find("json.exception") == std::string::npos && message.find("last read") == std::string::npos,
+               message.c_str());
+    }
+    // Text that is not nlohmann's is kept as it is.
+    QCOMPARE(json_error_reason("cannot read"), std::string("cannot read"));
   }
 
   // Text nested deeper than a dump's recursion can take is refused before it is parsed; 64 levels are

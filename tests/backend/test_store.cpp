@@ -757,6 +757,17 @@ class TestStore : public QObject {
       QVERIFY2(contains(planned.what(), "run.status is planned, but the run has run.started: a planned run has not started"),
                planned.what());
       QCOMPARE(from_running.runs().size(), size_t{1});
+      // A key given twice was read as the last of the two, without a word.
+      bundle["run"]["status"] = "done";
+      std::string twice = bundle.dump();
+      const std::string name = "\"name\":\"planned-run\"";
+      QVERIFY(twice.find(name) != std::string::npos);
+      twice.replace(twice.find(name), name.size(), name + ",\"name\":\"other\"");
+      std::ofstream(db("twice.json")) << twice;
+      const auto named_twice = error_of([&] { from_running.import_run(db("twice.json")); });
+      QCOMPARE(named_twice.kind(), ErrorKind::invalid);
+      QVERIFY2(contains(named_twice.what(), "twice.json gives \"run.name\" twice (which one is meant?)"), named_twice.what());
+      QCOMPARE(from_running.runs().size(), size_t{1});
     }
 
     const auto csv_dir = db("bundle-csv");
@@ -1067,6 +1078,33 @@ class TestStore : public QObject {
     const auto nul_error = error_of([&] { history.import_run(nul_line); });
     QVERIFY2(contains(nul_error.what(), "metrics.jsonl line 6 holds a NUL byte at offset 35"), nul_error.what());
     fs::remove_all(nul_line);
+    QCOMPARE(history.runs().size(), size_t{2});
+
+    // A key given twice was imported as the last of the two: step 200, loss 9.
+    const auto twice = write_out("twice-run", 5, "{\"step\": 6, \"step\": 200, \"rank\": 0, \"wall_time_s\": 6, \"loss\": 1.0}\n");
+    const auto twice_error = error_of([&] { history.import_run(twice); });
+    QVERIFY2(contains(twice_error.what(), "metrics.jsonl line 6 gives \"step\" twice (which one is meant?)"), twice_error.what());
+    fs::remove_all(twice);
+    const auto twice_spec = write_out("twice-spec", 5, "");
+    std::ofstream(twice_spec + "/spec.json") << R"({"parallel": {"tp": 2, "tp": 1}})";
+    const auto twice_spec_error = error_of([&] { history.import_run(twice_spec); });
+    QVERIFY2(contains(twice_spec_error.what(), "spec.json gives \"parallel.tp\" twice"), twice_spec_error.what());
+    // Text that is no JSON says where, in words: without "[json.exception.parse_error.101]" and the raw
+    // token nlohmann quotes. An empty spec.json says it ends at once.
+    std::ofstream(twice_spec + "/spec.json") << "";
+    const auto empty_spec = error_of([&] { history.import_run(twice_spec); });
+    QVERIFY2(contains(empty_spec.what(), "spec.json is not valid JSON: parse error at line 1, column 1: syntax error while parsing "
+                                         "value - unexpected end of input") &&
+                 !contains(empty_spec.what(), "json.exception"),
+             empty_spec.what());
+    fs::remove_all(twice_spec);
+    const auto junk = write_out("junk-run", 5, "{bad\n{\"step\": 7}\n");
+    const auto junk_error = error_of([&] { history.import_run(junk); });
+    QVERIFY2(contains(junk_error.what(), "metrics.jsonl line 6 is not valid JSON: parse error at line 1, column 2: syntax error "
+                                         "while parsing object key - invalid literal; expected string literal") &&
+                 !contains(junk_error.what(), "json.exception") && !contains(junk_error.what(), "last read"),
+             junk_error.what());
+    fs::remove_all(junk);
     QCOMPARE(history.runs().size(), size_t{2});
 
     // A type that is no string was stored as a metric named type.

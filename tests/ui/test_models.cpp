@@ -144,6 +144,14 @@ class TestModels : public QObject {
     config.close();
     QVERIFY(!session.importHuggingFace(config.fileName(), &error));
     QVERIFY2(error.contains("num_hidden_layers"), qPrintable(error));
+    // A config cut short says where, without nlohmann's "[json.exception.parse_error.101]".
+    QVERIFY(config.open(QIODevice::WriteOnly | QIODevice::Truncate));
+    config.write(R"({"model_type": "llama", "hidden_size": 40)");
+    config.close();
+    QVERIFY(!session.importHuggingFace(config.fileName(), &error));
+    QVERIFY2(error.contains("is not valid JSON: parse error at line 1, column 42") && !error.contains("json.exception"),
+             qPrintable(error));
+    QVERIFY(session.spec() == before);
 
     // Mistral 7B v0.1: its 4096-token sliding window is planned as the sequence, and said so (the
     // window lets it see that far; the command line said it, the workbench did not).
