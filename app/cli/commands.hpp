@@ -32,6 +32,9 @@ void add_launch_commands(CLI::App& app);
 /// Throws spec::SpecError with what tessera-train does not train in `spec` (launch and slurm refuse
 /// it before any agent starts a rank that would).
 void require_tessera_train_runs(const spec::RunSpec& spec);
+/// The history file a command writes (--db, else $TESSERA_DB, else the default): created when
+/// missing; a directory or device there is a UsageError (exit 2) naming what chose it.
+std::string writable_history_path(const std::string& db);
 /// "tcp://a:1,tcp://b:2" → endpoints; UsageError for anything else.
 std::vector<std::string> split_agents(const std::string& list);
 

@@ -152,6 +152,7 @@ void add_launch_commands(CLI::App& app) {
       if (!o->name.empty())
         if (const auto problem = store::run_name_problem(o->name); !problem.empty()) throw UsageError("--name: " + problem);
       const auto spec = spec::load_spec_file(o->spec);
+      const std::string path = writable_history_path(o->db);  // before any agent is asked
       require_tessera_train_runs(spec);
       const auto credentials = launch::Credentials::from_config_dir();
       std::vector<std::string> endpoints;
@@ -184,7 +185,6 @@ void add_launch_commands(CLI::App& app) {
           throw UsageError(text);
         }
       }
-      const std::string path = store::resolve_history_path(o->db);
       store::ensure_parent_directory(path);
       store::Writer writer(path, follower_writer_options());
       std::ifstream in(o->spec);

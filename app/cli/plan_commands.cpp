@@ -530,7 +530,7 @@ void add_plan_commands(CLI::App& app) {
       else print_search(result, s, space, memory_fraction);
       if (save_path.empty()) return;
       if (pick > result.best.size())
-        throw std::runtime_error("--pick " + std::to_string(pick) + ": the search found " + std::to_string(result.best.size()) +
+        throw UsageError("--pick " + std::to_string(pick) + ": the search found " + std::to_string(result.best.size()) +
                                  " layout(s) that fit; nothing written to " + save_path);
       // Named for what it now is: the old name may spell the old layout.
       auto chosen = result.best[pick - 1].spec;

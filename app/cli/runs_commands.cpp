@@ -52,6 +52,19 @@ std::string history_chooser(const std::string& db) {
   return env_db && *env_db ? "$TESSERA_DB" : "";
 }
 
+}  // namespace
+
+std::string writable_history_path(const std::string& db) {
+  const std::string path = store::resolve_history_path(db);
+  if (const auto problem = store::non_regular_history_problem(path); !problem.empty()) {
+    const std::string chooser = history_chooser(db);
+    throw UsageError(problem + " (" + (chooser.empty() ? "--db or $TESSERA_DB" : chooser) + " names another file)");
+  }
+  return path;
+}
+
+namespace {
+
 /// The history file a command reads: one that exists, not a mistyped --db made into an empty history.
 std::string existing_history(const std::string& db) {
   const std::string path = store::resolve_history_path(db);
@@ -416,7 +429,7 @@ void add_runs_commands(CLI::App& app) {
   importer->add_option("path", import_options->path, "Bundle file or directory")->required();
   importer->add_option("--name", import_options->name, "Store the run under this name");
   importer->callback(guarded([import_options] {
-    History history(store::resolve_history_path(import_options->db));
+    History history(writable_history_path(import_options->db));
     const auto imported = history.import_run(import_options->path, {import_options->name});
     std::cout << "imported run " << short_id(imported.run.id) << " " << quoted_name(imported.run.name) << " from a " << imported.format
               << ": " << counts_text(imported.counts) << "\n";

@@ -487,12 +487,12 @@ class TestCliPlan : public QObject {
       QCOMPARE(bad.exit_code, 2);
       QVERIFY2(bad.err.find(message) != std::string::npos, bad.err.c_str());
     }
-    // --pick beyond what fits: an error, and no file.
+    // --pick beyond what fits: an error of the command (exit 2, as --pick beyond --top), and no file.
     QTemporaryDir dir;
     const QString path = dir.filePath("none.json");
     const auto none = cli({"search", example("tiny-3d.json"), "--tp", "2", "--pp", "2", "--cp", "1", "--mbs", "4", "--zero",
                            "0", "--recompute", "none", "--schedule", "1f1b", "--save", path, "--pick", "2"});
-    QCOMPARE(none.exit_code, 1);
+    QCOMPARE(none.exit_code, 2);
     QVERIFY2(none.err.find("--pick 2: the search found 1 layout(s) that fit; nothing written to") != std::string::npos,
              none.err.c_str());
     QVERIFY(!QFile::exists(path));
