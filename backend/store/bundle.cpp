@@ -170,6 +170,9 @@ void check_run(RunRecord& run, const std::string& where) {
   for (size_t i = 0; i < run.tags.size(); ++i)
     if (const auto problem = tag_problem(run.tags[i]); !problem.empty())
       throw StoreError(ErrorKind::invalid, where + ".tags[" + std::to_string(i) + "]: " + problem);
+  for (size_t i = 0; i < run.hosts.size(); ++i)
+    if (const auto problem = one_line_problem("a host", run.hosts[i]); !problem.empty())
+      throw StoreError(ErrorKind::invalid, where + ".hosts[" + std::to_string(i) + "]: " + problem);
 }
 
 void check_bundle_header(const ojson& document, const std::string& file) {
@@ -370,7 +373,8 @@ RunCounts import_json_bundle(Connection& connection, const fs::path& file, const
   for (size_t i = 0; i < metrics.size(); ++i) {
     const std::string where = "metrics[" + std::to_string(i) + "]";
     const auto& series = metrics[i];
-    const int64_t metric = ingest.metric_id(get_string(field(series, "name", where), where + ".name"));
+    int64_t metric = 0;
+    at(where + ".name", [&] { metric = ingest.metric_id(get_string(field(series, "name", where), where + ".name")); });
     int64_t series_id = 0;
     at(where, [&] { series_id = ingest.series_id(key, metric, get_integer(field(series, "rank", where), where + ".rank")); });
     const auto& points = field(series, "points", where);

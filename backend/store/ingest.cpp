@@ -136,7 +136,7 @@ Ingest::Ingest(Connection& connection, OnDuplicate on_duplicate)
 
 int64_t Ingest::metric_id(const std::string& name) {
   if (auto it = metric_ids_.find(name); it != metric_ids_.end()) return it->second;
-  if (name.empty()) throw StoreError(ErrorKind::invalid, "a metric has an empty name");
+  if (const auto problem = metric_name_problem(name); !problem.empty()) throw StoreError(ErrorKind::invalid, problem);
   insert_name_.bind_text(1, name).run("adding metric name '" + name + "'");
   if (!select_name_.bind_text(1, name).step("reading metric name '" + name + "'"))
     throw StoreError(ErrorKind::corrupt, "history " + connection_.path() + ": metric name '" + name + "' vanished");

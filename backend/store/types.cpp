@@ -99,9 +99,25 @@ std::string timeline_event_problem(const TimelineEvent& event) {
   return {};
 }
 
+std::string one_line_problem(std::string_view what, std::string_view text) {
+  if (auto problem = text_problem(what, text); !problem.empty()) return problem;
+  if (const auto at = control_character_in(text); !at.empty())
+    return std::string(what) + " is one line, without control characters (" + at + ")";
+  return {};
+}
+
+std::string metric_name_problem(std::string_view name) {
+  if (name.empty()) return "a metric name cannot be empty";
+  if (name.size() > kMaxMetricNameBytes)
+    return "a metric name is at most " + std::to_string(kMaxMetricNameBytes) + " bytes, this one " + std::to_string(name.size());
+  return one_line_problem("a metric name", name);
+}
+
 std::string artifact_problem(const Artifact& artifact) {
   if (artifact.kind.empty()) return "kind must not be empty (checkpoint, ...)";
   if (artifact.path.empty()) return "path must not be empty";
+  if (auto problem = one_line_problem("kind", artifact.kind); !problem.empty()) return problem;
+  if (auto problem = one_line_problem("path", artifact.path); !problem.empty()) return problem;
   if (artifact.step < 0) return "step must not be negative, got " + std::to_string(artifact.step);
   if (artifact.size_bytes < 0) return "size_bytes must not be negative, got " + std::to_string(artifact.size_bytes);
   if (artifact.created_ms < 0 || artifact.created_ms >= kYear3000Ms)

@@ -119,11 +119,18 @@ std::string wall_time_problem(double wall_time_s);
 /// A timeline event: step, rank, stage, microbatch and chunk not negative; op one line of 1 to 64
 /// bytes; start_s and end_s finite, end_s not before start_s.
 std::string timeline_event_problem(const TimelineEvent& event);
-/// An artifact: kind and path not empty, step and size_bytes not negative, created_ms Unix
-/// milliseconds before the year 3000.
+/// An artifact: kind and path not empty and one line, step and size_bytes not negative, created_ms
+/// Unix milliseconds before the year 3000.
 std::string artifact_problem(const Artifact& artifact);
 /// A log line: rank not negative, stream stdout or stderr, time_s Unix seconds from 0 to the year 3000.
 std::string log_line_problem(const LogLine& line);
+/// A metric's name: 1 to kMaxMetricNameBytes bytes of UTF-8, one line without control characters (a
+/// name is a column of every export and a row of every list).
+std::string metric_name_problem(std::string_view name);
+inline constexpr size_t kMaxMetricNameBytes = 256;
+/// A text field shown on one line (an artifact's kind and path, a host): UTF-8 without control
+/// characters. "" when it is.
+std::string one_line_problem(std::string_view what, std::string_view text);
 
 /// The metric names the summaries, the dashboard and `tessera-train` agree on.
 namespace metric_name {

@@ -73,7 +73,8 @@ template <class... F>
 Overloaded(F...) -> Overloaded<F...>;
 
 void check_point(const MetricPoint& p) {
-  if (p.name.empty()) throw StoreError(ErrorKind::invalid, "a metric point has an empty name");
+  if (const auto problem = metric_name_problem(p.name); !problem.empty())
+    throw StoreError(ErrorKind::invalid, "a metric point's name: " + problem);
   if (p.step < 0 || p.rank < 0)
     throw StoreError(ErrorKind::invalid, "metric point '" + p.name + "' has a negative step or rank (step " +
                                              std::to_string(p.step) + ", rank " + std::to_string(p.rank) + ")");

@@ -757,6 +757,23 @@ class TestStore : public QObject {
       QVERIFY2(contains(planned.what(), "run.status is planned, but the run has run.started: a planned run has not started"),
                planned.what());
       QCOMPARE(from_running.runs().size(), size_t{1});
+      // A host or a metric name with a control character was stored as it was.
+      auto odd_host = bundle;
+      odd_host["run"]["status"] = "done";
+      odd_host["run"]["hosts"] = {"node-1", std::string("node\0" "2", 6)};
+      std::ofstream(db("odd-host.json")) << odd_host.dump();
+      const auto host_error = error_of([&] { from_running.import_run(db("odd-host.json")); });
+      QVERIFY2(contains(host_error.what(), "run.hosts[1]: a host is one line, without control characters (byte 0x00 at offset 4)"),
+               host_error.what());
+      auto odd_metric = bundle;
+      odd_metric["run"]["status"] = "done";
+      QVERIFY(odd_metric["metrics"].is_array() && !odd_metric["metrics"].empty());
+      odd_metric["metrics"][0]["name"] = "loss\tnow";
+      std::ofstream(db("odd-metric.json")) << odd_metric.dump();
+      const auto metric_error = error_of([&] { from_running.import_run(db("odd-metric.json")); });
+      QVERIFY2(contains(metric_error.what(), "metrics[0].name: a metric name is one line, without control characters (byte 0x09"),
+               metric_error.what());
+      QCOMPARE(from_running.runs().size(), size_t{1});
       // A key given twice was read as the last of the two, without a word.
       bundle["run"]["status"] = "done";
       std::string twice = bundle.dump();
@@ -1089,6 +1106,24 @@ class TestStore : public QObject {
     std::ofstream(twice_spec + "/spec.json") << R"({"parallel": {"tp": 2, "tp": 1}})";
     const auto twice_spec_error = error_of([&] { history.import_run(twice_spec); });
     QVERIFY2(contains(twice_spec_error.what(), "spec.json gives \"parallel.tp\" twice"), twice_spec_error.what());
+    // Control characters in a metric's name or an artifact's kind or path were stored, NUL included
+    // (run names, tags and ops refuse them): every list and export would carry them.
+    for (const auto& [line, expected] :
+         {std::pair{std::string("{\"step\": 6, \"rank\": 0, \"wall_time_s\": 6, \"lo\\nss\": 1.0}"),
+                    std::string("metrics.jsonl line 6: a metric name is one line, without control characters (byte 0x0A at offset 2)")},
+          std::pair{std::string("{\"step\": 6, \"rank\": 0, \"wall_time_s\": 6, \"loss\\u0000\": 1.0}"),
+                    std::string("metrics.jsonl line 6: a metric name is one line, without control characters (byte 0x00 at offset 4)")},
+          std::pair{std::string("{\"step\": 6, \"rank\": 0, \"wall_time_s\": 6, \"") + std::string(257, 'm') + "\": 1.0}",
+                    std::string("metrics.jsonl line 6: a metric name is at most 256 bytes, this one 257")},
+          std::pair{std::string("{\"type\":\"artifact\",\"kind\":\"checkpoint\",\"path\":\"/c/step_5\\u001b[2J\",\"step\":5}"),
+                    std::string("metrics.jsonl line 6: path is one line, without control characters (byte 0x1B at offset 9)")}}) {
+      const auto odd = write_out("control-run", 5, line + "\n");
+      const auto odd_error = error_of([&] { history.import_run(odd); });
+      QCOMPARE(odd_error.kind(), ErrorKind::invalid);
+      QVERIFY2(contains(odd_error.what(), expected), odd_error.what());
+      fs::remove_all(odd);
+    }
+    QCOMPARE(history.runs().size(), size_t{2});
     // Text that is no JSON says where, in words: without "[json.exception.parse_error.101]" and the raw
     // token nlohmann quotes. An empty spec.json says it ends at once.
     std::ofstream(twice_spec + "/spec.json") << "";
