@@ -243,7 +243,7 @@ void add_launch_commands(CLI::App& app) {
     cmd->add_flag("--agents-gone", o->agents_gone,
                   "record the nodes whose agents do not answer as lost, even when none answers (the run fails)");
     cmd->callback([o] {
-      const std::string path = store::resolve_history_path(o->db);
+      const std::string path = writable_history_path(o->db);
       store::RunRecord record;
       std::vector<store::StreamPosition> positions;
       std::map<int64_t, double> last_wall_s;
@@ -302,7 +302,7 @@ void add_launch_commands(CLI::App& app) {
     cmd->callback([o] {
       store::RunRecord record;
       try {
-        store::History history(store::resolve_history_path(o->db));
+        store::History history(writable_history_path(o->db));
         record = history.run(history.resolve(o->id));
       } catch (const store::StoreError& e) {
         if (e.is_user_error()) throw UsageError(e.what());

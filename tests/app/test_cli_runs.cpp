@@ -340,10 +340,11 @@ class TestCliRuns : public QObject {
     const auto directory = cli({"runs", "list", "--db", dir_.path()}, false);
     QCOMPARE(directory.code, 2);
     QVERIFY2(directory.err.contains("is a directory, not a history file"), qPrintable(directory.err));
-    // The commands that write a history say the same with the same exit code (import exited 1), launch
-    // before it asks any agent.
+    // The commands that write a history say the same with the same exit code (import, follow and stop
+    // exited 1), launch before it asks any agent.
     const QString bundle = write_train_output(dir_, "into-a-directory", 1, 20);
-    for (const QStringList& args : {QStringList{"runs", "import", bundle}, QStringList{"launch", bundle + "/spec.json"}}) {
+    for (const QStringList& args : {QStringList{"runs", "import", bundle}, QStringList{"launch", bundle + "/spec.json"},
+                                    QStringList{"runs", "follow", "run-a"}, QStringList{"runs", "stop", "run-a"}}) {
       const auto r = cli(args + QStringList{"--db", dir_.path()}, false);
       QCOMPARE(r.code, 2);
       QVERIFY2(r.err.contains(dir_.path() + " is a directory, not a history file (--db names another file)"), qPrintable(r.err));
