@@ -293,7 +293,7 @@ struct Agent::Impl {
         for (const auto& fe : e.errors()) text += (text.empty() ? "" : "; ") + fe.message;
         error(id, ErrorCode::bad_field, "spec: " + text, type);
       } catch (const nlohmann::json::exception& e) {
-        error(id, ErrorCode::bad_field, e.what(), type);
+        error(id, ErrorCode::bad_field, spec::json_error_reason(e.what()), type);
       } catch (const std::exception& e) {
         // This node failed to carry out a valid request: said to the workbench; nothing in a message
         // stops the agent.

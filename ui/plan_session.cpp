@@ -9,6 +9,7 @@
 #include <QUndoCommand>
 
 #include "spec/interop.hpp"
+#include "spec/json_keys.hpp"
 #include "spec/json_nesting.hpp"
 
 namespace tessera::ui {
@@ -111,11 +112,14 @@ bool PlanSession::importHuggingFace(const QString& path, QString* error, QString
     text << in.rdbuf();
     if (auto error = spec::json_text_error(text.str(), path.toStdString())) throw std::runtime_error(*error);
     nlohmann::json config;
+    std::optional<std::string> duplicate;  // refused, as tessera-cli import hf does
     try {
-      config = nlohmann::json::parse(text.str());
+      config = spec::parse_json_unique_keys(text.str(), duplicate);
     } catch (const nlohmann::json::exception& e) {
       throw std::runtime_error(path.toStdString() + " is not valid JSON: " + spec::json_error_reason(e.what()));
     }
+    if (duplicate)
+      throw std::runtime_error(path.toStdString() + " gives " + spec::shown_key_path(*duplicate) + " twice (which one is meant?)");
     std::vector<std::string> import_notes;
     const auto imported = spec::spec_from_hf_config(config, QFileInfo(path).fileName().toStdString(), &import_notes);
     spec::RunSpec updated = spec_;

@@ -243,8 +243,7 @@ nlohmann::json parse_frame(std::string_view bytes, Side receiver) {
   }
   if (!message.is_object()) throw ProtocolError(ErrorCode::bad_json, "frame is not a JSON object");
   if (duplicate) {
-    const std::string shown = duplicate->size() > 64 ? duplicate->substr(0, 64) + "..." : *duplicate;
-    throw ProtocolError(ErrorCode::bad_json, "the frame gives \"" + shown + "\" twice (which one is meant?)");
+    throw ProtocolError(ErrorCode::bad_json, "the frame gives \"" + spec::shown_key_path(*duplicate) + "\" twice (which one is meant?)");
   }
   check_envelope(message, bytes.size(), receiver);
   return message;

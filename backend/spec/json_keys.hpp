@@ -41,4 +41,14 @@ Json parse_json_unique_keys(std::string_view text, std::optional<std::string>& d
   return Json::parse(text.begin(), text.end(), note_keys);
 }
 
+/// A duplicate's dotted path as an error shows it: up to 64 bytes, cut before a UTF-8 character
+/// rather than inside one, then "...". A key can be megabytes long.
+inline std::string shown_key_path(std::string_view path) {
+  constexpr size_t kShownBytes = 64;
+  if (path.size() <= kShownBytes) return std::string(path);
+  size_t end = kShownBytes;
+  while (end > 0 && (static_cast<unsigned char>(path[end]) & 0xC0) == 0x80) --end;
+  return std::string(path.substr(0, end)) + "...";
+}
+
 }  // namespace tessera::spec

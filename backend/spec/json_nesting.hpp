@@ -66,9 +66,17 @@ inline std::string json_error_reason(std::string_view nlohmann_what) {
   std::string reason(nlohmann_what);
   if (const auto end = reason.find("] "); reason.rfind("[json.exception", 0) == 0 && end != std::string::npos)
     reason.erase(0, end + 2);
+  // The first "; last read: '" is nlohmann's (what comes before it is its own wording). After the
+  // token it may add "; expected X", X one of a few; a token could itself end in such text, so only
+  // a tail nlohmann writes is kept, and the rest is dropped.
   if (const auto quoted = reason.find("; last read: '"); quoted != std::string::npos) {
-    const auto expected = reason.rfind("'; expected ");
-    reason.erase(quoted, expected == std::string::npos || expected < quoted ? std::string::npos : expected + 1 - quoted);
+    std::string kept;
+    for (const std::string_view expected : {"end of input", "string literal", "':'", "'[', '{', or a literal", "']'", "'}'"}) {
+      const std::string tail = "'; expected " + std::string(expected);
+      if (reason.size() >= quoted + 14 + tail.size() && reason.compare(reason.size() - tail.size(), tail.size(), tail) == 0)
+        kept = tail.substr(1);
+    }
+    reason.replace(quoted, std::string::npos, kept);
   }
   constexpr std::string_view kOverflow = "number overflow parsing '";
   constexpr size_t kShownChars = 40;

@@ -435,7 +435,7 @@ json parse_spec_json(const std::string& text, const std::string& what) {
   first = text.find_first_not_of(" \t\r\n", first);
   if (first == std::string::npos)
     throw SpecError({{"", what + " is empty (a run spec is one JSON object, {…})"}});
-  if ( std::string_view("{[\"-0123456789tfn").find(text[first]) == std::string_view::npos)
+  if (std::string_view("{[\"-0123456789tfn").find(text[first]) == std::string_view::npos)
     throw SpecError({{"", what + " is not JSON: it starts with " + byte_at(text, first) + " (a run spec is one JSON object, {…})"}});
   if (auto error = json_text_error(text, what)) throw SpecError({{"", *error}});
   std::optional<std::string> duplicate;
@@ -446,7 +446,8 @@ json parse_spec_json(const std::string& text, const std::string& what) {
     throw SpecError({{"", what + " is not valid JSON: " + json_error_reason(e.what())}});
   }
   if (duplicate)
-    throw SpecError({{*duplicate, what + " gives " + (duplicate->empty() ? "the key \"\"" : *duplicate) + " twice (which one is meant?)"}});
+    throw SpecError({{shown_key_path(*duplicate),
+                      what + " gives " + (duplicate->empty() ? "the key \"\"" : shown_key_path(*duplicate)) + " twice (which one is meant?)"}});
   return document;
 }
 

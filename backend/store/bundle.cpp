@@ -204,8 +204,7 @@ std::ifstream open_file(const fs::path& path, const std::string& hint = {}) {
 // "gives \"step\" twice (which one is meant?)": nlohmann keeps the last of two equal keys without a
 // word, so a metrics line {"step":1,"step":200} was imported as step 200.
 std::string gives_twice(const std::string& dotted_key) {
-  const std::string shown = dotted_key.size() > 64 ? dotted_key.substr(0, 64) + "..." : dotted_key;
-  return "gives \"" + shown + "\" twice (which one is meant?)";
+  return "gives \"" + spec::shown_key_path(dotted_key) + "\" twice (which one is meant?)";
 }
 
 ojson read_json_file(const fs::path& path) {

@@ -18,6 +18,8 @@
 
 #include <torch/torch.h>
 
+#include "spec/json_nesting.hpp"
+
 namespace tessera::runtime {
 
 namespace fs = std::filesystem;
@@ -209,7 +211,7 @@ int64_t resumable_step(const std::string& out_dir, const spec::RunSpec& spec, in
     std::ifstream in(manifest_path);
     manifest = nlohmann::json::parse(in);
   } catch (const std::exception& e) {
-    throw CheckpointError("--resume: " + manifest_path + " is unreadable: " + e.what());
+    throw CheckpointError("--resume: " + manifest_path + " is unreadable: " + spec::json_error_reason(e.what()));
   }
   // What the manifest must hold, each refusal naming the field (a hand-edited or foreign file).
   const auto bad = [&](const std::string& rule) { return CheckpointError("--resume: " + manifest_path + ": " + rule); };

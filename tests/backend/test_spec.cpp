@@ -1,6 +1,7 @@
 // Tests of backend/spec: presets, defaults, round trip, and one case per validation rule.
 #include <QtTest/QtTest>
 
+#include "spec/json_keys.hpp"
 #include "spec/json_nesting.hpp"
 #include "spec/presets.hpp"
 #include "spec/run_spec.hpp"
@@ -403,6 +404,13 @@ class TestSpec : public QObject {
       QVERIFY2(message.find("json.exception") == std::string::npos && message.find("last read") == std::string::npos,
                message.c_str());
     }
+    // A string whose text looks like nlohmann's "'; expected ..." tail: nothing of it is kept (the
+    // token, 1000 bytes and an ill-formed byte, was).
+    const std::string lookalike = message_of("{\"a\": \"'; expected " + std::string(1000, 'x') + "\xFF\"}");
+    QVERIFY2(lookalike.find("ill-formed UTF-8 byte") != std::string::npos && lookalike.find("xxx") == std::string::npos &&
+                 lookalike.size() < 200 &&
+                 std::none_of(lookalike.begin(), lookalike.end(), [](char c) { return static_cast<unsigned char>(c) >= 0x80; }),
+             lookalike.c_str());
     // Text that is not nlohmann's is kept as it is.
     QCOMPARE(json_error_reason("cannot read"), std::string("cannot read"));
   }
@@ -465,6 +473,19 @@ class TestSpec : public QObject {
                                        "training": {"micro_batch_size": 1, "global_batch_size": 64},
                                        "cluster": {"gpu": "h100-sxm", "nodes": 1, "gpus_per_node": 8}})");
     QCOMPARE(s.parallel.tp, int64_t{2});
+    // A long key is shown cut to 64 bytes, before a character rather than inside one (é is 2 bytes:
+    // 63 bytes would end inside the 32nd), and the whole key, 100,000 bytes, is not copied.
+    std::string e_acute;
+    for (int i = 0; i < 50000; ++i) e_acute += "\xC3\xA9";
+    try {
+      parse_spec_text("{\"" + e_acute + "\": 1, \"" + e_acute + "\": 2}");
+      QFAIL("no error");
+    } catch (const SpecError& e) {
+      const std::string message = e.what();
+      QVERIFY2(message.find("the spec gives " + e_acute.substr(0, 64) + "... twice") != std::string::npos, message.c_str());
+      QVERIFY(message.size() < 300);
+    }
+    QCOMPARE(shown_key_path("a" + e_acute), "a" + e_acute.substr(0, 62) + "...");
   }
 
   void gpuPresetFromDeviceName() {

@@ -152,6 +152,11 @@ class TestModels : public QObject {
     QVERIFY2(error.contains("is not valid JSON: parse error at line 1, column 42") && !error.contains("json.exception"),
              qPrintable(error));
     QVERIFY(session.spec() == before);
+    config.open(QIODevice::WriteOnly | QIODevice::Truncate);
+    config.write(R"({"model_type": "llama", "hidden_size": 4096, "hidden_size": 64})");
+    config.close();
+    QVERIFY(!session.importHuggingFace(config.fileName(), &error));
+    QVERIFY2(error.endsWith("gives hidden_size twice (which one is meant?)"), qPrintable(error));
 
     // Mistral 7B v0.1: its 4096-token sliding window is planned as the sequence, and said so (the
     // window lets it see that far; the command line said it, the workbench did not).
