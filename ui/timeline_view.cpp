@@ -226,7 +226,10 @@ void TimelineView::paintBand(QPainter& p, const Band& band, const QRect& plot) {
   p.setFont(font());
 
   const int vpp = model.plan()->schedule.vpp;
-  const double left_t = axis_.toTime(plot.left()), right_t = axis_.toTime(plot.right());
+  // The plot's right edge is where fitToView puts the step's end: plot.left() + plot.width(), one
+  // pixel past QRect::right(). A block starting in that last pixel (the optimizer step) was skipped.
+  const double plot_end = plot.left() + plot.width();
+  const double left_t = axis_.toTime(plot.left()), right_t = axis_.toTime(plot_end);
   QFont label = font();
   label.setPixelSize(std::clamp(band.row_height - 10, 8, 12));
   const QFontMetrics fm(label);
@@ -251,7 +254,7 @@ void TimelineView::paintBand(QPainter& p, const Band& band, const QRect& plot) {
       const double x0 = axis_.toPixel(it->start_s), x1 = axis_.toPixel(it->end_s);
       if (x1 < drawn_to + 1) continue;
       const QRectF block(std::max(x0, double(plot.left())), row.top() + inset,
-                         std::max(1.0, std::min(x1, double(plot.right())) - std::max(x0, double(plot.left()))),
+                         std::max(1.0, std::min(x1, plot_end) - std::max(x0, double(plot.left()))),
                          row.height() - 2 * inset - strip);
       const QColor c = opColor(it->op, vpp);
       p.fillRect(block, c);
@@ -271,7 +274,7 @@ void TimelineView::paintBand(QPainter& p, const Band& band, const QRect& plot) {
     // optimizer step once the last of them is done, across the row.
     auto span = [&](double from_s, double to_s, int top, int height) {
       const double x0 = std::max(axis_.toPixel(from_s), double(plot.left()));
-      const double x1 = std::min(axis_.toPixel(to_s), double(plot.right()));
+      const double x1 = std::min(axis_.toPixel(to_s), plot_end);
       return QRectF(x0, top, std::max(1.0, x1 - x0), height);
     };
     const auto& pr = model.plan()->prediction;

@@ -9,6 +9,7 @@
 #include "plan_session.hpp"
 #include "rank_grid_layout.hpp"
 #include "rank_grid_view.hpp"
+#include "theme.hpp"
 #include "time_axis.hpp"
 #include "timeline_view.hpp"
 
@@ -178,6 +179,30 @@ class TestViews : public QObject {
     QVERIFY(!primary.showsStep());
     QCOMPARE(primary.stepEnd(), primary.makespan());
     QVERIFY(view.stepTextAt(QPoint(x, y - 1)).isEmpty());
+  }
+
+  // Llama-3-70B fitted: its optimizer step is narrower than a pixel and starts in the plot's last
+  // one, which the painter stopped one pixel short of; it was in the legend but not drawn.
+  void timelineDrawsAnOptimizerStepInTheLastPixel() {
+    PlanSession session;
+    QVERIFY(session.open(example("llama3-70b-64xh100.json"), nullptr));
+    const auto& pr = session.plan()->prediction;
+    TimelineModel primary, comparison;
+    primary.setPlan(session.plan());
+    TimelineView view(&primary, &comparison);
+    view.resize(1400, 600);
+    view.fitToView();
+    QVERIFY2(pr.optimizer_s > 0 && pr.optimizer_s < view.axis().secondsPerPixel(), "the optimizer step is under a pixel");
+    const double from_px = view.axis().toPixel(pr.iteration_time_s - pr.optimizer_s);
+    const double end_px = view.axis().toPixel(pr.iteration_time_s);
+    QVERIFY2(std::floor(from_px) == std::floor(end_px - 1e-9), "the optimizer step starts in the plot's last pixel");
+    const QImage image = view.grab().toImage();
+    int optimizer_pixels = 0;
+    // Those columns alone: the legend's swatch has the colour too.
+    for (int y = 0; y < image.height(); ++y)
+      for (int x = static_cast<int>(from_px) - 1; x <= static_cast<int>(end_px); ++x)
+        optimizer_pixels += image.pixelColor(x, y) == colors::optimizer();
+    QVERIFY2(optimizer_pixels > 0, "no pixel of the optimizer's colour");
   }
 
   void timelineKeepsTheUsersZoomAcrossReplans() {
