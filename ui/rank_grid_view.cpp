@@ -14,6 +14,7 @@ namespace tessera::ui {
 namespace {
 
 constexpr int kHeaderHeight = 54;
+constexpr float kStaleOpacity = 0.35f;  ///< how much of its colours a stale grid shows
 // Kinds a click highlights, with their display names; "dp_cp" and "embedding" are derived groups.
 const std::pair<const char*, const char*> kHighlightKinds[] = {
     {"tp", "TP"}, {"cp", "CP"}, {"ep", "EP"}, {"dp", "DP"}, {"pp", "PP"}};
@@ -182,7 +183,7 @@ void RankGridView::paintEvent(QPaintEvent*) {
     return;
   }
   gridLayout();
-  if (stale_) p.setOpacity(0.35);
+  if (stale_) p.setOpacity(kStaleOpacity);
   paintHeader(p, *grid);
 
   const bool frames = layout_.showFrames();
@@ -221,12 +222,21 @@ void RankGridView::paintEvent(QPaintEvent*) {
   p.setFont(tileFont);
   p.setPen(Qt::NoPen);
   // One colour per coordinate value, and its dimmed version for ranks outside the selection's groups.
+  // A stale grid (the spec has a problem) is faded by mixing its colours into the base rather than by
+  // painting at 35 % opacity, so that each number's colour is chosen for the tile as it is shown:
+  // white numbers on faded pale tiles were unreadable.
+  const auto mixed = [&](const QColor& c, float share) {
+    return QColor::fromRgbF(c.redF() * share + base.redF() * (1 - share), c.greenF() * share + base.greenF() * (1 - share),
+                            c.blueF() * share + base.blueF() * (1 - share));
+  };
+  const float shown = stale_ ? kStaleOpacity : 1.0f;
   std::vector<QColor> fill(n), dimmed(n);
   for (int64_t v = 0; v < n; ++v) {
-    fill[v] = colors::category(v, n);
-    dimmed[v] = QColor::fromRgbF(fill[v].redF() * 0.25f + base.redF() * 0.75f, fill[v].greenF() * 0.25f + base.greenF() * 0.75f,
-                                 fill[v].blueF() * 0.25f + base.blueF() * 0.75f);
+    const QColor category = colors::category(v, n);
+    fill[v] = mixed(category, shown);
+    dimmed[v] = mixed(category, 0.25f * shown);
   }
+  p.setOpacity(1.0);
   for (const auto& r : grid->ranks) {
     const int64_t v = RankGridModel::coordinate(r, color_by_);
     const QColor& c = selecting && !member_[r.rank] ? dimmed[v] : fill[v];
@@ -240,6 +250,7 @@ void RankGridView::paintEvent(QPaintEvent*) {
   }
 
   // Outlines: the selected rank's group members, the selected rank, the hovered rank.
+  p.setOpacity(shown);
   p.setBrush(Qt::NoBrush);
   if (selecting) {
     p.setPen(QPen(pal.color(QPalette::Highlight), layout_.tileSize() >= 8 ? 1.5 : 1));

@@ -80,6 +80,36 @@ class TestViews : public QObject {
     QVERIFY(!small.showTileText());
   }
 
+  // A stale grid's rank numbers stay readable in either palette: each tile's number differs from the
+  // tile as much as on a fresh grid. At 35 % opacity over the tiles, white numbers on pale tiles had
+  // almost vanished (a lightness step of about 50 of 255).
+  void aStaleGridKeepsItsNumbersReadable() {
+    PlanSession session;
+    QVERIFY(session.open(example("tiny-3d.json"), nullptr));
+    RankGridModel model;
+    model.setPlan(session.plan(), session.grid());
+    for (const QColor base : {QColor(Qt::white), QColor(0x1A, 0x1C, 0x20)}) {
+      RankGridView view(&model);
+      QPalette palette = view.palette();
+      palette.setColor(QPalette::Base, base);
+      view.setPalette(palette);
+      view.resize(900, 500);
+      view.setStale(true);
+      const QImage image = view.grab().toImage();
+      QVERIFY(view.gridLayout().showTileText());
+      for (int64_t rank = 0; rank < session.grid()->world; ++rank) {
+        const QRect tile = view.gridLayout().tileRect(rank).toRect().adjusted(2, 2, -2, -2);
+        const int background = image.pixelColor(tile.topLeft()).lightness();
+        int widest = 0;  // the number's pixels against the tile's corner
+        for (int y = tile.top(); y <= tile.bottom(); ++y)
+          for (int x = tile.left(); x <= tile.right(); ++x)
+            widest = std::max(widest, std::abs(image.pixelColor(x, y).lightness() - background));
+        QVERIFY2(widest >= 110, qPrintable(QString("rank %1 on base %2: the number differs by %3 of 255 in lightness")
+                                               .arg(rank).arg(base.name()).arg(widest)));
+      }
+    }
+  }
+
   void hoverAndClickOnTheGridView() {
     PlanSession session;
     QVERIFY(session.open(example("llama3-70b-64xh100.json"), nullptr));
