@@ -117,26 +117,32 @@ void SummaryStrip::arrange(int lines) {
 
 void SummaryStrip::showProblem() {
   const QFontMetrics metrics(status_->font());
-  const int room = contentsRect().width() - layout()->contentsMargins().left() - layout()->contentsMargins().right() -
-                   metrics.horizontalAdvance(tr("⚠ ") + problem_rest_) - metrics.horizontalAdvance(QLatin1Char(' '));
+  const int width = contentsRect().width() - layout()->contentsMargins().left() - layout()->contentsMargins().right() -
+                    metrics.horizontalAdvance(QLatin1Char(' '));
+  // The rule comes first: where it would be cut, the boilerplate goes (the tooltip keeps all of it).
+  QString rest = problem_rest_ + problemTail();
+  if (metrics.horizontalAdvance(tr("⚠ ") + problem_message_ + rest) > width) rest = problem_rest_;
+  const int room = width - metrics.horizontalAdvance(tr("⚠ ") + rest);
   const QString shown = metrics.elidedText(problem_message_, Qt::ElideRight, std::max(room, 4 * metrics.averageCharWidth()));
   // The message links to its field in the designer.
   status_->setText(QStringLiteral("⚠ <a href=\"%1\" style=\"color:%2\">%3</a>%4")
-                       .arg(problem_field_.toHtmlEscaped(), colors::warning().name(), shown.toHtmlEscaped(),
-                            problem_rest_.toHtmlEscaped()));
+                       .arg(problem_field_.toHtmlEscaped(), colors::warning().name(), shown.toHtmlEscaped(), rest.toHtmlEscaped()));
 }
+
+QString SummaryStrip::problemTail() const { return tr(" — the views show the last valid plan."); }
 
 void SummaryStrip::refresh() {
   const PlanPtr plan = session_->plan();
   const bool stale = session_->stale();
   for (auto& [metric, label] : values_) label->setEnabled(!stale);
+  for (auto& [metric, label] : details_) label->setEnabled(!stale);
   QPalette pal = palette();
   if (stale) {
     const auto& first = session_->errors().front();
     const int more = static_cast<int>(session_->errors().size()) - 1;
     const QString message = QString::fromStdString(first.message);
-    const QString rest = tr("%1 — the views show the last valid plan.").arg(more > 0 ? tr(" (and %1 more)").arg(more) : QString());
-    status_text_ = tr("⚠ ") + message + rest;
+    const QString rest = more > 0 ? tr(" (and %1 more)").arg(more) : QString();
+    status_text_ = tr("⚠ ") + message + rest + problemTail();
     problem_field_ = QString::fromStdString(first.field);
     problem_message_ = message;
     problem_rest_ = rest;
@@ -172,7 +178,7 @@ void SummaryStrip::refresh() {
   set(Memory, tr("%1 / %2").arg(formatBytes(mem.peak_bytes), formatBytes(mem.capacity_bytes)),
       mem.fits ? tr("fits · %1 free").arg(formatBytes(mem.capacity_bytes - mem.peak_bytes))
                : tr("OOM by %1").arg(formatBytes(mem.peak_bytes - mem.capacity_bytes)),
-      mem.fits ? colors::ok() : colors::warning());
+      stale ? QColor() : mem.fits ? colors::ok() : colors::warning());  // a stale plan's verdict is greyed too
   set(Iteration, formatDuration(pr.iteration_time_s), tr("pipeline %1").arg(formatDuration(pr.pipeline_s)));
   set(Tflops, QString::number(pr.model_tflops_per_gpu * flops_unit, 'f', giga ? 1 : 0),
       tr("hardware %1").arg(pr.hardware_tflops_per_gpu * flops_unit, 0, 'f', giga ? 1 : 0));

@@ -62,7 +62,9 @@ class SummaryStrip : public QWidget {
   std::map<Metric, QLabel*> captions_, values_, details_;
   QLabel* status_;
   QString status_text_;
-  QString problem_field_, problem_message_, problem_rest_;  ///< the stale spec's first problem, in parts
+  /// The stale spec's first problem, in parts: its field, its rule, "(and N more)".
+  QString problem_field_, problem_message_, problem_rest_;
+  QString problemTail() const;  ///< " — the views show the last valid plan."
   QGridLayout* grid_ = nullptr;
   int wide_values_width_ = 0;  ///< the cells' wide sample values side by side
   int lines_ = 0;

@@ -1,6 +1,7 @@
 // The main window as a user drives it: editing a field in the designer re-plans and updates the
 // summary; an invalid field shows the planner's message at that field while the views keep the last
 // valid plan; undo/redo; Save/Open round trip; export; the memory profile toggle.
+#include <QTextDocumentFragment>
 #include <QtTest/QtTest>
 
 #include <QHeaderView>
@@ -213,15 +214,28 @@ class TestMainWindow : public QObject {
     QVERIFY(note.data().toString().isEmpty() || !note.data().toString().contains("must divide"));
     QVERIFY(!window.session()->stale());
     QCOMPARE(window.rankGridView()->grab().toImage(), before);
-    // On a narrow window the message ends in "…", and how many more problems there are and what the
-    // views show stay on the line (they were cut off with the message's end).
+    // On a narrow window the message ends in "…", and how many more problems there are stays on the
+    // line (it was cut off with the message's end). The rule comes before the boilerplate: where the
+    // rule would be cut, "— the views show the last valid plan." goes first (the tooltip keeps it).
     QVERIFY(window.specModel()->setData(window.specModel()->indexOfField("parallel.tp"), qlonglong{3}));
     window.resize(1024, 700);
     window.show();
     QCoreApplication::processEvents();
     const QString shown = window.summary()->shownStatus();
-    QVERIFY2(shown.contains(QStringLiteral("…")) && shown.contains(QStringLiteral(" more) — the views show the last valid plan.")),
-             qPrintable(shown));
+    // At 1024 px the whole rule fits once the boilerplate is left out (it was cut as "…heads=6…").
+    const QString plain = QTextDocumentFragment::fromHtml(shown).toPlainText();
+    QVERIFY2(plain.startsWith(QStringLiteral("⚠ parallel.tp=3 must divide model.num_attention_heads=64")) &&
+                 plain.endsWith(QStringLiteral(" more)")) && !plain.contains(QStringLiteral("…")) &&
+                 !plain.contains(QStringLiteral("the views show")),
+             qPrintable(plain));
+    QVERIFY(window.summary()->status().contains(QStringLiteral(" more) — the views show the last valid plan.")));
+    QVERIFY2(window.summary()->shownStatusWidth() <= window.summary()->width(),
+             qPrintable(QString("%1 > %2").arg(window.summary()->shownStatusWidth()).arg(window.summary()->width())));
+    // Narrower, the rule is cut and "(and N more)" stays.
+    window.resize(480, 700);
+    QCoreApplication::processEvents();
+    const QString narrow = QTextDocumentFragment::fromHtml(window.summary()->shownStatus()).toPlainText();
+    QVERIFY2(narrow.contains(QStringLiteral("…")) && narrow.endsWith(QStringLiteral(" more)")), qPrintable(narrow));
     QVERIFY2(window.summary()->shownStatusWidth() <= window.summary()->width(),
              qPrintable(QString("%1 > %2").arg(window.summary()->shownStatusWidth()).arg(window.summary()->width())));
   }
