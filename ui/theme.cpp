@@ -2,7 +2,10 @@
 #include "theme.hpp"
 
 #include <QApplication>
+#include <QPainter>
+#include <QProxyStyle>
 #include <QStyleFactory>
+#include <QStyleOption>
 
 namespace tessera::ui {
 
@@ -54,6 +57,28 @@ QPalette darkPalette() {
   return p;
 }
 
+// Fusion, with check boxes and radio buttons outlined so that they show on a dark base: Fusion draws
+// their outline as the window colour darkened by 40 %, which on the dark palette (#23262B → #191B1F)
+// is the base itself (#1A1C20), so an unchecked box was invisible.
+class WorkbenchStyle : public QProxyStyle {
+ public:
+  WorkbenchStyle() : QProxyStyle(QStyleFactory::create(QStringLiteral("Fusion"))) {}
+
+  void drawPrimitive(PrimitiveElement element, const QStyleOption* option, QPainter* painter,
+                     const QWidget* widget) const override {
+    QProxyStyle::drawPrimitive(element, option, painter, widget);
+    if ((element != PE_IndicatorCheckBox && element != PE_IndicatorRadioButton) || !isDarkPalette(option->palette)) return;
+    painter->save();
+    painter->setRenderHint(QPainter::Antialiasing, element == PE_IndicatorRadioButton);
+    painter->setBrush(Qt::NoBrush);
+    painter->setPen(QPen(option->palette.color(QPalette::Disabled, QPalette::Text), 1));
+    const QRectF box = QRectF(option->rect).adjusted(0.5, 0.5, -1.5, -1.5);
+    if (element == PE_IndicatorRadioButton) painter->drawEllipse(box);
+    else painter->drawRect(box);
+    painter->restore();
+  }
+};
+
 }  // namespace
 
 bool isDarkPalette(const QPalette& palette) { return palette.color(QPalette::Window).lightness() < 128; }
@@ -72,7 +97,7 @@ void applyTheme(ThemeChoice choice) {
     QApplication::setPalette(QPalette());
     dark = isDarkPalette(QApplication::palette());
   }
-  QApplication::setStyle(QStyleFactory::create(QStringLiteral("Fusion")));
+  QApplication::setStyle(new WorkbenchStyle);
   QApplication::setPalette(dark ? darkPalette() : lightPalette());
 }
 

@@ -3,6 +3,9 @@
 // that changes when the layout changes.
 #include <set>
 
+#include <QCheckBox>
+#include <QRadioButton>
+#include <QStyleOptionButton>
 #include <QtTest/QtTest>
 
 #include "memory_view.hpp"
@@ -108,6 +111,35 @@ class TestViews : public QObject {
                                                .arg(rank).arg(base.name()).arg(widest)));
       }
     }
+  }
+
+  // In the dark theme an unchecked check box and radio button show: their outline stands out from the
+  // base they are drawn on (Fusion's outline was the base's colour, and they were invisible). The
+  // light theme's stays as Fusion draws it.
+  void darkThemeShowsUncheckedBoxes() {
+    const QPalette before = QApplication::palette();
+    for (const ThemeChoice choice : {ThemeChoice::dark, ThemeChoice::light}) {
+      applyTheme(choice);
+      QCheckBox check(QStringLiteral("Sequence parallel"));
+      QRadioButton radio(QStringLiteral("1F1B"));
+      for (QAbstractButton* button : {static_cast<QAbstractButton*>(&check), static_cast<QAbstractButton*>(&radio)}) {
+        button->resize(button->sizeHint());
+        const QImage image = button->grab().toImage();
+        QStyleOptionButton option;
+        option.initFrom(button);
+        const QRect indicator = button->style()->subElementRect(
+            button == &check ? QStyle::SE_CheckBoxIndicator : QStyle::SE_RadioButtonIndicator, &option, button);
+        const int base = QApplication::palette().color(QPalette::Base).lightness();
+        int widest = 0;
+        for (int y = indicator.top(); y <= indicator.bottom(); ++y)
+          for (int x = indicator.left(); x <= indicator.right(); ++x)
+            if (image.rect().contains(x, y)) widest = std::max(widest, std::abs(image.pixelColor(x, y).lightness() - base));
+        QVERIFY2(widest >= 50, qPrintable(QString("%1 in the %2 theme: its outline differs from the base by %3 of 255")
+                                              .arg(button->text(), choice == ThemeChoice::dark ? "dark" : "light")
+                                              .arg(widest)));
+      }
+    }
+    QApplication::setPalette(before);
   }
 
   void hoverAndClickOnTheGridView() {
