@@ -9,8 +9,6 @@
 #include <QUndoCommand>
 
 #include "spec/interop.hpp"
-#include "spec/json_keys.hpp"
-#include "spec/json_nesting.hpp"
 
 namespace tessera::ui {
 
@@ -110,16 +108,9 @@ bool PlanSession::importHuggingFace(const QString& path, QString* error, QString
     if (!in) throw std::runtime_error("cannot read " + path.toStdString());
     std::stringstream text;
     text << in.rdbuf();
-    if (auto error = spec::json_text_error(text.str(), path.toStdString())) throw std::runtime_error(*error);
-    nlohmann::json config;
-    std::optional<std::string> duplicate;  // refused, as tessera-cli import hf does
-    try {
-      config = spec::parse_json_unique_keys(text.str(), duplicate);
-    } catch (const nlohmann::json::exception& e) {
-      throw std::runtime_error(path.toStdString() + " is not valid JSON: " + spec::json_error_reason(e.what()));
-    }
-    if (duplicate)
-      throw std::runtime_error(path.toStdString() + " gives " + spec::shown_key_path(*duplicate) + " twice (which one is meant?)");
+    // Read as tessera-cli import hf reads it: a NUL, deep nesting or a key given twice refused, a
+    // syntax error said where (a SpecError).
+    const nlohmann::json config = spec::parse_spec_json(text.str(), path.toStdString());
     std::vector<std::string> import_notes;
     const auto imported = spec::spec_from_hf_config(config, QFileInfo(path).fileName().toStdString(), &import_notes);
     spec::RunSpec updated = spec_;
