@@ -48,12 +48,12 @@ SummaryStrip::SummaryStrip(PlanSession* session, QWidget* parent) : QWidget(pare
     values_[metric] = value;
     details_[metric] = detail;
   }
-  // Wide values of each cell, in order: the width one line of them needs is fixed by these, so that an
+  // A wide value of each cell, in order: the width one line of cells needs counts these, so that an
   // edit seldom moves the views below by switching between one line and two (values wider still count
   // as they are).
   const QFontMetrics valueMetrics(valueFont);
-  for (const char* wide : {"888.8 B", "8888", "888.8 GiB / 888.8 GiB", "88.8 min", "8888", "88.8 %", "888.8 k", "88.8 %", "DP, PP"})
-    wide_values_width_ += valueMetrics.horizontalAdvance(QString::fromLatin1(wide));
+  const char* wide[] = {"888.8 B", "8888", "888.8 GiB / 888.8 GiB", "88.8 min", "8888", "88.8 %", "888.8 k", "88.8 %", "DP, PP"};
+  for (const auto& [metric, title] : cells) wide_value_width_[metric] = valueMetrics.horizontalAdvance(QString::fromLatin1(wide[metric]));
   arrange(1);
   outer->addLayout(grid);
   // One line that never appears or disappears (the views below must not jump): the spec's problem,
@@ -89,12 +89,15 @@ void SummaryStrip::resizeEvent(QResizeEvent* event) {
 
 void SummaryStrip::fitLines() {
   if (!sized_) return;  // not laid out yet: its width says nothing
-  // The values as they are, where wider than the fixed estimate: a value is never cut.
-  int values_width = 0;
-  for (const auto& [metric, value] : values_) values_width += value->sizeHint().width();
+  // One line when every cell fits whole: its value (or the wide estimate of it), its caption and its
+  // detail. Details end in "…" only where even two lines are too narrow ("TP8·PP8·D…" at 1024 px).
+  int cells_width = 0;
+  for (const auto& [metric, value] : values_)
+    cells_width += std::max({wide_value_width_.at(metric), value->sizeHint().width(), captions_.at(metric)->sizeHint().width(),
+                             details_.at(metric)->sizeHint().width()});
   const QMargins margins = layout()->contentsMargins();
   const int chrome = margins.left() + margins.right() + static_cast<int>(values_.size() - 1) * grid_->horizontalSpacing();
-  arrange(width() >= chrome + std::max(wide_values_width_, values_width) ? 1 : 2);
+  arrange(width() >= chrome + cells_width ? 1 : 2);
 }
 
 void SummaryStrip::arrange(int lines) {

@@ -32,9 +32,9 @@ class SummaryStrip : public QWidget {
   QString status() const { return status_text_; }
   /// That line as drawn at the strip's width (rich text: the message may end in "…"), for tests.
   QString shownStatus() const { return status_->text(); }
-  /// The width that line's text takes, for tests.
   /// The lines the cells take, 1 or 2, for tests.
   int lines() const { return lines_; }
+  /// The width that line's text takes, for tests.
   int shownStatusWidth() const { return QFontMetrics(status_->font()).horizontalAdvance(QTextDocumentFragment::fromHtml(status_->text()).toPlainText()); }
 
  signals:
@@ -53,8 +53,8 @@ class SummaryStrip : public QWidget {
   /// The cells on one line, or on two when the strip is narrower than one line needs (values are never
   /// cut: "48.2 Gi" at 1024 px).
   void arrange(int lines);
-  /// arrange() for the strip's width: one line when the wider of the fixed estimate and the values as
-  /// they are fits.
+  /// arrange() for the strip's width: one line when every cell's caption, value (at least its wide
+  /// estimate) and detail fit side by side.
   void fitLines();
   void set(Metric metric, const QString& value, const QString& detail, const QColor& detailColor = {});
 
@@ -66,7 +66,7 @@ class SummaryStrip : public QWidget {
   QString problem_field_, problem_message_, problem_rest_;
   QString problemTail() const;  ///< " — the views show the last valid plan."
   QGridLayout* grid_ = nullptr;
-  int wide_values_width_ = 0;  ///< the cells' wide sample values side by side
+  std::map<Metric, int> wide_value_width_;  ///< each cell's wide sample value
   int lines_ = 0;
   bool sized_ = false;  ///< a resize event came: width() is the strip's
 };

@@ -191,6 +191,32 @@ class TestMainWindow : public QObject {
     }
   }
 
+  // One line of cells only where every caption and detail fits whole too: GPT-3's details at 1024 px
+  // ("TP8·PP8·D…", "interleaved · 48 microbatc…") were cut on one line that the values alone fitted.
+  void summaryDetailsAreWholeOnOneLine() {
+    PlanSession session;
+    QVERIFY(session.open(example("gpt3-175b-table1.json"), nullptr));
+    SummaryStrip strip(&session);
+    strip.show();
+    const auto elided = [&] {
+      QStringList cut;
+      for (const ElidedLabel* label : strip.findChildren<ElidedLabel*>())
+        if (label->isElided()) cut << label->text();
+      return cut;
+    };
+    for (const auto& [width, lines] : {std::pair{1024, 2}, std::pair{1600, 1}}) {
+      strip.resize(width, strip.sizeHint().height());
+      QCoreApplication::processEvents();
+      QCOMPARE(strip.lines(), lines);
+      QVERIFY2(elided().isEmpty(), qPrintable(QString("%1 px: %2").arg(width).arg(elided().join(" | "))));
+    }
+    for (int width = 1024; width <= 1600; width += 16) {
+      strip.resize(width, strip.sizeHint().height());
+      QCoreApplication::processEvents();
+      if (strip.lines() == 1) QVERIFY2(elided().isEmpty(), qPrintable(QString("%1 px: %2").arg(width).arg(elided().join(" | "))));
+    }
+  }
+
   void invalidFieldShowsThePlannersMessageThereAndGreysTheViews() {
     MainWindow window(false);
     QVERIFY(window.openFile(example("llama3-70b-64xh100.json"), nullptr));
