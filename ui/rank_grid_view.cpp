@@ -1,6 +1,8 @@
 // Painting and interaction of the rank grid view.
 #include "rank_grid_view.hpp"
 
+#include <iterator>
+
 #include <QKeyEvent>
 #include <QMouseEvent>
 #include <QPainter>
@@ -15,9 +17,19 @@ namespace {
 
 constexpr int kHeaderHeight = 54;
 constexpr float kStaleOpacity = 0.35f;  ///< how much of its colours a stale grid shows
-// Kinds a click highlights, with their display names; "dp_cp" and "embedding" are derived groups.
-const std::pair<const char*, const char*> kHighlightKinds[] = {
-    {"tp", "TP"}, {"cp", "CP"}, {"ep", "EP"}, {"dp", "DP"}, {"pp", "PP"}};
+// Kinds a click highlights, with their display names and the line their members are outlined with,
+// so that a DP partner reads apart from a PP one; "dp_cp" and "embedding" are derived groups.
+struct HighlightKind {
+  const char* kind;
+  const char* name;
+  Qt::PenStyle line;
+};
+constexpr HighlightKind kHighlightKinds[] = {{"tp", "TP", Qt::SolidLine},
+                                             {"cp", "CP", Qt::DashDotLine},
+                                             {"ep", "EP", Qt::DashDotDotLine},
+                                             {"dp", "DP", Qt::DashLine},
+                                             {"pp", "PP", Qt::DotLine}};
+constexpr int kHighlightKindCount = static_cast<int>(std::size(kHighlightKinds));
 
 int64_t dimensionSize(const planner::RankGrid& grid, RankGridModel::Column column) {
   switch (column) {
@@ -96,9 +108,17 @@ void RankGridView::updateMembership() {
   const auto* grid = model_->grid();
   if (!grid || selected_ < 0) return;
   member_.assign(grid->world, 0);
-  for (const auto& [kind, name] : kHighlightKinds)
-    if (const auto* group = grid->group_of(kind, selected_))
-      for (int64_t r : group->ranks) member_[r] = 1;
+  for (int k = 0; k < kHighlightKindCount; ++k)
+    if (const auto* group = grid->group_of(kHighlightKinds[k].kind, selected_))
+      for (int64_t r : group->ranks) member_[r] |= uint8_t(1u << k);
+}
+
+QString RankGridView::groupsOf(int64_t rank) const {
+  QStringList kinds;
+  if (rank >= 0 && rank < static_cast<int64_t>(member_.size()) && rank != selected_)
+    for (int k = 0; k < kHighlightKindCount; ++k)
+      if (member_[rank] & (1u << k)) kinds << QLatin1String(kHighlightKinds[k].name);
+  return kinds.join(QLatin1Char(' '));
 }
 
 void RankGridView::paintHeader(QPainter& p, const planner::RankGrid& grid) {
@@ -121,7 +141,7 @@ void RankGridView::paintHeader(QPainter& p, const planner::RankGrid& grid) {
   const auto* plan = model_->plan();
   QStringList crossing;
   bool warn = false;
-  for (const auto& [kind, name] : kHighlightKinds) {
+  for (const auto& [kind, name, line] : kHighlightKinds) {
     if (std::find(plan->cross_node_groups.begin(), plan->cross_node_groups.end(), kind) == plan->cross_node_groups.end())
       continue;
     crossing << QString::fromLatin1(name);
@@ -138,16 +158,31 @@ void RankGridView::paintHeader(QPainter& p, const planner::RankGrid& grid) {
   const int64_t focus = hovered_ >= 0 ? hovered_ : selected_;
   if (focus >= 0) {
     QString text = describeRank(focus);
-    if (focus == selected_) {
-      QStringList groups;
-      for (const auto& [kind, name] : kHighlightKinds) {
-        const auto* g = grid.group_of(kind, focus);
-        if (!g || g->ranks.size() < 2) continue;
-        groups << tr("%1 ×%2%3").arg(QLatin1String(name)).arg(g->ranks.size()).arg(g->crosses_node ? tr(" (crosses nodes)") : QString());
-      }
-      if (!groups.isEmpty()) text += tr("  —  groups: ") + groups.join(", ");
+    if (focus != selected_) {
+      p.drawText(header.left(), y2, text);
+      return;
     }
+    // The selected rank's groups, each after a sample of the line its members are outlined with.
+    text += tr("  —  groups:");
     p.drawText(header.left(), y2, text);
+    x = header.left() + fontMetrics().horizontalAdvance(text);
+    const int sample = 2 * fontMetrics().height();
+    bool first = true;
+    for (const auto& [kind, name, line] : kHighlightKinds) {
+      const auto* g = grid.group_of(kind, focus);
+      if (!g || g->ranks.size() < 2) continue;
+      x += fontMetrics().horizontalAdvance(QLatin1Char(' ')) + (first ? 0 : 8);
+      first = false;
+      p.setPen(QPen(pal.color(QPalette::WindowText), 2, line, Qt::FlatCap));
+      const qreal mid = y2 - fontMetrics().ascent() / 2.0 + 1;
+      p.drawLine(QPointF(x, mid), QPointF(x + sample, mid));
+      x += sample + 5;
+      const QString label =
+          tr("%1 ×%2%3").arg(QLatin1String(name)).arg(g->ranks.size()).arg(g->crosses_node ? tr(" (crosses nodes)") : QString());
+      p.setPen(pal.color(QPalette::WindowText));
+      p.drawText(x, y2, label);
+      x += fontMetrics().horizontalAdvance(label);
+    }
     return;
   }
   const int64_t n = dimensionSize(grid, color_by_);
@@ -249,13 +284,26 @@ void RankGridView::paintEvent(QPaintEvent*) {
     }
   }
 
-  // Outlines: the selected rank's group members, the selected rank, the hovered rank.
+  // Outlines: the selected rank's group members, each group in its own line (a rank in two groups, EP
+  // and DP say, gets both, one inside the other where the tile has room), in the numbers' colour for
+  // the tile; then the selected rank, then the hovered rank.
   p.setOpacity(shown);
   p.setBrush(Qt::NoBrush);
   if (selecting) {
-    p.setPen(QPen(pal.color(QPalette::Highlight), layout_.tileSize() >= 8 ? 1.5 : 1));
-    for (int64_t r = 0; r < grid->world; ++r)
-      if (member_[r] && r != selected_) p.drawRect(layout_.tileRect(r).adjusted(0.5, 0.5, -0.5, -0.5));
+    const qreal width = layout_.tileSize() >= 8 ? 1.5 : 1;
+    const bool nest = layout_.tileSize() >= 16;
+    for (int64_t r = 0; r < grid->world; ++r) {
+      if (!member_[r] || r == selected_) continue;
+      const QColor ink = fill[RankGridModel::coordinate(grid->ranks[r], color_by_)].lightness() > 150 ? QColor(0x1F, 0x23, 0x28) : Qt::white;
+      qreal inset = width / 2;
+      for (int k = 0; k < kHighlightKindCount; ++k) {
+        if (!(member_[r] & (1u << k))) continue;
+        p.setPen(QPen(ink, width, kHighlightKinds[k].line, Qt::FlatCap));
+        p.drawRect(layout_.tileRect(r).adjusted(inset, inset, -inset, -inset));
+        if (!nest) break;
+        inset += width + 1.5;
+      }
+    }
     p.setPen(QPen(pal.color(QPalette::WindowText), 2.5));
     p.drawRect(layout_.tileRect(selected_).adjusted(-1, -1, 1, 1));
   }
@@ -278,7 +326,12 @@ void RankGridView::mouseMoveEvent(QMouseEvent* event) {
   hovered_ = rank;
   update();
   emit rankHovered(rank);
-  if (rank >= 0) QToolTip::showText(event->globalPosition().toPoint(), describeRank(rank), this);
+  if (rank >= 0) {
+    QString tip = describeRank(rank);
+    if (const QString groups = groupsOf(rank); !groups.isEmpty())
+      tip += tr("\nin rank %1's %2 %3").arg(selected_).arg(groups.split(' ').join(tr(" and ")), groups.contains(' ') ? tr("groups") : tr("group"));
+    QToolTip::showText(event->globalPosition().toPoint(), tip, this);
+  }
   else QToolTip::hideText();
 }
 

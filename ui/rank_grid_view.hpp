@@ -1,6 +1,6 @@
 // The rank grid view: nodes as frames, GPUs as tiles coloured by one parallel dimension. Hover
-// names a rank and its coordinates; a click highlights every group of that rank; groups that cross
-// a node boundary are flagged. Paints from RankGridModel; geometry lives in RankGridLayout.
+// names a rank and its coordinates; a click highlights every group of that rank, each kind outlined
+// in its own line (TP solid, DP dashed, PP dotted...); groups that cross a node boundary are flagged. Paints from RankGridModel; geometry lives in RankGridLayout.
 #pragma once
 
 #include <vector>
@@ -31,6 +31,9 @@ class RankGridView : public QWidget {
   const RankGridLayout& gridLayout() const;
   /// "rank 13 · node 1, GPU 5 · tp 5 cp 0 ep 0 dp 1 pp 1".
   QString describeRank(int64_t rank) const;
+  /// The selected rank's groups that `rank` is in, outlined on the grid one line style each ("DP",
+  /// "EP DP"); empty for the selected rank itself and for ranks outside them.
+  QString groupsOf(int64_t rank) const;
 
   QSize sizeHint() const override { return {900, 600}; }
 
@@ -55,7 +58,7 @@ class RankGridView : public QWidget {
   mutable QSize laid_out_for_;  ///< widget size of layout_; empty when it must be redone
   RankGridModel::Column color_by_ = RankGridModel::TP;
   int64_t hovered_ = -1, selected_ = -1;
-  std::vector<uint8_t> member_;  ///< per rank: shares a group with the selected rank
+  std::vector<uint8_t> member_;  ///< per rank: bit k set when in the selected rank's group of kind k
   bool stale_ = false;
 };
 

@@ -161,6 +161,40 @@ class TestViews : public QObject {
     QCOMPARE(view.selectedRank(), int64_t{-1});
   }
 
+  // A click outlines the rank's groups each in its own line: TP solid, DP dashed, PP dotted (all of
+  // them one highlight colour before, so a DP partner looked like a PP one).
+  void eachGroupOfTheSelectedRankHasItsOwnLine() {
+    PlanSession session;
+    QVERIFY(session.open(example("llama3-70b-64xh100.json"), nullptr));  // TP8·PP4·DP2
+    RankGridModel model;
+    model.setPlan(session.plan(), session.grid());
+    RankGridView view(&model);
+    view.resize(1200, 800);
+    view.selectRank(45);  // tp 5, dp 1, pp 2: TP 40..47, DP {37, 45}, PP {13, 29, 45, 61}
+    QCOMPARE(view.groupsOf(44), QStringLiteral("TP"));
+    QCOMPARE(view.groupsOf(37), QStringLiteral("DP"));
+    QCOMPARE(view.groupsOf(13), QStringLiteral("PP"));
+    QCOMPARE(view.groupsOf(45), QString());
+    QCOMPARE(view.groupsOf(0), QString());
+    const QImage image = view.grab().toImage();
+    // The share of a tile's top edge the outline covers: whole for a solid line, less dashed, least dotted.
+    const auto inked = [&](int64_t rank) {
+      const QRect tile = view.gridLayout().tileRect(rank).toRect();
+      const QColor fill = image.pixelColor(tile.center().x(), tile.top() + tile.height() / 4);
+      int covered = 0, columns = 0;
+      for (int x = tile.left() + 3; x <= tile.right() - 3; ++x, ++columns)
+        for (int y = tile.top(); y <= tile.top() + 2; ++y)
+          if (std::abs(image.pixelColor(x, y).lightness() - fill.lightness()) >= 60) {
+            ++covered;
+            break;
+          }
+      return double(covered) / columns;
+    };
+    const double solid = inked(44), dashed = inked(37), dotted = inked(13), none = inked(0);
+    const QString shares = QString("TP %1, DP %2, PP %3, none %4").arg(solid).arg(dashed).arg(dotted).arg(none);
+    QVERIFY2(solid > 0.95 && dashed > 0.5 && dashed < 0.85 && dotted > 0.2 && dotted < 0.5 && none < 0.05, qPrintable(shares));
+  }
+
   void timeAxisRoundTripsWithinAPixel() {
     TimeAxis axis;
     axis.fit(0.0, 9.37, 80, 1400);
@@ -265,6 +299,44 @@ class TestViews : public QObject {
       for (int x = static_cast<int>(from_px) - 1; x <= static_cast<int>(end_px); ++x)
         optimizer_pixels += image.pixelColor(x, y) == colors::optimizer();
     QVERIFY2(optimizer_pixels > 0, "no pixel of the optimizer's colour");
+  }
+
+  // Back-to-back operations stay apart: a pixel of the row's background between them (the next block's
+  // fill covered the hairline drawn at the previous block's right edge, so F and B ran together).
+  void timelineKeepsBackToBackBlocksApart() {
+    PlanSession session;
+    QVERIFY(session.open(example("llama3-70b-64xh100.json"), nullptr));
+    TimelineModel primary, comparison;
+    primary.setPlan(session.plan());
+    TimelineView view(&primary, &comparison);
+    view.resize(1400, 600);
+    const int last = session.plan()->schedule.pp - 1;
+    const auto [first, end] = primary.stageRange(last);
+    const auto& events = primary.events();
+    int pairs = 0;
+    for (size_t i = first; i + 1 < end && pairs < 3; ++i) {
+      const auto &a = events[i], &b = events[i + 1];
+      if (a.end_s != b.start_s) continue;  // back to back
+      view.showRange(a.start_s - (b.end_s - a.start_s) / 2, b.end_s + (b.end_s - a.start_s) / 2);
+      const QImage image = view.grab().toImage();
+      const double x0 = view.axis().toPixel(a.start_s), x1 = view.axis().toPixel(a.end_s), x2 = view.axis().toPixel(b.end_s);
+      QVERIFY2(x1 - x0 > 20 && x2 - x1 > 20, "both blocks wide");
+      const int mid_a = static_cast<int>((x0 + x1) / 2);
+      int y = -1;  // the last stage's row is the lowest holding blocks
+      for (int row = image.height() - 1; row >= 0 && y < 0; --row)
+        if (const QColor c = image.pixelColor(mid_a, row); c == colors::forward() || c == colors::backward()) y = row;
+      QVERIFY2(y >= 0, "no block of the last stage under the first event");
+      const QColor fill_a = image.pixelColor(mid_a, y), fill_b = image.pixelColor(static_cast<int>((x1 + x2) / 2), y);
+      QVERIFY(fill_a != fill_b);  // F then B
+      int gap = 0;
+      for (int x = mid_a; x <= static_cast<int>((x1 + x2) / 2); ++x) {
+        const QColor c = image.pixelColor(x, y);
+        gap += c != fill_a && c != fill_b;
+      }
+      QVERIFY2(gap >= 1 && gap <= 2, qPrintable(QString("pair %1: %2 pixels between the blocks").arg(i).arg(gap)));
+      ++pairs;
+    }
+    QCOMPARE(pairs, 3);
   }
 
   void timelineKeepsTheUsersZoomAcrossReplans() {
