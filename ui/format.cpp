@@ -3,7 +3,9 @@
 
 #include <QStringList>
 
+#include <algorithm>
 #include <cmath>
+#include <utility>
 
 #include "planner/memory.hpp"
 
@@ -39,6 +41,18 @@ QString formatSeconds(double seconds) {
   if (a >= 1.0) return QStringLiteral("%1 s").arg(seconds, 0, 'f', a >= 100 ? 1 : 2);
   if (a >= 1e-3) return QStringLiteral("%1 ms").arg(seconds * 1e3, 0, 'f', a >= 0.1 ? 0 : 1);
   return QStringLiteral("%1 µs").arg(seconds * 1e6, 0, 'f', 0);
+}
+
+QString formatTick(double seconds, double step_s, double largest_s) {
+  const double largest = std::fabs(largest_s);
+  const auto [unit, name] = largest >= 1.0    ? std::pair{1.0, QStringLiteral("s")}
+                            : largest >= 1e-3 ? std::pair{1e-3, QStringLiteral("ms")}
+                                              : std::pair{1e-6, QStringLiteral("µs")};
+  // As many decimals as a step of 0.5 or 0.02 of the unit needs; a step of whole units needs none.
+  const int decimals = std::clamp(static_cast<int>(std::ceil(-std::log10(step_s / unit) - 1e-9)), 0, 9);
+  const double value = seconds / unit;
+  // A tick at zero reached by adding steps may be -1e-17: "-0.0 s".
+  return QStringLiteral("%1 %2").arg(std::fabs(value) < 0.5 * step_s / unit ? 0.0 : value, 0, 'f', decimals).arg(name);
 }
 
 QString formatDuration(double seconds) {

@@ -20,6 +20,10 @@ QString formatBytes(int64_t bytes, int decimals = 1);
 QString formatCount(double count);
 /// "9.87 s", "312 ms", "45 µs", "101964.5 s": seconds at any length (the timeline's ruler and events).
 QString formatSeconds(double seconds);
+/// A ruler's tick at `seconds`, ticks `step_s` apart, the ruler reaching `largest_s`: every tick in
+/// one unit, the largest's ("0.0 s", "0.5 s", "1.0 s"; "0 ms", "200 ms"; "20.301 s"), with the decimals
+/// the step needs. formatSeconds mixed them ("0 s", "500 ms", "1.00 s").
+QString formatTick(double seconds, double step_s, double largest_s);
 /// formatSeconds below 10 minutes, then "15.0 min", from 2 h "28.3 h": a step time or a wait.
 QString formatDuration(double seconds);
 /// "8 GPUs", "1 GPU"; "8 CPU ranks" when the cluster's device preset is "cpu".

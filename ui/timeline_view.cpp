@@ -200,15 +200,16 @@ QString TimelineView::title(const TimelineModel& model) const {
   return text;
 }
 
-void TimelineView::paintRuler(QPainter& p, const QRect& plot) {
+void TimelineView::paintRuler(QPainter& p, const QRect& plot, int bottom) {
   const QPalette& pal = palette();
   const double step = axis_.tickStep(90);
   const double first = std::ceil(axis_.toTime(plot.left()) / step) * step;
+  const double largest = std::max(std::fabs(axis_.toTime(plot.left())), std::fabs(axis_.toTime(plot.right())));
   for (double t = first; axis_.toPixel(t) <= plot.right(); t += step) {
     const double x = std::round(axis_.toPixel(t)) + 0.5;
     p.setPen(pal.color(QPalette::Mid));
-    p.drawLine(QPointF(x, kRulerHeight - 5), QPointF(x, height()));
-    const QString label = formatSeconds(t);
+    p.drawLine(QPointF(x, kRulerHeight - 5), QPointF(x, bottom));
+    const QString label = formatTick(t, step, largest);
     if (x + 3 + fontMetrics().horizontalAdvance(label) > width()) break;
     p.setPen(pal.color(QPalette::PlaceholderText));
     p.drawText(QPointF(x + 3, kRulerHeight - 8), label);
@@ -257,12 +258,10 @@ void TimelineView::paintBand(QPainter& p, const Band& band, const QRect& plot) {
                          std::max(1.0, std::min(x1, plot_end) - std::max(x0, double(plot.left()))),
                          row.height() - 2 * inset - strip);
       const QColor c = opColor(it->op, vpp);
-      p.fillRect(block, c);
+      // A block wide enough leaves its last pixel to the row, which separates it from a block that
+      // starts where it ends (a line drawn at its right edge was the next block's first pixel).
+      p.fillRect(block.width() >= 4 ? block.adjusted(0, 0, -1, 0) : block, c);
       drawn_to = block.right();
-      if (block.width() >= 4) {  // a hairline separates neighbouring blocks
-        p.setPen(pal.color(QPalette::AlternateBase));
-        p.drawLine(QPointF(block.right(), block.top()), QPointF(block.right(), block.bottom()));
-      }
       if (block.width() >= digits + 4 && band.row_height >= 14) {
         p.setPen(c.lightness() > 160 ? QColor(0x1F, 0x23, 0x28) : Qt::white);
         p.drawText(block, Qt::AlignCenter, QString::number(it->op.microbatch + 1));
@@ -303,7 +302,9 @@ void TimelineView::paintEvent(QPaintEvent*) {
   }
   if (stale_) p.setOpacity(0.35);
   const QRect plot(labelWidth(), 0, width() - labelWidth() - 14, height());
-  paintRuler(p, plot);
+  // The ticks' lines end under the last band, not in the empty space below it.
+  const Band& last = all.back();
+  paintRuler(p, plot, std::min(height(), last.rowsTop() + last.rows * last.row_height));
   p.save();
   p.setClipRect(QRect(0, kRulerHeight, width(), height() - kRulerHeight));
   for (const auto& band : all) {

@@ -65,7 +65,8 @@ class TimelineView : public QWidget {
   Legend legend() const;
   std::vector<Band> bands() const;
   void paintBand(QPainter& painter, const Band& band, const QRect& plot);
-  void paintRuler(QPainter& painter, const QRect& plot);
+  /// The time ruler, its tick lines down to `bottom` (the last band's).
+  void paintRuler(QPainter& painter, const QRect& plot, int bottom);
   QString title(const TimelineModel& model) const;
   int labelWidth() const;
   /// Height of a band's data-parallel strip under each row's ops (0: measured, or rows too thin).

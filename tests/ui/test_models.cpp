@@ -43,6 +43,17 @@ class TestModels : public QObject {
     QCOMPARE(tessera::ui::formatDuration(101964.5), QStringLiteral("28.3 h"));
     QCOMPARE(tessera::ui::formatDuration(28.93), QStringLiteral("28.93 s"));
     QCOMPARE(tessera::ui::formatSeconds(101964.5), QStringLiteral("101964.5 s"));  // the ruler's unit stays
+    // A ruler's ticks share one unit, the largest tick's, with the decimals of their step.
+    QCOMPARE(tessera::ui::formatTick(0.0, 0.5, 1.5), QStringLiteral("0.0 s"));
+    QCOMPARE(tessera::ui::formatTick(0.5, 0.5, 1.5), QStringLiteral("0.5 s"));
+    QCOMPARE(tessera::ui::formatTick(1.0, 0.5, 1.5), QStringLiteral("1.0 s"));
+    QCOMPARE(tessera::ui::formatTick(4.0, 2.0, 20.4), QStringLiteral("4 s"));
+    QCOMPARE(tessera::ui::formatTick(0.2, 0.1, 0.8), QStringLiteral("200 ms"));
+    QCOMPARE(tessera::ui::formatTick(20.301, 0.001, 20.4), QStringLiteral("20.301 s"));
+    QCOMPARE(tessera::ui::formatTick(0.0005, 0.0005, 0.004), QStringLiteral("0.5 ms"));
+    QCOMPARE(tessera::ui::formatTick(4e-5, 2e-5, 1e-4), QStringLiteral("40 µs"));
+    QCOMPARE(tessera::ui::formatTick(-1e-17, 0.2, 2.0), QStringLiteral("0.0 s"));
+    QCOMPARE(tessera::ui::formatTick(600.0, 100.0, 700.0), QStringLiteral("600 s"));
   }
   void specModelPassesTesterAcrossEdits() {
     PlanSession session;
