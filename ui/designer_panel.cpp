@@ -10,6 +10,7 @@
 #include <QPushButton>
 #include <QSpinBox>
 #include <QStyledItemDelegate>
+#include <QTextDocumentFragment>
 #include <QVBoxLayout>
 
 #include "plan_session.hpp"
@@ -133,6 +134,8 @@ DesignerPanel::DesignerPanel(PlanSession* session, SpecFieldModel* model, QWidge
   });
   problems_ = new QLabel(this);
   problems_->setWordWrap(true);
+  problems_->setTextFormat(Qt::RichText);
+  connect(problems_, &QLabel::linkActivated, this, &DesignerPanel::focusField);
   QPalette pal = problems_->palette();
   pal.setColor(QPalette::WindowText, colors::warning());
   problems_->setPalette(pal);
@@ -163,13 +166,23 @@ void DesignerPanel::refresh() {
   model_preset_->setCurrentIndex(preset);
   if (preset < 0) model_preset_->setPlaceholderText(tr("custom"));
   gpu_->setCurrentIndex(gpu_->findData(QString::fromStdString(s.cluster.gpu)));
-  // Problems that name no field of the tree (a whole section, the document) are listed here.
-  QStringList loose;
-  for (const auto& e : session_->errors())
-    if (!model_->indexOfField(QString::fromStdString(e.field)).isValid()) loose << QString::fromStdString(e.message);
-  problems_->setText(loose.join('\n'));
-  problems_->setVisible(!loose.isEmpty());
+  // Every problem in full under the tree, where the Derived column cuts the rules of a narrow designer:
+  // each a link to its field, but those that name no field of the tree (a section, the document).
+  constexpr int kShown = 4;
+  const auto& errors = session_->errors();
+  QStringList lines;
+  for (size_t i = 0; i < errors.size() && i < kShown; ++i) {
+    const QString field = QString::fromStdString(errors[i].field), message = QString::fromStdString(errors[i].message).toHtmlEscaped();
+    lines << (model_->indexOfField(field).isValid()
+                  ? QStringLiteral("⚠ <a href=\"%1\" style=\"color:%2\">%3</a>").arg(field.toHtmlEscaped(), colors::warning().name(), message)
+                  : QStringLiteral("⚠ ") + message);
+  }
+  if (errors.size() > kShown) lines << tr("(and %1 more: the fields in red)").arg(errors.size() - kShown);
+  problems_->setText(lines.join(QStringLiteral("<br>")));
+  problems_->setVisible(!errors.empty());
 }
+
+QString DesignerPanel::problemsShown() const { return QTextDocumentFragment::fromHtml(problems_->text()).toPlainText(); }
 
 void DesignerPanel::focusField(const QString& path) {
   const QModelIndex index = model_->indexOfField(path);

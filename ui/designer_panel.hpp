@@ -1,6 +1,7 @@
 // The designer: the run's name, preset pickers for the model and the GPU, "Import Hugging Face
 // config.json…" and "Search Layouts…", and the spec's fields by section (Model, Parallelism, Training, Cluster) with
-// derived values beside them and invalid fields marked with the planner's message.
+// derived values beside them, invalid fields (and fields their rules name) marked with the planner's
+// message, and the problems in full under the tree, each a link to its field.
 #pragma once
 
 #include <QComboBox>
@@ -24,6 +25,9 @@ class DesignerPanel : public QWidget {
   QComboBox* gpuPicker() const { return gpu_; }
   /// Selects and scrolls to a field ("parallel.tp"), ready to edit.
   void focusField(const QString& path);
+  /// The problems listed under the field tree, as plain text (one per line; empty when it plans).
+  QString problemsShown() const;
+  QLabel* problemsLabel() const { return problems_; }
 
  signals:
   void importHuggingFaceRequested();

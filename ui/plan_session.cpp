@@ -1,6 +1,7 @@
 // The open document: spec edits as undo commands, re-planning after each, spec files.
 #include "plan_session.hpp"
 
+#include <cctype>
 #include <chrono>
 #include <fstream>
 #include <sstream>
@@ -59,6 +60,24 @@ QString PlanSession::errorFor(const QString& field) const {
   for (const auto& e : errors_)
     if (e.field == key) return QString::fromStdString(e.message);
   return {};
+}
+
+QString PlanSession::relatedErrorFor(const QString& field) const {
+  const std::string key = field.toStdString();
+  const auto word = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+  QStringList messages;
+  for (const auto& e : errors_) {
+    if (e.field == key) continue;
+    // The path as a whole: "model.moe_top_k" does not name "model.moe", nor "x.parallel.tp" parallel.tp.
+    for (size_t at = e.message.find(key); at != std::string::npos; at = e.message.find(key, at + 1)) {
+      const size_t end = at + key.size();
+      if ((at == 0 || (!word(e.message[at - 1]) && e.message[at - 1] != '.')) && (end == e.message.size() || !word(e.message[end]))) {
+        messages << QString::fromStdString(e.message);
+        break;
+      }
+    }
+  }
+  return messages.join(QLatin1Char('\n'));
 }
 
 bool PlanSession::setField(const QString& path, const nlohmann::json& value, QString* error) {

@@ -40,6 +40,9 @@ class PlanSession : public QObject {
   QString problemsText() const;
   /// The message for one dotted field ("" when the field has no problem).
   QString errorFor(const QString& field) const;
+  /// The messages of other fields' problems that name this dotted field as a whole ("parallel.vpp=2
+  /// needs parallel.schedule=interleaved" names parallel.schedule), one per line; "" when none does.
+  QString relatedErrorFor(const QString& field) const;
   /// The last valid plan; when stale() it belongs to an earlier spec. Its rank grid is grid().
   PlanPtr plan() const { return plan_; }
   /// The rank grid of plan(): every rank and process group (built again only when the layout changes).

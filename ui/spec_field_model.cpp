@@ -54,7 +54,7 @@ void SpecFieldModel::refresh() {
   document_ = spec::to_json(session_->spec());
   for (int s = 0; s < static_cast<int>(sections().size()); ++s) {
     const int rows = rowCount(index(s, 0));
-    if (rows > 0) emit dataChanged(index(0, ValueColumn, index(s, 0)), index(rows - 1, NoteColumn, index(s, 0)));
+    if (rows > 0) emit dataChanged(index(0, FieldColumn, index(s, 0)), index(rows - 1, NoteColumn, index(s, 0)));  // a mark colours the name too
   }
 }
 
@@ -173,20 +173,25 @@ QVariant SpecFieldModel::data(const QModelIndex& index, int role) const {
   const QString p = path(index);
   const ordered_json& v = value(index);
   const QString error = session_->errorFor(p);
+  // Another field's rule that names this one ("parallel.vpp=2 needs parallel.schedule=interleaved"):
+  // marked too, more lightly, since changing either fixes it.
+  const QString related = error.isEmpty() ? session_->relatedErrorFor(p) : QString();
+  const QString rule = error.isEmpty() ? related : error;
   switch (role) {
     case PathRole: return p;
     case KindRole: return kind(p, v);
     case ChoicesRole: return choices(p);
     case ErrorRole: return error;
+    case RelatedErrorRole: return related;
     case Qt::ToolTipRole:
-      if (!error.isEmpty()) return error;
+      if (!rule.isEmpty()) return rule;
       if (index.column() == NoteColumn) return note(p);  // the note may be cut short by the column
       return p;
     default: break;
   }
   if (index.column() == FieldColumn) {
     if (role == Qt::DisplayRole) return p.mid(p.indexOf('.') + 1);
-    if (role == Qt::ForegroundRole && !error.isEmpty()) return QBrush(colors::warning());
+    if (role == Qt::ForegroundRole && !rule.isEmpty()) return QBrush(colors::warning());
     return {};
   }
   if (index.column() == ValueColumn) {
@@ -207,12 +212,16 @@ QVariant SpecFieldModel::data(const QModelIndex& index, int role) const {
       if (v.is_number_integer()) return qlonglong{v.get<int64_t>()};
       return v.get<double>();
     }
-    if (role == Qt::BackgroundRole && !error.isEmpty()) return QBrush([] { QColor c = colors::warning(); c.setAlpha(48); return c; }());
+    if (role == Qt::BackgroundRole && !rule.isEmpty()) {
+      QColor tint = colors::warning();
+      tint.setAlpha(error.isEmpty() ? 20 : 48);
+      return QBrush(tint);
+    }
     return {};
   }
   // NoteColumn
-  if (role == Qt::DisplayRole) return error.isEmpty() ? note(p) : error;
-  if (role == Qt::ForegroundRole) return error.isEmpty() ? QVariant() : QBrush(colors::warning());
+  if (role == Qt::DisplayRole) return rule.isEmpty() ? note(p) : rule;
+  if (role == Qt::ForegroundRole) return rule.isEmpty() ? QVariant() : QBrush(colors::warning());
   return {};
 }
 

@@ -1,5 +1,6 @@
 // Tree model of the run spec for the designer: sections (Model, Parallelism, Training, Cluster) with
-// their fields; columns field, value, note (a derived value, or the planner's message when invalid).
+// their fields; columns field, value, note (a derived value, or the planner's message when invalid or
+// named by another field's message).
 // Edits go through PlanSession::setField, so each is one undoable step.
 #pragma once
 
@@ -21,6 +22,7 @@ class SpecFieldModel : public QAbstractItemModel {
     KindRole,                     ///< FieldKind
     ChoicesRole,                  ///< QStringList for Choice fields
     ErrorRole,                    ///< the planner's message for this field, "" when valid
+    RelatedErrorRole,             ///< other fields' messages that name this one (PlanSession::relatedErrorFor)
   };
   enum FieldKind { Integer, Number, Text, Boolean, Choice };
 

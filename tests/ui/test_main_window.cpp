@@ -231,6 +231,13 @@ class TestMainWindow : public QObject {
     // Clicking the problem shows its field in the designer.
     emit window.summary()->fieldRequested(QStringLiteral("parallel.tp"));
     QCOMPARE(window.designer()->fieldView()->currentIndex().data(SpecFieldModel::PathRole).toString(), QStringLiteral("parallel.tp"));
+    // Under the field tree every problem in full, each a link to its field (the Derived column cuts them).
+    const QStringList listed = window.designer()->problemsShown().split('\n');
+    QCOMPARE(listed.size(), int(std::min<size_t>(window.session()->errors().size(), 4)) + (window.session()->errors().size() > 4));
+    QCOMPARE(listed.front(), QStringLiteral("⚠ ") + message);
+    QVERIFY(window.designer()->problemsLabel()->text().contains(QStringLiteral("href=\"parallel.tp\"")));
+    emit window.designer()->problemsLabel()->linkActivated(QStringLiteral("parallel.dp"));
+    QCOMPARE(window.designer()->fieldView()->currentIndex().data(SpecFieldModel::PathRole).toString(), QStringLiteral("parallel.dp"));
     // The views keep the last valid plan, greyed.
     QCOMPARE(window.session()->plan(), valid);
     QCOMPARE(window.summary()->value(SummaryStrip::World), QStringLiteral("64"));
@@ -239,6 +246,7 @@ class TestMainWindow : public QObject {
     QVERIFY(window.specModel()->setData(window.specModel()->indexOfField("parallel.tp"), qlonglong{8}));
     QVERIFY(note.data().toString().isEmpty() || !note.data().toString().contains("must divide"));
     QVERIFY(!window.session()->stale());
+    QVERIFY(window.designer()->problemsShown().isEmpty());
     QCOMPARE(window.rankGridView()->grab().toImage(), before);
     // On a narrow window the message ends in "…", and how many more problems there are stays on the
     // line (it was cut off with the message's end). The rule comes before the boilerplate: where the

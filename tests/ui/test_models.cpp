@@ -8,6 +8,7 @@
 #include "rank_grid_model.hpp"
 #include "spec_field_model.hpp"
 #include "stage_memory_model.hpp"
+#include "theme.hpp"
 #include "timeline_model.hpp"
 
 using namespace tessera;
@@ -55,6 +56,36 @@ class TestModels : public QObject {
     QCOMPARE(tessera::ui::formatTick(-1e-17, 0.2, 2.0), QStringLiteral("0.0 s"));
     QCOMPARE(tessera::ui::formatTick(600.0, 100.0, 700.0), QStringLiteral("600 s"));
   }
+  // A rule that names a second field marks that one too, more lightly, with the rule beside it: vpp=2
+  // under 1f1b is fixed at vpp or at schedule, and schedule was left unmarked.
+  void aRuleMarksTheOtherFieldItNames() {
+    PlanSession session;
+    SpecFieldModel model(&session);
+    QVERIFY(session.setField("parallel.vpp", 2));
+    const QString rule = session.errorFor("parallel.vpp");
+    QVERIFY2(rule.contains("parallel.schedule=interleaved"), qPrintable(rule));
+    QCOMPARE(session.relatedErrorFor("parallel.schedule"), rule);
+    QCOMPARE(session.relatedErrorFor("parallel.vpp"), QString());  // its own rule, not a related one
+    QCOMPARE(session.relatedErrorFor("parallel.pp"), QString());
+    QCOMPARE(session.relatedErrorFor("parallel.sched"), QString());  // a path as a whole
+    const QModelIndex schedule = model.indexOfField("parallel.schedule", SpecFieldModel::NoteColumn);
+    QCOMPARE(schedule.data().toString(), rule);
+    QCOMPARE(schedule.data(Qt::ToolTipRole).toString(), rule);
+    QCOMPARE(schedule.data(SpecFieldModel::RelatedErrorRole).toString(), rule);
+    QCOMPARE(schedule.data(SpecFieldModel::ErrorRole).toString(), QString());
+    QCOMPARE(schedule.siblingAtColumn(SpecFieldModel::FieldColumn).data(Qt::ForegroundRole).value<QBrush>().color(), colors::warning());
+    const auto tint = [&](const char* field) {
+      return model.indexOfField(field).data(Qt::BackgroundRole).value<QBrush>().color().alpha();
+    };
+    QVERIFY2(tint("parallel.schedule") > 0 && tint("parallel.schedule") < tint("parallel.vpp"),
+             qPrintable(QString("%1 vs %2").arg(tint("parallel.schedule")).arg(tint("parallel.vpp"))));
+    QVERIFY(!model.indexOfField("parallel.pp").data(Qt::BackgroundRole).isValid());
+    QVERIFY(session.setField("parallel.vpp", 1));  // fixed: both marks go
+    QVERIFY(!session.stale());
+    QCOMPARE(session.relatedErrorFor("parallel.schedule"), QString());
+    QVERIFY(!model.indexOfField("parallel.schedule").data(Qt::BackgroundRole).isValid());
+  }
+
   void specModelPassesTesterAcrossEdits() {
     PlanSession session;
     SpecFieldModel model(&session);
