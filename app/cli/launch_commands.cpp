@@ -5,7 +5,6 @@
 #include <atomic>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <iomanip>
 #include <iostream>
 #include <sstream>
@@ -151,7 +150,8 @@ void add_launch_commands(CLI::App& app) {
         if (const auto problem = store::tag_problem(tag); !problem.empty()) throw UsageError("--tag: " + problem);
       if (!o->name.empty())
         if (const auto problem = store::run_name_problem(o->name); !problem.empty()) throw UsageError("--name: " + problem);
-      const auto spec = spec::load_spec_file(o->spec);
+      std::string spec_text;  // the file as written, for the history: read once with the spec
+      const auto spec = spec::load_spec_file(o->spec, spec_text);
       const std::string path = writable_history_path(o->db);  // before any agent is asked
       require_tessera_train_runs(spec);
       const auto credentials = launch::Credentials::from_config_dir();
@@ -187,9 +187,8 @@ void add_launch_commands(CLI::App& app) {
       }
       store::ensure_parent_directory(path);
       store::Writer writer(path, follower_writer_options());
-      std::ifstream in(o->spec);
       store::RunRecord record =
-          launch::launch_record(spec, nlohmann::ordered_json::parse(in), endpoints, o->name,
+          launch::launch_record(spec, nlohmann::ordered_json::parse(spec_text), endpoints, o->name,
                                 spec.name.empty() ? std::filesystem::path(o->spec).stem().string() : spec.name);
       record.tags = o->tags;
       store::RunHandle run;

@@ -485,8 +485,10 @@ std::string read_spec_file_text(const std::string& path, const std::string& what
   return text;
 }
 
-RunSpec load_spec_file(const std::string& path, const PresetCatalog& presets, Rules rules) {
-  const std::string text = read_spec_file_text(path);
+namespace {
+
+// The spec in `text`, read from `path`: a problem of the whole document names the file.
+RunSpec parse_spec_file_text(const std::string& path, const std::string& text, const PresetCatalog& presets, Rules rules) {
   try {
     return parse_spec_text(text, presets, rules);
   } catch (const SpecError& e) {
@@ -494,6 +496,17 @@ RunSpec load_spec_file(const std::string& path, const PresetCatalog& presets, Ru
     if (errors.size() == 1 && errors[0].field.empty()) errors[0].message = path + ": " + errors[0].message;
     throw SpecError(std::move(errors));
   }
+}
+
+}  // namespace
+
+RunSpec load_spec_file(const std::string& path, const PresetCatalog& presets, Rules rules) {
+  return parse_spec_file_text(path, read_spec_file_text(path), presets, rules);
+}
+
+RunSpec load_spec_file(const std::string& path, std::string& text) {
+  text = read_spec_file_text(path);
+  return parse_spec_file_text(path, text, PresetCatalog::builtin(), Rules::all);
 }
 
 nlohmann::ordered_json to_json(const RunSpec& spec, JsonFields fields) {

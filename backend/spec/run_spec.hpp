@@ -142,6 +142,10 @@ std::string read_spec_file_text(const std::string& path, const std::string& what
 /// Reads a spec file (an unreadable file is a SpecError naming the path).
 RunSpec load_spec_file(const std::string& path, const PresetCatalog& presets = PresetCatalog::builtin(),
                        Rules rules = Rules::all);
+/// load_spec_file that also gives the bytes it read, for a caller that keeps the file as written (a
+/// launch records it): read once, so that what is kept is what was checked, and a pipe
+/// (`launch <(…)`) is not opened a second time.
+RunSpec load_spec_file(const std::string& path, std::string& text);
 
 /// Every rule of docs/spec.md (or all but the layout's) checked on an assembled spec; empty when valid.
 std::vector<FieldError> validate(const RunSpec& spec, const PresetCatalog& presets = PresetCatalog::builtin(),

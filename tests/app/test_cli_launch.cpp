@@ -4,6 +4,7 @@
 // a failing rank named with its last lines; a stopped run; and the embedded local agent when no
 // --agents are given.
 #include <signal.h>
+#include <sys/stat.h>
 
 #include <QtCore/QElapsedTimer>
 #include <QtCore/QProcess>
@@ -498,6 +499,35 @@ class TestCliLaunch : public QObject {
              qPrintable(err));
     store::History history((dir_.path() + "/history.sqlite").toStdString());
     QVERIFY(history.run(run_id_of(out).toStdString()).exit_reason.find("node 1 (") == 0);
+  }
+
+  // A spec given as a pipe (`launch <(jq … spec.json)`) is read once: the record's copy was read by
+  // opening the path again, which on a pipe waits for a writer that has gone (and on a file could
+  // record other bytes than those launched).
+  void aSpecFromAPipeIsReadOnce() {
+    Agent a("127.0.0.1", dir_.path() + "/pipe", {"TESSERA_FAKE_STEP_MS=2"});
+    const QString fifo = dir_.path() + "/spec.fifo";
+    QCOMPARE(::mkfifo(fifo.toLocal8Bit().constData(), 0600), 0);
+    std::string text;
+    {
+      std::ifstream in(spec("piped", 20, 1).toStdString());
+      text.assign(std::istreambuf_iterator<char>(in), {});
+    }
+    QProcess launch;
+    launch.setProcessEnvironment(env());
+    launch.start(TESSERA_CLI, {"launch", fifo, "--agents", a.endpoint(), "--follow"});
+    std::ofstream(fifo.toStdString()) << text;  // opens once the CLI opens the pipe to read
+    if (!launch.waitForFinished(30000)) {
+      launch.kill();
+      launch.waitForFinished();
+      QFAIL("the launch is still waiting after 30 s");
+    }
+    const QString out = QString::fromUtf8(launch.readAllStandardOutput()), err = QString::fromUtf8(launch.readAllStandardError());
+    QVERIFY2(launch.exitCode() == 0, qPrintable(err + out));
+    store::History history((dir_.path() + "/history.sqlite").toStdString());
+    const auto run = history.run(run_id_of(out).toStdString());
+    QCOMPARE(run.spec.dump(), nlohmann::ordered_json::parse(text).dump());
+    QCOMPARE(run.status, store::RunStatus::done);
   }
 
   void localAgentRunsWithoutAgentsGiven() {
