@@ -531,7 +531,11 @@ RunCounts import_train_output(Connection& connection, const fs::path& directory,
     try {
       object = spec::parse_json_unique_keys<ojson>(line, duplicate);
     } catch (const nlohmann::json::exception& e) {  // syntax, and numbers out of range (1e400)
-      if (in.eof()) {  // the file ends inside this line: what was written before it is the run
+      // A last line (no newline after it) that the parser found ended early: the file ends inside it,
+      // and what was written before it is the run. A last line of junk, or a whole one that breaks
+      // a rule (1e400, "} x"), is refused as any other line is.
+      const auto* syntax = dynamic_cast<const nlohmann::json::parse_error*>(&e);
+      if (in.eof() && syntax && syntax->byte > line.size()) {
         cut_line = number;
         break;
       }

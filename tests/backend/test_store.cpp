@@ -1040,6 +1040,13 @@ class TestStore : public QObject {
     QCOMPARE(cut_run.counts.points, int64_t{20 * 7});
     QVERIFY2(contains(cut_run.run.exit_reason, "metrics.jsonl line 21 is cut off"), cut_run.run.exit_reason.c_str());
     history.delete_run(cut_run.run.id);
+    // Only a line the file ends inside is cut off: a last line of junk, or one whole but broken, is
+    // refused as any other line is (each was taken for a cut line and left out).
+    for (const auto& [name, last] : {std::pair{"junk-run", "junk"}, std::pair{"huge-run", "{\"step\": 21, \"rank\": 0, \"loss\": 1e999}"},
+                                     std::pair{"trailing-run", "{\"step\": 21, \"rank\": 0} x"}}) {
+      const auto damaged = error_of([&] { history.import_run(write_out(name, 20, last)); });
+      QVERIFY2(contains(damaged.what(), "metrics.jsonl line 21") && !contains(damaged.what(), "cut off"), damaged.what());
+    }
 
     const auto broken = write_out("broken-run", 5, "{\"step\": 6, \"rank\": 0}\n");
     const auto error = error_of([&] { history.import_run(broken); });
