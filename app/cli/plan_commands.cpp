@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -487,7 +488,7 @@ void add_plan_commands(CLI::App& app) {
     static bool as_json = false, causal = false, tessera_train = false;
     static size_t top = 10, pick = 1;
     static int threads = 0;
-    static double memory_fraction = 1.0;
+    static double memory_fraction = 1.0, progress_every_s = 10.0;
     static Overrides overrides;
     static SearchLists lists;
     cmd->add_option("spec", path, "Run spec (JSON): its model, global batch, precision and cluster are kept")->required();
@@ -501,6 +502,10 @@ void add_plan_commands(CLI::App& app) {
         ->check(CLI::IsMember({"tessera", "megatron"}));
     cmd->add_flag("--causal-flops", causal, "Count causal attention scores as half (default: in full)");
     cmd->add_option("--threads", threads, "Planning threads (default: one per hardware thread)")->check(CLI::Range(1, 1024));
+    cmd->add_option("--progress-every-s", progress_every_s,
+                    "Where stderr is no terminal (a log), a progress line this often once a search lasts that long")
+        ->check(finite_range(0.1, 86400.0))
+        ->capture_default_str();
     cmd->add_option("--save", save_path, "Write the spec with the chosen layout (--pick) to this file");
     cmd->add_option("--pick", pick, "Which listed layout --save writes (default 1, the fastest; at most --top)")
         ->check(CLI::Range(1, 10000));
@@ -518,12 +523,24 @@ void add_plan_commands(CLI::App& app) {
       options.memory_fraction = memory_fraction;
       options.plan.memory_profile = planner::memory_profile_from_string(profile);
       options.plan.causal_flops = causal;
-      // Progress on a terminal only: a pipe gets the result alone.
-      if (isatty(STDERR_FILENO) && !as_json)
+      // Progress on a terminal: one line rewritten in place, cleared at the end. Where stderr is a log
+      // (a pipe, a file), a line of its own every --progress-every-s once the search lasts that long, so
+      // that a short search writes nothing there. --json output gets none.
+      if (isatty(STDERR_FILENO) && !as_json) {
         options.progress = [](int64_t planned, int64_t candidates) {
           std::cerr << "\rplanned " << format_count(planned) << " of " << format_count(candidates) << " layouts" << std::flush;
           if (planned == candidates) std::cerr << "\r\033[K" << std::flush;
         };
+      } else if (!as_json) {
+        options.progress = [start = std::chrono::steady_clock::now(), said = 0](int64_t planned, int64_t candidates) mutable {
+          const double elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+          if (planned == candidates || elapsed_s < (said + 1) * progress_every_s) return;
+          said = static_cast<int>(elapsed_s / progress_every_s);
+          std::cerr << "search: planned " << format_count(planned) << " of " << format_count(candidates) << " layouts ("
+                    << static_cast<int>(100.0 * static_cast<double>(planned) / static_cast<double>(candidates)) << " %) in "
+                    << format_fixed(elapsed_s, 1) << " s" << std::endl;
+        };
+      }
       const auto space = lists.space_for(s, options.tessera_train);
       const auto result = planner::search_layouts(s, space, options);
       if (as_json) std::cout << search_json(result).dump(2) << "\n";

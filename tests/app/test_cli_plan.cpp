@@ -457,7 +457,21 @@ class TestCliPlan : public QObject {
     for (const char* text : {"Layout search: llama3-8b (from \"Llama-3-8B on one H100 node", "layouts: ", " fit; ", "recompute",
                              "The spec's own layout (TP2·PP1·DP4·SP, 1f1b, ZeRO 1, mbs 1, recompute selective): "})
       QVERIFY2(r.out.find(text) != std::string::npos, (std::string(text) + " in\n" + r.out).c_str());
-    QVERIFY2(r.err.empty(), r.err.c_str());  // progress only on a terminal
+    QVERIFY2(r.err.empty(), r.err.c_str());  // no progress on a pipe for a search shorter than --progress-every-s
+    // A longer one writes a line of its own to a log every --progress-every-s (a terminal gets one line
+    // rewritten in place): on a pipe nothing was said for a minute of a large search.
+    const QStringList gpt3 = {"search", example("gpt3-175b-table1.json"), "--gbs", "4096", "--threads", "1", "--top", "3"};
+    const auto logged = cli(gpt3 + QStringList{"--progress-every-s", "0.1"});
+    QCOMPARE(logged.exit_code, 0);
+    QVERIFY2(logged.out.find("Layout search: gpt3-175b") == 0, logged.out.c_str());
+    const QString log = QString::fromStdString(logged.err);
+    const QRegularExpression line("^search: planned [0-9,]+ of 8,640 layouts \\(\\d+ %\\) in \\d+\\.\\d s$");
+    const QStringList lines = log.split('\n', Qt::SkipEmptyParts);
+    QVERIFY2(!lines.isEmpty() && !log.contains('\r') && !log.contains('\x1b'), qPrintable(log));
+    for (const QString& l : lines) QVERIFY2(line.match(l).hasMatch(), qPrintable(l));
+    QVERIFY2(cli(gpt3 + QStringList{"--progress-every-s", "0.1", "--json"}).err.empty(), "--json: no progress");
+    const auto zero = cli(gpt3 + QStringList{"--progress-every-s", "0"});
+    QVERIFY2(zero.exit_code == 2 && zero.err.find("--progress-every-s") != std::string::npos, zero.err.c_str());
     // Nothing fits Llama-3-70B on one node: the advice leaves out what the search already tried.
     const auto one_node = cli({"search", example("llama3-70b-64xh100.json"), "--nodes", "1"});
     QVERIFY2(one_node.out.find("No layout of this space fits. More GPUs (--nodes) or a smaller global batch (--gbs) may.\n") !=
