@@ -4,7 +4,6 @@
 #include <cctype>
 #include <chrono>
 #include <fstream>
-#include <sstream>
 
 #include <QFileInfo>
 #include <QUndoCommand>
@@ -123,13 +122,10 @@ void PlanSession::replaceSpec(const spec::RunSpec& spec, const QString& descript
 
 bool PlanSession::importHuggingFace(const QString& path, QString* error, QStringList* notes) {
   try {
-    std::ifstream in(path.toStdString());
-    if (!in) throw std::runtime_error("cannot read " + path.toStdString());
-    std::stringstream text;
-    text << in.rdbuf();
-    // Read as tessera-cli import hf reads it: a NUL, deep nesting or a key given twice refused, a
-    // syntax error said where (a SpecError).
-    const nlohmann::json config = spec::parse_spec_json(text.str(), path.toStdString());
+    // Read as tessera-cli import hf reads it: at most kMaxSpecFileBytes (/dev/zero filled the memory),
+    // a NUL, deep nesting or a key given twice refused, a syntax error said where (a SpecError).
+    const nlohmann::json config = spec::parse_spec_json(spec::read_spec_file_text(path.toStdString(), "config file"),
+                                                        path.toStdString(), "a config.json");
     std::vector<std::string> import_notes;
     const auto imported = spec::spec_from_hf_config(config, QFileInfo(path).fileName().toStdString(), &import_notes);
     spec::RunSpec updated = spec_;

@@ -428,15 +428,15 @@ RunSpec parse_spec(const json& document, const PresetCatalog& presets, Rules rul
   return spec;
 }
 
-json parse_spec_json(const std::string& text, const std::string& what) {
+json parse_spec_json(const std::string& text, const std::string& what, const std::string& kind) {
   // A file that is no JSON at all (a binary, a tar): said as such, before the nesting check reads its
   // bytes as brackets ("nests arrays and objects more than 64 deep" of a random file).
   size_t first = text.rfind("\xEF\xBB\xBF", 0) == 0 ? 3 : 0;  // a UTF-8 byte order mark
   first = text.find_first_not_of(" \t\r\n", first);
   if (first == std::string::npos)
-    throw SpecError({{"", what + " is empty (a run spec is one JSON object, {…})"}});
+    throw SpecError({{"", what + " is empty (" + kind + " is one JSON object, {…})"}});
   if (std::string_view("{[\"-0123456789tfn").find(text[first]) == std::string_view::npos)
-    throw SpecError({{"", what + " is not JSON: it starts with " + byte_at(text, first) + " (a run spec is one JSON object, {…})"}});
+    throw SpecError({{"", what + " is not JSON: it starts with " + byte_at(text, first) + " (" + kind + " is one JSON object, {…})"}});
   if (auto error = json_text_error(text, what)) throw SpecError({{"", *error}});
   std::optional<std::string> duplicate;
   json document;

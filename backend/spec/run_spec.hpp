@@ -124,9 +124,10 @@ enum class Rules { all, except_layout, none };
 /// rest, then it is validated. Throws SpecError listing every problem.
 RunSpec parse_spec(const nlohmann::json& document, const PresetCatalog& presets = PresetCatalog::builtin(),
                    Rules rules = Rules::all);
-/// JSON text read as a document the way a spec is (`what` names it in errors): nested at most
-/// kMaxJsonNesting deep, no key twice in one object (which one was meant?). Throws SpecError.
-nlohmann::json parse_spec_json(const std::string& text, const std::string& what);
+/// JSON text read as a document the way a spec is (`what` names it in errors, `kind` says what it
+/// should be: "a run spec", "a config.json"): nested at most kMaxJsonNesting deep, no key twice in one
+/// object (which one was meant?). Throws SpecError.
+nlohmann::json parse_spec_json(const std::string& text, const std::string& what, const std::string& kind = "a run spec");
 /// Reads a spec from JSON text (a syntax error names the line and column).
 RunSpec parse_spec_text(const std::string& text, const PresetCatalog& presets = PresetCatalog::builtin(),
                         Rules rules = Rules::all);

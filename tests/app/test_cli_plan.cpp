@@ -388,6 +388,22 @@ class TestCliPlan : public QObject {
     }
   }
 
+  // An empty or non-JSON config.json says what a config is (it said "a run spec is one JSON object").
+  void importHfSaysWhatAConfigIs() {
+    QTemporaryDir dir;
+    const QString empty = dir.filePath("config.json");
+    std::ofstream(empty.toStdString()) << "  \n";
+    const auto r = cli({"import", "hf", empty});
+    QCOMPARE(r.exit_code, 2);
+    QVERIFY2(r.err.find("config.json is empty (a config.json is one JSON object, {…})") != std::string::npos, r.err.c_str());
+    std::ofstream(empty.toStdString()) << "model_type: llama\n";
+    const auto yaml = cli({"import", "hf", empty});
+    QVERIFY2(yaml.exit_code == 2 && yaml.err.find("is not JSON: it starts with byte 0x6D at offset 0 (a config.json is one JSON object") != std::string::npos,
+             yaml.err.c_str());
+    const auto spec = cli({"validate", empty});
+    QVERIFY2(spec.err.find("(a run spec is one JSON object") != std::string::npos, spec.err.c_str());
+  }
+
   // A sliding window shorter than the context (Mistral 7B v0.1's 4096 of 32768): planned as that sequence, said.
   void importHfPlansASlidingWindowAsItsSequence() {
     QTemporaryDir dir;

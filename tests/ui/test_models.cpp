@@ -199,6 +199,15 @@ class TestModels : public QObject {
     config.close();
     QVERIFY(!session.importHuggingFace(config.fileName(), &error));
     QVERIFY2(error.endsWith("gives hidden_size twice (which one is meant?)"), qPrintable(error));
+    // Read as tessera-cli import hf reads it: an empty file says what a config is, and an endless one
+    // (/dev/zero) is refused at the size limit instead of filling the memory.
+    config.open(QIODevice::WriteOnly | QIODevice::Truncate);
+    config.close();
+    QVERIFY(!session.importHuggingFace(config.fileName(), &error));
+    QVERIFY2(error.endsWith("is empty (a config.json is one JSON object, {…})"), qPrintable(error));
+    QVERIFY(!session.importHuggingFace(QStringLiteral("/dev/zero"), &error));
+    QVERIFY2(error.contains("config file /dev/zero is larger than 16 MiB"), qPrintable(error));
+    QVERIFY(session.spec() == before);
 
     // Mistral 7B v0.1: its 4096-token sliding window is planned as the sequence, and said so (the
     // window lets it see that far; the command line said it, the workbench did not).
