@@ -137,6 +137,7 @@ class DashboardWidget : public QWidget {
   XAxis x_axis_ = XAxis::step;
   double smoothing_ = 0.6;
   double memory_scale_ = 1.0 / (1024.0 * 1024.0);  ///< bytes -> the memory plot's unit
+  double flops_scale_ = 1.0;  ///< TFLOP/s -> the model FLOP/s plot's unit (1000: GFLOP/s)
   std::optional<int64_t> chosen_step_, shown_step_;
   bool ended_ = false;
 

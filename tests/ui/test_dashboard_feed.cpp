@@ -32,7 +32,8 @@ nlohmann::ordered_json spec3d() {
           {"cluster", {{"gpu", "cpu"}, {"nodes", 1}, {"gpus_per_node", 8}}}};
 }
 
-// Steps [first, last] of every rank: loss 5 - step/10, bubble 0.3 + stage/10, memory (1 + rank) MiB;
+// Steps [first, last] of every rank: loss 5 - step/10, bubble 0.3 + stage/10, memory (1 + rank) MiB,
+// model FLOP/s 1.3 GFLOP/s;
 // the timeline of each step on ranks 0 (stage 0) and 4 (stage 1).
 void writeSteps(store::Writer& writer, const store::RunHandle& run, int64_t first, int64_t last) {
   for (int64_t step = first; step <= last; ++step) {
@@ -44,6 +45,7 @@ void writeSteps(store::Writer& writer, const store::RunHandle& run, int64_t firs
                              {"peak_memory_bytes", rank, step, 1000.0 + step, (1.0 + rank) * 1024 * 1024},
                              {"comm_s", rank, step, 1000.0 + step, 0.01},
                              {"mfu", rank, step, 1000.0 + step, 0.06},
+                             {"model_tflops", rank, step, 1000.0 + step, 0.0013},
                              {"peak_tflops", rank, step, 1000.0 + step, 0.0221 + rank * 1e-4}});
     }
     // One step of two stages, each rank on its own clock: on one clock stage 0 runs F at 0 and 0.02,
@@ -88,16 +90,16 @@ class TestDashboardFeed : public QObject {
   void feedReadsOnlyWhatIsNew() {
     RunFeed feed(db_.toStdString(), "feed run");
     auto first = feed.poll();
-    // loss, mfu: rank 0 only; bubble: ranks 0 and 4 (one per stage); memory: all 8; comm_s and
-    // peak_tflops: not plotted (the peak is read once, the MFU rank's, for the MFU plot's title).
-    QCOMPARE(feed.series().size(), size_t{1 + 1 + 2 + 8});
+    // loss, mfu, model_tflops: rank 0 only; bubble: ranks 0 and 4 (one per stage); memory: all 8; comm_s
+    // and peak_tflops: not plotted (the peak is read once, the MFU rank's, for the MFU plot's title).
+    QCOMPARE(feed.series().size(), size_t{1 + 1 + 1 + 2 + 8});
     QVERIFY(!feed.find("peak_tflops", 0));
     QCOMPARE(feed.mfuPeakTflops(), std::optional<double>(0.0221));
     QVERIFY(feed.find("loss", 0) && !feed.find("loss", 1));
     QVERIFY(feed.find("bubble", 0) && feed.find("bubble", 4) && !feed.find("bubble", 1));
     QVERIFY(!feed.find("comm_s", 0));
     QCOMPARE(feed.find("loss", 0)->size(), size_t{10});
-    QCOMPARE(first.grown.size(), size_t{12});
+    QCOMPARE(first.grown.size(), size_t{13});
     QCOMPARE(feed.lastStep(), int64_t{10});
     QCOMPARE(feed.lastTimelineStep(), std::optional<int64_t>(10));
     QCOMPARE(feed.rankState(3), RankState::running);
@@ -119,7 +121,7 @@ class TestDashboardFeed : public QObject {
     QCOMPARE(feed.artifacts().size(), size_t{2});
     QCOMPARE(feed.artifacts()[0].step, int64_t{5});
     QCOMPARE(feed.artifacts()[1].path, std::string("/w/out/checkpoints/step_00000010"));
-    QCOMPARE(next.grown.size(), size_t{12});
+    QCOMPARE(next.grown.size(), size_t{13});
     for (const auto& [key, before] : next.grown) QCOMPARE(before, size_t{10});  // appended after the 10 read
     QCOMPARE(feed.find("loss", 0)->steps.back(), int64_t{15});
     QCOMPARE(feed.find("loss", 0)->size(), size_t{15});
@@ -154,6 +156,10 @@ class TestDashboardFeed : public QObject {
     QVERIFY(!memory->legend->outerRect().intersects(memory->axisRect()->rect()));
     QVERIFY(memory->legend->outerRect().top() >= memory->axisRect()->rect().bottom());
     QCOMPARE(dashboard.mfuTitle(), QStringLiteral("MFU of 22.1 GFLOP/s (the runtime's peak)"));  // rank 0's
+    // CPU ranks' model FLOP/s in GFLOP/s, the unit the summary strip gives them ("0.0013" TFLOP/s said little).
+    QCOMPARE(dashboard.graph("model_tflops", 0)->data()->at(0)->value, 1.3);
+    QCOMPARE(qobject_cast<QCPTextElement*>(dashboard.plot("model_tflops")->plotLayout()->element(0, 0))->text(),
+             QStringLiteral("Model GFLOP/s per rank"));
     QVERIFY(dashboard.failureText().contains("node 0"));
     QVERIFY(dashboard.failureText().contains("rank 3"));
     QCOMPARE(dashboard.rankStateText(3), QString("failed"));
