@@ -126,18 +126,22 @@ void ComparePlot::rebuild() {
     smooth_[m].assign(runs, nullptr);
     QStringList problems;
     bool any = false;
-    // Memory below 1 GiB (small models, CPU runs) reads better in MiB.
+    // Memory below 1 GiB (small models, CPU runs) reads better in MiB, model FLOP/s below 1 TFLOP/s
+    // (CPU ranks) in GFLOP/s, as the dashboard and the summary strip give them.
     double factor = 1.0;
-    QString unit_name = metrics[m].unit;
-    if (metrics[m].name == std::string(store::metric_name::peak_memory_bytes) && m < curves_.size()) {
-      double highest = 0;
+    QString unit_name = metrics[m].unit, name = metrics[m].title;
+    double highest = 0;
+    if (m < curves_.size())
       for (const auto& curve : curves_[m])
         for (double v : curve.max)
-          if (std::isfinite(v)) highest = std::max(highest, v);
-      if (highest > 0 && highest < 1.0) {
-        factor = 1024.0;
-        unit_name = QStringLiteral("MiB");
-      }
+          if (std::isfinite(v)) highest = std::max(highest, std::abs(v));
+    const bool below_one = highest > 0 && highest < 1.0;
+    if (metrics[m].name == std::string(store::metric_name::peak_memory_bytes) && below_one) {
+      factor = 1024.0;
+      unit_name = QStringLiteral("MiB");
+    } else if (metrics[m].name == std::string("model_tflops") && below_one) {
+      factor = 1000.0;
+      name = tr("Model GFLOP/s per rank");
     }
     for (int r = 0; r < runs && m < curves_.size() && r < static_cast<int>(curves_[m].size()); ++r) {
       const CompareCurve& curve = curves_[m][r];
@@ -169,7 +173,7 @@ void ComparePlot::rebuild() {
     }
     rect->axis(QCPAxis::atBottom)->setLabel(axisLabel());
     const QString unit = unit_name.isEmpty() ? QString() : QStringLiteral(" (%1)").arg(unit_name);
-    QString title = metrics[m].title + unit;
+    QString title = name + unit;
     if (!any && runs > 0) title += problems.isEmpty() ? tr(" — not reported") : tr(" — %1").arg(problems.join(QStringLiteral("; ")));
     else if (!problems.isEmpty()) title += tr(" — %1").arg(problems.join(QStringLiteral("; ")));
     titles_[m]->setText(title);

@@ -29,6 +29,8 @@ class ComparePlot : public QCustomPlot {
 
   /// The panel of metric `index` (RunComparison::metrics() order), for tests.
   QCPAxisRect* panel(int index) const { return panels_.at(index); }
+  /// A panel's title as shown: the metric, its unit, and what a run did not report.
+  QString panelTitle(int index) const { return titles_.at(index)->text(); }
   /// Raw (faded) and smoothed graphs of run `run` in panel `metric` (smoothed is nullptr when the
   /// smoothing is 0 or the run lacks the metric).
   QCPGraph* rawGraph(int metric, int run) const { return raw_.at(metric).at(run); }

@@ -159,6 +159,35 @@ class TestCompare : public QObject {
     QCOMPARE(model.index(0, mfu_column).data(Qt::ToolTipRole).toString(), QStringLiteral("a share of 42.0 GFLOP/s (the runtime's peak)"));
   }
 
+  // Model FLOP/s of CPU ranks (under 1 TFLOP/s) in GFLOP/s, the dashboard's unit; TFLOP/s otherwise.
+  void modelFlopsOfCpuRanksAreInGflops() {
+    const std::string path = dir_.filePath(QStringLiteral("flops.sqlite")).toStdString();
+    {
+      store::Writer writer(path);
+      for (auto [name, tflops] : {std::pair{"cpu-a", 0.0015}, std::pair{"cpu-b", 0.0021}, std::pair{"gpu", 380.0}}) {
+        store::RunRecord record;
+        record.name = name;
+        record.spec = test::tinySpec(name, 2, 2, 0.003);
+        const auto run = writer.create_run(record);
+        for (int64_t step = 1; step <= 4; ++step)
+          writer.append(run, std::vector<store::MetricPoint>{{"model_tflops", 0, step, 1.0 * step, tflops},
+                                                             {"loss", 0, step, 1.0 * step, 2.5}});
+        writer.set_status(run, store::RunStatus::done);
+      }
+    }
+    store::History history(path);
+    CompareView view(&history);
+    QString error;
+    int panel = 0;
+    while (RunComparison::metrics()[panel].name != std::string("model_tflops")) ++panel;
+    QVERIFY2(view.setRuns({"cpu-a", "cpu-b"}, &error), qPrintable(error));
+    QCOMPARE(view.plot()->panelTitle(panel), QStringLiteral("Model GFLOP/s per rank"));
+    QCOMPARE(view.plot()->rawGraph(panel, 1)->data()->begin()->value, 2.1);
+    QVERIFY2(view.setRuns({"cpu-a", "gpu"}, &error), qPrintable(error));
+    QCOMPARE(view.plot()->panelTitle(panel), QStringLiteral("Model TFLOP/s per rank"));
+    QCOMPARE(view.plot()->rawGraph(panel, 1)->data()->begin()->value, 380.0);
+  }
+
   void csvExportHoldsValuesAndDeltas() {
     store::History history(path_);
     RunComparison comparison(&history, {"tiny-a", "tiny-b"});
