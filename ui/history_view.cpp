@@ -138,10 +138,11 @@ HistoryView::HistoryView(store::History* history, QWidget* parent) : QWidget(par
 }
 
 void HistoryView::fitColumns() {
-  table_->resizeColumnsToContents();
+  // Notes, the last column, is left to stretch over what the others leave (given its contents' width
+  // once the table was shown, as a screenshot does, it ended there and left the table's right empty).
+  for (int column = 0; column < RunListModel::Notes; ++column) table_->resizeColumnToContents(column);
   const int widest = fontMetrics().averageCharWidth() * 48;
-  for (const int column : {RunListModel::Name, RunListModel::Layout, RunListModel::Model, RunListModel::Tags,
-                           RunListModel::Notes})
+  for (const int column : {RunListModel::Name, RunListModel::Layout, RunListModel::Model, RunListModel::Tags})
     table_->setColumnWidth(column, std::min(table_->columnWidth(column), widest));
 }
 

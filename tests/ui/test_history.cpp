@@ -213,6 +213,22 @@ class TestHistory : public QObject {
              qPrintable(QString::number(view.table()->columnWidth(RunListModel::Tags))));
   }
 
+  // The notes column takes the table's width that the others leave, also when the columns are fitted
+  // to their contents once shown (as a screenshot does): it ended at its contents, the right part empty.
+  void theNotesColumnFillsTheTable() {
+    store::History history(path_.toStdString());
+    HistoryView view(&history);
+    view.setPollInterval(0);
+    view.resize(1600, 500);
+    view.show();
+    QCoreApplication::processEvents();
+    view.fitColumns();
+    QCoreApplication::processEvents();
+    const QHeaderView* header = view.table()->horizontalHeader();
+    QCOMPARE(header->sectionPosition(RunListModel::Notes) + header->sectionSize(RunListModel::Notes), view.table()->viewport()->width());
+    QVERIFY(header->sectionSize(RunListModel::Notes) > 200);
+  }
+
   void aLongNameEndsInAnEllipsisNotPastTheWindow() {
     // A 300-character name fits in about 48 characters, whole in its tooltip; every other column
     // stays in a 1600-pixel window.
