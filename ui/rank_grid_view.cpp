@@ -162,26 +162,47 @@ void RankGridView::paintHeader(QPainter& p, const planner::RankGrid& grid) {
       p.drawText(header.left(), y2, text);
       return;
     }
-    // The selected rank's groups, each after a sample of the line its members are outlined with.
-    text += tr("  —  groups:");
-    p.drawText(header.left(), y2, text);
-    x = header.left() + fontMetrics().horizontalAdvance(text);
+    // The selected rank's groups, each after a sample of the line its members are outlined with; on
+    // a narrow view the rank said shorter, then the groups without "(crosses nodes)" (the first line
+    // says which kinds do).
+    struct Shown {
+      const char* name;
+      Qt::PenStyle line;
+      size_t size;
+      bool crosses;
+    };
+    std::vector<Shown> groups;
+    for (const auto& [kind, name, line] : kHighlightKinds)
+      if (const auto* g = grid.group_of(kind, focus); g && g->ranks.size() >= 2) groups.push_back({name, line, g->ranks.size(), g->crosses_node});
+    if (groups.empty()) {
+      p.drawText(header.left(), y2, text);
+      return;
+    }
     const int sample = 2 * fontMetrics().height();
-    bool first = true;
-    for (const auto& [kind, name, line] : kHighlightKinds) {
-      const auto* g = grid.group_of(kind, focus);
-      if (!g || g->ranks.size() < 2) continue;
-      x += fontMetrics().horizontalAdvance(QLatin1Char(' ')) + (first ? 0 : 8);
-      first = false;
-      p.setPen(QPen(pal.color(QPalette::WindowText), 2, line, Qt::FlatCap));
+    const auto label = [&](const Shown& g, bool crossing) {
+      return tr("%1 ×%2%3").arg(QLatin1String(g.name)).arg(g.size).arg(crossing && g.crosses ? tr(" (crosses nodes)") : QString());
+    };
+    const auto width = [&](const QString& lead, bool crossing) {
+      int w = fontMetrics().horizontalAdvance(lead);
+      for (const auto& g : groups) w += fontMetrics().horizontalAdvance(QLatin1Char(' ')) + 8 + sample + 5 + fontMetrics().horizontalAdvance(label(g, crossing));
+      return w;
+    };
+    const QString brief = tr("rank %1").arg(focus);
+    QString lead = text + tr("  —  groups:");
+    bool crossing = true;
+    if (width(lead, crossing) > header.width()) lead = brief + tr("  —  groups:");
+    if (width(lead, crossing) > header.width()) crossing = false;
+    p.drawText(header.left(), y2, lead);
+    x = header.left() + fontMetrics().horizontalAdvance(lead);
+    for (const auto& g : groups) {
+      x += fontMetrics().horizontalAdvance(QLatin1Char(' ')) + (&g == &groups.front() ? 0 : 8);
+      p.setPen(QPen(pal.color(QPalette::WindowText), 2, g.line, Qt::FlatCap));
       const qreal mid = y2 - fontMetrics().ascent() / 2.0 + 1;
       p.drawLine(QPointF(x, mid), QPointF(x + sample, mid));
       x += sample + 5;
-      const QString label =
-          tr("%1 ×%2%3").arg(QLatin1String(name)).arg(g->ranks.size()).arg(g->crosses_node ? tr(" (crosses nodes)") : QString());
       p.setPen(pal.color(QPalette::WindowText));
-      p.drawText(x, y2, label);
-      x += fontMetrics().horizontalAdvance(label);
+      p.drawText(x, y2, label(g, crossing));
+      x += fontMetrics().horizontalAdvance(label(g, crossing));
     }
     return;
   }
@@ -203,8 +224,10 @@ void RankGridView::paintHeader(QPainter& p, const planner::RankGrid& grid) {
       x += fontMetrics().horizontalAdvance(QStringLiteral("…")) + 8;
     }
   }
+  // The hint, where it fits whole (the controls above the view say it too).
+  const QString hint = tr("hover a rank for its coordinates, click to highlight its groups");
   p.setPen(pal.color(QPalette::PlaceholderText));
-  p.drawText(x + 8, y2, tr("hover a rank for its coordinates, click to highlight its groups"));
+  if (x + 8 + fontMetrics().horizontalAdvance(hint) <= header.right()) p.drawText(x + 8, y2, hint);
 }
 
 void RankGridView::paintEvent(QPaintEvent*) {
@@ -286,16 +309,18 @@ void RankGridView::paintEvent(QPaintEvent*) {
 
   // Outlines: the selected rank's group members, each group in its own line (a rank in two groups, EP
   // and DP say, gets both, one inside the other where the tile has room), in the numbers' colour for
-  // the tile; then the selected rank, then the hovered rank.
+  // the tile and inside it, the tile's colour on both sides (on its edge a white line met the light
+  // frame and vanished); then the selected rank, then the hovered rank.
   p.setOpacity(shown);
   p.setBrush(Qt::NoBrush);
   if (selecting) {
-    const qreal width = layout_.tileSize() >= 8 ? 1.5 : 1;
-    const bool nest = layout_.tileSize() >= 16;
+    const double tile = layout_.tileSize();
+    const qreal width = tile >= 8 ? 1.5 : 1;
+    const bool nest = tile >= 16;
     for (int64_t r = 0; r < grid->world; ++r) {
       if (!member_[r] || r == selected_) continue;
       const QColor ink = fill[RankGridModel::coordinate(grid->ranks[r], color_by_)].lightness() > 150 ? QColor(0x1F, 0x23, 0x28) : Qt::white;
-      qreal inset = width / 2;
+      qreal inset = width / 2 + (tile >= 16 ? 3 : tile >= 8 ? 2 : 0);
       for (int k = 0; k < kHighlightKindCount; ++k) {
         if (!(member_[r] & (1u << k))) continue;
         p.setPen(QPen(ink, width, kHighlightKinds[k].line, Qt::FlatCap));
