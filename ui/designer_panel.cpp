@@ -167,19 +167,23 @@ void DesignerPanel::refresh() {
   if (preset < 0) model_preset_->setPlaceholderText(tr("custom"));
   gpu_->setCurrentIndex(gpu_->findData(QString::fromStdString(s.cluster.gpu)));
   // Every problem in full under the tree, where the Derived column cuts the rules of a narrow designer:
-  // each a link to its field, but those that name no field of the tree (a section, the document).
-  constexpr int kShown = 4;
-  const auto& errors = session_->errors();
-  QStringList lines;
-  for (size_t i = 0; i < errors.size() && i < kShown; ++i) {
-    const QString field = QString::fromStdString(errors[i].field), message = QString::fromStdString(errors[i].message).toHtmlEscaped();
-    lines << (model_->indexOfField(field).isValid()
-                  ? QStringLiteral("⚠ <a href=\"%1\" style=\"color:%2\">%3</a>").arg(field.toHtmlEscaped(), colors::warning().name(), message)
-                  : QStringLiteral("⚠ ") + message);
+  // each a link to its field; then those that name no field of the tree (the name, a section, the
+  // document), all of them, since nothing else shows them. Only the fields' problems are cut short.
+  constexpr int kShownFieldProblems = 4;
+  QStringList fields, loose;
+  int more = 0;
+  for (const auto& e : session_->errors()) {
+    const QString field = QString::fromStdString(e.field), message = QString::fromStdString(e.message).toHtmlEscaped();
+    if (!model_->indexOfField(field).isValid())
+      loose << QStringLiteral("⚠ ") + message;
+    else if (fields.size() < kShownFieldProblems)
+      fields << QStringLiteral("⚠ <a href=\"%1\" style=\"color:%2\">%3</a>").arg(field.toHtmlEscaped(), colors::warning().name(), message);
+    else
+      ++more;
   }
-  if (errors.size() > kShown) lines << tr("(and %1 more: the fields in red)").arg(errors.size() - kShown);
-  problems_->setText(lines.join(QStringLiteral("<br>")));
-  problems_->setVisible(!errors.empty());
+  if (more > 0) fields << tr("(and %1 more: the fields in red)").arg(more);
+  problems_->setText((fields + loose).join(QStringLiteral("<br>")));
+  problems_->setVisible(!fields.isEmpty() || !loose.isEmpty());
 }
 
 QString DesignerPanel::problemsShown() const { return QTextDocumentFragment::fromHtml(problems_->text()).toPlainText(); }

@@ -3,6 +3,7 @@
 
 #include <cctype>
 #include <chrono>
+#include <set>
 #include <fstream>
 
 #include <QFileInfo>
@@ -61,21 +62,43 @@ QString PlanSession::errorFor(const QString& field) const {
   return {};
 }
 
-QString PlanSession::relatedErrorFor(const QString& field) const {
-  const std::string key = field.toStdString();
+namespace {
+
+// The dotted fields a message names: whole paths ("model.num_attention_heads") and the fields of one
+// section joined by "·" ("parallel.tp·pp·dp·cp" names parallel.tp, .pp, .dp and .cp).
+std::set<std::string> fieldsNamedIn(const std::string& message) {
   const auto word = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
-  QStringList messages;
-  for (const auto& e : errors_) {
-    if (e.field == key) continue;
-    // The path as a whole: "model.moe_top_k" does not name "model.moe", nor "x.parallel.tp" parallel.tp.
-    for (size_t at = e.message.find(key); at != std::string::npos; at = e.message.find(key, at + 1)) {
-      const size_t end = at + key.size();
-      if ((at == 0 || (!word(e.message[at - 1]) && e.message[at - 1] != '.')) && (end == e.message.size() || !word(e.message[end]))) {
-        messages << QString::fromStdString(e.message);
-        break;
+  const auto name_at = [&](size_t at) {
+    size_t end = at;
+    while (end < message.size() && word(message[end])) ++end;
+    return message.substr(at, end - at);
+  };
+  static const std::string kJoin = "\u00B7";  // ·
+  std::set<std::string> out;
+  for (const std::string section : {"model", "parallel", "training", "cluster"}) {
+    const std::string prefix = section + ".";
+    for (size_t at = message.find(prefix); at != std::string::npos; at = message.find(prefix, at + 1)) {
+      if (at > 0 && (word(message[at - 1]) || message[at - 1] == '.')) continue;  // "x.parallel.tp" is no field of ours
+      for (size_t next = at + prefix.size();;) {
+        const std::string name = name_at(next);
+        if (name.empty()) break;
+        out.insert(prefix + name);
+        next += name.size();
+        if (message.compare(next, kJoin.size(), kJoin) != 0) break;
+        next += kJoin.size();
       }
     }
   }
+  return out;
+}
+
+}  // namespace
+
+QString PlanSession::relatedErrorFor(const QString& field) const {
+  const std::string key = field.toStdString();
+  QStringList messages;
+  for (const auto& e : errors_)
+    if (e.field != key && fieldsNamedIn(e.message).count(key)) messages << QString::fromStdString(e.message);
   return messages.join(QLatin1Char('\n'));
 }
 

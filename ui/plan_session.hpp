@@ -41,7 +41,8 @@ class PlanSession : public QObject {
   /// The message for one dotted field ("" when the field has no problem).
   QString errorFor(const QString& field) const;
   /// The messages of other fields' problems that name this dotted field as a whole ("parallel.vpp=2
-  /// needs parallel.schedule=interleaved" names parallel.schedule), one per line; "" when none does.
+  /// needs parallel.schedule=interleaved" names parallel.schedule; "parallel.tp·pp·dp·cp" names each of
+  /// the four), one per line; "" when none does.
   QString relatedErrorFor(const QString& field) const;
   /// The last valid plan; when stale() it belongs to an earlier spec. Its rank grid is grid().
   PlanPtr plan() const { return plan_; }

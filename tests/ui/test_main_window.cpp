@@ -235,6 +235,8 @@ class TestMainWindow : public QObject {
     const QStringList listed = window.designer()->problemsShown().split('\n');
     QCOMPARE(listed.size(), int(std::min<size_t>(window.session()->errors().size(), 4)) + (window.session()->errors().size() > 4));
     QCOMPARE(listed.front(), QStringLiteral("⚠ ") + message);
+    if (window.session()->errors().size() > 4)
+      QCOMPARE(listed.back(), QStringLiteral("(and %1 more: the fields in red)").arg(window.session()->errors().size() - 4));
     QVERIFY(window.designer()->problemsLabel()->text().contains(QStringLiteral("href=\"parallel.tp\"")));
     emit window.designer()->problemsLabel()->linkActivated(QStringLiteral("parallel.dp"));
     QCOMPARE(window.designer()->fieldView()->currentIndex().data(SpecFieldModel::PathRole).toString(), QStringLiteral("parallel.dp"));
@@ -247,6 +249,20 @@ class TestMainWindow : public QObject {
     QVERIFY(note.data().toString().isEmpty() || !note.data().toString().contains("must divide"));
     QVERIFY(!window.session()->stale());
     QVERIFY(window.designer()->problemsShown().isEmpty());
+    // A problem of no field in the tree (the name) is listed however many the fields have: the list
+    // stopped after four, and "the fields in red" did not hold it.
+    for (const auto& [field, value] : {std::pair{"training.warmup_steps", -1}, std::pair{"training.weight_decay", -1},
+                                       std::pair{"training.grad_clip", -1}, std::pair{"training.seed", -1},
+                                       std::pair{"parallel.tp", 3}})
+      QVERIFY(window.session()->setField(field, value));
+    spec::RunSpec named = window.session()->spec();
+    named.name = "two\nlines";
+    window.session()->replaceSpec(named, QStringLiteral("rename"));
+    const QString loose = window.session()->errorFor(QStringLiteral("name"));
+    QVERIFY2(!loose.isEmpty(), qPrintable(window.session()->problemsText()));
+    QVERIFY2(window.designer()->problemsShown().endsWith(QStringLiteral("⚠ ") + loose), qPrintable(window.designer()->problemsShown()));
+    for (int i = 0; i < 6; ++i) window.session()->undoStack()->undo();
+    QVERIFY(!window.session()->stale());
     QCOMPARE(window.rankGridView()->grab().toImage(), before);
     // On a narrow window the message ends in "…", and how many more problems there are stays on the
     // line (it was cut off with the message's end). The rule comes before the boilerplate: where the

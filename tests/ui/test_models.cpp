@@ -80,7 +80,19 @@ class TestModels : public QObject {
     QVERIFY2(tint("parallel.schedule") > 0 && tint("parallel.schedule") < tint("parallel.vpp"),
              qPrintable(QString("%1 vs %2").arg(tint("parallel.schedule")).arg(tint("parallel.vpp"))));
     QVERIFY(!model.indexOfField("parallel.pp").data(Qt::BackgroundRole).isValid());
-    QVERIFY(session.setField("parallel.vpp", 1));  // fixed: both marks go
+    // Fields of one section joined by "·" are each named: the world-size rule names the layout's counts
+    // and the cluster's shape.
+    QVERIFY(session.setField("parallel.vpp", 1));
+    QVERIFY(session.setField("parallel.dp", 3));
+    const QString world = session.errorFor("parallel.dp");
+    QVERIFY2(world.contains(QString::fromUtf8("parallel.tp\u00B7pp\u00B7dp\u00B7cp")) &&
+                 world.contains(QString::fromUtf8("cluster.nodes\u00B7gpus_per_node")),
+             qPrintable(world));
+    for (const char* named : {"parallel.tp", "parallel.pp", "parallel.cp", "cluster.nodes", "cluster.gpus_per_node"})
+      QVERIFY2(session.relatedErrorFor(named).contains(world), named);
+    QCOMPARE(session.relatedErrorFor("parallel.vpp"), QString());
+    session.undoStack()->undo();  // dp derived again
+    QVERIFY(!session.stale());  // fixed: every mark goes
     QVERIFY(!session.stale());
     QCOMPARE(session.relatedErrorFor("parallel.schedule"), QString());
     QVERIFY(!model.indexOfField("parallel.schedule").data(Qt::BackgroundRole).isValid());
