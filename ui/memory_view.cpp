@@ -40,10 +40,20 @@ MemoryView::MemoryView(StageMemoryModel* model, QWidget* parent) : QCustomPlot(p
     bars_[i]->setWidth(0.6);
     if (i > 0) bars_[i]->moveAbove(bars_[i - 1]);
   }
+  // The capacity: a dashed line across the plot, named in the legend (a caption on the line sat on
+  // the bars' totals where they are near it).
+  capacity_ = addGraph();
+  capacity_->setVisible(false);  // only its legend entry: the line is an item spanning the plot
+  // The legend on a row of its own under the title, not over the bars: the tallest bar's total sat
+  // under it on a small window.
+  axisRect()->insetLayout()->take(legend);
+  plotLayout()->insertRow(1);
+  plotLayout()->addElement(1, 0, legend);
+  plotLayout()->setRowStretchFactor(1, 0.001);
   legend->setVisible(true);
   legend->setFillOrder(QCPLegend::foColumnsFirst);
-  legend->setWrap(5);
-  axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignLeft);
+  legend->setWrap(6);
+  legend->setMargins(QMargins(7, 3, 7, 3));
   yAxis->setLabel(tr("GiB per GPU"));
   xAxis->grid()->setVisible(false);
   applyPalette();
@@ -93,7 +103,8 @@ void MemoryView::rebuild() {
   const double capacityBytes = memory ? static_cast<double>(memory->capacity_bytes) : 0.0;
   const double peakBytes = memory ? static_cast<double>(memory->peak_bytes) : 0.0;
   const bool capacityOnScale = peakBytes * 20.0 >= capacityBytes;
-  const double topBytes = capacityOnScale ? std::max(capacityBytes, peakBytes) * 1.22 : peakBytes * 1.3;
+  // Room above the tallest bar for its total (two lines when it is over the capacity).
+  const double topBytes = capacityOnScale ? std::max(capacityBytes, peakBytes) * 1.15 : peakBytes * 1.3;
   const bool inGiB = topBytes >= kGiB;
   bytes_per_unit_ = inGiB ? kGiB : kMiB;
   // A CPU cluster's ranks are no GPUs (as the summary strip says).
@@ -123,26 +134,22 @@ void MemoryView::rebuild() {
   xAxis->setRange(-0.6, stages - 0.4);
   yAxis->setRange(0, topBytes / bytes_per_unit_);
 
-  // Capacity line and its caption; a capacity far above the bars is only named, at the top right.
+  // The capacity line, named in the legend; a capacity far above the bars is only named there, in the
+  // muted colour (nothing is wrong).
   const auto* gpu = spec::PresetCatalog::builtin().gpu(model_->plan()->spec.cluster.gpu);
   // "capacity 80.0 GiB of an NVIDIA H100 80GB SXM"; the CPU preset's name has brackets of its own.
   const QString device = gpu ? tr(" of %1").arg(QString::fromStdString(gpu->name)) : QString();
-  auto* cap = new QCPItemText(this);
-  cap->setColor(colors::warning());
-  cap->position->setType(QCPItemPosition::ptAxisRectRatio);
+  const QPen capacityPen(colors::warning(), 1.5, Qt::DashLine);
+  capacity_->setPen(capacityOnScale ? capacityPen : QPen(Qt::NoPen));
+  capacity_->setName(capacityOnScale ? tr("capacity %1%2").arg(formatBytes(memory->capacity_bytes), device)
+                                     : tr("capacity %1%2, far above this scale").arg(formatBytes(memory->capacity_bytes), device));
+  if (auto* entry = legend->itemWithPlottable(capacity_))
+    entry->setTextColor(capacityOnScale ? colors::warning() : palette().color(QPalette::PlaceholderText));
   if (capacityOnScale) {
     auto* line = new QCPItemStraightLine(this);
     line->point1->setCoords(0, capacityBytes / bytes_per_unit_);
     line->point2->setCoords(1, capacityBytes / bytes_per_unit_);
-    line->setPen(QPen(colors::warning(), 1.5, Qt::DashLine));
-    cap->position->setTypeY(QCPItemPosition::ptPlotCoords);
-    cap->position->setCoords(0.995, capacityBytes / bytes_per_unit_);
-    cap->setPositionAlignment(Qt::AlignRight | Qt::AlignBottom);
-    cap->setText(tr("capacity %1%2").arg(formatBytes(memory->capacity_bytes), device));
-  } else {
-    cap->position->setCoords(0.995, 0.01);
-    cap->setPositionAlignment(Qt::AlignRight | Qt::AlignTop);
-    cap->setText(tr("capacity %1%2, far above this scale").arg(formatBytes(memory->capacity_bytes), device));
+    line->setPen(capacityPen);
   }
 
   // Totals above the bars; stages over capacity say by how much.

@@ -1,6 +1,6 @@
 // The memory view (QCustomPlot): one stacked bar per pipeline stage (weights, gradients, optimizer
-// state, activations, buffers) against the GPU's capacity line; stages over capacity in the warning
-// colour; every part's size on hover. The axis counts GiB, or MiB for a peak below 1 GiB. Paints from StageMemoryModel.
+// state, activations, buffers) against the GPU's capacity line, the legend (the capacity in it) under
+// the title; stages over capacity in the warning colour; every part's size on hover. The axis counts GiB, or MiB for a peak below 1 GiB. Paints from StageMemoryModel.
 #pragma once
 
 #include <array>
@@ -25,6 +25,8 @@ class MemoryView : public QCustomPlot {
   QString title() const { return title_->text(); }
   QString valueAxisLabel() const { return yAxis->label(); }
   double valueAxisTopBytes() const { return yAxis->range().upper * bytes_per_unit_; }
+  /// The capacity's legend entry ("capacity 80.0 GiB of NVIDIA H100 80GB SXM").
+  QString capacityText() const { return capacity_->name(); }
 
  protected:
   void mouseMoveEvent(QMouseEvent* event) override;
@@ -39,6 +41,7 @@ class MemoryView : public QCustomPlot {
   StageMemoryModel* model_;
   std::array<QCPBars*, 5> bars_{};
   QCPTextElement* title_ = nullptr;
+  QCPGraph* capacity_ = nullptr;  ///< no data: the capacity's legend entry
   double bytes_per_unit_ = 1024.0 * 1024.0 * 1024.0;  // bytes per step of the value axis (GiB or MiB)
   bool stale_ = false;
   bool needs_replot_ = false;

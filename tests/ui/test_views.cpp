@@ -421,6 +421,7 @@ class TestViews : public QObject {
     QVERIFY2(!view.title().contains("0.0 GiB"), qPrintable(view.title()));
     QVERIFY2(view.title().contains(QStringLiteral("peak %1 MiB").arg(peak / 1048576.0, 0, 'f', 1)), qPrintable(view.title()));
     QVERIFY(view.describeStage(0).contains(" MiB of 24.00 GiB"));
+    QVERIFY2(view.capacityText().endsWith(QStringLiteral(", far above this scale")), qPrintable(view.capacityText()));
     QCOMPARE(memory.data(memory.index(0, StageMemoryModel::Total)).toString().right(3), QStringLiteral("MiB"));
     // A plan near its capacity keeps GiB and the capacity line on the scale.
     QVERIFY(session.open(example("llama3-70b-64xh100.json"), nullptr));
@@ -428,6 +429,28 @@ class TestViews : public QObject {
     QCOMPARE(view.valueAxisLabel(), QStringLiteral("GiB per GPU"));
     QVERIFY2(view.title().startsWith("Per-GPU memory by pipeline stage"), qPrintable(view.title()));
     QVERIFY(view.valueAxisTopBytes() > static_cast<double>(session.plan()->memory.capacity_bytes));
+  }
+
+  // The legend, which names the capacity too, has a row of its own above the bars: inside the plot it
+  // covered the tallest bar's total on a small window, and the capacity's caption on its line sat on
+  // the totals of the bars near it (GPT-3 without recompute: "capacity 80.0 GiB" over "79.9 GiB").
+  void memoryViewKeepsItsLegendOffTheBars() {
+    PlanSession session;
+    QVERIFY(session.open(example("gpt3-175b-table1.json"), nullptr));
+    QVERIFY(session.setField("training.recompute", "none"));
+    StageMemoryModel memory;
+    memory.setPlan(session.plan());
+    MemoryView view(&memory);
+    QCOMPARE(view.capacityText(), QStringLiteral("capacity 80.0 GiB of NVIDIA A100 80GB SXM"));
+    for (const QSize size : {QSize(700, 420), QSize(1280, 640)}) {
+      view.resize(size);
+      view.replot();
+      QVERIFY(!view.legend->outerRect().intersects(view.axisRect()->rect()));
+      QCOMPARE(view.legend->itemCount(), 6);
+    }
+    QCOMPARE(view.itemCount(), 1 + session.plan()->memory.stages.size() +
+                                    std::count_if(session.plan()->memory.stages.begin(), session.plan()->memory.stages.end(),
+                                                  [&](const auto& s) { return s.total_bytes() > session.plan()->memory.capacity_bytes; }));
   }
 
   void viewsGrabNonBlankAndChangeWithTheLayout() {
