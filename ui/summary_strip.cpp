@@ -107,8 +107,11 @@ void SummaryStrip::arrange(int lines) {
   const int per_line = (cells + lines - 1) / lines;
   for (int column = 0; column <= cells; ++column) grid_->setColumnStretch(column, 0);
   int i = 0;
+  // Two lines of cells have an empty row between them: a first-line detail sat right on the caption
+  // under it ("llama3-70b" on "MFU").
+  grid_->setRowMinimumHeight(3, lines == 2 ? 8 : 0);
   for (const auto& [metric, value] : values_) {  // the map's order is the Metric enum's: the strip's
-    const int row = 3 * (i / per_line), column = i % per_line;
+    const int row = 4 * (i / per_line), column = i % per_line;
     ++i;
     for (QLabel* label : {captions_[metric], value, details_[metric]}) grid_->removeWidget(label);
     grid_->addWidget(captions_[metric], row, column);

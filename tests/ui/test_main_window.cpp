@@ -210,6 +210,19 @@ class TestMainWindow : public QObject {
       QCOMPARE(strip.lines(), lines);
       QVERIFY2(elided().isEmpty(), qPrintable(QString("%1 px: %2").arg(width).arg(elided().join(" | "))));
     }
+    // On two lines, a first-line detail does not sit on the caption under it.
+    strip.resize(1024, strip.sizeHint().height());
+    QCoreApplication::processEvents();
+    const auto label = [&](const QString& text) {
+      for (const ElidedLabel* l : strip.findChildren<ElidedLabel*>())
+        if (l->text() == text) return l;
+      return static_cast<const ElidedLabel*>(nullptr);
+    };
+    const auto* above = label(strip.detail(SummaryStrip::Parameters));
+    const auto* below = label(strip.caption(SummaryStrip::Mfu));
+    QVERIFY(above && below);
+    QVERIFY2(below->geometry().top() - above->geometry().bottom() >= 6,
+             qPrintable(QString("%1 px apart").arg(below->geometry().top() - above->geometry().bottom())));
     for (int width = 1024; width <= 1600; width += 16) {
       strip.resize(width, strip.sizeHint().height());
       QCoreApplication::processEvents();
