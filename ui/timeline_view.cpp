@@ -20,7 +20,7 @@ namespace {
 constexpr int kRulerHeight = 22;
 constexpr int kBandHeader = 26;
 constexpr int kBandGap = 10;
-constexpr int kMaxRowHeight = 60;
+constexpr int kMaxRowHeight = 96;  ///< taller rows would be bars, not a timeline
 
 QColor opColor(const planner::PipelineOp& op, int vpp) {
   QColor c;
@@ -67,7 +67,7 @@ void TimelineView::setStale(bool stale) {
 }
 
 int TimelineView::stripHeight(const Band& band) const {
-  return band.model->showsStep() && band.row_height >= 8 ? std::max(2, band.row_height / 4) : 0;
+  return band.model->showsStep() && band.row_height >= 8 ? std::clamp(band.row_height / 4, 2, 12) : 0;
 }
 
 int TimelineView::labelWidth() const { return fontMetrics().horizontalAdvance(QStringLiteral("stage 000")) + 16; }
@@ -200,23 +200,30 @@ QString TimelineView::title(const TimelineModel& model) const {
   return text;
 }
 
-void TimelineView::paintRuler(QPainter& p, const QRect& plot, int bottom) {
+std::vector<double> TimelineView::paintRuler(QPainter& p, const QRect& plot) {
   const QPalette& pal = palette();
   const double step = axis_.tickStep(90);
   const double first = std::ceil(axis_.toTime(plot.left()) / step) * step;
   const double largest = std::max(std::fabs(axis_.toTime(plot.left())), std::fabs(axis_.toTime(plot.right())));
+  std::vector<double> ticks_px;
+  double label_end = -1e9;  // a label that would run into the one before is left out (a long "30000.0000001 s")
   for (double t = first; axis_.toPixel(t) <= plot.right(); t += step) {
     const double x = std::round(axis_.toPixel(t)) + 0.5;
+    ticks_px.push_back(x);
     p.setPen(pal.color(QPalette::Mid));
-    p.drawLine(QPointF(x, kRulerHeight - 5), QPointF(x, bottom));
+    p.drawLine(QPointF(x, kRulerHeight - 5), QPointF(x, kRulerHeight));
     const QString label = formatTick(t, step, largest);
-    if (x + 3 + fontMetrics().horizontalAdvance(label) > width()) break;
+    const int label_width = fontMetrics().horizontalAdvance(label);
+    if (x + 3 + label_width > width()) break;
+    if (x + 3 < label_end + 12) continue;
     p.setPen(pal.color(QPalette::PlaceholderText));
     p.drawText(QPointF(x + 3, kRulerHeight - 8), label);
+    label_end = x + 3 + label_width;
   }
+  return ticks_px;
 }
 
-void TimelineView::paintBand(QPainter& p, const Band& band, const QRect& plot) {
+void TimelineView::paintBand(QPainter& p, const Band& band, const QRect& plot, const std::vector<double>& ticks_px) {
   const QPalette& pal = palette();
   const auto& model = *band.model;
   QFont bold = font();
@@ -238,6 +245,10 @@ void TimelineView::paintBand(QPainter& p, const Band& band, const QRect& plot) {
   for (int s = 0; s < band.rows; ++s) {
     const QRect row(plot.left(), band.rowsTop() + s * band.row_height, plot.width(), band.row_height);
     p.fillRect(row.adjusted(0, 1, 0, -1), pal.color(QPalette::AlternateBase));
+    // The ruler's ticks across the row, under its blocks: they mark the times in its idle spans, and
+    // no longer cross the band's title and the legend.
+    p.setPen(pal.color(QPalette::Mid));
+    for (const double x : ticks_px) p.drawLine(QPointF(x, row.top() + 1), QPointF(x, row.bottom()));
     p.setPen(pal.color(QPalette::PlaceholderText));
     if (band.row_height >= 10)
       p.drawText(QRect(8, row.top(), plot.left() - 12, row.height()), Qt::AlignRight | Qt::AlignVCenter, tr("stage %1").arg(s));
@@ -302,9 +313,7 @@ void TimelineView::paintEvent(QPaintEvent*) {
   }
   if (stale_) p.setOpacity(0.35);
   const QRect plot(labelWidth(), 0, width() - labelWidth() - 14, height());
-  // The ticks' lines end under the last band, not in the empty space below it.
-  const Band& last = all.back();
-  paintRuler(p, plot, std::min(height(), last.rowsTop() + last.rows * last.row_height));
+  const std::vector<double> ticks_px = paintRuler(p, plot);
   p.save();
   p.setClipRect(QRect(0, kRulerHeight, width(), height() - kRulerHeight));
   for (const auto& band : all) {
@@ -312,7 +321,7 @@ void TimelineView::paintEvent(QPaintEvent*) {
       p.setPen(pal.color(QPalette::Mid));
       p.drawLine(0, band.top - kBandGap / 2, width(), band.top - kBandGap / 2);
     }
-    paintBand(p, band, plot);
+    paintBand(p, band, plot, ticks_px);
   }
   p.restore();
 

@@ -64,9 +64,10 @@ class TimelineView : public QWidget {
   /// The legend's entries laid out beside the first title when they fit there, else wrapped below it.
   Legend legend() const;
   std::vector<Band> bands() const;
-  void paintBand(QPainter& painter, const Band& band, const QRect& plot);
-  /// The time ruler, its tick lines down to `bottom` (the last band's).
-  void paintRuler(QPainter& painter, const QRect& plot, int bottom);
+  /// A band's title and rows, the ruler's ticks (`ticks_px`) drawn across its rows under the blocks.
+  void paintBand(QPainter& painter, const Band& band, const QRect& plot, const std::vector<double>& ticks_px);
+  /// The time ruler (labels that would overlap left out); returns its ticks' x positions.
+  std::vector<double> paintRuler(QPainter& painter, const QRect& plot);
   QString title(const TimelineModel& model) const;
   int labelWidth() const;
   /// Height of a band's data-parallel strip under each row's ops (0: measured, or rows too thin).
