@@ -147,8 +147,7 @@ bool PlanSession::importHuggingFace(const QString& path, QString* error, QString
   try {
     // Read as tessera-cli import hf reads it: at most kMaxSpecFileBytes (/dev/zero filled the memory),
     // a NUL, deep nesting or a key given twice refused, a syntax error said where (a SpecError).
-    const nlohmann::json config = spec::parse_spec_json(spec::read_spec_file_text(path.toStdString(), "config file"),
-                                                        path.toStdString(), "a config.json");
+    const nlohmann::json config = spec::read_hf_config_file(path.toStdString());
     std::vector<std::string> import_notes;
     const auto imported = spec::spec_from_hf_config(config, QFileInfo(path).fileName().toStdString(), &import_notes);
     spec::RunSpec updated = spec_;

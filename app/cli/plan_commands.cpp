@@ -105,11 +105,7 @@ struct Overrides {
   }
 };
 
-// A spec file, or with `config` a Hugging Face config.json, read as a JSON document.
-json read_json_file(const std::string& path, bool config = false) {
-  return spec::parse_spec_json(spec::read_spec_file_text(path, config ? "config file" : "spec file"), path,
-                               config ? "a config.json" : "a run spec");
-}
+json read_json_file(const std::string& path) { return spec::parse_spec_json(spec::read_spec_file_text(path), path); }
 
 // The GPU count a spec file was written for (nodes × gpus_per_node as its cluster section spells
 // them), or 0 where it spells no such count.
@@ -619,7 +615,7 @@ void add_plan_commands(CLI::App& app) {
     cmd->add_option("--gpus-per-node", gpus_per_node, "GPUs per node of the cluster section")->check(fits_int64());
     cmd->callback([] {
       std::vector<std::string> notes;
-      json doc = spec::spec_from_hf_config(read_json_file(path, true), path, &notes);
+      json doc = spec::spec_from_hf_config(spec::read_hf_config_file(path), path, &notes);
       for (const auto& note : notes) std::cerr << "note: " << note << "\n";
       doc["cluster"] = {{"gpu", gpu}, {"nodes", nodes}, {"gpus_per_node", gpus_per_node}};
       const auto s = spec::parse_spec(doc);  // validate what we produce

@@ -283,4 +283,8 @@ MegatronExport megatron_command(const RunSpec& spec) {
   return out;
 }
 
+nlohmann::json read_hf_config_file(const std::string& path) {
+  return parse_spec_json(read_spec_file_text(path, "config file"), path, "a config.json");
+}
+
 }  // namespace tessera::spec

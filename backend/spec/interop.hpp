@@ -16,6 +16,10 @@ namespace tessera::spec {
 /// sliding window shorter than max_position_embeddings becomes the sequence length).
 nlohmann::json spec_from_hf_config(const nlohmann::json& config, const std::string& source_name,
                                    std::vector<std::string>* notes = nullptr);
+/// A config.json file read as a spec file is (read_spec_file_text, parse_spec_json): at most
+/// kMaxSpecFileBytes, no NUL or key given twice; an empty or non-JSON file said to be no config.json.
+/// What tessera-cli import hf and the workbench's import both read. Throws SpecError.
+nlohmann::json read_hf_config_file(const std::string& path);
 
 struct MegatronExport {
   std::string command;             ///< torchrun ... pretrain_gpt.py --num-layers ...
