@@ -4,7 +4,9 @@
 // a failing rank named with its last lines; a stopped run; and the embedded local agent when no
 // --agents are given.
 #include <signal.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <QtCore/QElapsedTimer>
 #include <QtCore/QProcess>
@@ -516,7 +518,20 @@ class TestCliLaunch : public QObject {
     QProcess launch;
     launch.setProcessEnvironment(env());
     launch.start(TESSERA_CLI, {"launch", fifo, "--agents", a.endpoint(), "--follow"});
-    std::ofstream(fifo.toStdString()) << text;  // opens once the CLI opens the pipe to read
+    // The spec goes in once the CLI opens the pipe to read (a non-blocking open fails until then): a
+    // CLI that never opens it fails the test instead of hanging it.
+    QElapsedTimer waited;
+    waited.start();
+    int fd = ::open(fifo.toLocal8Bit().constData(), O_WRONLY | O_NONBLOCK);
+    while (fd < 0 && waited.elapsed() < 10000 && launch.state() != QProcess::NotRunning) {
+      QThread::msleep(10);
+      fd = ::open(fifo.toLocal8Bit().constData(), O_WRONLY | O_NONBLOCK);
+    }
+    QVERIFY2(fd >= 0, "the CLI did not open the pipe within 10 s");
+    const int flags = ::fcntl(fd, F_GETFL);
+    ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
+    QCOMPARE(::write(fd, text.data(), text.size()), static_cast<ssize_t>(text.size()));
+    ::close(fd);
     if (!launch.waitForFinished(30000)) {
       launch.kill();
       launch.waitForFinished();
