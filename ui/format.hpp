@@ -18,7 +18,8 @@ QString formatGiB(int64_t bytes, int decimals = 1);
 QString formatBytes(int64_t bytes, int decimals = 1);
 /// "70.6 B", "8.03 B", "1.05 M", "12.3 k", "512": three figures from 10 up, as tessera-cli prints them.
 QString formatCount(double count);
-/// "9.87 s", "312 ms", "45 µs", "101964.5 s": seconds at any length (the timeline's ruler and events).
+/// "9.87 s", "312 ms", "45 µs", "101964.5 s": seconds at any length (the timeline's
+/// titles and events; its ruler uses formatTick).
 QString formatSeconds(double seconds);
 /// A ruler's tick at `seconds`, ticks `step_s` apart, the ruler reaching `largest_s`: every tick in
 /// one unit, the largest's ("0.0 s", "0.5 s", "1.0 s"; "0 ms", "200 ms"; "20.301 s"), with the decimals

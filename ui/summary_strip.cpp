@@ -48,9 +48,9 @@ SummaryStrip::SummaryStrip(PlanSession* session, QWidget* parent) : QWidget(pare
     values_[metric] = value;
     details_[metric] = detail;
   }
-  // A wide value of each cell, in order: the width one line of cells needs counts these, so that an
-  // edit seldom moves the views below by switching between one line and two (values wider still count
-  // as they are).
+  // A wide value of each cell, in order: the width one line of cells needs counts these rather than the
+  // values shown, so that an edit of a value seldom moves the views below by switching between one line
+  // and two (values wider still count as they are; captions and details count as they are).
   const QFontMetrics valueMetrics(valueFont);
   const char* wide[] = {"888.8 B", "8888", "888.8 GiB / 888.8 GiB", "88.8 min", "8888", "88.8 %", "888.8 k", "88.8 %", "DP, PP"};
   for (const auto& [metric, title] : cells) wide_value_width_[metric] = valueMetrics.horizontalAdvance(QString::fromLatin1(wide[metric]));

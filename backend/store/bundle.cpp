@@ -520,7 +520,7 @@ RunCounts import_train_output(Connection& connection, const fs::path& directory,
   std::optional<double> first_wall_s, last_wall_s;
   std::optional<double> origin_from_artifact_s;  // Unix seconds of wall_time_s 0, from an artifact record
   int64_t last_step = -1;
-  int64_t cut_line = 0;  // a last line without its newline that does not parse: a rank killed mid-write
+  int64_t cut_line = 0;  // a last line the file ends inside (no newline, its JSON unfinished): a rank killed mid-write
   std::string line;
   for (int64_t number = 1; std::getline(in, line); ++number) {
     const std::string where = "metrics.jsonl line " + std::to_string(number);

@@ -43,7 +43,7 @@ class TestModels : public QObject {
     QCOMPARE(tessera::ui::formatDuration(900), QStringLiteral("15.0 min"));
     QCOMPARE(tessera::ui::formatDuration(101964.5), QStringLiteral("28.3 h"));
     QCOMPARE(tessera::ui::formatDuration(28.93), QStringLiteral("28.93 s"));
-    QCOMPARE(tessera::ui::formatSeconds(101964.5), QStringLiteral("101964.5 s"));  // the ruler's unit stays
+    QCOMPARE(tessera::ui::formatSeconds(101964.5), QStringLiteral("101964.5 s"));  // seconds at any length
     // A ruler's ticks share one unit, the largest tick's, with the decimals of their step.
     QCOMPARE(tessera::ui::formatTick(0.0, 0.5, 1.5), QStringLiteral("0.0 s"));
     QCOMPARE(tessera::ui::formatTick(0.5, 0.5, 1.5), QStringLiteral("0.5 s"));
