@@ -18,7 +18,8 @@ namespace {
 constexpr int kHeaderHeight = 54;
 constexpr float kStaleOpacity = 0.35f;  ///< how much of its colours a stale grid shows
 // Kinds a click highlights, with their display names and the line their members are outlined with,
-// so that a DP partner reads apart from a PP one; "dp_cp" and "embedding" are derived groups.
+// so that a DP partner reads apart from a PP one; "dp_cp" and "embedding" are derived groups. In the
+// planner's order (RankGrid::group_kinds, the summary strip's), Megatron's: tp, cp, dp, ep, pp.
 struct HighlightKind {
   const char* kind;
   const char* name;
@@ -26,8 +27,8 @@ struct HighlightKind {
 };
 constexpr HighlightKind kHighlightKinds[] = {{"tp", "TP", Qt::SolidLine},
                                              {"cp", "CP", Qt::DashDotLine},
-                                             {"ep", "EP", Qt::DashDotDotLine},
                                              {"dp", "DP", Qt::DashLine},
+                                             {"ep", "EP", Qt::DashDotDotLine},
                                              {"pp", "PP", Qt::DotLine}};
 constexpr int kHighlightKindCount = static_cast<int>(std::size(kHighlightKinds));
 
@@ -87,7 +88,10 @@ QString RankGridView::describeRank(int64_t rank) const {
   const auto* grid = model_->grid();
   if (!grid || rank < 0 || rank >= grid->world) return {};
   const auto& r = grid->ranks[rank];
-  return tr("rank %1 · node %2, GPU %3 · tp %4 cp %5 ep %6 dp %7 pp %8")
+  // A CPU cluster's ranks are no GPUs (as the summary strip says).
+  const bool cpu = model_->plan() && model_->plan()->spec.cluster.gpu == "cpu";
+  return (cpu ? tr("rank %1 · node %2, local rank %3 · tp %4 cp %5 ep %6 dp %7 pp %8")
+              : tr("rank %1 · node %2, GPU %3 · tp %4 cp %5 ep %6 dp %7 pp %8"))
       .arg(r.rank).arg(r.node).arg(r.local).arg(r.tp).arg(r.cp).arg(r.ep).arg(r.dp).arg(r.pp);
 }
 

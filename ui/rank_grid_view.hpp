@@ -32,7 +32,7 @@ class RankGridView : public QWidget {
   /// "rank 13 · node 1, GPU 5 · tp 5 cp 0 ep 0 dp 1 pp 1".
   QString describeRank(int64_t rank) const;
   /// The selected rank's groups that `rank` is in, outlined on the grid one line style each ("DP",
-  /// "EP DP"); empty for the selected rank itself and for ranks outside them.
+  /// "DP EP"); empty for the selected rank itself and for ranks outside them.
   QString groupsOf(int64_t rank) const;
 
   QSize sizeHint() const override { return {900, 600}; }
