@@ -229,7 +229,9 @@ void TimelineView::paintBand(QPainter& p, const Band& band, const QRect& plot, c
   QFont bold = font();
   bold.setBold(true);
   p.setFont(bold);
-  p.setPen(pal.color(QPalette::WindowText));
+  // A plan over the GPU's memory ("(OOM)" in its title) in the warning colour, as the summary strip
+  // and the memory view give it.
+  p.setPen(!model.measured() && !model.plan()->memory.fits ? colors::warning() : pal.color(QPalette::WindowText));
   p.drawText(QRect(8, band.top, width() - 16, kBandHeader), Qt::AlignLeft | Qt::AlignVCenter, title(model));
   p.setFont(font());
 
