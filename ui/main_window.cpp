@@ -335,7 +335,8 @@ QImage MainWindow::screenshot(View view, const QSize& size, std::optional<std::p
   resize(size);
   show();
   QCoreApplication::processEvents();
-  if (view == View::designer) resizeDocks({dock_}, {std::clamp(size.width() * 3 / 10, 380, 470)}, Qt::Horizontal);
+  // The designer a third of a wide window (up to 640 px): at 470 its Derived column cut most notes.
+  if (view == View::designer) resizeDocks({dock_}, {std::clamp(size.width() / 3, 380, 640)}, Qt::Horizontal);
   QCoreApplication::processEvents();
   if (range) timeline_view_->showRange(range->first, range->second);
   else timeline_view_->fitToView();

@@ -219,8 +219,13 @@ QVariant SpecFieldModel::data(const QModelIndex& index, int role) const {
     }
     return {};
   }
-  // NoteColumn
-  if (role == Qt::DisplayRole) return rule.isEmpty() ? note(p) : rule;
+  // NoteColumn: the field's own rule without the "parallel.tp=3 " it starts with, which the row's name and
+  // value say (a narrow column showed only "parallel.t…"); the tooltip keeps the whole of it.
+  if (role == Qt::DisplayRole) {
+    if (rule.isEmpty()) return note(p);
+    const qsizetype space = rule.indexOf(QLatin1Char(' '));
+    return !error.isEmpty() && rule.startsWith(p + QLatin1Char('=')) && space > 0 ? rule.mid(space + 1) : rule;
+  }
   if (role == Qt::ForegroundRole) return rule.isEmpty() ? QVariant() : QBrush(colors::warning());
   return {};
 }
