@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <limits>
+#include <map>
 
 #include "compare_view.hpp"
 #include "history_fixture.hpp"
@@ -26,6 +27,24 @@ double meanOfStepMeans(const std::vector<std::vector<double>>& values) {
   return sum / static_cast<double>(values.size());
 }
 double finalLoss(const test::WrittenRun& run) { return (run.loss.back()[0] + run.loss.back()[1]) / 2; }
+
+/// Done runs of a tiny spec in a new history at `path`, each four steps of rank 0 holding its metrics
+/// (name, value at every step).
+void writeFourStepRuns(const std::string& path, const std::vector<std::pair<const char*, std::map<std::string, double>>>& runs) {
+  store::Writer writer(path);
+  for (const auto& [name, metrics] : runs) {
+    store::RunRecord record;
+    record.name = name;
+    record.spec = test::tinySpec(name, 2, 2, 0.003);
+    const auto run = writer.create_run(record);
+    for (int64_t step = 1; step <= 4; ++step) {
+      std::vector<store::MetricPoint> points;
+      for (const auto& [metric, value] : metrics) points.push_back({metric, 0, step, 1.0 * step, value});
+      writer.append(run, points);
+    }
+    writer.set_status(run, store::RunStatus::done);
+  }
+}
 
 }  // namespace
 
@@ -126,20 +145,10 @@ class TestCompare : public QObject {
     // Two CPU runs whose ranks timed different peaks at start-up: their MFU deltas say so, and a
     // cell's tooltip names its run's peak. Runs of one peak (within 1 %) are not marked.
     const std::string path = dir_.filePath(QStringLiteral("peaks.sqlite")).toStdString();
-    {
-      store::Writer writer(path);
-      for (auto [name, peak] : {std::pair{"slow", 0.042}, std::pair{"fast", 0.104}, std::pair{"fast-again", 0.1045}}) {
-        store::RunRecord record;
-        record.name = name;
-        record.spec = test::tinySpec(name, 2, 2, 0.003);
-        const auto run = writer.create_run(record);
-        for (int64_t step = 1; step <= 4; ++step)
-          writer.append(run, std::vector<store::MetricPoint>{{"mfu", 0, step, 1.0 * step, 0.02},
-                                                             {"peak_tflops", 0, step, 1.0 * step, peak},
-                                                             {"loss", 0, step, 1.0 * step, 2.5 + peak * 1e-6}});
-        writer.set_status(run, store::RunStatus::done);
-      }
-    }
+    std::vector<std::pair<const char*, std::map<std::string, double>>> runs;
+    for (auto [name, peak] : {std::pair{"slow", 0.042}, std::pair{"fast", 0.104}, std::pair{"fast-again", 0.1045}})
+      runs.push_back({name, {{"mfu", 0.02}, {"peak_tflops", peak}, {"loss", 2.5 + peak * 1e-6}}});
+    writeFourStepRuns(path, runs);
     store::History history(path);
     RunComparison comparison(&history, {"slow", "fast", "fast-again"});
     QVERIFY(!comparison.samePeak(0, 1));
@@ -162,19 +171,9 @@ class TestCompare : public QObject {
   // Model FLOP/s of CPU ranks (under 1 TFLOP/s) in GFLOP/s, the dashboard's unit; TFLOP/s otherwise.
   void modelFlopsOfCpuRanksAreInGflops() {
     const std::string path = dir_.filePath(QStringLiteral("flops.sqlite")).toStdString();
-    {
-      store::Writer writer(path);
-      for (auto [name, tflops] : {std::pair{"cpu-a", 0.0015}, std::pair{"cpu-b", 0.0021}, std::pair{"gpu", 380.0}}) {
-        store::RunRecord record;
-        record.name = name;
-        record.spec = test::tinySpec(name, 2, 2, 0.003);
-        const auto run = writer.create_run(record);
-        for (int64_t step = 1; step <= 4; ++step)
-          writer.append(run, std::vector<store::MetricPoint>{{"model_tflops", 0, step, 1.0 * step, tflops},
-                                                             {"loss", 0, step, 1.0 * step, 2.5}});
-        writer.set_status(run, store::RunStatus::done);
-      }
-    }
+    writeFourStepRuns(path, {{"cpu-a", {{"model_tflops", 0.0015}, {"loss", 2.5}}},
+                             {"cpu-b", {{"model_tflops", 0.0021}, {"loss", 2.5}}},
+                             {"gpu", {{"model_tflops", 380.0}, {"loss", 2.5}}}});
     store::History history(path);
     CompareView view(&history);
     QString error;
