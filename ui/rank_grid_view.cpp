@@ -287,10 +287,7 @@ void RankGridView::paintEvent(QPaintEvent*) {
   // A stale grid (the spec has a problem) is faded by mixing its colours into the base rather than by
   // painting at 35 % opacity, so that each number's colour is chosen for the tile as it is shown:
   // white numbers on faded pale tiles were unreadable.
-  const auto mixed = [&](const QColor& c, float share) {
-    return QColor::fromRgbF(c.redF() * share + base.redF() * (1 - share), c.greenF() * share + base.greenF() * (1 - share),
-                            c.blueF() * share + base.blueF() * (1 - share));
-  };
+  const auto mixed = [&](const QColor& c, float share) { return colors::faded(c, base, share); };
   const float shown = stale_ ? kStaleOpacity : 1.0f;
   std::vector<QColor> fill(n), dimmed(n);
   for (int64_t v = 0; v < n; ++v) {

@@ -115,6 +115,11 @@ QColor buffers() { return QColor(0x9C, 0x9C, 0x9C); }
 QColor warning() { return QColor(0xE1, 0x57, 0x59); }
 QColor ok() { return QColor(0x59, 0xA1, 0x4F); }
 
+QColor faded(const QColor& c, const QColor& base, float share) {
+  return QColor::fromRgbF(c.redF() * share + base.redF() * (1 - share), c.greenF() * share + base.greenF() * (1 - share),
+                          c.blueF() * share + base.blueF() * (1 - share));
+}
+
 QColor category(int64_t index, int64_t count) {
   static const QColor qualitative[] = {{0x4E, 0x79, 0xA7}, {0xF2, 0x8E, 0x2B}, {0x59, 0xA1, 0x4F}, {0xB0, 0x7A, 0xA1},
                                        {0xED, 0xC9, 0x48}, {0x76, 0xB7, 0xB2}, {0xFF, 0x9D, 0xA7}, {0x9C, 0x75, 0x5F},

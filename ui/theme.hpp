@@ -35,6 +35,9 @@ QColor warning();
 QColor ok();
 /// A distinct colour for value `index` of `count` (qualitative up to 10, then evenly spaced hues).
 QColor category(int64_t index, int64_t count);
+/// `c` faded into `base`, `share` of it left (1: c; 0: base): what a stale view paints, so that a text
+/// colour can be chosen for the colour as shown (painting at an opacity faded the text with it).
+QColor faded(const QColor& c, const QColor& base, float share);
 }  // namespace colors
 
 }  // namespace tessera::ui

@@ -20,7 +20,8 @@ namespace {
 constexpr int kRulerHeight = 22;
 constexpr int kBandHeader = 26;
 constexpr int kBandGap = 10;
-constexpr int kMaxRowHeight = 96;  ///< taller rows would be bars, not a timeline
+constexpr int kMaxRowHeight = 96;
+constexpr float kStaleOpacity = 0.35f;  ///< how much of its colours a stale timeline shows  ///< taller rows would be bars, not a timeline
 
 QColor opColor(const planner::PipelineOp& op, int vpp) {
   QColor c;
@@ -226,12 +227,19 @@ std::vector<double> TimelineView::paintRuler(QPainter& p, const QRect& plot) {
 void TimelineView::paintBand(QPainter& p, const Band& band, const QRect& plot, const std::vector<double>& ticks_px) {
   const QPalette& pal = palette();
   const auto& model = *band.model;
+  // A stale band is faded by mixing its colours into the base, drawn at full opacity, so that each
+  // number's colour is chosen for its block as shown (at 35 % opacity white numbers vanished on the
+  // faded blocks, as the rank grid's did).
+  const qreal opacity = p.opacity();
+  p.setOpacity(1.0);
+  const QColor base = pal.color(QPalette::Base);
+  const auto shown = [&](const QColor& c) { return stale_ ? colors::faded(c, base, kStaleOpacity) : c; };
   QFont bold = font();
   bold.setBold(true);
   p.setFont(bold);
   // A plan over the GPU's memory ("(OOM)" in its title) in the warning colour, as the summary strip
   // and the memory view give it.
-  p.setPen(!model.measured() && !model.plan()->memory.fits ? colors::warning() : pal.color(QPalette::WindowText));
+  p.setPen(shown(!model.measured() && !model.plan()->memory.fits ? colors::warning() : pal.color(QPalette::WindowText)));
   p.drawText(QRect(8, band.top, width() - 16, kBandHeader), Qt::AlignLeft | Qt::AlignVCenter, title(model));
   p.setFont(font());
 
@@ -246,12 +254,12 @@ void TimelineView::paintBand(QPainter& p, const Band& band, const QRect& plot, c
   const int digits = fm.horizontalAdvance(QStringLiteral("00"));
   for (int s = 0; s < band.rows; ++s) {
     const QRect row(plot.left(), band.rowsTop() + s * band.row_height, plot.width(), band.row_height);
-    p.fillRect(row.adjusted(0, 1, 0, -1), pal.color(QPalette::AlternateBase));
+    p.fillRect(row.adjusted(0, 1, 0, -1), shown(pal.color(QPalette::AlternateBase)));
     // The ruler's ticks across the row, under its blocks: they mark the times in its idle spans, and
     // no longer cross the band's title and the legend.
-    p.setPen(pal.color(QPalette::Mid));
+    p.setPen(shown(pal.color(QPalette::Mid)));
     for (const double x : ticks_px) p.drawLine(QPointF(x, row.top() + 1), QPointF(x, row.bottom()));
-    p.setPen(pal.color(QPalette::PlaceholderText));
+    p.setPen(shown(pal.color(QPalette::PlaceholderText)));
     if (band.row_height >= 10)
       p.drawText(QRect(8, row.top(), plot.left() - 12, row.height()), Qt::AlignRight | Qt::AlignVCenter, tr("stage %1").arg(s));
     p.setFont(label);
@@ -270,7 +278,7 @@ void TimelineView::paintBand(QPainter& p, const Band& band, const QRect& plot, c
       const QRectF block(std::max(x0, double(plot.left())), row.top() + inset,
                          std::max(1.0, std::min(x1, plot_end) - std::max(x0, double(plot.left()))),
                          row.height() - 2 * inset - strip);
-      const QColor c = opColor(it->op, vpp);
+      const QColor c = shown(opColor(it->op, vpp));
       // A block wide enough leaves its last pixel to the row, which separates it from a block that
       // starts where it ends (a line drawn at its right edge was the next block's first pixel).
       p.fillRect(block.width() >= 4 ? block.adjusted(0, 0, -1, 0) : block, c);
@@ -295,12 +303,13 @@ void TimelineView::paintBand(QPainter& p, const Band& band, const QRect& plot, c
         if (d.stage == s && d.end_s >= left_t && d.start_s <= right_t) {
           // Back-to-back collectives stay a pixel apart once wide enough, as the ops do.
           const QRectF block = span(d.start_s, d.end_s, row.bottom() - inset - strip + 1, strip);
-          p.fillRect(block.width() >= 4 ? block.adjusted(0, 0, -1, 0) : block, colors::dataParallel());
+          p.fillRect(block.width() >= 4 ? block.adjusted(0, 0, -1, 0) : block, shown(colors::dataParallel()));
         }
     const double optimizer_from = pr.pipeline_s + pr.dp_exposed_s;
     if (pr.optimizer_s > 0 && optimizer_from <= right_t && pr.iteration_time_s >= left_t)
-      p.fillRect(span(optimizer_from, pr.iteration_time_s, row.top() + inset, row.height() - 2 * inset), colors::optimizer());
+      p.fillRect(span(optimizer_from, pr.iteration_time_s, row.top() + inset, row.height() - 2 * inset), shown(colors::optimizer()));
   }
+  p.setOpacity(opacity);
 }
 
 void TimelineView::paintEvent(QPaintEvent*) {
@@ -313,7 +322,7 @@ void TimelineView::paintEvent(QPaintEvent*) {
     p.drawText(rect(), Qt::AlignCenter, tr("No plan yet"));
     return;
   }
-  if (stale_) p.setOpacity(0.35);
+  if (stale_) p.setOpacity(kStaleOpacity);
   const QRect plot(labelWidth(), 0, width() - labelWidth() - 14, height());
   const std::vector<double> ticks_px = paintRuler(p, plot);
   p.save();

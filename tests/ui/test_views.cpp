@@ -310,6 +310,49 @@ class TestViews : public QObject {
     QVERIFY2(optimizer_pixels > 0, "no pixel of the optimizer's colour");
   }
 
+  // A stale timeline keeps its microbatch numbers readable: its blocks are faded by mixing, and the
+  // numbers' colour is chosen for the faded block (at 35 % opacity white numbers vanished with them).
+  void aStaleTimelineKeepsItsNumbersReadable() {
+    PlanSession session;
+    QVERIFY(session.open(example("tiny-3d.json"), nullptr));
+    TimelineModel primary, comparison;
+    primary.setPlan(session.plan());
+    for (const QColor base : {QColor(Qt::white), QColor(0x1A, 0x1C, 0x20)}) {
+      TimelineView view(&primary, &comparison);
+      QPalette palette = view.palette();
+      palette.setColor(QPalette::Base, base);
+      view.setPalette(palette);
+      view.resize(1400, 600);
+      view.fitToView();
+      view.setStale(true);
+      const QImage image = view.grab().toImage();
+      const auto [first, last] = primary.stageRange(0);
+      int checked = 0;
+      for (size_t i = first; i < last; ++i) {
+        const auto& e = primary.events()[i];
+        const int x0 = static_cast<int>(std::ceil(view.axis().toPixel(e.start_s))) + 1;
+        const int x1 = static_cast<int>(view.axis().toPixel(e.end_s)) - 2;
+        const QColor fill = colors::faded(e.op.kind == planner::OpKind::forward ? colors::forward() : colors::backward(), base, 0.35f);
+        const auto near = [&](const QColor& c) {
+          return std::abs(c.red() - fill.red()) <= 2 && std::abs(c.green() - fill.green()) <= 2 && std::abs(c.blue() - fill.blue()) <= 2;
+        };
+        int top = -1, bottom = -1;  // the block's rows at its left edge, in stage 0's row (the first)
+        for (int y = 0; y < image.height() && (top < 0 || bottom == y - 1); ++y)
+          if (near(image.pixelColor(x0, y))) {
+            if (top < 0) top = y;
+            bottom = y;
+          }
+        QVERIFY2(top >= 0, qPrintable(QString("no block of the faded colour for event %1").arg(i)));
+        int widest = 0;  // the number's pixels against the block
+        for (int y = top; y <= bottom; ++y)
+          for (int x = x0; x <= x1; ++x) widest = std::max(widest, std::abs(image.pixelColor(x, y).lightness() - fill.lightness()));
+        QVERIFY2(widest >= 110, qPrintable(QString("event %1 on base %2: the number differs by %3 of 255").arg(i).arg(base.name()).arg(widest)));
+        ++checked;
+      }
+      QVERIFY(checked >= 4);
+    }
+  }
+
   // Back-to-back operations stay apart: a pixel of the row's background between them (the next block's
   // fill covered the hairline drawn at the previous block's right edge, so F and B ran together).
   void timelineKeepsBackToBackBlocksApart() {
