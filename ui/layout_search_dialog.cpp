@@ -9,6 +9,7 @@
 #include <QGroupBox>
 #include <QHBoxLayout>
 #include <QHeaderView>
+#include <QScrollBar>
 #include <QMetaObject>
 #include <QRegularExpression>
 #include <QSortFilterProxyModel>
@@ -389,7 +390,7 @@ void LayoutSearchDialog::showResult(planner::SearchResult r) {
   given_->setText(given);
 
   model_->setResult(std::move(r));
-  table_->resizeColumnsToContents();
+  fitColumns();
   if (model_->rowCount() > 0) {
     table_->selectRow(0);
     table_->setFocus();
@@ -407,6 +408,23 @@ bool LayoutSearchDialog::applySelected() {
   session_->replaceSpec(chosen, tr("Apply layout %1").arg(qs(chosen.layout_label())));
   accept();
   return true;
+}
+
+void LayoutSearchDialog::fitColumns() {
+  table_->resizeColumnsToContents();
+  const int columns = table_->model()->columnCount();
+  if (columns == 0) return;
+  // The width without scroll bars, less a vertical one's, whether it shows yet or not: a long result
+  // gets one after this runs, and the columns must not then need a horizontal one.
+  const int spare = table_->maximumViewportSize().width() - table_->verticalScrollBar()->sizeHint().width() -
+                    table_->horizontalHeader()->length();
+  if (spare <= 0) return;
+  for (int c = 0; c < columns; ++c) table_->setColumnWidth(c, table_->columnWidth(c) + spare / columns + (c < spare % columns));
+}
+
+void LayoutSearchDialog::resizeEvent(QResizeEvent* event) {
+  QDialog::resizeEvent(event);
+  fitColumns();
 }
 
 }  // namespace tessera::ui

@@ -55,7 +55,13 @@ class LayoutSearchDialog : public QDialog {
   /// A search ended (finished or stopped); model() holds its result.
   void searchFinished();
 
+ protected:
+  void resizeEvent(QResizeEvent* event) override;
+
  private:
+  /// Columns as wide as their contents, and the table's width beyond that shared among them (the
+  /// table's right third stayed empty at 1280 px).
+  void fitColumns();
   /// The space the fields give, or the first problem with them in *problem.
   std::optional<planner::SearchSpace> spaceFromFields(QString* problem) const;
   /// What keeps the spec from being searched (a problem besides its layout), or "".

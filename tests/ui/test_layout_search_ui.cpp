@@ -5,6 +5,8 @@
 #include <QAbstractItemModelTester>
 #include <QPushButton>
 #include <QSignalSpy>
+#include <QScrollBar>
+#include <QHeaderView>
 #include <QtTest/QtTest>
 
 #include <algorithm>
@@ -111,6 +113,26 @@ class TestLayoutSearchUi : public QObject {
     QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 30000);
     QVERIFY2(dialog.summaryText().endsWith(QStringLiteral("None fits: more GPUs, a smaller global batch or a higher memory limit may.")),
              qPrintable(dialog.summaryText()));
+  }
+
+  // The result's columns share the table's width (its right third stayed empty at 1280 px), and never
+  // need a horizontal scroll bar, at the first size and after a resize.
+  void resultColumnsFillTheTable() {
+    PlanSession session;
+    QVERIFY(session.open(example("llama3-70b-64xh100.json"), nullptr));
+    LayoutSearchDialog dialog(&session);
+    dialog.resize(1280, 800);
+    dialog.show();
+    QSignalSpy finished(&dialog, &LayoutSearchDialog::searchFinished);
+    QVERIFY(dialog.startSearch());
+    QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 30000);
+    for (const int width : {1280, 1600, 1100}) {
+      dialog.resize(width, 800);
+      QCoreApplication::processEvents();
+      const int used = dialog.table()->horizontalHeader()->length(), room = dialog.table()->viewport()->width();
+      QVERIFY2(used <= room && used >= room - 4, qPrintable(QString("%1 px: columns %2 of %3").arg(width).arg(used).arg(room)));
+      QTRY_VERIFY_WITH_TIMEOUT(!dialog.table()->horizontalScrollBar()->isVisible(), 2000);  // shown or hidden once laid out
+    }
   }
 
   void sortedByAColumnAppliesTheRowShown() {
