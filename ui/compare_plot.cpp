@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "format.hpp"
 #include "streaming_graph.hpp"
 #include "theme.hpp"
 
@@ -135,13 +136,12 @@ void ComparePlot::rebuild() {
       for (const auto& curve : curves_[m])
         for (double v : curve.max)
           if (std::isfinite(v)) highest = std::max(highest, std::abs(v));
-    const bool below_one = highest > 0 && highest < 1.0;
-    if (metrics[m].name == std::string(store::metric_name::peak_memory_bytes) && below_one) {
+    if (metrics[m].name == std::string(store::metric_name::peak_memory_bytes) && highest > 0 && highest < 1.0) {
       factor = 1024.0;
       unit_name = QStringLiteral("MiB");
-    } else if (metrics[m].name == std::string("model_tflops") && below_one) {
+    } else if (metrics[m].name == std::string("model_tflops") && highest > 0 && showsInGflops(highest)) {
       factor = 1000.0;
-      name = tr("Model GFLOP/s per rank");
+      name = modelFlopsTitle(true);
     }
     for (int r = 0; r < runs && m < curves_.size() && r < static_cast<int>(curves_[m].size()); ++r) {
       const CompareCurve& curve = curves_[m][r];

@@ -280,10 +280,11 @@ bool DashboardWidget::openRun(const QString& db_path, const QString& run, QStrin
     for (const auto& stage : plan_->memory.stages) predicted_memory_.push_back(stage.total_bytes() * memory_scale_);
   }
   plots_.at(QStringLiteral("peak_memory_bytes"))->yAxis->setLabel(memory_scale_ < 1e-8 ? tr("GiB") : tr("MiB"));
-  // Below 1 TFLOP/s predicted (CPU ranks) in GFLOP/s, as the summary strip says it: "0.0015 TFLOP/s".
-  flops_scale_ = plan_ && plan_->prediction.model_tflops_per_gpu < 1.0 ? 1000.0 : 1.0;
-  qobject_cast<QCPTextElement*>(plots_.at(QStringLiteral("model_tflops"))->plotLayout()->element(0, 0))
-      ->setText(flops_scale_ > 1 ? tr("Model GFLOP/s per rank") : tr("Model TFLOP/s per rank"));
+  // Below 1 TFLOP/s predicted (CPU ranks; a CPU run whose spec does not plan too) in GFLOP/s, as the
+  // summary strip says it: "0.0015 TFLOP/s".
+  const bool gflops = plan_ ? showsInGflops(plan_->prediction.model_tflops_per_gpu) : feed_->spec() && feed_->spec()->cluster.gpu == "cpu";
+  flops_scale_ = gflops ? 1000.0 : 1.0;
+  qobject_cast<QCPTextElement*>(plots_.at(QStringLiteral("model_tflops"))->plotLayout()->element(0, 0))->setText(modelFlopsTitle(gflops));
   addPredictionLines();
   // The axis spans the predicted peaks before any point arrives (a run without points drew none).
   rescale(plots_.at(QStringLiteral("peak_memory_bytes")));

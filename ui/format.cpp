@@ -76,8 +76,12 @@ QString formatPercent(double fraction, int decimals) {
   return QStringLiteral("%1 %").arg(fraction * 100.0, 0, 'f', decimals);
 }
 
+QString modelFlopsTitle(bool gflops) {
+  return gflops ? QObject::tr("Model GFLOP/s per rank") : QObject::tr("Model TFLOP/s per rank");
+}
+
 QString formatFlopRate(double tflops) {
-  return tflops >= 1.0 ? QStringLiteral("%1 TFLOP/s").arg(tflops, 0, 'f', 0)
+  return !showsInGflops(tflops) ? QStringLiteral("%1 TFLOP/s").arg(tflops, 0, 'f', 0)
                        : QStringLiteral("%1 GFLOP/s").arg(tflops * 1e3, 0, 'f', 1);
 }
 

@@ -33,6 +33,11 @@ QString formatDevices(int64_t count, bool cpu);
 QString formatNodes(int64_t count);
 /// "989 TFLOP/s", "42.1 GFLOP/s" (below 1 TFLOP/s: CPU ranks).
 QString formatFlopRate(double tflops);
+/// Whether a FLOP rate of this many TFLOP/s reads in GFLOP/s (below 1 TFLOP/s: CPU ranks), as
+/// formatFlopRate, the summary strip, the dashboard and the comparison give it.
+inline bool showsInGflops(double tflops) { return tflops < 1.0; }
+/// "Model TFLOP/s per rank", or "Model GFLOP/s per rank" where the rate shows in GFLOP/s.
+QString modelFlopsTitle(bool gflops);
 /// "41.6 %".
 QString formatPercent(double fraction, int decimals = 1);
 /// "rank 3", "ranks 0, 1", "ranks 0–3, 8" (ascending ranks; three or more in a row as a range).

@@ -38,7 +38,7 @@ const std::vector<CompareMetric>& RunComparison::metrics() {
       {store::metric_name::grad_norm, QObject::tr("Grad norm"), 1.0, QString()},
       {store::metric_name::lr, QObject::tr("Learning rate"), 1.0, QString()},
       {store::metric_name::tokens_per_s, QObject::tr("Tokens/s"), 1.0, QString()},
-      {"model_tflops", QObject::tr("Model TFLOP/s per rank"), 1.0, QString()},
+      {"model_tflops", modelFlopsTitle(false), 1.0, QString()},
       {store::metric_name::mfu, QObject::tr("MFU"), 100.0, QStringLiteral("%")},
       // Rank 0's, as every curve but peak memory: stage 0, whose bubble differs from the other stages'.
       {store::metric_name::bubble, QObject::tr("Pipeline bubble (rank 0: stage 0)"), 100.0, QStringLiteral("%")},

@@ -177,7 +177,7 @@ void SummaryStrip::refresh() {
   captions_[World]->setText(cpu ? tr("CPU ranks") : tr("GPUs"));
   captions_[Memory]->setText(cpu ? tr("Peak memory / rank") : tr("Peak memory / GPU"));
   // Below 1 TFLOP/s (CPU ranks) in GFLOP/s: "0" TFLOP/s said nothing.
-  const bool giga = pr.model_tflops_per_gpu < 1.0;
+  const bool giga = showsInGflops(pr.model_tflops_per_gpu);
   const double flops_unit = giga ? 1000.0 : 1.0;
   captions_[Tflops]->setText((giga ? tr("GFLOP/s") : tr("TFLOP/s")) + (cpu ? tr(" / rank") : tr(" / GPU")));
   set(World, QString::number(s.world_size()), layout);
