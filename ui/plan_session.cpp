@@ -75,7 +75,7 @@ std::set<std::string> fieldsNamedIn(const std::string& message) {
   };
   static const std::string kJoin = "\u00B7";  // ·
   std::set<std::string> out;
-  for (const std::string section : {"model", "parallel", "training", "cluster"}) {
+  for (const std::string& section : spec::section_names()) {
     const std::string prefix = section + ".";
     for (size_t at = message.find(prefix); at != std::string::npos; at = message.find(prefix, at + 1)) {
       if (at > 0 && (word(message[at - 1]) || message[at - 1] == '.')) continue;  // "x.parallel.tp" is no field of ours

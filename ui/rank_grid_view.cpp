@@ -16,7 +16,6 @@ namespace tessera::ui {
 namespace {
 
 constexpr int kHeaderHeight = 54;
-constexpr float kStaleOpacity = 0.35f;  ///< how much of its colours a stale grid shows
 // Kinds a click highlights, with their display names and the line their members are outlined with,
 // so that a DP partner reads apart from a PP one; "dp_cp" and "embedding" are derived groups. In the
 // planner's order (RankGrid::group_kinds, the summary strip's), Megatron's: tp, cp, dp, ep, pp.
@@ -245,7 +244,7 @@ void RankGridView::paintEvent(QPaintEvent*) {
     return;
   }
   gridLayout();
-  if (stale_) p.setOpacity(kStaleOpacity);
+  if (stale_) p.setOpacity(colors::kStaleShare);
   paintHeader(p, *grid);
 
   const bool frames = layout_.showFrames();
@@ -288,7 +287,7 @@ void RankGridView::paintEvent(QPaintEvent*) {
   // painting at 35 % opacity, so that each number's colour is chosen for the tile as it is shown:
   // white numbers on faded pale tiles were unreadable.
   const auto mixed = [&](const QColor& c, float share) { return colors::faded(c, base, share); };
-  const float shown = stale_ ? kStaleOpacity : 1.0f;
+  const float shown = stale_ ? colors::kStaleShare : 1.0f;
   std::vector<QColor> fill(n), dimmed(n);
   for (int64_t v = 0; v < n; ++v) {
     const QColor category = colors::category(v, n);

@@ -38,6 +38,8 @@ QColor category(int64_t index, int64_t count);
 /// `c` faded into `base`, `share` of it left (1: c; 0: base): what a stale view paints, so that a text
 /// colour can be chosen for the colour as shown (painting at an opacity faded the text with it).
 QColor faded(const QColor& c, const QColor& base, float share);
+/// How much of its colours a stale view (the spec has a problem: the last valid plan) shows.
+inline constexpr float kStaleShare = 0.35f;
 }  // namespace colors
 
 }  // namespace tessera::ui

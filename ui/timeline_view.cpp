@@ -20,8 +20,7 @@ namespace {
 constexpr int kRulerHeight = 22;
 constexpr int kBandHeader = 26;
 constexpr int kBandGap = 10;
-constexpr int kMaxRowHeight = 96;
-constexpr float kStaleOpacity = 0.35f;  ///< how much of its colours a stale timeline shows  ///< taller rows would be bars, not a timeline
+constexpr int kMaxRowHeight = 96;  ///< taller rows would be bars, not a timeline
 
 QColor opColor(const planner::PipelineOp& op, int vpp) {
   QColor c;
@@ -233,7 +232,7 @@ void TimelineView::paintBand(QPainter& p, const Band& band, const QRect& plot, c
   const qreal opacity = p.opacity();
   p.setOpacity(1.0);
   const QColor base = pal.color(QPalette::Base);
-  const auto shown = [&](const QColor& c) { return stale_ ? colors::faded(c, base, kStaleOpacity) : c; };
+  const auto shown = [&](const QColor& c) { return stale_ ? colors::faded(c, base, colors::kStaleShare) : c; };
   QFont bold = font();
   bold.setBold(true);
   p.setFont(bold);
@@ -322,7 +321,7 @@ void TimelineView::paintEvent(QPaintEvent*) {
     p.drawText(rect(), Qt::AlignCenter, tr("No plan yet"));
     return;
   }
-  if (stale_) p.setOpacity(kStaleOpacity);
+  if (stale_) p.setOpacity(colors::kStaleShare);
   const QRect plot(labelWidth(), 0, width() - labelWidth() - 14, height());
   const std::vector<double> ticks_px = paintRuler(p, plot);
   p.save();

@@ -332,7 +332,7 @@ class TestViews : public QObject {
         const auto& e = primary.events()[i];
         const int x0 = static_cast<int>(std::ceil(view.axis().toPixel(e.start_s))) + 1;
         const int x1 = static_cast<int>(view.axis().toPixel(e.end_s)) - 2;
-        const QColor fill = colors::faded(e.op.kind == planner::OpKind::forward ? colors::forward() : colors::backward(), base, 0.35f);
+        const QColor fill = colors::faded(e.op.kind == planner::OpKind::forward ? colors::forward() : colors::backward(), base, colors::kStaleShare);
         const auto near = [&](const QColor& c) {
           return std::abs(c.red() - fill.red()) <= 2 && std::abs(c.green() - fill.green()) <= 2 && std::abs(c.blue() - fill.blue()) <= 2;
         };
