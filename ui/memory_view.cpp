@@ -52,7 +52,6 @@ MemoryView::MemoryView(StageMemoryModel* model, QWidget* parent) : QCustomPlot(p
   plotLayout()->setRowStretchFactor(1, 0.001);
   legend->setVisible(true);
   legend->setFillOrder(QCPLegend::foColumnsFirst);
-  legend->setWrap(6);
   legend->setMargins(QMargins(7, 3, 7, 3));
   yAxis->setLabel(tr("GiB per GPU"));
   xAxis->grid()->setVisible(false);
@@ -103,8 +102,9 @@ void MemoryView::rebuild() {
   const double capacityBytes = memory ? static_cast<double>(memory->capacity_bytes) : 0.0;
   const double peakBytes = memory ? static_cast<double>(memory->peak_bytes) : 0.0;
   const bool capacityOnScale = peakBytes * 20.0 >= capacityBytes;
-  // Room above the tallest bar for its total (two lines when it is over the capacity).
-  const double topBytes = capacityOnScale ? std::max(capacityBytes, peakBytes) * 1.15 : peakBytes * 1.3;
+  // Room above the tallest bar for its total (two lines when it is over the capacity, 31 px, which
+  // 15 % of a small window's plot was not).
+  const double topBytes = capacityOnScale ? std::max(capacityBytes, peakBytes) * 1.22 : peakBytes * 1.3;
   const bool inGiB = topBytes >= kGiB;
   bytes_per_unit_ = inGiB ? kGiB : kMiB;
   // A CPU cluster's ranks are no GPUs (as the summary strip says).
@@ -144,7 +144,8 @@ void MemoryView::rebuild() {
   capacity_->setName(capacityOnScale ? tr("capacity %1%2").arg(formatBytes(memory->capacity_bytes), device)
                                      : tr("capacity %1%2, far above this scale").arg(formatBytes(memory->capacity_bytes), device));
   if (auto* entry = legend->itemWithPlottable(capacity_))
-    entry->setTextColor(capacityOnScale ? colors::warning() : palette().color(QPalette::PlaceholderText));
+    entry->setTextColor(capacityOnScale && !stale_ ? colors::warning() : palette().color(QPalette::PlaceholderText));
+  fitLegend();
   if (capacityOnScale) {
     auto* line = new QCPItemStraightLine(this);
     line->point1->setCoords(0, capacityBytes / bytes_per_unit_);
@@ -182,6 +183,21 @@ void MemoryView::rebuild() {
                            stale_ ? tr(" · last valid plan") : QString()));
   title_->setTextColor(stale_ ? palette().color(QPalette::PlaceholderText) : (memory->fits ? text : colors::warning()));
   replotWhenShown();
+}
+
+void MemoryView::fitLegend() {
+  // The fewest rows in which the six entries fit the view whole (at 700 px one row cut every name:
+  // "Weigh", "Gradier"): 6, 3, 2 or 1 a row.
+  for (const int per_row : {6, 3, 2, 1}) {
+    legend->setWrap(per_row);
+    legend->setFillOrder(QCPLegend::foColumnsFirst, true);  // a new wrap applies to entries already in as they go in again
+    if (legend->minimumOuterSizeHint().width() <= width()) break;
+  }
+}
+
+void MemoryView::resizeEvent(QResizeEvent* event) {
+  fitLegend();
+  QCustomPlot::resizeEvent(event);
 }
 
 void MemoryView::replotWhenShown() {

@@ -32,11 +32,14 @@ class MemoryView : public QCustomPlot {
   void mouseMoveEvent(QMouseEvent* event) override;
   void changeEvent(QEvent* event) override;
   void showEvent(QShowEvent* event) override;
+  void resizeEvent(QResizeEvent* event) override;
 
  private:
   void rebuild();
   void applyPalette();
   void replotWhenShown();
+  /// The legend on as few rows as the view's width takes whole.
+  void fitLegend();
 
   StageMemoryModel* model_;
   std::array<QCPBars*, 5> bars_{};

@@ -485,11 +485,23 @@ class TestViews : public QObject {
     memory.setPlan(session.plan());
     MemoryView view(&memory);
     QCOMPARE(view.capacityText(), QStringLiteral("capacity 80.0 GiB of NVIDIA A100 80GB SXM"));
-    for (const QSize size : {QSize(700, 420), QSize(1280, 640)}) {
+    view.show();
+    for (const QSize size : {QSize(700, 500), QSize(1280, 640)}) {
       view.resize(size);
+      QCoreApplication::processEvents();
       view.replot();
       QVERIFY(!view.legend->outerRect().intersects(view.axisRect()->rect()));
       QCOMPARE(view.legend->itemCount(), 6);
+      // Every entry whole (on one row at 700 px the names were cut: "Weigh", "Gradier"), two rows there.
+      QVERIFY2(view.legend->outerRect().width() >= view.legend->minimumOuterSizeHint().width(),
+               qPrintable(QString("%1 px: legend %2 of %3").arg(size.width()).arg(view.legend->outerRect().width())
+                              .arg(view.legend->minimumOuterSizeHint().width())));
+      QVERIFY(size.width() < 1000 ? view.legend->rowCount() > 1 : view.legend->rowCount() == 1);
+      // Every total, two lines over the capacity, inside the plot (the tallest's first line was cut).
+      for (int i = 0; i < view.itemCount(); ++i)
+        if (const auto* total = qobject_cast<QCPItemText*>(view.item(i)))
+          QVERIFY2(total->topLeft->pixelPosition().y() >= view.axisRect()->top(),
+                   qPrintable(QString("%1 px: '%2' above the plot").arg(size.width()).arg(total->text())));
     }
     QCOMPARE(view.itemCount(), 1 + session.plan()->memory.stages.size() +
                                     std::count_if(session.plan()->memory.stages.begin(), session.plan()->memory.stages.end(),
