@@ -158,6 +158,20 @@ QString SpecFieldModel::note(const QString& path) const {
   return {};
 }
 
+QString SpecFieldModel::withoutFieldPrefix(const QString& rule, const QString& path) {
+  // "PATH " or "PATH=VALUE " where VALUE is a word or a quoted string ("cluster.gpu=\"my gpu\" is …").
+  qsizetype rest = -1;
+  if (rule.startsWith(path + QLatin1Char(' '))) {
+    rest = path.size() + 1;
+  } else if (rule.startsWith(path + QLatin1Char('='))) {
+    const qsizetype value = path.size() + 1;
+    const qsizetype close = rule.mid(value, 1) == QLatin1String("\"") ? rule.indexOf(QLatin1Char('"'), value + 1) : value;
+    const qsizetype space = close < 0 ? -1 : rule.indexOf(QLatin1Char(' '), close);
+    if (space > 0) rest = space + 1;
+  }
+  return rest > 0 && rest < rule.size() ? rule.mid(rest) : rule;
+}
+
 QVariant SpecFieldModel::data(const QModelIndex& index, int role) const {
   if (!index.isValid()) return {};
   if (index.internalId() == kSectionId) {
@@ -219,13 +233,10 @@ QVariant SpecFieldModel::data(const QModelIndex& index, int role) const {
     }
     return {};
   }
-  // NoteColumn: the field's own rule without the "parallel.tp=3 " it starts with, which the row's name and
-  // value say (a narrow column showed only "parallel.t…"); the tooltip keeps the whole of it.
-  if (role == Qt::DisplayRole) {
-    if (rule.isEmpty()) return note(p);
-    const qsizetype space = rule.indexOf(QLatin1Char(' '));
-    return !error.isEmpty() && rule.startsWith(p + QLatin1Char('=')) && space > 0 ? rule.mid(space + 1) : rule;
-  }
+  // NoteColumn: the field's own rule without the "parallel.tp=3 " or "parallel.sequence_parallel " it
+  // starts with, which the row's name and value say (a narrow column showed only "parallel.t…"); the
+  // tooltip keeps the whole of it.
+  if (role == Qt::DisplayRole) return rule.isEmpty() ? note(p) : error.isEmpty() ? rule : withoutFieldPrefix(rule, p);
   if (role == Qt::ForegroundRole) return rule.isEmpty() ? QVariant() : QBrush(colors::warning());
   return {};
 }

@@ -30,6 +30,9 @@ class SpecFieldModel : public QAbstractItemModel {
 
   /// Index of the value cell of a dotted field, invalid when unknown.
   QModelIndex indexOfField(const QString& path, int column = ValueColumn) const;
+  /// A field's own rule without the "PATH " or "PATH=VALUE " it starts with (VALUE a word or a quoted
+  /// string), which the field's row says: what the note column shows; the rule as it is otherwise.
+  static QString withoutFieldPrefix(const QString& rule, const QString& path);
   /// Message of the last rejected edit (a value set_field refused).
   QString lastRejection() const { return rejection_; }
 

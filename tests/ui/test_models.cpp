@@ -131,6 +131,18 @@ class TestModels : public QObject {
     QVERIFY2(message.startsWith("parallel.tp=3 "), qPrintable(message));
     QCOMPARE(model.indexOfField("parallel.tp", SpecFieldModel::NoteColumn).data().toString(), message.mid(14));  // "parallel.tp=3 " left out
     QCOMPARE(model.indexOfField("parallel.tp", SpecFieldModel::NoteColumn).data(Qt::ToolTipRole).toString(), message);
+    // A quoted value keeps its spaces; a rule that names its field without a value loses the name.
+    QCOMPARE(SpecFieldModel::withoutFieldPrefix(QStringLiteral("cluster.gpu=\"my gpu\" is not a known GPU preset"),
+                                                QStringLiteral("cluster.gpu")),
+             QStringLiteral("is not a known GPU preset"));
+    QCOMPARE(SpecFieldModel::withoutFieldPrefix(QStringLiteral("parallel.sequence_parallel needs parallel.tp=3 to divide"),
+                                                QStringLiteral("parallel.sequence_parallel")),
+             QStringLiteral("needs parallel.tp=3 to divide"));
+    QCOMPARE(SpecFieldModel::withoutFieldPrefix(QStringLiteral("cluster.gpu=\"unclosed"), QStringLiteral("cluster.gpu")),
+             QStringLiteral("cluster.gpu=\"unclosed"));
+    QCOMPARE(SpecFieldModel::withoutFieldPrefix(QStringLiteral("parallel.tpx=3 must"), QStringLiteral("parallel.tp")),
+             QStringLiteral("parallel.tpx=3 must"));
+    QCOMPARE(SpecFieldModel::withoutFieldPrefix(QStringLiteral("parallel.tp=3"), QStringLiteral("parallel.tp")), QStringLiteral("parallel.tp=3"));
     QVERIFY(model.indexOfField("parallel.pp").data(SpecFieldModel::ErrorRole).toString().isEmpty());
   }
 
