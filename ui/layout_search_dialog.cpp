@@ -1,6 +1,7 @@
 // The Search Layouts dialog: fields of the space, the worker thread, the result and Apply.
 #include "layout_search_dialog.hpp"
 
+#include <algorithm>
 #include <limits>
 #include <memory>
 
@@ -390,6 +391,9 @@ void LayoutSearchDialog::showResult(planner::SearchResult r) {
   given_->setText(given);
 
   model_->setResult(std::move(r));
+  table_->resizeColumnsToContents();
+  content_widths_.clear();
+  for (int c = 0; c < table_->model()->columnCount(); ++c) content_widths_.push_back(table_->columnWidth(c));
   fitColumns();
   if (model_->rowCount() > 0) {
     table_->selectRow(0);
@@ -411,20 +415,19 @@ bool LayoutSearchDialog::applySelected() {
 }
 
 void LayoutSearchDialog::fitColumns() {
-  table_->resizeColumnsToContents();
-  const int columns = table_->model()->columnCount();
+  const int columns = static_cast<int>(content_widths_.size());
   if (columns == 0) return;
   // The width without scroll bars, less a vertical one's, whether it shows yet or not: a long result
   // gets one after this runs, and the columns must not then need a horizontal one.
-  const int spare = table_->maximumViewportSize().width() - table_->verticalScrollBar()->sizeHint().width() -
-                    table_->horizontalHeader()->length();
-  if (spare <= 0) return;
-  for (int c = 0; c < columns; ++c) table_->setColumnWidth(c, table_->columnWidth(c) + spare / columns + (c < spare % columns));
+  int used = 0;
+  for (const int w : content_widths_) used += w;
+  const int spare = std::max(0, table_->maximumViewportSize().width() - table_->verticalScrollBar()->sizeHint().width() - used);
+  for (int c = 0; c < columns; ++c) table_->setColumnWidth(c, content_widths_[c] + spare / columns + (c < spare % columns));
 }
 
 void LayoutSearchDialog::resizeEvent(QResizeEvent* event) {
   QDialog::resizeEvent(event);
-  fitColumns();
+  fitColumns();  // the contents measured once per result: a resize only shares out the width again
 }
 
 }  // namespace tessera::ui

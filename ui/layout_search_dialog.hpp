@@ -8,6 +8,7 @@
 #include <map>
 #include <optional>
 #include <thread>
+#include <vector>
 
 #include <QCheckBox>
 #include <QDialog>
@@ -59,9 +60,10 @@ class LayoutSearchDialog : public QDialog {
   void resizeEvent(QResizeEvent* event) override;
 
  private:
-  /// Columns as wide as their contents, and the table's width beyond that shared among them (the
-  /// table's right third stayed empty at 1280 px).
+  /// Columns as wide as their contents (content_widths_), and the table's width beyond that shared
+  /// among them (the table's right third stayed empty at 1280 px).
   void fitColumns();
+  std::vector<int> content_widths_;  ///< each column's contents, measured once per result
   /// The space the fields give, or the first problem with them in *problem.
   std::optional<planner::SearchSpace> spaceFromFields(QString* problem) const;
   /// What keeps the spec from being searched (a problem besides its layout), or "".
