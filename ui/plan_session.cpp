@@ -95,11 +95,8 @@ std::set<std::string> fieldsNamedIn(const std::string& message) {
 }  // namespace
 
 QString PlanSession::relatedErrorFor(const QString& field) const {
-  const std::string key = field.toStdString();
-  QStringList messages;
-  for (const auto& e : errors_)
-    if (e.field != key && fieldsNamedIn(e.message).count(key)) messages << QString::fromStdString(e.message);
-  return messages.join(QLatin1Char('\n'));
+  const auto it = related_.find(field.toStdString());
+  return it == related_.end() ? QString() : it->second.join(QLatin1Char('\n'));
 }
 
 bool PlanSession::setField(const QString& path, const nlohmann::json& value, QString* error) {
@@ -202,6 +199,11 @@ void PlanSession::replan() {
     }
   }
   last_plan_s_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  // Each message's named fields are read once a plan, not on every data() call of the designer.
+  related_.clear();
+  for (const auto& e : errors_)
+    for (const auto& named : fieldsNamedIn(e.message))
+      if (named != e.field) related_[named] << QString::fromStdString(e.message);
   emit changed();
 }
 

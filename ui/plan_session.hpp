@@ -2,11 +2,14 @@
 // planner's problems with it, and the last valid plan (made by backend/planner, never here).
 #pragma once
 
+#include <map>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include <QObject>
 #include <QString>
+#include <QStringList>
 #include <QUndoStack>
 
 #include <nlohmann/json.hpp>
@@ -92,6 +95,7 @@ class PlanSession : public QObject {
 
   spec::RunSpec spec_;
   std::vector<spec::FieldError> errors_;
+  std::map<std::string, QStringList> related_;  ///< per dotted field, the messages of errors_ naming it but not at it
   PlanPtr plan_;
   planner::PlanOptions options_;
   GridPtr grid_;  ///< the grid of plan_, and the layout it was built for
