@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include <QRegularExpression>
+
 #include "format.hpp"
 #include "theme.hpp"
 
@@ -13,6 +15,42 @@ namespace {
 constexpr StageMemoryModel::Column kParts[] = {StageMemoryModel::Weights, StageMemoryModel::Gradients,
                                                StageMemoryModel::Optimizer, StageMemoryModel::Activations,
                                                StageMemoryModel::Buffers};
+
+// The smallest of 1, 2, 4, 5, 10, 20, 25, 50, 100, … that is at least `at_least`: the stride of the
+// stage axis's labelled ticks.
+int niceStride(int at_least) {
+  for (int decade = 1;; decade *= 10)
+    for (const int step : {1, 2, 4, 5})
+      if (step * decade >= at_least) return step * decade;
+}
+
+// `text` in lines no wider than `width` px, broken at its " — " (kept at the line's end) and " · "
+// (dropped) separators; a part wider than `width` keeps its own line.
+QString wrapAtSeparators(const QString& text, const QFontMetrics& metrics, int width) {
+  if (metrics.horizontalAdvance(text) <= width) return text;
+  static const QRegularExpression separator(QStringLiteral(" — | · "));
+  const auto ended = [](QString line) {  // a line's last separator: "—" stays, "·" goes
+    if (line.endsWith(QStringLiteral(" · "))) line.chop(3);
+    return line.trimmed();
+  };
+  QStringList lines;
+  QString line;
+  qsizetype from = 0;
+  auto it = separator.globalMatch(text);
+  while (from <= text.size()) {
+    const QRegularExpressionMatch match = it.hasNext() ? it.next() : QRegularExpressionMatch();
+    const qsizetype end = match.hasMatch() ? match.capturedStart() : text.size();
+    const QString part = text.mid(from, end - from);
+    if (!line.isEmpty() && metrics.horizontalAdvance(ended(line + part)) > width) {
+      lines << ended(line);
+      line.clear();
+    }
+    line += part + match.captured();
+    from = match.hasMatch() ? match.capturedEnd() : text.size() + 1;
+  }
+  lines << ended(line);
+  return lines.join(QLatin1Char('\n'));
+}
 
 QColor partColor(int part) {
   switch (part) {
@@ -94,6 +132,7 @@ void MemoryView::changeEvent(QEvent* event) {
 
 void MemoryView::rebuild() {
   clearItems();
+  totals_.clear();
   const auto* memory = model_->memory();
   const int stages = model_->rowCount();
   // The axis counts GiB, or MiB when its top is below 1 GiB. When the peak is under a twentieth of
@@ -122,17 +161,16 @@ void MemoryView::rebuild() {
     bars_[i]->setPen(QPen(palette().color(QPalette::Base), 1));
   }
   if (!memory || stages == 0) {
-    title_->setText(tr("No plan yet"));
+    title_text_ = tr("No plan yet");
+    title_->setText(title_text_);
     replotWhenShown();
     return;
   }
 
   const QColor text = palette().color(QPalette::WindowText);
-  QSharedPointer<QCPAxisTickerText> ticker(new QCPAxisTickerText);
-  for (int s = 0; s < stages; ++s) ticker->addTick(s, tr("stage %1").arg(s));
-  xAxis->setTicker(ticker);
   xAxis->setRange(-0.6, stages - 0.4);
-  yAxis->setRange(0, topBytes / bytes_per_unit_);
+  top_units_ = topBytes / bytes_per_unit_;
+  yAxis->setRange(0, top_units_);
 
   // The capacity line, named in the legend; a capacity far above the bars is only named there, in the
   // muted colour (nothing is wrong).
@@ -153,7 +191,8 @@ void MemoryView::rebuild() {
     line->setPen(capacityPen);
   }
 
-  // Totals above the bars; stages over capacity say by how much.
+  // Totals above the bars, stages over capacity saying by how much: their text and which are shown
+  // follow the bars' width (fitLabels).
   for (int s = 0; s < stages; ++s) {
     const int64_t total = model_->bytes(s, StageMemoryModel::Total);
     const bool over = total > memory->capacity_bytes;
@@ -165,8 +204,7 @@ void MemoryView::rebuild() {
     QFont f = font();
     f.setBold(over);
     label->setFont(f);
-    label->setText(over ? tr("%1\nOOM +%2").arg(formatBytes(total), formatBytes(total - memory->capacity_bytes))
-                        : formatBytes(total));
+    totals_.push_back({label, total, over ? total - memory->capacity_bytes : 0});
     if (over) {
       auto* frame = new QCPItemRect(this);
       frame->topLeft->setCoords(s - 0.33, total / bytes_per_unit_);
@@ -176,11 +214,12 @@ void MemoryView::rebuild() {
   }
   const QString fits = memory->fits ? tr("fits, %1 free on the fullest stage").arg(formatBytes(memory->capacity_bytes - memory->peak_bytes))
                                     : tr("OUT OF MEMORY by %1").arg(formatBytes(memory->peak_bytes - memory->capacity_bytes));
-  title_->setText(tr("%1 memory by pipeline stage — %2 profile · peak %3 of %4 · %5%6")
+  title_text_ = (tr("%1 memory by pipeline stage — %2 profile · peak %3 of %4 · %5%6")
                       .arg(cpu ? tr("Per-rank") : tr("Per-GPU"))
                       .arg(QString::fromLatin1(planner::memory_profile_name(memory->profile).data()))
                       .arg(formatBytes(memory->peak_bytes), formatBytes(memory->capacity_bytes), fits,
                            stale_ ? tr(" · last valid plan") : QString()));
+  title_->setText(title_text_);
   title_->setTextColor(stale_ ? palette().color(QPalette::PlaceholderText) : (memory->fits ? text : colors::warning()));
   replotWhenShown();
 }
@@ -192,6 +231,101 @@ void MemoryView::fitLegend() {
     legend->setWrap(per_row);
     legend->setFillOrder(QCPLegend::foColumnsFirst, true);  // a new wrap applies to entries already in as they go in again
     if (legend->minimumOuterSizeHint().width() <= width()) break;
+  }
+}
+
+void MemoryView::updateLayout() {
+  QCustomPlot::updateLayout();
+  // The title and the stage axis fitted to the width; a changed title or axis label changes the
+  // margins, so the layout is made again (the plot's width does not depend on either).
+  const QString wrapped = wrapAtSeparators(title_text_, QFontMetrics(title_->font()), width() - 12);
+  const QString axisLabel = fitStageAxis();
+  if (wrapped != title_->text() || axisLabel != xAxis->label()) {
+    title_->setText(wrapped);
+    xAxis->setLabel(axisLabel);
+    QCustomPlot::updateLayout();
+  }
+  // The value axis raised where the tallest shown total would reach above the plot (a two-line
+  // title leaves a small window's plot too short for the 22 % of room above the bars).
+  for (int pass = 0; pass < 2; ++pass) {
+    fitTotals();
+    const double upper = valueAxisTopForTotals();
+    if (std::abs(upper - yAxis->range().upper) < 1e-9) break;
+    yAxis->setRange(0, upper);
+    QCustomPlot::updateLayout();
+  }
+}
+
+double MemoryView::valueAxisTopForTotals() const {
+  double upper = top_units_;
+  const double plotHeight = axisRect()->height();
+  for (const Total& t : totals_) {
+    if (!t.label->visible()) continue;
+    const double lines = t.label->text().count(QLatin1Char('\n')) + 1;
+    const double labelHeight = lines * QFontMetrics(t.label->font()).height() + t.label->padding().bottom() + 2;
+    if (labelHeight >= plotHeight) continue;  // no axis makes room for it
+    upper = std::max(upper, t.bytes / bytes_per_unit_ * plotHeight / (plotHeight - labelHeight));
+  }
+  return upper;
+}
+
+QString MemoryView::fitStageAxis() {
+  const int stages = model_->rowCount();
+  QSharedPointer<QCPAxisTickerText> ticker(new QCPAxisTickerText);
+  if (stages == 0) {
+    xAxis->setTicker(ticker);
+    return {};
+  }
+  // "stage 3" under each bar where every one fits its bar's pitch, else the numbers under an axis
+  // named "pipeline stage", every stride-th where they are wider than a bar (32 stages at 1000 px:
+  // the names ran into one another).
+  const double pitch = std::abs(xAxis->coordToPixel(1) - xAxis->coordToPixel(0));
+  const QFontMetrics metrics(xAxis->tickLabelFont());
+  const bool named = metrics.horizontalAdvance(tr("stage %1").arg(stages - 1)) + 8 <= pitch;
+  const int widest = metrics.horizontalAdvance(QString::number(stages - 1)) + 8;
+  const int stride = named ? 1 : niceStride(static_cast<int>(std::ceil(widest / std::max(pitch, 1.0))));
+  for (int s = 0; s < stages; s += stride) ticker->addTick(s, named ? tr("stage %1").arg(s) : QString::number(s));
+  xAxis->setTicker(ticker);
+  return named ? QString() : tr("pipeline stage");
+}
+
+void MemoryView::fitTotals() {
+  if (totals_.empty()) return;
+  // One form for every total, the longest that fits a bar's pitch: "118.7 GiB" over "OOM +38.7 GiB",
+  // then "+38.7 GiB", then the numbers alone (the axis names the unit).
+  const double pitch = std::abs(xAxis->coordToPixel(1) - xAxis->coordToPixel(0));
+  const auto text = [&](const Total& t, int form) {
+    const QString total = form < 2 ? formatBytes(t.bytes) : QString::number(t.bytes / bytes_per_unit_, 'f', 1);
+    if (t.over_bytes == 0) return total;
+    const QString over = form < 2 ? formatBytes(t.over_bytes) : QString::number(t.over_bytes / bytes_per_unit_, 'f', 1);
+    return form == 0 ? tr("%1\nOOM +%2").arg(total, over) : tr("%1\n+%2").arg(total, over);
+  };
+  const auto textWidth = [](const QCPItemText* label, const QString& text) {
+    int widest = 0;
+    for (const QString& line : text.split(QLatin1Char('\n'))) widest = std::max(widest, QFontMetrics(label->font()).horizontalAdvance(line));
+    return widest;
+  };
+  int form = 0;
+  for (; form < 2; ++form) {
+    bool fits = true;
+    for (const Total& t : totals_) fits = fits && textWidth(t.label, text(t, form)) + 6 <= pitch;
+    if (fits) break;
+  }
+  // Where even the numbers are wider than a bar, the tallest bars keep theirs and a total that would
+  // run into one already placed is left out (the bar's tooltip gives it).
+  std::vector<size_t> order(totals_.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return totals_[a].bytes > totals_[b].bytes; });
+  std::vector<std::pair<double, double>> placed;  // pixel spans already taken
+  for (const size_t i : order) {
+    Total& t = totals_[i];
+    t.label->setText(text(t, form));
+    const double centre = xAxis->coordToPixel(static_cast<double>(i)), half = textWidth(t.label, t.label->text()) / 2.0 + 3;
+    const bool clear = std::none_of(placed.begin(), placed.end(), [&](const auto& span) {
+      return centre + half > span.first && centre - half < span.second;
+    });
+    t.label->setVisible(clear);
+    if (clear) placed.emplace_back(centre - half, centre + half);
   }
 }
 

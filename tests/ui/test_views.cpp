@@ -508,6 +508,84 @@ class TestViews : public QObject {
                                                   [&](const auto& s) { return s.total_bytes() > session.plan()->memory.capacity_bytes; }));
   }
 
+  // The title, the stage names and the totals fit the view. A 32-stage plan at 1000 px ran its
+  // "stage N" names and totals into one another; GPT-3 without recompute at 700 px cut its title on
+  // both sides and set "OOM +38.7 GiB" over its neighbour's.
+  void memoryViewFitsItsLabelsToTheBars() {
+    PlanSession session;
+    QVERIFY(session.open(example("gpt3-175b-table1.json"), nullptr));
+    StageMemoryModel memory;
+    MemoryView view(&memory);
+    view.show();
+    const auto shownTotals = [&] {
+      std::vector<QCPItemText*> shown;
+      for (int i = 0; i < view.itemCount(); ++i)
+        if (auto* total = qobject_cast<QCPItemText*>(view.item(i)); total && total->visible()) shown.push_back(total);
+      return shown;
+    };
+    const auto check = [&](QSize size, const char* what) {
+      view.resize(size);
+      QCoreApplication::processEvents();
+      view.replot();
+      const QString where = QStringLiteral("%1 at %2 px: ").arg(what).arg(size.width());
+      const QFont titleFont = qobject_cast<QCPTextElement*>(view.plotLayout()->element(0, 0))->font();
+      for (const QString& line : view.shownTitle().split('\n'))
+        QVERIFY2(QFontMetrics(titleFont).horizontalAdvance(line) <= size.width() - 12, qPrintable(where + "title line '" + line + "'"));
+      QCOMPARE(view.shownTitle().simplified().remove(QStringLiteral(" ·")), view.title().simplified().remove(QStringLiteral(" ·")));
+      const auto totals = shownTotals();
+      QVERIFY2(!totals.empty(), qPrintable(where + "no total"));
+      for (size_t a = 0; a < totals.size(); ++a) {
+        const QRectF box(totals[a]->topLeft->pixelPosition(), totals[a]->bottomRight->pixelPosition());
+        QVERIFY2(box.top() >= view.axisRect()->top() && box.left() >= 0 && box.right() <= size.width(),
+                 qPrintable(where + "'" + totals[a]->text() + "' outside the plot"));
+        for (size_t b = 0; b < a; ++b) {
+          const QRectF other(totals[b]->topLeft->pixelPosition(), totals[b]->bottomRight->pixelPosition());
+          QVERIFY2(!box.intersects(other), qPrintable(where + "'" + totals[a]->text() + "' over '" + totals[b]->text() + "'"));
+        }
+      }
+      // The stage names: each within its share of the axis.
+      const auto ticker = view.xAxis->ticker().dynamicCast<QCPAxisTickerText>();
+      QVERIFY(ticker);
+      const auto ticks = ticker->ticks();
+      QVERIFY2(ticks.size() >= 2, qPrintable(where + "fewer than two stage ticks"));
+      const double pitch = view.xAxis->coordToPixel(1) - view.xAxis->coordToPixel(0);
+      const double spacing = pitch * (std::next(ticks.begin()).key() - ticks.begin().key());
+      for (auto it = ticks.begin(); it != ticks.end(); ++it)
+        QVERIFY2(QFontMetrics(view.xAxis->tickLabelFont()).horizontalAdvance(it.value()) < spacing,
+                 qPrintable(where + "'" + it.value() + "' wider than its tick spacing"));
+    };
+    memory.setPlan(session.plan());
+    check(QSize(1280, 640), "GPT-3");
+    QCOMPARE(view.xAxis->label(), QString());  // 8 stages: each named "stage N"
+    QCOMPARE(shownTotals().size(), size_t{8});
+
+    QVERIFY(session.setField("training.recompute", "none"));
+    memory.setPlan(session.plan());
+    check(QSize(700, 500), "GPT-3 without recompute");
+    QVERIFY(view.shownTitle().contains('\n'));
+    QCOMPARE(shownTotals().size(), size_t{8});
+    QVERIFY(shownTotals().front()->text().contains("+38.7 GiB"));  // over the capacity by how much
+    check(QSize(700, 300), "GPT-3 without recompute");  // a short plot under a two-line title
+
+    QVERIFY(session.setField("training.recompute", "full"));
+    QVERIFY(session.setField("parallel.schedule", "1f1b"));
+    QVERIFY(session.setField("parallel.vpp", 1));
+    QVERIFY(session.setField("parallel.pp", 32));
+    QVERIFY(session.setField("parallel.dp", 6));
+    QVERIFY(!session.stale());
+    memory.setPlan(session.plan());
+    check(QSize(1000, 600), "PP32");
+    QCOMPARE(view.xAxis->label(), QStringLiteral("pipeline stage"));
+    const auto totals = shownTotals();
+    QVERIFY(totals.size() < 32);
+    // The tallest bar keeps its total.
+    const auto& stages = session.plan()->memory.stages;
+    const auto tallest = std::max_element(stages.begin(), stages.end(), [](const auto& a, const auto& b) { return a.total_bytes() < b.total_bytes(); });
+    QVERIFY(std::any_of(totals.begin(), totals.end(), [&](const QCPItemText* t) {
+      return std::lround(t->position->coords().x()) == tallest - stages.begin();
+    }));
+  }
+
   void viewsGrabNonBlankAndChangeWithTheLayout() {
     PlanSession session;
     QVERIFY(session.open(example("llama3-70b-64xh100.json"), nullptr));
