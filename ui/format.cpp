@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <utility>
 
 #include "planner/memory.hpp"
@@ -41,6 +42,13 @@ QString formatSeconds(double seconds) {
   if (a >= 1.0) return QStringLiteral("%1 s").arg(seconds, 0, 'f', a >= 100 ? 1 : 2);
   if (a >= 1e-3) return QStringLiteral("%1 ms").arg(seconds * 1e3, 0, 'f', a >= 0.1 ? 0 : 1);
   return QStringLiteral("%1 µs").arg(seconds * 1e6, 0, 'f', 0);
+}
+
+int niceStride(int at_least) {
+  for (int decade = 1; decade <= std::numeric_limits<int>::max() / 50; decade *= 10)
+    for (const int step : {1, 2, 4, 5})
+      if (step * decade >= at_least) return step * decade;
+  return std::numeric_limits<int>::max();
 }
 
 QString formatTick(double seconds, double step_s, double largest_s) {

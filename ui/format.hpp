@@ -25,6 +25,9 @@ QString formatSeconds(double seconds);
 /// one unit, the largest's ("0.0 s", "0.5 s", "1.0 s"; "0 ms", "200 ms"; "20.301 s"), with the decimals
 /// the step needs. formatSeconds mixed them ("0 s", "500 ms", "1.00 s").
 QString formatTick(double seconds, double step_s, double largest_s);
+/// The smallest of 1, 2, 4, 5, 10, 20, 40, 50, 100, … (1, 2, 4 or 5 times a power of ten) that is at
+/// least `at_least`: the stride of labels too dense to show each one.
+int niceStride(int at_least);
 /// formatSeconds below 10 minutes, then "15.0 min", from 2 h "28.3 h": a step time or a wait.
 QString formatDuration(double seconds);
 /// "8 GPUs", "1 GPU"; "8 CPU ranks" when the cluster's device preset is "cpu".

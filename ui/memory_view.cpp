@@ -16,14 +16,6 @@ constexpr StageMemoryModel::Column kParts[] = {StageMemoryModel::Weights, StageM
                                                StageMemoryModel::Optimizer, StageMemoryModel::Activations,
                                                StageMemoryModel::Buffers};
 
-// The smallest of 1, 2, 4, 5, 10, 20, 25, 50, 100, … that is at least `at_least`: the stride of the
-// stage axis's labelled ticks.
-int niceStride(int at_least) {
-  for (int decade = 1;; decade *= 10)
-    for (const int step : {1, 2, 4, 5})
-      if (step * decade >= at_least) return step * decade;
-}
-
 // `text` in lines no wider than `width` px, broken at its " — " (kept at the line's end) and " · "
 // (dropped) separators; a part wider than `width` keeps its own line.
 QString wrapAtSeparators(const QString& text, const QFontMetrics& metrics, int width) {

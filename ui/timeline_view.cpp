@@ -251,6 +251,10 @@ void TimelineView::paintBand(QPainter& p, const Band& band, const QRect& plot, c
   label.setPixelSize(std::clamp(band.row_height - 10, 8, 12));
   const QFontMetrics fm(label);
   const int digits = fm.horizontalAdvance(QStringLiteral("00"));
+  // Each stage named where its row is as tall as the name; on shorter rows (32 stages) every
+  // stride-th, centred on its row (they were all left out).
+  const int name_height = fontMetrics().height();
+  const int name_every = niceStride(static_cast<int>(std::ceil(double(name_height) / std::max(band.row_height, 1))));
   for (int s = 0; s < band.rows; ++s) {
     const QRect row(plot.left(), band.rowsTop() + s * band.row_height, plot.width(), band.row_height);
     p.fillRect(row.adjusted(0, 1, 0, -1), shown(pal.color(QPalette::AlternateBase)));
@@ -259,8 +263,11 @@ void TimelineView::paintBand(QPainter& p, const Band& band, const QRect& plot, c
     p.setPen(shown(pal.color(QPalette::Mid)));
     for (const double x : ticks_px) p.drawLine(QPointF(x, row.top() + 1), QPointF(x, row.bottom()));
     p.setPen(shown(pal.color(QPalette::PlaceholderText)));
-    if (band.row_height >= 10)
-      p.drawText(QRect(8, row.top(), plot.left() - 12, row.height()), Qt::AlignRight | Qt::AlignVCenter, tr("stage %1").arg(s));
+    if (s % name_every == 0) {
+      p.setFont(font());
+      const int name_top = row.top() + (row.height() - name_height) / 2;
+      p.drawText(QRect(8, name_top, plot.left() - 12, name_height), Qt::AlignRight | Qt::AlignVCenter, tr("stage %1").arg(s));
+    }
     p.setFont(label);
 
     const auto [first, last] = model.stageRange(s);

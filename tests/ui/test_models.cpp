@@ -55,6 +55,15 @@ class TestModels : public QObject {
     QCOMPARE(tessera::ui::formatTick(4e-5, 2e-5, 1e-4), QStringLiteral("40 µs"));
     QCOMPARE(tessera::ui::formatTick(-1e-17, 0.2, 2.0), QStringLiteral("0.0 s"));
     QCOMPARE(tessera::ui::formatTick(600.0, 100.0, 700.0), QStringLiteral("600 s"));
+    // Label strides: 1, 2, 4 or 5 times a power of ten, the least one at or above what is asked.
+    QCOMPARE(tessera::ui::niceStride(0), 1);
+    QCOMPARE(tessera::ui::niceStride(1), 1);
+    QCOMPARE(tessera::ui::niceStride(3), 4);
+    QCOMPARE(tessera::ui::niceStride(5), 5);
+    QCOMPARE(tessera::ui::niceStride(6), 10);
+    QCOMPARE(tessera::ui::niceStride(41), 50);
+    QCOMPARE(tessera::ui::niceStride(2001), 4000);
+    QCOMPARE(tessera::ui::niceStride(std::numeric_limits<int>::max()), std::numeric_limits<int>::max());
   }
   // A rule that names a second field marks that one too, more lightly, with the rule beside it: vpp=2
   // under 1f1b is fixed at vpp or at schedule, and schedule was left unmarked.

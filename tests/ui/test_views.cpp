@@ -391,6 +391,41 @@ class TestViews : public QObject {
     QCOMPARE(pairs, 3);
   }
 
+  // Stage rows shorter than their names (32 stages) name every stride-th stage, each name apart from
+  // the next; they named none below 10 px and ran them together above.
+  void timelineNamesStagesOnShortRows() {
+    PlanSession session;
+    QVERIFY(session.open(example("gpt3-175b-table1.json"), nullptr));
+    QVERIFY(session.setField("parallel.schedule", "1f1b"));
+    QVERIFY(session.setField("parallel.vpp", 1));
+    QVERIFY(session.setField("parallel.pp", 32));
+    QVERIFY(session.setField("parallel.dp", 6));
+    QVERIFY(!session.stale());
+    TimelineModel primary, comparison;
+    primary.setPlan(session.plan());
+    TimelineView view(&primary, &comparison);
+    const int name_height = view.fontMetrics().height();
+    for (const int height : {400, 700}) {
+      view.resize(1000, height);
+      const QImage image = view.grab().toImage();
+      const QColor base = view.palette().color(QPalette::Base);
+      // Runs of pixel rows with ink in the names' column, below the band's title.
+      std::vector<std::pair<int, int>> runs;
+      const QRect title = view.titleBounds();
+      for (int y = title.bottom() + 1; y < image.height(); ++y) {
+        bool ink = false;
+        for (int x = 8; x < view.axis().toPixel(0) - 4 && !ink; ++x) ink = std::abs(image.pixelColor(x, y).lightness() - base.lightness()) > 40;
+        if (!ink) continue;
+        if (!runs.empty() && runs.back().second == y - 1) runs.back().second = y;
+        else runs.emplace_back(y, y);
+      }
+      const QString where = QStringLiteral("%1 px tall: %2 names").arg(height).arg(runs.size());
+      QVERIFY2(runs.size() >= 4 && runs.size() <= 32, qPrintable(where));
+      for (const auto& [top, bottom] : runs)
+        QVERIFY2(bottom - top < name_height, qPrintable(where + QStringLiteral(", one of rows %1–%2").arg(top).arg(bottom)));
+    }
+  }
+
   void timelineKeepsTheUsersZoomAcrossReplans() {
     PlanSession session;
     QVERIFY(session.open(example("llama3-70b-64xh100.json"), nullptr));
