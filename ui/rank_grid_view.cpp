@@ -124,6 +124,41 @@ QString RankGridView::groupsOf(int64_t rank) const {
   return kinds.join(QLatin1Char(' '));
 }
 
+int RankGridView::sampleWidth() const { return 2 * fontMetrics().height(); }
+
+RankGridView::GroupsLine RankGridView::selectedGroupsLine() const {
+  const auto* grid = model_->grid();
+  if (!grid || selected_ < 0) return {};
+  struct Group {
+    const char* name;
+    Qt::PenStyle line;
+    size_t size;
+    bool crosses;
+  };
+  std::vector<Group> groups;
+  for (const auto& [kind, name, line] : kHighlightKinds)
+    if (const auto* g = grid->group_of(kind, selected_); g && g->ranks.size() >= 2)
+      groups.push_back({name, line, g->ranks.size(), g->crosses_node});
+  if (groups.empty()) return {describeRank(selected_), {}};
+  const auto label = [&](const Group& g, bool crossing) {
+    return tr("%1 ×%2%3").arg(QLatin1String(g.name)).arg(g.size).arg(crossing && g.crosses ? tr(" (crosses nodes)") : QString());
+  };
+  const auto widthOf = [&](const QString& lead, bool crossing) {
+    int w = fontMetrics().horizontalAdvance(lead);
+    for (const auto& g : groups)
+      w += fontMetrics().horizontalAdvance(QLatin1Char(' ')) + 8 + sampleWidth() + 5 + fontMetrics().horizontalAdvance(label(g, crossing));
+    return w;
+  };
+  const int room = headerRect().adjusted(12, 6, -12, 0).width();
+  QString lead = describeRank(selected_) + tr("  —  groups:");
+  bool crossing = true;
+  if (widthOf(lead, crossing) > room) lead = tr("rank %1").arg(selected_) + tr("  —  groups:");
+  if (widthOf(lead, crossing) > room) crossing = false;
+  GroupsLine shown{lead, {}};
+  for (const auto& g : groups) shown.groups.emplace_back(g.line, label(g, crossing));
+  return shown;
+}
+
 void RankGridView::paintHeader(QPainter& p, const planner::RankGrid& grid) {
   const QPalette& pal = palette();
   const QRect header = headerRect().adjusted(12, 6, -12, 0);
@@ -160,52 +195,23 @@ void RankGridView::paintHeader(QPainter& p, const planner::RankGrid& grid) {
   p.setPen(pal.color(QPalette::WindowText));
   const int64_t focus = hovered_ >= 0 ? hovered_ : selected_;
   if (focus >= 0) {
-    QString text = describeRank(focus);
     if (focus != selected_) {
-      p.drawText(header.left(), y2, text);
+      p.drawText(header.left(), y2, describeRank(focus));
       return;
     }
-    // The selected rank's groups, each after a sample of the line its members are outlined with; on
-    // a narrow view the rank said shorter, then the groups without "(crosses nodes)" (the first line
-    // says which kinds do).
-    struct Shown {
-      const char* name;
-      Qt::PenStyle line;
-      size_t size;
-      bool crosses;
-    };
-    std::vector<Shown> groups;
-    for (const auto& [kind, name, line] : kHighlightKinds)
-      if (const auto* g = grid.group_of(kind, focus); g && g->ranks.size() >= 2) groups.push_back({name, line, g->ranks.size(), g->crosses_node});
-    if (groups.empty()) {
-      p.drawText(header.left(), y2, text);
-      return;
-    }
-    const int sample = 2 * fontMetrics().height();
-    const auto label = [&](const Shown& g, bool crossing) {
-      return tr("%1 ×%2%3").arg(QLatin1String(g.name)).arg(g.size).arg(crossing && g.crosses ? tr(" (crosses nodes)") : QString());
-    };
-    const auto width = [&](const QString& lead, bool crossing) {
-      int w = fontMetrics().horizontalAdvance(lead);
-      for (const auto& g : groups) w += fontMetrics().horizontalAdvance(QLatin1Char(' ')) + 8 + sample + 5 + fontMetrics().horizontalAdvance(label(g, crossing));
-      return w;
-    };
-    const QString brief = tr("rank %1").arg(focus);
-    QString lead = text + tr("  —  groups:");
-    bool crossing = true;
-    if (width(lead, crossing) > header.width()) lead = brief + tr("  —  groups:");
-    if (width(lead, crossing) > header.width()) crossing = false;
-    p.drawText(header.left(), y2, lead);
-    x = header.left() + fontMetrics().horizontalAdvance(lead);
-    for (const auto& g : groups) {
-      x += fontMetrics().horizontalAdvance(QLatin1Char(' ')) + (&g == &groups.front() ? 0 : 8);
-      p.setPen(QPen(pal.color(QPalette::WindowText), 2, g.line, Qt::FlatCap));
+    // The selected rank's groups, each after a sample of the line its members are outlined with.
+    const GroupsLine shown = selectedGroupsLine();
+    p.drawText(header.left(), y2, shown.lead);
+    x = header.left() + fontMetrics().horizontalAdvance(shown.lead);
+    for (const auto& [line, label] : shown.groups) {
+      x += fontMetrics().horizontalAdvance(QLatin1Char(' ')) + (&label == &shown.groups.front().second ? 0 : 8);
+      p.setPen(QPen(pal.color(QPalette::WindowText), 2, line, Qt::FlatCap));
       const qreal mid = y2 - fontMetrics().ascent() / 2.0 + 1;
-      p.drawLine(QPointF(x, mid), QPointF(x + sample, mid));
-      x += sample + 5;
+      p.drawLine(QPointF(x, mid), QPointF(x + sampleWidth(), mid));
+      x += sampleWidth() + 5;
       p.setPen(pal.color(QPalette::WindowText));
-      p.drawText(x, y2, label(g, crossing));
-      x += fontMetrics().horizontalAdvance(label(g, crossing));
+      p.drawText(x, y2, label);
+      x += fontMetrics().horizontalAdvance(label);
     }
     return;
   }

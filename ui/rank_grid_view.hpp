@@ -34,6 +34,15 @@ class RankGridView : public QWidget {
   /// The selected rank's groups that `rank` is in, outlined on the grid one line style each ("DP",
   /// "DP EP"); empty for the selected rank itself and for ranks outside them.
   QString groupsOf(int64_t rank) const;
+  /// The header's second line for the selected rank at the view's width: the rank said whole
+  /// (describeRank), or "rank 45" where that is too wide, then each group of two or more ranks with
+  /// the line its members are outlined in ("TP ×8", "DP ×2 (crosses nodes)"; the crossing left out
+  /// where even the short line is too wide; the first line names the kinds that cross).
+  struct GroupsLine {
+    QString lead;  ///< "rank 45 · node 5, GPU 5 · tp 5 … — groups:"
+    std::vector<std::pair<Qt::PenStyle, QString>> groups;
+  };
+  GroupsLine selectedGroupsLine() const;
 
   QSize sizeHint() const override { return {900, 600}; }
 
@@ -51,6 +60,8 @@ class RankGridView : public QWidget {
  private:
   void updateMembership();
   QRect headerRect() const;
+  /// The width of a group's line sample in the header.
+  int sampleWidth() const;
   void paintHeader(QPainter& painter, const planner::RankGrid& grid);
 
   RankGridModel* model_;

@@ -204,6 +204,55 @@ class TestViews : public QObject {
     QVERIFY2(dashed > 0.5 && dashed < 0.85 && dotted > 0.2 && dotted < 0.5 && none < 0.05, qPrintable(shares));
   }
 
+  // The header's line for the selected rank shortens with the width: the rank said whole, then
+  // "rank 45", then the groups without "(crosses nodes)"; every form fits the header.
+  void theSelectedRanksLineFitsTheHeader() {
+    PlanSession session;
+    QVERIFY(session.open(example("llama3-70b-64xh100.json"), nullptr));  // TP8·PP4·DP2, DP and PP cross nodes
+    RankGridModel model;
+    model.setPlan(session.plan(), session.grid());
+    RankGridView view(&model);
+    view.selectRank(45);
+    const auto widthOf = [&](const RankGridView::GroupsLine& shown) {
+      int w = view.fontMetrics().horizontalAdvance(shown.lead);
+      for (const auto& [line, label] : shown.groups) w += view.fontMetrics().horizontalAdvance(label);
+      return w;
+    };
+    view.resize(1400, 600);
+    auto shown = view.selectedGroupsLine();
+    QCOMPARE(shown.lead, view.describeRank(45) + QStringLiteral("  —  groups:"));
+    QCOMPARE(shown.groups.size(), size_t{3});
+    QCOMPARE(shown.groups[0], std::make_pair(Qt::SolidLine, QStringLiteral("TP ×8")));
+    QCOMPARE(shown.groups[1], std::make_pair(Qt::DashLine, QStringLiteral("DP ×2 (crosses nodes)")));
+    QCOMPARE(shown.groups[2], std::make_pair(Qt::DotLine, QStringLiteral("PP ×4 (crosses nodes)")));
+    QVERIFY(widthOf(shown) < 1400 - 24);
+    view.resize(600, 600);
+    shown = view.selectedGroupsLine();
+    QCOMPARE(shown.lead, QStringLiteral("rank 45  —  groups:"));
+    QCOMPARE(shown.groups[1].second, QStringLiteral("DP ×2 (crosses nodes)"));
+    QVERIFY(widthOf(shown) < 600 - 24);
+    view.resize(400, 600);
+    shown = view.selectedGroupsLine();
+    QCOMPARE(shown.lead, QStringLiteral("rank 45  —  groups:"));
+    QCOMPARE(shown.groups[1].second, QStringLiteral("DP ×2"));
+    QVERIFY(widthOf(shown) < 400 - 24);
+    view.selectRank(-1);
+    QVERIFY(view.selectedGroupsLine().lead.isEmpty());
+  }
+
+  // A CPU cluster's rank is a local rank, not a GPU (tiny-3d runs on CPU ranks).
+  void aCpuRankIsNoGpu() {
+    PlanSession session;
+    QVERIFY(session.open(example("tiny-3d.json"), nullptr));
+    RankGridModel model;
+    model.setPlan(session.plan(), session.grid());
+    RankGridView view(&model);
+    QVERIFY2(view.describeRank(1).startsWith(QStringLiteral("rank 1 · node 0, local rank 1 · ")), qPrintable(view.describeRank(1)));
+    QVERIFY(session.open(example("llama3-8b-8xh100.json"), nullptr));
+    model.setPlan(session.plan(), session.grid());
+    QVERIFY2(view.describeRank(1).startsWith(QStringLiteral("rank 1 · node 0, GPU 1 · ")), qPrintable(view.describeRank(1)));
+  }
+
   void timeAxisRoundTripsWithinAPixel() {
     TimeAxis axis;
     axis.fit(0.0, 9.37, 80, 1400);
