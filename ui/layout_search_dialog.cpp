@@ -168,6 +168,11 @@ LayoutSearchDialog::LayoutSearchDialog(PlanSession* session, QWidget* parent) : 
   table_->setEditTriggers(QAbstractItemView::NoEditTriggers);
   table_->verticalHeader()->hide();
   table_->horizontalHeader()->setStretchLastSection(false);
+  // A column the user drags to a width keeps it: from then on a resize no longer shares the width out
+  // (it undid the drag), until the next result is measured.
+  connect(table_->horizontalHeader(), &QHeaderView::sectionResized, this, [this] {
+    if (!fitting_) user_sized_ = true;
+  });
   table_->setAlternatingRowColors(true);
   layout->addWidget(table_, 1);
   given_ = new QLabel(this);
@@ -391,9 +396,12 @@ void LayoutSearchDialog::showResult(planner::SearchResult r) {
   given_->setText(given);
 
   model_->setResult(std::move(r));
+  fitting_ = true;
   table_->resizeColumnsToContents();
+  fitting_ = false;
   content_widths_.clear();
   for (int c = 0; c < table_->model()->columnCount(); ++c) content_widths_.push_back(table_->columnWidth(c));
+  user_sized_ = false;
   fitColumns();
   if (model_->rowCount() > 0) {
     table_->selectRow(0);
@@ -416,13 +424,15 @@ bool LayoutSearchDialog::applySelected() {
 
 void LayoutSearchDialog::fitColumns() {
   const int columns = static_cast<int>(content_widths_.size());
-  if (columns == 0) return;
+  if (columns == 0 || user_sized_) return;
   // The width without scroll bars, less a vertical one's, whether it shows yet or not: a long result
   // gets one after this runs, and the columns must not then need a horizontal one.
   int used = 0;
   for (const int w : content_widths_) used += w;
   const int spare = std::max(0, table_->maximumViewportSize().width() - table_->verticalScrollBar()->sizeHint().width() - used);
+  fitting_ = true;
   for (int c = 0; c < columns; ++c) table_->setColumnWidth(c, content_widths_[c] + spare / columns + (c < spare % columns));
+  fitting_ = false;
 }
 
 void LayoutSearchDialog::resizeEvent(QResizeEvent* event) {

@@ -61,9 +61,12 @@ class LayoutSearchDialog : public QDialog {
 
  private:
   /// Columns as wide as their contents (content_widths_), and the table's width beyond that shared
-  /// among them (the table's right third stayed empty at 1280 px).
+  /// among them (the table's right third stayed empty at 1280 px); nothing once the user has dragged
+  /// a column.
   void fitColumns();
   std::vector<int> content_widths_;  ///< each column's contents, measured once per result
+  bool fitting_ = false;     ///< the dialog, not the user, is setting column widths
+  bool user_sized_ = false;  ///< the user dragged a column since the result was measured
   /// The space the fields give, or the first problem with them in *problem.
   std::optional<planner::SearchSpace> spaceFromFields(QString* problem) const;
   /// What keeps the spec from being searched (a problem besides its layout), or "".

@@ -133,6 +133,20 @@ class TestLayoutSearchUi : public QObject {
       QVERIFY2(used <= room && used >= room - 4, qPrintable(QString("%1 px: columns %2 of %3").arg(width).arg(used).arg(room)));
       QTRY_VERIFY_WITH_TIMEOUT(!dialog.table()->horizontalScrollBar()->isVisible(), 2000);  // shown or hidden once laid out
     }
+    // A column the user widens keeps its width when the dialog is resized (the share undid it), and
+    // the next result is fitted again.
+    auto* header = dialog.table()->horizontalHeader();
+    const int dragged = header->sectionSize(1) + 60, other = header->sectionSize(2);
+    header->resizeSection(1, dragged);
+    dialog.resize(1400, 800);
+    QCoreApplication::processEvents();
+    QCOMPARE(header->sectionSize(1), dragged);
+    QCOMPARE(header->sectionSize(2), other);
+    QVERIFY(dialog.startSearch());
+    QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 2, 30000);
+    QCoreApplication::processEvents();
+    const int used = header->length(), room = dialog.table()->viewport()->width();
+    QVERIFY2(used <= room && used >= room - 4, qPrintable(QString("after the next search: columns %1 of %2").arg(used).arg(room)));
   }
 
   void sortedByAColumnAppliesTheRowShown() {
