@@ -1,6 +1,7 @@
 // The designer panel and the editors of its field tree.
 #include "designer_panel.hpp"
 
+#include <algorithm>
 #include <limits>
 
 #include <QDoubleValidator>
@@ -8,6 +9,8 @@
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QPushButton>
+#include <QScrollArea>
+#include <QScrollBar>
 #include <QSpinBox>
 #include <QStyledItemDelegate>
 #include <QTextDocumentFragment>
@@ -132,14 +135,22 @@ DesignerPanel::DesignerPanel(PlanSession* session, SpecFieldModel* model, QWidge
     if (current.isValid() && current.parent().isValid() && current.column() != SpecFieldModel::ValueColumn)
       tree_->setCurrentIndex(current.siblingAtColumn(SpecFieldModel::ValueColumn));
   });
-  problems_ = new QLabel(this);
+  problems_ = new QLabel;
   problems_->setWordWrap(true);
   problems_->setTextFormat(Qt::RichText);
+  problems_->setAlignment(Qt::AlignTop | Qt::AlignLeft);
   connect(problems_, &QLabel::linkActivated, this, &DesignerPanel::focusField);
   QPalette pal = problems_->palette();
   pal.setColor(QPalette::WindowText, colors::warning());
   problems_->setPalette(pal);
-  layout->addWidget(problems_);
+  // Every problem, in a list as tall as its lines up to a third of the panel, and scrolled beyond.
+  problems_area_ = new QScrollArea(this);
+  problems_area_->setWidget(problems_);
+  problems_area_->setWidgetResizable(true);
+  problems_area_->setFrameShape(QFrame::NoFrame);
+  problems_area_->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+  problems_area_->setBackgroundRole(QPalette::Window);
+  layout->addWidget(problems_area_);
 
   connect(import, &QPushButton::clicked, this, &DesignerPanel::importHuggingFaceRequested);
   connect(search, &QPushButton::clicked, this, &DesignerPanel::searchLayoutsRequested);
@@ -167,23 +178,34 @@ void DesignerPanel::refresh() {
   if (preset < 0) model_preset_->setPlaceholderText(tr("custom"));
   gpu_->setCurrentIndex(gpu_->findData(QString::fromStdString(s.cluster.gpu)));
   // Every problem in full under the tree, where the Derived column cuts the rules of a narrow designer:
-  // each a link to its field; then those that name no field of the tree (the name, a section, the
-  // document), all of them, since nothing else shows them. Only the fields' problems are cut short.
-  constexpr int kShownFieldProblems = 4;
+  // the fields' first, each a link to its field, then those that name no field of the tree (the name,
+  // a section, the document).
   QStringList fields, loose;
-  int more = 0;
   for (const auto& e : session_->errors()) {
     const QString field = QString::fromStdString(e.field), message = QString::fromStdString(e.message).toHtmlEscaped();
     if (!model_->indexOfField(field).isValid())
       loose << QStringLiteral("⚠ ") + message;
-    else if (fields.size() < kShownFieldProblems)
-      fields << QStringLiteral("⚠ <a href=\"%1\" style=\"color:%2\">%3</a>").arg(field.toHtmlEscaped(), colors::warning().name(), message);
     else
-      ++more;
+      fields << QStringLiteral("⚠ <a href=\"%1\" style=\"color:%2\">%3</a>").arg(field.toHtmlEscaped(), colors::warning().name(), message);
   }
-  if (more > 0) fields << tr("(and %1 more: the fields in red)").arg(more);
   problems_->setText((fields + loose).join(QStringLiteral("<br>")));
-  problems_->setVisible(!fields.isEmpty() || !loose.isEmpty());
+  problems_area_->setVisible(!fields.isEmpty() || !loose.isEmpty());
+  fitProblems();
+}
+
+void DesignerPanel::fitProblems() {
+  // As tall as the problems' lines at the list's width, at most a third of the panel (at least three
+  // lines): the tree keeps the rest. It stopped at four field problems, however tall the window.
+  if (problems_->text().isEmpty()) return;
+  const int width = problems_area_->width() - problems_area_->verticalScrollBar()->sizeHint().width();
+  const int wanted = problems_->heightForWidth(std::max(width, 100));
+  const int most = std::max(height() / 3, 3 * fontMetrics().lineSpacing());
+  problems_area_->setFixedHeight(std::clamp(wanted, 0, most));
+}
+
+void DesignerPanel::resizeEvent(QResizeEvent* event) {
+  QWidget::resizeEvent(event);
+  fitProblems();
 }
 
 QString DesignerPanel::problemsShown() const { return QTextDocumentFragment::fromHtml(problems_->text()).toPlainText(); }

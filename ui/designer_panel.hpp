@@ -1,12 +1,14 @@
 // The designer: the run's name, preset pickers for the model and the GPU, "Import Hugging Face
 // config.json…" and "Search Layouts…", and the spec's fields by section (Model, Parallelism, Training, Cluster) with
 // derived values beside them, invalid fields (and fields their rules name) marked with the planner's
-// message, and the problems in full under the tree, each a link to its field.
+// message, and every problem in full under the tree, each a link to its field (a list up to a third
+// of the panel tall, scrolled beyond).
 #pragma once
 
 #include <QComboBox>
 #include <QLabel>
 #include <QLineEdit>
+#include <QScrollArea>
 #include <QTreeView>
 #include <QWidget>
 
@@ -28,13 +30,20 @@ class DesignerPanel : public QWidget {
   /// The problems listed under the field tree, as plain text (one per line; empty when it plans).
   QString problemsShown() const;
   QLabel* problemsLabel() const { return problems_; }
+  /// The problems' list: as tall as they are, up to a third of the panel, scrolled beyond.
+  QScrollArea* problemsArea() const { return problems_area_; }
 
  signals:
   void importHuggingFaceRequested();
   void searchLayoutsRequested();
 
+ protected:
+  void resizeEvent(QResizeEvent* event) override;
+
  private:
   void refresh();
+  /// The problems' list sized to its lines and the panel's height.
+  void fitProblems();
 
   PlanSession* session_;
   SpecFieldModel* model_;
@@ -43,6 +52,7 @@ class DesignerPanel : public QWidget {
   QComboBox* gpu_;
   QTreeView* tree_;
   QLabel* problems_;
+  QScrollArea* problems_area_;
 };
 
 }  // namespace tessera::ui
