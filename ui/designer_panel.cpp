@@ -2,6 +2,7 @@
 #include "designer_panel.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 
 #include <QDoubleValidator>
@@ -9,11 +10,10 @@
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QPushButton>
-#include <QScrollArea>
 #include <QScrollBar>
 #include <QSpinBox>
 #include <QStyledItemDelegate>
-#include <QTextDocumentFragment>
+#include <QTextBrowser>
 #include <QVBoxLayout>
 
 #include "plan_session.hpp"
@@ -135,22 +135,20 @@ DesignerPanel::DesignerPanel(PlanSession* session, SpecFieldModel* model, QWidge
     if (current.isValid() && current.parent().isValid() && current.column() != SpecFieldModel::ValueColumn)
       tree_->setCurrentIndex(current.siblingAtColumn(SpecFieldModel::ValueColumn));
   });
-  problems_ = new QLabel;
-  problems_->setWordWrap(true);
-  problems_->setTextFormat(Qt::RichText);
-  problems_->setAlignment(Qt::AlignTop | Qt::AlignLeft);
-  connect(problems_, &QLabel::linkActivated, this, &DesignerPanel::focusField);
+  // Every problem, each a link to its field, in a list as tall as its lines up to a third of the
+  // panel and scrolled beyond. A browser wraps its lines to the width its scroll bar leaves (a label
+  // in a scroll area kept the width without it, and cut the lines' ends).
+  problems_ = new QTextBrowser(this);
+  problems_->setOpenLinks(false);
+  problems_->setFrameShape(QFrame::NoFrame);
+  problems_->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+  problems_->document()->setDocumentMargin(0);
+  connect(problems_, &QTextBrowser::anchorClicked, this, [this](const QUrl& link) { focusField(link.toString()); });
   QPalette pal = problems_->palette();
-  pal.setColor(QPalette::WindowText, colors::warning());
+  pal.setColor(QPalette::Text, colors::warning());
+  pal.setColor(QPalette::Base, pal.color(QPalette::Window));
   problems_->setPalette(pal);
-  // Every problem, in a list as tall as its lines up to a third of the panel, and scrolled beyond.
-  problems_area_ = new QScrollArea(this);
-  problems_area_->setWidget(problems_);
-  problems_area_->setWidgetResizable(true);
-  problems_area_->setFrameShape(QFrame::NoFrame);
-  problems_area_->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
-  problems_area_->setBackgroundRole(QPalette::Window);
-  layout->addWidget(problems_area_);
+  layout->addWidget(problems_);
 
   connect(import, &QPushButton::clicked, this, &DesignerPanel::importHuggingFaceRequested);
   connect(search, &QPushButton::clicked, this, &DesignerPanel::searchLayoutsRequested);
@@ -188,19 +186,23 @@ void DesignerPanel::refresh() {
     else
       fields << QStringLiteral("⚠ <a href=\"%1\" style=\"color:%2\">%3</a>").arg(field.toHtmlEscaped(), colors::warning().name(), message);
   }
-  problems_->setText((fields + loose).join(QStringLiteral("<br>")));
-  problems_area_->setVisible(!fields.isEmpty() || !loose.isEmpty());
+  problems_->setHtml((fields + loose).join(QStringLiteral("<br>")));
+  problems_->setVisible(!fields.isEmpty() || !loose.isEmpty());
   fitProblems();
 }
 
 void DesignerPanel::fitProblems() {
   // As tall as the problems' lines at the list's width, at most a third of the panel (at least three
   // lines): the tree keeps the rest. It stopped at four field problems, however tall the window.
-  if (problems_->text().isEmpty()) return;
-  const int width = problems_area_->width() - problems_area_->verticalScrollBar()->sizeHint().width();
-  const int wanted = problems_->heightForWidth(std::max(width, 100));
+  if (problems_->document()->isEmpty()) return;
+  QTextDocument measure;
+  measure.setDefaultFont(problems_->document()->defaultFont());
+  measure.setDocumentMargin(0);
+  measure.setHtml(problems_->toHtml());
+  measure.setTextWidth(std::max(problems_->width() - problems_->verticalScrollBar()->sizeHint().width(), 100));
+  const int wanted = static_cast<int>(std::ceil(measure.size().height())) + 2 * problems_->frameWidth();
   const int most = std::max(height() / 3, 3 * fontMetrics().lineSpacing());
-  problems_area_->setFixedHeight(std::clamp(wanted, 0, most));
+  problems_->setFixedHeight(std::clamp(wanted, 0, most));
 }
 
 void DesignerPanel::resizeEvent(QResizeEvent* event) {
@@ -208,7 +210,7 @@ void DesignerPanel::resizeEvent(QResizeEvent* event) {
   fitProblems();
 }
 
-QString DesignerPanel::problemsShown() const { return QTextDocumentFragment::fromHtml(problems_->text()).toPlainText(); }
+QString DesignerPanel::problemsShown() const { return problems_->toPlainText(); }
 
 void DesignerPanel::focusField(const QString& path) {
   const QModelIndex index = model_->indexOfField(path);

@@ -8,7 +8,7 @@
 #include <QComboBox>
 #include <QLabel>
 #include <QLineEdit>
-#include <QScrollArea>
+#include <QTextBrowser>
 #include <QTreeView>
 #include <QWidget>
 
@@ -29,9 +29,8 @@ class DesignerPanel : public QWidget {
   void focusField(const QString& path);
   /// The problems listed under the field tree, as plain text (one per line; empty when it plans).
   QString problemsShown() const;
-  QLabel* problemsLabel() const { return problems_; }
   /// The problems' list: as tall as they are, up to a third of the panel, scrolled beyond.
-  QScrollArea* problemsArea() const { return problems_area_; }
+  QTextBrowser* problemsList() const { return problems_; }
 
  signals:
   void importHuggingFaceRequested();
@@ -51,8 +50,7 @@ class DesignerPanel : public QWidget {
   QComboBox* model_preset_;
   QComboBox* gpu_;
   QTreeView* tree_;
-  QLabel* problems_;
-  QScrollArea* problems_area_;
+  QTextBrowser* problems_;
 };
 
 }  // namespace tessera::ui

@@ -249,8 +249,8 @@ class TestMainWindow : public QObject {
     const QStringList listed = window.designer()->problemsShown().split('\n');
     QCOMPARE(listed.size(), int(window.session()->errors().size()));
     QCOMPARE(listed.front(), QStringLiteral("⚠ ") + message);
-    QVERIFY(window.designer()->problemsLabel()->text().contains(QStringLiteral("href=\"parallel.tp\"")));
-    emit window.designer()->problemsLabel()->linkActivated(QStringLiteral("parallel.dp"));
+    QVERIFY(window.designer()->problemsList()->toHtml().contains(QStringLiteral("href=\"parallel.tp\"")));
+    emit window.designer()->problemsList()->anchorClicked(QUrl(QStringLiteral("parallel.dp")));
     QCOMPARE(window.designer()->fieldView()->currentIndex().data(SpecFieldModel::PathRole).toString(), QStringLiteral("parallel.dp"));
     // The views keep the last valid plan, greyed.
     QCOMPARE(window.session()->plan(), valid);
@@ -314,23 +314,26 @@ class TestMainWindow : public QObject {
     QVERIFY(window.session()->errors().size() > 5);
     QCOMPARE(window.designer()->problemsShown().split('\n').size(), int(window.session()->errors().size()));
     window.show();
-    for (const int height : {1000, 600}) {
-      window.resize(1280, height);
+    for (const auto& [width, height] : {std::pair{1280, 1000}, std::pair{1280, 600}, std::pair{1024, 700}}) {
+      window.resize(width, height);
       QCoreApplication::processEvents();
-      const QScrollArea* area = window.designer()->problemsArea();
-      const int lines = window.designer()->problemsLabel()->heightForWidth(area->viewport()->width());
-      const QString sizes = QString("%1 px tall: list %2 of %3 px, designer %4").arg(height).arg(area->height()).arg(lines)
+      const QTextBrowser* list = window.designer()->problemsList();
+      const int lines = static_cast<int>(list->document()->size().height());  // laid out at the width it shows
+      const QString sizes = QString("%1×%2: list %3 of %4 px, designer %5").arg(width).arg(height).arg(list->height()).arg(lines)
                                 .arg(window.designer()->height());
-      QVERIFY2(area->isVisible() && area->height() <= std::max(window.designer()->height() / 3, 3 * area->fontMetrics().lineSpacing()),
+      QVERIFY2(list->isVisible() && list->height() <= std::max(window.designer()->height() / 3, 3 * list->fontMetrics().lineSpacing()),
                qPrintable(sizes));
-      QVERIFY2(area->height() >= lines || area->verticalScrollBar()->isVisible(), qPrintable(sizes));
-      QVERIFY2(window.designer()->fieldView()->height() > area->height(), qPrintable(sizes));
-      if (height == 1000) QVERIFY2(area->height() >= lines, qPrintable(sizes));  // all of them in sight
+      QVERIFY2(list->height() >= lines || list->verticalScrollBar()->isVisible(), qPrintable(sizes));
+      QVERIFY2(window.designer()->fieldView()->height() > list->height(), qPrintable(sizes));
+      // Every line within the width (a label in a scroll area kept the width without its scroll bar).
+      QVERIFY2(list->document()->size().width() <= list->viewport()->width(), qPrintable(sizes));
+      QCOMPARE(list->horizontalScrollBar()->maximum(), 0);
+      if (height == 1000) QVERIFY2(list->height() >= lines && !list->verticalScrollBar()->isVisible(), qPrintable(sizes));  // all of them in sight
     }
     // Fixed, the list goes.
     for (int i = 0; i < 6; ++i) window.session()->undoStack()->undo();
     QVERIFY(!window.session()->stale());
-    QVERIFY(!window.designer()->problemsArea()->isVisible());
+    QVERIFY(!window.designer()->problemsList()->isVisible());
   }
 
   void undoRedoRestoresTheSpecExactly() {
