@@ -475,6 +475,60 @@ class TestViews : public QObject {
     }
   }
 
+  // Where ops are under two pixels wide, a row shows each kind's share of the time: interleaved 1F1B
+  // on 16 stages × 5 chunks at 1600 px drew stage 0 as forwards only for most of the step (the first
+  // block in each pixel won it), though a third of its busy time there is forwards.
+  void aDenseTimelineShowsEachKindsShare() {
+    PlanSession session;
+    QVERIFY(session.open(example("llama3-70b-64xh100.json"), nullptr));
+    QVERIFY(session.setField("parallel.tp", 4));
+    QVERIFY(session.setField("parallel.pp", 16));
+    QVERIFY(session.setField("parallel.dp", 1));
+    QVERIFY(session.setField("parallel.schedule", "interleaved"));
+    QVERIFY(session.setField("parallel.vpp", 5));
+    QVERIFY(!session.stale());
+    TimelineModel primary, comparison;
+    primary.setPlan(session.plan());
+    TimelineView view(&primary, &comparison);
+    view.resize(1600, 1000);
+    const QImage image = view.grab().toImage();
+    const auto& events = primary.events();
+    for (const int stage : {0, 8}) {
+      const auto [first, end] = primary.stageRange(stage);
+      // The row's pixel rows: where the view finds this stage's events.
+      const double t_mid = (events[first].start_s + events[end - 1].end_s) / 2;
+      int top = -1, bottom = -1;
+      for (int y = 0; y < view.height(); ++y)
+        if (const auto* e = view.eventAt(QPoint(static_cast<int>(view.axis().toPixel(t_mid)), y)); e && e->stage == stage) {
+          if (top < 0) top = y;
+          bottom = y;
+        }
+      QVERIFY2(top >= 0, "no row of the stage at the step's middle");
+      // Forward's share of the busy time in the middle half of the stage's ops, from the plan and from
+      // the picture (blue pixels against green ones).
+      const double from_s = events[first].start_s + (events[end - 1].end_s - events[first].start_s) / 4;
+      const double to_s = from_s + (events[end - 1].end_s - events[first].start_s) / 2;
+      double forward_s = 0, busy_s = 0;
+      for (size_t i = first; i < end; ++i) {
+        const double overlap = std::min(events[i].end_s, to_s) - std::max(events[i].start_s, from_s);
+        if (overlap <= 0) continue;
+        busy_s += overlap;
+        if (events[i].op.kind == planner::OpKind::forward) forward_s += overlap;
+      }
+      int blue = 0, green = 0;
+      for (int x = static_cast<int>(view.axis().toPixel(from_s)); x < view.axis().toPixel(to_s); ++x)
+        for (int y = top; y <= bottom; ++y) {
+          const int hue = image.pixelColor(x, y).hslHue(), saturation = image.pixelColor(x, y).hslSaturation();
+          if (saturation < 60) continue;  // the row's grey
+          blue += hue >= 190 && hue <= 240;
+          green += hue >= 90 && hue <= 150;
+        }
+      const double drawn = double(blue) / (blue + green), planned = forward_s / busy_s;
+      QVERIFY2(std::abs(drawn - planned) < 0.08,
+               qPrintable(QString("stage %1: forwards are %2 of the busy time, %3 of the drawn pixels").arg(stage).arg(planned).arg(drawn)));
+    }
+  }
+
   void timelineKeepsTheUsersZoomAcrossReplans() {
     PlanSession session;
     QVERIFY(session.open(example("llama3-70b-64xh100.json"), nullptr));
