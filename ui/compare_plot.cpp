@@ -23,6 +23,7 @@ ComparePlot::ComparePlot(QWidget* parent) : QCustomPlot(parent) {
   run_legend_->setFillOrder(QCPLegend::foColumnsFirst);
   run_legend_->setWrap(6);
   run_legend_->setVisible(true);
+  run_legend_->setBorderPen(Qt::NoPen);
   auto* grid = new QCPLayoutGrid;
   plotLayout()->addElement(1, 0, grid);
   plotLayout()->setRowStretchFactor(0, 0.001);
@@ -89,24 +90,7 @@ void ComparePlot::reloadCurves() {
   rebuild();
 }
 
-void ComparePlot::applyPalette() {
-  const QPalette& pal = palette();
-  const QColor text = pal.color(QPalette::WindowText), muted = pal.color(QPalette::PlaceholderText);
-  setBackground(pal.color(QPalette::Base));
-  for (QCPAxisRect* rect : panels_)
-    for (QCPAxis* axis : rect->axes()) {
-      axis->setBasePen(QPen(muted));
-      axis->setTickPen(QPen(muted));
-      axis->setSubTickPen(QPen(muted));
-      axis->setTickLabelColor(text);
-      axis->setLabelColor(text);
-      axis->grid()->setPen(QPen(pal.color(QPalette::Mid), 0, Qt::DotLine));
-    }
-  for (QCPTextElement* title : titles_) title->setTextColor(text);
-  run_legend_->setBrush(pal.color(QPalette::Base));
-  run_legend_->setBorderPen(Qt::NoPen);
-  run_legend_->setTextColor(text);
-}
+void ComparePlot::applyPalette() { applyPlotPalette(this, palette()); }
 
 void ComparePlot::changeEvent(QEvent* event) {
   QCustomPlot::changeEvent(event);

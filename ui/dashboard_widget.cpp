@@ -14,6 +14,7 @@
 #include "format.hpp"
 #include "planner/grid.hpp"
 #include "run_controller.hpp"
+#include "plot_title.hpp"
 #include "theme.hpp"
 #include "timeline_view.hpp"
 
@@ -79,7 +80,7 @@ QCustomPlot* DashboardWidget::makePlot(const QString& metric, const QString& tit
   plot->setNoAntialiasingOnDrag(true);
   plot->setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
   plot->plotLayout()->insertRow(0);
-  auto* heading = new QCPTextElement(plot, title, QFont(font().family(), font().pointSize(), QFont::Bold));
+  auto* heading = new PlotTitle(plot, title, QFont(font().family(), font().pointSize(), QFont::Bold));
   plot->plotLayout()->addElement(0, 0, heading);
   plot->yAxis->setLabel(unit);
   plot->legend->setVisible(false);
@@ -93,8 +94,9 @@ QCustomPlot* DashboardWidget::makePlot(const QString& metric, const QString& tit
   plot->legend->setRowSpacing(0);
   plot->legend->setColumnSpacing(4);
   plot->legend->setIconSize(14, 8);
-  plot->legend->setBrush(QColor(255, 255, 255, 190));
+  plot->legend->setBrush(QColor(255, 255, 255, 190));  // the base colour, see-through (applyPlotPalette)
   plot->legend->setBorderPen(Qt::NoPen);
+  applyPlotPalette(plot, palette());
   // Dragging or zooming keeps the user's range until a double click follows the data again.
   connect(plot, &QCustomPlot::mousePress, plot, [plot] { plot->setProperty("userRange", true); });
   connect(plot, &QCustomPlot::mouseWheel, plot, [plot] { plot->setProperty("userRange", true); });
@@ -104,6 +106,15 @@ QCustomPlot* DashboardWidget::makePlot(const QString& metric, const QString& tit
   });
   plots_[metric] = plot;
   return plot;
+}
+
+void DashboardWidget::changeEvent(QEvent* event) {
+  QWidget::changeEvent(event);
+  if (event->type() != QEvent::PaletteChange) return;
+  for (auto& [metric, plot] : plots_) {
+    applyPlotPalette(plot, palette());
+    coalescer_.schedule(plot);
+  }
 }
 
 void DashboardWidget::buildUi() {
@@ -284,7 +295,7 @@ bool DashboardWidget::openRun(const QString& db_path, const QString& run, QStrin
   // summary strip says it: "0.0015 TFLOP/s".
   const bool gflops = plan_ ? showsInGflops(plan_->prediction.model_tflops_per_gpu) : feed_->spec() && feed_->spec()->cluster.gpu == "cpu";
   flops_scale_ = gflops ? 1000.0 : 1.0;
-  qobject_cast<QCPTextElement*>(plots_.at(QStringLiteral("model_tflops"))->plotLayout()->element(0, 0))->setText(modelFlopsTitle(gflops));
+  plotTitle(QStringLiteral("model_tflops"))->setFullText(modelFlopsTitle(gflops));
   addPredictionLines();
   // The axis spans the predicted peaks before any point arrives (a run without points drew none).
   rescale(plots_.at(QStringLiteral("peak_memory_bytes")));
@@ -484,11 +495,19 @@ void DashboardWidget::addPredictionLines() {
     label->setText(stages.size() == 1 ? tr("predicted: stage %1").arg(stages.front()) : tr("predicted: stages %1").arg(stages.join(", ")));
     label->setColor(neutral);
     label->setFont(plot->legend->font());
+    // Over the measured lines, on the base colour: a rank's line ran through the words.
+    label->setLayer(QStringLiteral("legend"));
+    QColor backing = palette().color(QPalette::Base);
+    backing.setAlpha(215);
+    label->setBrush(backing);
+    label->setPadding(QMargins(2, 0, 2, 0));
     prediction_labels_.push_back(label);
   }
 }
 
 void DashboardWidget::rescale(QCustomPlot* plot) {
+  // Value ticks some 28 px apart at most five (a 100 px plot crammed eight, 0 to 70, together).
+  plot->yAxis->ticker()->setTickCount(std::clamp(plot->axisRect()->height() / 28, 2, 5));
   if (plot->property("userRange").toBool()) return;
   plot->rescaleAxes(true);
   if (plot == plots_.at(QStringLiteral("peak_memory_bytes")) && !predicted_memory_.empty()) {
@@ -562,14 +581,16 @@ void DashboardWidget::updateMfuTitle() {
     text += tr(" of %1 (the runtime's peak)").arg(formatFlopRate(*peak));
   else if (feed_->firstRankOf(store::metric_name::mfu))
     text += tr(" of the runtime's peak (see log)");
-  auto* heading = qobject_cast<QCPTextElement*>(plots_.at(QStringLiteral("mfu"))->plotLayout()->element(0, 0));
-  if (heading->text() == text) return;
-  heading->setText(text);
+  PlotTitle* heading = plotTitle(QStringLiteral("mfu"));
+  if (heading->fullText() == text) return;
+  heading->setFullText(text);
   coalescer_.schedule(plots_.at(QStringLiteral("mfu")));
 }
 
-QString DashboardWidget::mfuTitle() const {
-  return qobject_cast<QCPTextElement*>(plots_.at(QStringLiteral("mfu"))->plotLayout()->element(0, 0))->text();
+QString DashboardWidget::mfuTitle() const { return plotTitle(QStringLiteral("mfu"))->fullText(); }
+
+PlotTitle* DashboardWidget::plotTitle(const QString& metric) const {
+  return qobject_cast<PlotTitle*>(plots_.at(metric)->plotLayout()->element(0, 0));
 }
 
 void DashboardWidget::updateStatus() {

@@ -36,6 +36,8 @@
 
 namespace tessera::ui {
 
+class PlotTitle;
+
 class RunController;
 class TimelineView;
 
@@ -104,7 +106,13 @@ class DashboardWidget : public QWidget {
   /// New data was shown (after a poll that brought any).
   void updated();
 
+ protected:
+  /// A palette change restyles the plots (applyPlotPalette).
+  void changeEvent(QEvent* event) override;
+
  private:
+  /// The title of a metric's plot.
+  PlotTitle* plotTitle(const QString& metric) const;
   struct Curve {
     QCPGraph* graph = nullptr;
     std::shared_ptr<StreamingGraph> stream;  ///< feeds `graph` a bounded decimation

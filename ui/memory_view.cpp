@@ -3,7 +3,6 @@
 
 #include <algorithm>
 
-#include <QRegularExpression>
 
 #include "format.hpp"
 #include "theme.hpp"
@@ -15,34 +14,6 @@ namespace {
 constexpr StageMemoryModel::Column kParts[] = {StageMemoryModel::Weights, StageMemoryModel::Gradients,
                                                StageMemoryModel::Optimizer, StageMemoryModel::Activations,
                                                StageMemoryModel::Buffers};
-
-// `text` in lines no wider than `width` px, broken at its " — " (kept at the line's end) and " · "
-// (dropped) separators; a part wider than `width` keeps its own line.
-QString wrapAtSeparators(const QString& text, const QFontMetrics& metrics, int width) {
-  if (metrics.horizontalAdvance(text) <= width) return text;
-  static const QRegularExpression separator(QStringLiteral(" — | · "));
-  const auto ended = [](QString line) {  // a line's last separator: "—" stays, "·" goes
-    if (line.endsWith(QStringLiteral(" · "))) line.chop(3);
-    return line.trimmed();
-  };
-  QStringList lines;
-  QString line;
-  qsizetype from = 0;
-  auto it = separator.globalMatch(text);
-  while (from <= text.size()) {
-    const QRegularExpressionMatch match = it.hasNext() ? it.next() : QRegularExpressionMatch();
-    const qsizetype end = match.hasMatch() ? match.capturedStart() : text.size();
-    const QString part = text.mid(from, end - from);
-    if (!line.isEmpty() && metrics.horizontalAdvance(ended(line + part)) > width) {
-      lines << ended(line);
-      line.clear();
-    }
-    line += part + match.captured();
-    from = match.hasMatch() ? match.capturedEnd() : text.size() + 1;
-  }
-  lines << ended(line);
-  return lines.join(QLatin1Char('\n'));
-}
 
 QColor partColor(int part) {
   switch (part) {
@@ -61,7 +32,7 @@ MemoryView::MemoryView(StageMemoryModel* model, QWidget* parent) : QCustomPlot(p
   setNoAntialiasingOnDrag(true);
   setMinimumSize(320, 240);  // the title's width must not set the window's minimum
   plotLayout()->insertRow(0);
-  title_ = new QCPTextElement(this, QString(), QFont(font().family(), font().pointSize() + 1, QFont::Bold));
+  title_ = new PlotTitle(this, QString(), QFont(font().family(), font().pointSize() + 1, QFont::Bold));
   plotLayout()->addElement(0, 0, title_);
   for (int i = 0; i < 5; ++i) {
     bars_[i] = new QCPBars(xAxis, yAxis);
@@ -96,23 +67,7 @@ void MemoryView::setStale(bool stale) {
   rebuild();
 }
 
-void MemoryView::applyPalette() {
-  const QPalette& pal = palette();
-  const QColor text = pal.color(QPalette::WindowText), muted = pal.color(QPalette::PlaceholderText);
-  setBackground(pal.color(QPalette::Base));
-  for (QCPAxis* axis : {xAxis, yAxis}) {
-    axis->setBasePen(QPen(muted));
-    axis->setTickPen(QPen(muted));
-    axis->setSubTickPen(QPen(muted));
-    axis->setTickLabelColor(text);
-    axis->setLabelColor(text);
-    axis->grid()->setPen(QPen(pal.color(QPalette::Mid), 0, Qt::DotLine));
-  }
-  title_->setTextColor(text);
-  legend->setBrush(pal.color(QPalette::Base));
-  legend->setBorderPen(QPen(pal.color(QPalette::Mid)));
-  legend->setTextColor(text);
-}
+void MemoryView::applyPalette() { applyPlotPalette(this, palette()); }
 
 void MemoryView::changeEvent(QEvent* event) {
   QCustomPlot::changeEvent(event);
@@ -153,8 +108,7 @@ void MemoryView::rebuild() {
     bars_[i]->setPen(QPen(palette().color(QPalette::Base), 1));
   }
   if (!memory || stages == 0) {
-    title_text_ = tr("No plan yet");
-    title_->setText(title_text_);
+    title_->setFullText(tr("No plan yet"));
     replotWhenShown();
     return;
   }
@@ -193,6 +147,7 @@ void MemoryView::rebuild() {
     label->setPositionAlignment(Qt::AlignHCenter | Qt::AlignBottom);
     label->setPadding(QMargins(0, 0, 0, 3));
     label->setColor(over ? colors::warning() : text);
+    label->setBrush(palette().color(QPalette::Base));  // the capacity line passes behind a total, not through it
     QFont f = font();
     f.setBold(over);
     label->setFont(f);
@@ -206,12 +161,11 @@ void MemoryView::rebuild() {
   }
   const QString fits = memory->fits ? tr("fits, %1 free on the fullest stage").arg(formatBytes(memory->capacity_bytes - memory->peak_bytes))
                                     : tr("OUT OF MEMORY by %1").arg(formatBytes(memory->peak_bytes - memory->capacity_bytes));
-  title_text_ = (tr("%1 memory by pipeline stage — %2 profile · peak %3 of %4 · %5%6")
+  title_->setFullText(tr("%1 memory by pipeline stage — %2 profile · peak %3 of %4 · %5%6")
                       .arg(cpu ? tr("Per-rank") : tr("Per-GPU"))
                       .arg(QString::fromLatin1(planner::memory_profile_name(memory->profile).data()))
                       .arg(formatBytes(memory->peak_bytes), formatBytes(memory->capacity_bytes), fits,
                            stale_ ? tr(" · last valid plan") : QString()));
-  title_->setText(title_text_);
   title_->setTextColor(stale_ ? palette().color(QPalette::PlaceholderText) : (memory->fits ? text : colors::warning()));
   replotWhenShown();
 }
@@ -228,12 +182,10 @@ void MemoryView::fitLegend() {
 
 void MemoryView::updateLayout() {
   QCustomPlot::updateLayout();
-  // The title and the stage axis fitted to the width; a changed title or axis label changes the
-  // margins, so the layout is made again (the plot's width does not depend on either).
-  const QString wrapped = wrapAtSeparators(title_text_, QFontMetrics(title_->font()), width() - 12);
+  // The stage axis fitted to the width; a label for it changes the margins, so the layout is made
+  // again (the plot's width does not depend on it).
   const QString axisLabel = fitStageAxis();
-  if (wrapped != title_->text() || axisLabel != xAxis->label()) {
-    title_->setText(wrapped);
+  if (axisLabel != xAxis->label()) {
     xAxis->setLabel(axisLabel);
     QCustomPlot::updateLayout();
   }
@@ -312,7 +264,11 @@ void MemoryView::fitTotals() {
   for (const size_t i : order) {
     Total& t = totals_[i];
     t.label->setText(text(t, form));
-    const double centre = xAxis->coordToPixel(static_cast<double>(i)), half = textWidth(t.label, t.label->text()) / 2.0 + 3;
+    // Centred on its bar, moved in where that would reach past the plot's side (onto the axis).
+    const double half = textWidth(t.label, t.label->text()) / 2.0 + 3;
+    const double centre = std::clamp(xAxis->coordToPixel(static_cast<double>(i)), axisRect()->left() + half,
+                                     std::max(axisRect()->left() + half, axisRect()->right() - half));
+    t.label->position->setCoords(xAxis->pixelToCoord(centre), t.bytes / bytes_per_unit_);
     const bool clear = std::none_of(placed.begin(), placed.end(), [&](const auto& span) {
       return centre + half > span.first && centre - half < span.second;
     });

@@ -10,6 +10,7 @@
 
 #include <qcustomplot.h>
 
+#include "plot_title.hpp"
 #include "stage_memory_model.hpp"
 
 namespace tessera::ui {
@@ -25,7 +26,7 @@ class MemoryView : public QCustomPlot {
   /// "stage 2: 61.2 GiB of 79.6 GiB — weights 8.2 GiB, ...".
   QString describeStage(int stage) const;
   /// The plot's title on one line, and as drawn: broken into lines where it is wider than the view.
-  QString title() const { return title_text_; }
+  QString title() const { return title_->fullText(); }
   QString shownTitle() const { return title_->text(); }
   /// The value axis's label and top, as drawn (for tests).
   QString valueAxisLabel() const { return yAxis->label(); }
@@ -38,7 +39,7 @@ class MemoryView : public QCustomPlot {
   void changeEvent(QEvent* event) override;
   void showEvent(QShowEvent* event) override;
   void resizeEvent(QResizeEvent* event) override;
-  /// QCustomPlot's layout, then the title, the stage axis and the totals fitted to it.
+  /// QCustomPlot's layout, then the stage axis and the totals fitted to it.
   void updateLayout() override;
 
  private:
@@ -62,8 +63,7 @@ class MemoryView : public QCustomPlot {
 
   StageMemoryModel* model_;
   std::array<QCPBars*, 5> bars_{};
-  QCPTextElement* title_ = nullptr;
-  QString title_text_;
+  PlotTitle* title_ = nullptr;
   std::vector<Total> totals_;
   double top_units_ = 1.0;  ///< the value axis's top the plan asks for, in axis units  ///< one per stage, in stage order
   QCPGraph* capacity_ = nullptr;  ///< no data: the capacity's legend entry

@@ -6,6 +6,7 @@
 #include <QProxyStyle>
 #include <QStyleFactory>
 #include <QStyleOption>
+#include <qcustomplot.h>
 
 namespace tessera::ui {
 
@@ -88,6 +89,36 @@ std::optional<ThemeChoice> themeFromName(QStringView name) {
   if (name == QLatin1String("light")) return ThemeChoice::light;
   if (name == QLatin1String("dark")) return ThemeChoice::dark;
   return std::nullopt;
+}
+
+void applyPlotPalette(QCustomPlot* plot, const QPalette& palette) {
+  const QColor text = palette.color(QPalette::WindowText), muted = palette.color(QPalette::PlaceholderText);
+  plot->setBackground(palette.color(QPalette::Base));
+  for (QCPAxisRect* rect : plot->axisRects())
+    for (QCPAxis* axis : rect->axes()) {
+      axis->setBasePen(QPen(muted));
+      axis->setTickPen(QPen(muted));
+      axis->setSubTickPen(QPen(muted));
+      axis->setTickLabelColor(text);
+      axis->setLabelColor(text);
+      axis->grid()->setPen(QPen(palette.color(QPalette::Mid), 0, Qt::DotLine));
+    }
+  // Titles, and legends (inset in an axis rect or in the plot's layout): their background the base
+  // colour, as see-through as it was.
+  std::vector<QCPLayoutElement*> elements;
+  for (QCPLayoutElement* e : plot->plotLayout()->elements(true)) elements.push_back(e);
+  for (QCPAxisRect* rect : plot->axisRects())
+    for (QCPLayoutElement* e : rect->insetLayout()->elements(false)) elements.push_back(e);
+  for (QCPLayoutElement* e : elements) {
+    if (auto* title = qobject_cast<QCPTextElement*>(e)) title->setTextColor(text);
+    if (auto* legend = qobject_cast<QCPLegend*>(e)) {
+      QColor fill = palette.color(QPalette::Base);
+      fill.setAlpha(legend->brush().style() == Qt::NoBrush ? 255 : legend->brush().color().alpha());
+      legend->setBrush(fill);
+      if (legend->borderPen().style() != Qt::NoPen) legend->setBorderPen(QPen(palette.color(QPalette::Mid)));
+      legend->setTextColor(text);
+    }
+  }
 }
 
 void applyTheme(ThemeChoice choice) {

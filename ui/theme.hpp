@@ -9,6 +9,8 @@
 #include <QPalette>
 #include <QStringView>
 
+class QCustomPlot;
+
 namespace tessera::ui {
 
 enum class ThemeChoice { system, light, dark };
@@ -19,6 +21,9 @@ std::optional<ThemeChoice> themeFromName(QStringView name);
 void applyTheme(ThemeChoice choice);
 /// Whether the application palette currently in force is dark.
 bool isDarkPalette(const QPalette& palette);
+/// A plot in the widget palette's colours: its background, every axis rect's axes and grids, its
+/// text elements (titles) and legends. The memory view, the comparison and the dashboard share it.
+void applyPlotPalette(QCustomPlot* plot, const QPalette& palette);
 
 namespace colors {
 QColor forward();

@@ -17,6 +17,7 @@
 #include "run_feed.hpp"
 #include "store/writer.hpp"
 #include "streaming_graph.hpp"
+#include "theme.hpp"
 
 using namespace tessera;
 using namespace tessera::ui;
@@ -341,6 +342,64 @@ class TestDashboardFeed : public QObject {
       QVERIFY2(memory->yAxis->range().contains(value),
                qPrintable(QString("%1 outside %2..%3").arg(value).arg(memory->yAxis->range().lower).arg(memory->yAxis->range().upper)));
     }
+  }
+
+  // In the dark palette the plots are dark too: their background, axes' labels and titles in the
+  // palette's colours (they stayed white with black text in a dark window), and the predicted peaks'
+  // names on a backing of the base colour over the ranks' lines.
+  void thePlotsFollowTheDarkPalette() {
+    const QPalette before = QApplication::palette();
+    applyTheme(ThemeChoice::dark);
+    {
+      DashboardWidget dashboard;
+      QVERIFY(dashboard.openRun(db_, "feed run"));
+      dashboard.resize(1400, 900);
+      const QColor base = dashboard.palette().color(QPalette::Base);
+      QVERIFY(isDarkPalette(dashboard.palette()));
+      for (const char* metric : {"loss", "peak_memory_bytes"}) {
+        QCustomPlot* plot = dashboard.plot(metric);
+        const QImage image = plot->grab().toImage();
+        QCOMPARE(image.pixelColor(2, image.height() - 3), base);
+        QCOMPARE(plot->xAxis->tickLabelColor(), dashboard.palette().color(QPalette::WindowText));
+        const auto* title = qobject_cast<QCPTextElement*>(plot->plotLayout()->element(0, 0));
+        QVERIFY(title);
+        QCOMPARE(title->textColor(), dashboard.palette().color(QPalette::WindowText));
+      }
+      QVERIFY(!dashboard.predictionLines().empty());
+      for (int i = 0; i < dashboard.plot("peak_memory_bytes")->itemCount(); ++i)
+        if (const auto* label = qobject_cast<QCPItemText*>(dashboard.plot("peak_memory_bytes")->item(i))) {
+          QCOMPARE(label->brush().color().rgb(), base.rgb());
+          QCOMPARE(label->layer()->name(), QStringLiteral("legend"));
+        }
+    }
+    QApplication::setPalette(before);
+  }
+
+  // On a small window every plot's title fits whole on its lines (the MFU title was cut at both
+  // ends at 1024x700) and the value ticks stay a line apart (the bubble plot crammed 0 to 70).
+  void smallPlotsKeepTheirTitlesAndTicksReadable() {
+    DashboardWidget dashboard;
+    QVERIFY(dashboard.openRun(db_, "feed run"));
+    dashboard.resize(1024, 700);
+    dashboard.show();
+    QCoreApplication::processEvents();
+    dashboard.flushReplots();
+    for (const char* metric : {"loss", "mfu", "bubble", "peak_memory_bytes", "model_tflops"}) {
+      QCustomPlot* plot = dashboard.plot(metric);
+      QVERIFY2(plot, metric);
+      plot->replot();
+      const auto* title = qobject_cast<QCPTextElement*>(plot->plotLayout()->element(0, 0));
+      for (const QString& line : title->text().split('\n'))
+        QVERIFY2(QFontMetrics(title->font()).horizontalAdvance(line) <= plot->width(),
+                 qPrintable(QString("%1: '%2' wider than %3 px").arg(metric, line).arg(plot->width())));
+      const QVector<double> ticks = plot->yAxis->tickVector();
+      for (int i = 1; i < ticks.size(); ++i) {
+        const double apart = std::abs(plot->yAxis->coordToPixel(ticks[i]) - plot->yAxis->coordToPixel(ticks[i - 1]));
+        QVERIFY2(apart >= QFontMetrics(plot->yAxis->tickLabelFont()).height(),
+                 qPrintable(QString("%1: ticks %2 px apart in a %3 px plot").arg(metric).arg(apart).arg(plot->axisRect()->height())));
+      }
+    }
+    QVERIFY(dashboard.mfuTitle().startsWith(QStringLiteral("MFU of ")));
   }
 
   void missingRunIsAClearError() {
