@@ -51,6 +51,11 @@ MemoryView::MemoryView(StageMemoryModel* model, QWidget* parent) : QCustomPlot(p
   plotLayout()->insertRow(1);
   plotLayout()->addElement(1, 0, legend);
   plotLayout()->setRowStretchFactor(1, 0.001);
+  // What the profile leaves out of the plan (planner::memory_profile_notes), in a row of its own
+  // under the legend while there is any.
+  QFont small = font();
+  small.setPointSizeF(font().pointSizeF() * 0.9);
+  notes_ = new PlotTitle(this, QString(), small);  // the plot owns it, in its layout or not
   legend->setVisible(true);
   legend->setFillOrder(QCPLegend::foColumnsFirst);
   legend->setMargins(QMargins(7, 3, 7, 3));
@@ -109,6 +114,7 @@ void MemoryView::rebuild() {
   }
   if (!memory || stages == 0) {
     title_->setFullText(tr("No plan yet"));
+    showNotes(QString());
     replotWhenShown();
     return;
   }
@@ -167,7 +173,25 @@ void MemoryView::rebuild() {
                       .arg(formatBytes(memory->peak_bytes), formatBytes(memory->capacity_bytes), fits,
                            stale_ ? tr(" · last valid plan") : QString()));
   title_->setTextColor(stale_ ? palette().color(QPalette::PlaceholderText) : (memory->fits ? text : colors::warning()));
+  QStringList notes;
+  for (const auto& note : planner::memory_profile_notes(model_->plan()->spec, memory->profile))
+    notes << QStringLiteral("note: ") + QString::fromStdString(note);
+  showNotes(notes.join(QLatin1Char('\n')));
   replotWhenShown();
+}
+
+void MemoryView::showNotes(const QString& notes) {
+  notes_->setFullText(notes);
+  notes_->setTextColor(palette().color(QPalette::PlaceholderText));
+  const bool shown = plotLayout()->hasElement(2, 0) && plotLayout()->element(2, 0) == notes_;
+  if (!notes.isEmpty() && !shown) {
+    plotLayout()->insertRow(2);
+    plotLayout()->addElement(2, 0, notes_);
+    plotLayout()->setRowStretchFactor(2, 0.001);
+  } else if (notes.isEmpty() && shown) {
+    plotLayout()->take(notes_);
+    plotLayout()->simplify();
+  }
 }
 
 void MemoryView::fitLegend() {

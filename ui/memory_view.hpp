@@ -28,6 +28,8 @@ class MemoryView : public QCustomPlot {
   /// The plot's title on one line, and as drawn: broken into lines where it is wider than the view.
   QString title() const { return title_->fullText(); }
   QString shownTitle() const { return title_->text(); }
+  /// What the memory profile leaves out of the plan, one "note: …" a line, under the legend ("" for none).
+  QString notes() const { return notes_->fullText(); }
   /// The value axis's label and top, as drawn (for tests).
   QString valueAxisLabel() const { return yAxis->label(); }
   double valueAxisTopBytes() const { return yAxis->range().upper * bytes_per_unit_; }
@@ -48,6 +50,8 @@ class MemoryView : public QCustomPlot {
   void replotWhenShown();
   /// The legend on as few rows as the view's width takes whole.
   void fitLegend();
+  /// The notes' row under the legend, there only while there are notes.
+  void showNotes(const QString& notes);
   /// The stage axis's ticks for the bars' pitch; returns the axis label they need.
   QString fitStageAxis();
   /// The totals' form and which of them show, for the bars' pitch.
@@ -64,6 +68,7 @@ class MemoryView : public QCustomPlot {
   StageMemoryModel* model_;
   std::array<QCPBars*, 5> bars_{};
   PlotTitle* title_ = nullptr;
+  PlotTitle* notes_ = nullptr;  ///< in the layout's row 2 while it has text
   std::vector<Total> totals_;
   double top_units_ = 1.0;  ///< the value axis's top the plan asks for, in axis units  ///< one per stage, in stage order
   QCPGraph* capacity_ = nullptr;  ///< no data: the capacity's legend entry

@@ -200,17 +200,7 @@ void print_plan(const planner::Plan& plan) {
   std::cout << memory.str();
   std::cout << "  peak " << format_bytes(mem.peak_bytes) << " of " << format_bytes(mem.capacity_bytes) << ": "
             << (mem.fits ? "fits" : "does NOT fit") << "\n";
-  if (mem.profile == planner::MemoryProfile::megatron && s.model.is_moe() && s.parallel.ep > 1)
-    std::cout << "  note: the megatron profile divides the experts by tp and pp only, as Megatron-LM's "
-                 "theoretical_memory_usage.py does, not by ep="
-              << s.parallel.ep << " (the tessera profile counts what a rank holds)\n";
-  if (mem.profile == planner::MemoryProfile::megatron && s.parallel.cp > 1)
-    std::cout << "  note: the megatron profile, as Megatron-LM's theoretical_memory_usage.py, neither splits the "
-                 "sequence by cp="
-              << s.parallel.cp << " nor shards the distributed optimizer over it (the tessera profile does both)\n";
-  if (mem.profile == planner::MemoryProfile::tessera && planner::has_runtime_terms(s.model) && !s.training.flash_attention)
-    std::cout << "  note: training.flash_attention=false: this profile counts what tessera-train keeps, whose attention "
-                 "never stores the s² scores; Megatron-LM without flash attention does (--memory-profile megatron)\n";
+  for (const auto& note : planner::memory_profile_notes(s, mem.profile)) std::cout << "  note: " << note << "\n";
 
   const auto& pr = plan.prediction;
   std::cout << "\nPipeline: " << spec::to_string(s.parallel.schedule) << ", " << plan.schedule.microbatches

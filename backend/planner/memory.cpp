@@ -420,6 +420,37 @@ double layer_activation_bytes(const spec::RunSpec& spec, int64_t layer) {
   return layer_activation_bytes_no_recompute(spec, layer);
 }
 
+std::vector<std::string> memory_profile_notes(const spec::RunSpec& s, MemoryProfile profile) {
+  std::vector<std::string> notes;
+  if (profile == MemoryProfile::tessera) {
+    if (has_runtime_terms(s.model) && !s.training.flash_attention)
+      notes.push_back("training.flash_attention=false: this profile counts what tessera-train keeps, whose attention never "
+                      "stores the s² scores; Megatron-LM without flash attention does (the megatron profile, "
+                      "--memory-profile megatron)");
+    return notes;
+  }
+  if (s.model.is_moe() && s.parallel.ep > 1)
+    notes.push_back("the megatron profile divides the experts by tp and pp only, as Megatron-LM's "
+                    "theoretical_memory_usage.py does, not by ep=" + std::to_string(s.parallel.ep) +
+                    " (the tessera profile counts what a rank holds)");
+  if (s.parallel.cp > 1)
+    notes.push_back("the megatron profile, as Megatron-LM's theoretical_memory_usage.py, neither splits the sequence by cp=" +
+                    std::to_string(s.parallel.cp) + " nor shards the distributed optimizer over it (the tessera profile does both)");
+  if (s.training.recompute == Recompute::none && s.training.flash_attention)
+    notes.push_back("without recompute the megatron profile adds Korthikanti et al.'s 5as/h per layer, the attention scores "
+                    "that attention without flash attention stores; training.flash_attention=true never stores them (the "
+                    "tessera profile leaves them out)");
+  if (s.training.precision == spec::Precision::fp32)
+    notes.push_back("the megatron profile counts 16-bit weights and activations with fp32 gradients and Adam state, as "
+                    "Megatron-LM's script does, whatever training.precision=fp32 (the tessera profile counts fp32)");
+  if (s.effective_zero_stage() >= 2)
+    notes.push_back("the megatron profile knows Megatron-LM's distributed optimizer (ZeRO-1) only: parallel.zero_stage=" +
+                    std::to_string(s.effective_zero_stage()) + " is counted as 1, its sharded gradients" +
+                    (s.effective_zero_stage() >= 3 ? std::string(" and weights") : std::string()) +
+                    " whole (the tessera profile shards them)");
+  return notes;
+}
+
 MemoryEstimate estimate_memory(const spec::RunSpec& spec, const ModelParams& params, const ScheduleTable& schedule,
                                MemoryProfile profile) {
   MemoryEstimate out;

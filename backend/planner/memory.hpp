@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -57,6 +58,11 @@ bool has_runtime_terms(const spec::ModelSpec& m);
 double layer_activation_bytes(const spec::RunSpec& spec, int64_t layer);
 /// The same without any recompute (the working set while one layer is recomputed).
 double layer_activation_bytes_no_recompute(const spec::RunSpec& spec, int64_t layer);
+
+/// What a profile leaves out of this spec, one sentence each ("the megatron profile … (the tessera
+/// profile …)"): `plan` prints them under the memory table and in its JSON, the memory view under
+/// its title. Empty where the profile counts the spec as it is.
+std::vector<std::string> memory_profile_notes(const spec::RunSpec& spec, MemoryProfile profile);
 
 /// Memory per stage; `schedule` gives the microbatches in flight on each stage.
 MemoryEstimate estimate_memory(const spec::RunSpec& spec, const ModelParams& params, const ScheduleTable& schedule,

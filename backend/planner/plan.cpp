@@ -91,6 +91,7 @@ nlohmann::ordered_json plan_to_json(const Plan& plan) {
   memory["peak_bytes"] = plan.memory.peak_bytes;
   memory["capacity_bytes"] = plan.memory.capacity_bytes;
   memory["fits"] = plan.memory.fits;
+  memory["notes"] = memory_profile_notes(plan.spec, plan.memory.profile);
 
   out["flops"] = {{"model_per_iteration", plan.flops.model_per_iteration},
                   {"hardware_per_iteration", plan.flops.hardware_per_iteration},

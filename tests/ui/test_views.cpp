@@ -724,6 +724,29 @@ class TestViews : public QObject {
     }));
   }
 
+  // What the memory profile leaves out is said under the legend, and the row goes when nothing is.
+  void memoryViewSaysWhatItsProfileLeavesOut() {
+    PlanSession session;
+    QVERIFY(session.open(example("llama3-8b-8xh100.json"), nullptr));
+    StageMemoryModel memory;
+    MemoryView view(&memory);
+    view.resize(1000, 600);
+    memory.setPlan(session.plan());
+    QCOMPARE(view.notes(), QString());
+    const int plotHeight = (view.replot(), view.axisRect()->height());
+    session.setMemoryProfile(planner::MemoryProfile::megatron);
+    QVERIFY(session.setField("training.recompute", "none"));
+    memory.setPlan(session.plan());
+    QVERIFY2(view.notes().startsWith(QStringLiteral("note: without recompute the megatron profile adds")), qPrintable(view.notes()));
+    view.replot();
+    QVERIFY(view.axisRect()->height() < plotHeight);  // the note has a row of its own
+    session.setMemoryProfile(planner::MemoryProfile::tessera);
+    memory.setPlan(session.plan());
+    QCOMPARE(view.notes(), QString());
+    view.replot();
+    QCOMPARE(view.axisRect()->height(), plotHeight);
+  }
+
   void viewsGrabNonBlankAndChangeWithTheLayout() {
     PlanSession session;
     QVERIFY(session.open(example("llama3-70b-64xh100.json"), nullptr));
