@@ -605,10 +605,16 @@ void add_plan_commands(CLI::App& app) {
     cmd->add_option("--gpus-per-node", gpus_per_node, "GPUs per node of the cluster section")->check(fits_int64());
     cmd->callback([] {
       std::vector<std::string> notes;
-      json doc = spec::spec_from_hf_config(spec::read_hf_config_file(path), path, &notes);
+      std::map<std::string, std::string> config_fields;
+      json doc = spec::spec_from_hf_config(spec::read_hf_config_file(path), path, &notes, &config_fields);
       for (const auto& note : notes) std::cerr << "note: " << note << "\n";
       doc["cluster"] = {{"gpu", gpu}, {"nodes", nodes}, {"gpus_per_node", gpus_per_node}};
-      const auto s = spec::parse_spec(doc);  // validate what we produce
+      spec::RunSpec s;
+      try {
+        s = spec::parse_spec(doc);  // validate what we produce, its rules naming the config's fields
+      } catch (const spec::SpecError& e) {
+        throw spec::SpecError(spec::naming_config_fields(e.errors(), config_fields, path));
+      }
       const std::string text = spec::to_json(s).dump(2) + "\n";
       if (out_path.empty()) {
         std::cout << text;

@@ -2,6 +2,8 @@
 #include "spec/interop.hpp"
 
 #include <algorithm>
+#include <cctype>
+#include <limits>
 #include <sstream>
 
 namespace tessera::spec {
@@ -19,11 +21,18 @@ const json* first_of(const json& config, std::initializer_list<const char*> keys
   return nullptr;
 }
 
-int64_t required_int(const json& config, std::initializer_list<const char*> keys, const std::string& source) {
+int64_t required_int(const json& config, std::initializer_list<const char*> keys, const std::string& source,
+                     std::string* found = nullptr) {
   std::string name;
   const json* v = first_of(config, keys, &name);
+  if (found) *found = name;
   if (!v) throw SpecError({{"", source + ": config field " + std::string(*keys.begin()) + " is missing"}});
-  if (!v->is_number_integer()) throw SpecError({{"", source + ": config field " + name + " must be an integer"}});
+  if (!v->is_number_integer())
+    throw SpecError({{"", source + ": config field " + name + " must be an integer, got " + v->dump()}});
+  // One past int64 is parsed unsigned: its int64 reading is negative.
+  if (v->is_number_unsigned() && v->get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
+    throw SpecError({{"", source + ": config field " + name + "=" + v->dump() + " must be at most " +
+                              std::to_string(std::numeric_limits<int64_t>::max())}});
   // Every one is a count (layers, widths, heads, vocabulary, positions, experts): 0 would read as "derive".
   if (v->get<int64_t>() <= 0)
     throw SpecError({{"", source + ": config field " + name + "=" + v->dump() + " must be a positive integer"}});
@@ -45,23 +54,33 @@ T optional_field(const json& config, const char* key, T fallback, const char* ty
 
 }  // namespace
 
-json spec_from_hf_config(const json& config, const std::string& source, std::vector<std::string>* notes) {
+json spec_from_hf_config(const json& config, const std::string& source, std::vector<std::string>* notes,
+                         std::map<std::string, std::string>* config_fields) {
   if (!config.is_object()) throw SpecError({{"", source + ": a config.json must be a JSON object"}});
   if (!config.contains("model_type"))
     throw SpecError({{"", source + ": model_type is missing (a Hugging Face config.json names its architecture there: "
                                    "llama, mistral, mixtral or gpt2)"}});
   const std::string type = optional_field<std::string>(config, "model_type", "", "a string", source);
   json model;
+  std::map<std::string, std::string> origin;  // spec field -> the config field it came from
+  const auto count = [&](const char* field, std::initializer_list<const char*> keys) {
+    std::string found;
+    model[field] = required_int(config, keys, source, &found);
+    origin[std::string("model.") + field] = found;
+  };
   if (type == "llama" || type == "mistral" || type == "mixtral") {
     model["arch"] = type == "mixtral" ? "mixtral" : "llama";
-    model["num_layers"] = required_int(config, {"num_hidden_layers"}, source);
-    model["hidden_size"] = required_int(config, {"hidden_size"}, source);
-    model["num_attention_heads"] = required_int(config, {"num_attention_heads"}, source);
-    model["num_query_groups"] = config.contains("num_key_value_heads") ? required_int(config, {"num_key_value_heads"}, source)
-                                                                       : model["num_attention_heads"].get<int64_t>();
-    model["ffn_hidden_size"] = required_int(config, {"intermediate_size"}, source);
-    model["vocab_size"] = required_int(config, {"vocab_size"}, source);
-    model["seq_length"] = required_int(config, {"max_position_embeddings"}, source);
+    count("num_layers", {"num_hidden_layers"});
+    count("hidden_size", {"hidden_size"});
+    count("num_attention_heads", {"num_attention_heads"});
+    // Absent or null (as Hugging Face's LlamaConfig reads it): one key-value head per attention head.
+    if (first_of(config, {"num_key_value_heads"}))
+      count("num_query_groups", {"num_key_value_heads"});
+    else
+      model["num_query_groups"] = model["num_attention_heads"];
+    count("ffn_hidden_size", {"intermediate_size"});
+    count("vocab_size", {"vocab_size"});
+    count("seq_length", {"max_position_embeddings"});
     model["normalization"] = "rmsnorm";
     model["activation"] = "swiglu";
     model["position_embedding"] = "rope";
@@ -103,21 +122,26 @@ json spec_from_hf_config(const json& config, const std::string& source, std::vec
                          std::to_string(model["seq_length"].get<int64_t>()) + ": seq_length set to " + std::to_string(window) +
                          " (attention is planned over the whole sequence; plan --seq sets another)");
       model["seq_length"] = window;
+      origin["model.seq_length"] = "sliding_window";
     }
     if (type == "mixtral") {
-      model["num_experts"] = required_int(config, {"num_local_experts"}, source);
-      model["moe_top_k"] = required_int(config, {"num_experts_per_tok"}, source);
+      count("num_experts", {"num_local_experts"});
+      count("moe_top_k", {"num_experts_per_tok"});
       model["moe_ffn_hidden_size"] = model["ffn_hidden_size"];
+      origin["model.moe_ffn_hidden_size"] = origin["model.ffn_hidden_size"];
     }
   } else if (type == "gpt2") {
     model["arch"] = "gpt";
-    model["num_layers"] = required_int(config, {"n_layer", "num_hidden_layers"}, source);
-    model["hidden_size"] = required_int(config, {"n_embd", "hidden_size"}, source);
-    model["num_attention_heads"] = required_int(config, {"n_head", "num_attention_heads"}, source);
+    count("num_layers", {"n_layer", "num_hidden_layers"});
+    count("hidden_size", {"n_embd", "hidden_size"});
+    count("num_attention_heads", {"n_head", "num_attention_heads"});
     const json* inner = first_of(config, {"n_inner"});
-    model["ffn_hidden_size"] = inner ? required_int(config, {"n_inner"}, source) : 4 * model["hidden_size"].get<int64_t>();
-    model["vocab_size"] = required_int(config, {"vocab_size"}, source);
-    model["seq_length"] = required_int(config, {"n_positions", "n_ctx", "max_position_embeddings"}, source);
+    if (inner)
+      count("ffn_hidden_size", {"n_inner"});
+    else
+      model["ffn_hidden_size"] = 4 * model["hidden_size"].get<int64_t>();
+    count("vocab_size", {"vocab_size"});
+    count("seq_length", {"n_positions", "n_ctx", "max_position_embeddings"});
     model["normalization"] = "layernorm";
     // GPT-2's MLP: GELU ("gelu_new" in its configs, the tanh approximation); another activation would be
     // planned and exported as a GELU model.
@@ -133,7 +157,35 @@ json spec_from_hf_config(const json& config, const std::string& source, std::vec
   }
   std::string name = source;
   if (config.contains("_name_or_path") && config["_name_or_path"].is_string()) name = config["_name_or_path"].get<std::string>();
+  if (config_fields) *config_fields = std::move(origin);
   return json{{"name", name}, {"model", model}};
+}
+
+std::vector<FieldError> naming_config_fields(const std::vector<FieldError>& errors,
+                                             const std::map<std::string, std::string>& config_fields, const std::string& source) {
+  std::vector<FieldError> out;
+  for (const auto& e : errors) {
+    // The spec fields the rule names, in the order it names them, each once.
+    std::vector<std::pair<size_t, std::string>> at_key;
+    for (const auto& [field, key] : config_fields)
+      if (const auto at = e.message.find(field); at != std::string::npos) {
+        const auto end = at + field.size();
+        const bool whole = end == e.message.size() || !(std::isalnum(static_cast<unsigned char>(e.message[end])) || e.message[end] == '_');
+        if (whole) at_key.emplace_back(at, key);
+      }
+    std::sort(at_key.begin(), at_key.end());
+    std::vector<std::string> named;
+    for (const auto& [at, key] : at_key)
+      if (std::find(named.begin(), named.end(), key) == named.end()) named.push_back(key);
+    FieldError named_error = e;
+    if (!named.empty()) {
+      named_error.message += " (" + source + ": config field" + (named.size() > 1 ? "s " : " ");
+      for (size_t i = 0; i < named.size(); ++i) named_error.message += (i ? ", " : "") + named[i];
+      named_error.message += ")";
+    }
+    out.push_back(std::move(named_error));
+  }
+  return out;
 }
 
 MegatronExport megatron_command(const RunSpec& spec) {

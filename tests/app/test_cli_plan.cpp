@@ -394,7 +394,16 @@ class TestCliPlan : public QObject {
                             Odd{"llama3-8b-config.json", "head_dim", 64.5, 128, "config field head_dim must be an integer"},
                             Odd{"llama3-8b-config.json", "head_dim", true, 128, "config field head_dim must be an integer"},
                             Odd{"llama3-8b-config.json", "head_dim", (int64_t{1} << 59) + 128, 128,
-                                "head_dim=576460752303423616 × num_attention_heads=32 != hidden_size=4096"}}) {
+                                "head_dim=576460752303423616 × num_attention_heads=32 != hidden_size=4096"},
+                            // 2^63 was read as a negative int64 ("must be a positive integer"), 1e30 said no more
+                            // than "must be an integer" (helper-4).
+                            Odd{"llama3-8b-config.json", "hidden_size", uint64_t{1} << 63, 4096,
+                                "config field hidden_size=9223372036854775808 must be at most 9223372036854775807"},
+                            Odd{"llama3-8b-config.json", "hidden_size", 1e30, 4096,
+                                "config field hidden_size must be an integer, got 1e+30"},
+                            // The spec's rules name the config's fields too (they named model.num_query_groups only).
+                            Odd{"llama3-8b-config.json", "num_key_value_heads", 5, 8,
+                                "model.num_query_groups=5 must divide model.num_attention_heads=32 ("}}) {
       auto config = nlohmann::json::parse(std::ifstream(data(odd.config).toStdString()));
       config[odd.field] = odd.value;
       const QString path = dir.filePath(QString("odd-%1.json").arg(odd.field));
@@ -402,9 +411,26 @@ class TestCliPlan : public QObject {
       const auto refused = cli({"import", "hf", path});
       QCOMPARE(refused.exit_code, 2);
       QVERIFY2(refused.err.find(odd.problem) != std::string::npos, refused.err.c_str());
+      if (odd.problem.rfind("model.num_query_groups", 0) == 0)
+        QVERIFY2(refused.err.find(path.toStdString() + ": config fields num_key_value_heads, num_attention_heads)") != std::string::npos,
+                 refused.err.c_str());
       config[odd.field] = odd.fine;
       std::ofstream(path.toStdString()) << config.dump();
       QCOMPARE(cli({"import", "hf", path}).exit_code, 0);
+    }
+    // num_key_value_heads null is one key-value head per attention head, as Hugging Face reads it
+    // (it was "is missing"), as when the key is absent.
+    auto config = nlohmann::json::parse(std::ifstream(data("llama3-8b-config.json").toStdString()));
+    for (const bool present : {true, false}) {
+      if (present)
+        config["num_key_value_heads"] = nullptr;
+      else
+        config.erase("num_key_value_heads");
+      const QString path = dir.filePath("kv.json");
+      std::ofstream(path.toStdString()) << config.dump();
+      const auto mha = cli({"import", "hf", path});
+      QCOMPARE(mha.exit_code, 0);
+      QCOMPARE(nlohmann::json::parse(mha.out)["model"]["num_query_groups"].get<int64_t>(), int64_t{32});
     }
   }
 
