@@ -188,6 +188,18 @@ TimelineView::Legend TimelineView::legend() const {
   return out;
 }
 
+QString TimelineView::fittedTitle(const TimelineModel& model) const {
+  // Cut with "…" where the view is narrower (hovering the title shows it whole).
+  QFont bold = font();
+  bold.setBold(true);
+  return QFontMetrics(bold).elidedText(title(model), Qt::ElideRight, width() - 16);
+}
+
+QString TimelineView::shownTitle() const {
+  const auto* first = primary_->plan() ? primary_ : comparison_->plan() ? comparison_ : nullptr;
+  return first ? fittedTitle(*first) : QString();
+}
+
 QString TimelineView::title(const TimelineModel& model) const {
   const auto& plan = *model.plan();
   QString text = model.caption().isEmpty() ? QString() : model.caption() + QStringLiteral(" · ");
@@ -243,7 +255,7 @@ void TimelineView::paintBand(QPainter& p, const Band& band, const QRect& plot, c
   // A plan over the GPU's memory ("(OOM)" in its title) in the warning colour, as the summary strip
   // and the memory view give it.
   p.setPen(shown(!model.measured() && !model.plan()->memory.fits ? colors::warning() : pal.color(QPalette::WindowText)));
-  p.drawText(QRect(8, band.top, width() - 16, kBandHeader), Qt::AlignLeft | Qt::AlignVCenter, title(model));
+  p.drawText(QRect(8, band.top, width() - 16, kBandHeader), Qt::AlignLeft | Qt::AlignVCenter, fittedTitle(model));
   p.setFont(font());
 
   const int vpp = model.plan()->schedule.vpp;
@@ -474,6 +486,9 @@ void TimelineView::mouseMoveEvent(QMouseEvent* event) {
     update();
     return;
   }
+  for (const auto& band : bands())  // a title cut on a narrow view, whole
+    if (event->position().y() >= band.top && event->position().y() < band.top + kBandHeader)
+      return QToolTip::showText(event->globalPosition().toPoint(), title(*band.model), this);
   if (const QString step = stepTextAt(event->position().toPoint()); !step.isEmpty())
     return QToolTip::showText(event->globalPosition().toPoint(), step, this);
   const auto* e = eventAt(event->position().toPoint());

@@ -33,6 +33,8 @@ class TimelineView : public QWidget {
   /// Where the first timeline's title text and the colour legend are drawn (they never overlap).
   QRect titleBounds() const;
   QRect legendBounds() const { return legend().bounds; }
+  /// The first timeline's title as drawn: whole, or cut with "…" on a narrow view.
+  QString shownTitle() const;
 
  protected:
   void paintEvent(QPaintEvent* event) override;
@@ -69,6 +71,8 @@ class TimelineView : public QWidget {
   /// The time ruler (labels that would overlap left out); returns its ticks' x positions.
   std::vector<double> paintRuler(QPainter& painter, const QRect& plot);
   QString title(const TimelineModel& model) const;
+  /// title() cut with "…" to the view's width.
+  QString fittedTitle(const TimelineModel& model) const;
   int labelWidth() const;
   /// Height of a band's data-parallel strip under each row's ops (0: measured, or rows too thin).
   int stripHeight(const Band& band) const;

@@ -579,7 +579,14 @@ class TestViews : public QObject {
       const auto* firstRowEvent = view.eventAt(QPoint(legend.center().x(), legend.bottom()));
       QVERIFY(firstRowEvent == nullptr);
     }
+    // The title whole at 1600 px, cut with "…" on a narrow view (it ran off the right edge).
+    view.resize(1600, 900);
+    QVERIFY2(!view.shownTitle().endsWith(QStringLiteral("…")), qPrintable(view.shownTitle()));
     view.resize(500, 900);
+    QVERIFY2(view.shownTitle().endsWith(QStringLiteral("…")), qPrintable(view.shownTitle()));
+    QFont bold = view.font();
+    bold.setBold(true);
+    QVERIFY(QFontMetrics(bold).horizontalAdvance(view.shownTitle()) <= 500 - 16);
     QVERIFY(view.legendBounds().top() > view.titleBounds().bottom());  // under the title
     view.resize(300, 900);
     QVERIFY(view.legendBounds().height() > besideLegend.height());  // wrapped onto two lines or more
