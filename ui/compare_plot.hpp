@@ -38,6 +38,8 @@ class ComparePlot : public QCustomPlot {
 
  protected:
   void changeEvent(QEvent* event) override;
+  /// QCustomPlot's layout, then each panel's value ticks thinned to its height.
+  void updateLayout() override;
 
  private:
   void rebuild();

@@ -32,7 +32,8 @@ QVariant CompareSummaryModel::data(const QModelIndex& index, int role) const {
     if (role == Qt::DisplayRole)
       return QString::fromStdString(comparison_->run(run).name) + (baseline ? tr("  (baseline)") : QString());
     if (role == Qt::DecorationRole) return colors::category(run, comparison_->runCount());
-    if (role == Qt::ToolTipRole) return QString::fromStdString(comparison_->run(run).id);
+    if (role == Qt::ToolTipRole)  // the name whole where its column cuts it, and the run's id
+      return tr("%1\nrun %2").arg(QString::fromStdString(comparison_->run(run).name), QString::fromStdString(comparison_->run(run).id));
     if (role == Qt::FontRole && baseline) {
       QFont f;
       f.setBold(true);

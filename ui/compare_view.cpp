@@ -22,7 +22,10 @@ namespace tessera::ui {
 CompareView::CompareView(store::History* history, QWidget* parent) : QWidget(parent), history_(history) {
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(6, 6, 6, 6);
-  title_ = new QLabel(tr("Select two or more runs in the history and press Compare."), this);
+  // Ends in "…" where the runs' names are longer than the window is wide (whole in its tooltip): a
+  // long name made it the window's minimum width (1159 px for three runs).
+  title_ = new ElidedLabel(tr("Select two or more runs in the history and press Compare."), this);
+  title_->setMinimumWidth(1);
   QFont bold = title_->font();
   bold.setBold(true);
   title_->setFont(bold);
@@ -31,7 +34,8 @@ CompareView::CompareView(store::History* history, QWidget* parent) : QWidget(par
   auto* controls = new QHBoxLayout;
   controls->addWidget(new QLabel(tr("Baseline:"), this));
   baseline_ = new QComboBox(this);
-  baseline_->setSizeAdjustPolicy(QComboBox::AdjustToContents);
+  baseline_->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);  // not the longest name's width
+  baseline_->setMinimumContentsLength(24);
   controls->addWidget(baseline_);
   controls->addSpacing(12);
   controls->addWidget(new QLabel(tr("X axis:"), this));
@@ -66,6 +70,8 @@ CompareView::CompareView(store::History* history, QWidget* parent) : QWidget(par
   summary_view_->verticalHeader()->hide();
   summary_view_->setSelectionMode(QAbstractItemView::NoSelection);
   summary_view_->horizontalHeader()->setStretchLastSection(true);
+  summary_view_->setTextElideMode(Qt::ElideMiddle);
+  summary_view_->setWordWrap(false);
   splitter_->addWidget(summary_view_);
   auto* diff_box = new QWidget(splitter_);
   auto* diff_layout = new QVBoxLayout(diff_box);
@@ -77,6 +83,7 @@ CompareView::CompareView(store::History* history, QWidget* parent) : QWidget(par
   diff_view_->setModel(&diff_model_);
   diff_view_->verticalHeader()->hide();
   diff_view_->horizontalHeader()->setStretchLastSection(true);
+  diff_view_->setTextElideMode(Qt::ElideMiddle);
   diff_layout->addWidget(diff_view_);
   splitter_->addWidget(diff_box);
   splitter_->setStretchFactor(0, 4);
@@ -138,7 +145,20 @@ void CompareView::setBaseline(int run) {
   baseline_->setCurrentIndex(run);
   summary_model_.setComparison(comparison_.get());
   diff_model_.setComparison(comparison_.get());
+  fitColumns();
+}
+
+void CompareView::fitColumns() {
   summary_view_->resizeColumnsToContents();
+  diff_view_->resizeColumnsToContents();
+  // A long run name takes at most a quarter of its table, cut in the middle (whole in its tooltip):
+  // the summary's figures went behind a scroll bar at 1600 px.
+  const auto cap = [](QTableView* view, int column) {
+    const int most = std::max(160, view->viewport()->width() / 4);
+    if (view->columnWidth(column) > most) view->setColumnWidth(column, most);
+  };
+  cap(summary_view_, 0);
+  for (int c = 1; c < diff_model_.columnCount(); ++c) cap(diff_view_, c);
 }
 
 void CompareView::setXAxis(XAxis axis) {
@@ -201,8 +221,7 @@ void CompareView::exportPlotsInteractively() {
 }
 
 void CompareView::fitTables() {
-  summary_view_->resizeColumnsToContents();
-  diff_view_->resizeColumnsToContents();
+  fitColumns();
   // The summary as tall as its rows; the diff its rows up to a quarter; the plots the rest.
   auto tableHeight = [](QTableView* view, int rows) {
     return view->horizontalHeader()->height() + rows * view->verticalHeader()->defaultSectionSize() + 2 * view->frameWidth() +

@@ -17,6 +17,7 @@
 #include "compare_plot.hpp"
 #include "compare_summary_model.hpp"
 #include "config_diff_model.hpp"
+#include "elided_label.hpp"
 #include "run_comparison.hpp"
 
 namespace tessera::ui {
@@ -45,12 +46,17 @@ class CompareView : public QWidget {
   bool exportPlots(const QString& path, QString* error);
   /// Sizes the table columns to their contents and the summary to its rows (after a resize).
   void fitTables();
+  /// The title as drawn at the view's width ("…" where the runs' names are longer).
+  QString shownTitle() const { return title_->shownText(); }
 
   ComparePlot* plot() const { return plot_; }
+  QTableView* summaryView() const { return summary_view_; }
   CompareSummaryModel* summaryModel() { return &summary_model_; }
   ConfigDiffModel* diffModel() { return &diff_model_; }
 
  private:
+  /// The tables' columns to their contents, a run's name at most a quarter of its table.
+  void fitColumns();
   void exportCsvInteractively();
   void exportPlotsInteractively();
   void updateSmoothingLabel();
@@ -64,7 +70,7 @@ class CompareView : public QWidget {
   QSlider* smoothing_ = nullptr;
   QLabel* smoothing_label_ = nullptr;
   QCheckBox* only_differences_ = nullptr;
-  QLabel* title_ = nullptr;
+  ElidedLabel* title_ = nullptr;
   QSplitter* splitter_ = nullptr;
   ComparePlot* plot_ = nullptr;
   QTableView* summary_view_ = nullptr;

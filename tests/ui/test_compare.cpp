@@ -282,6 +282,31 @@ class TestCompare : public QObject {
     QVERIFY(!view.exportPlots(dir_.filePath("plots.gif"), &error));
     QVERIFY(error.contains(".png or .pdf"));
   }
+  // A long run name neither widens the window (three runs made it 1159 px at least, and a 1024 px
+  // window was refused) nor pushes the summary's figures off the table: the title ends in "…", the
+  // baseline picker keeps its width, the name's column takes at most a quarter, cut in its middle.
+  void aLongRunNameKeepsTheViewNarrow() {
+    const std::string path = dir_.filePath("long-names.sqlite").toStdString();
+    const std::string long_name = "c-tp2pp1dp4-lr1e-3-with-a-rather-long-run-name-to-test-elision-" + std::string(40, 'x');
+    writeFourStepRuns(path, {{"short-a", {{"loss", 2.5}}}, {"short-b", {{"loss", 2.4}}}, {long_name.c_str(), {{"loss", 2.3}}}});
+    store::History history(path);
+    CompareView view(&history);
+    QString error;
+    QVERIFY2(view.setRuns({"short-a", "short-b", QString::fromStdString(long_name)}, &error), qPrintable(error));
+    QVERIFY2(view.minimumSizeHint().width() <= 1000, qPrintable(QString::number(view.minimumSizeHint().width())));
+    view.resize(1000, 700);
+    view.show();
+    QCoreApplication::processEvents();
+    view.fitTables();
+    QVERIFY2(view.shownTitle().endsWith(QStringLiteral("…")), qPrintable(view.shownTitle()));
+    QTableView* summary = view.summaryView();
+    // A quarter of the table as it was when measured (a scroll bar may have come or gone since).
+    QVERIFY2(summary->columnWidth(0) <= 0.3 * summary->viewport()->width() &&
+                 summary->columnWidth(0) < summary->fontMetrics().horizontalAdvance(QString::fromStdString(long_name)),
+             qPrintable(QString("%1 of %2").arg(summary->columnWidth(0)).arg(summary->viewport()->width())));
+    QVERIFY(summary->model()->index(2, 0).data(Qt::ToolTipRole).toString().startsWith(QString::fromStdString(long_name)));
+  }
+
   // A run whose rank reported "inf" tokens/s once: that point is a gap; the panel's axis still spans
   // the finite values of both runs (it was left empty for both).
   void anInfinitePointDoesNotEmptyThePanel() {
