@@ -123,21 +123,31 @@ QRect TimelineView::titleBounds() const {
   return {8, kRulerHeight + (kBandHeader - fm.height()) / 2, width, fm.height()};
 }
 
+QStringList TimelineView::legendNames() const {
+  QStringList names;
+  for (const auto& item : legend().items) names << item.name;
+  return names;
+}
+
 TimelineView::Legend TimelineView::legend() const {
   Legend out;
   const auto* first = primary_->plan() ? primary_ : comparison_->plan() ? comparison_ : nullptr;
   if (!first) return out;
-  std::vector<LegendItem> items = {{tr("F forward"), colors::forward(), {}, {}}, {tr("B backward"), colors::backward(), {}, {}}};
+  // The kinds the timelines shown use: ZB-H1 splits each backward into B input and W weight
+  // gradients, the other schedules run whole backwards (it listed "B backward" for ZB-H1 alone).
   int vpp = 1;
+  bool whole = false, split = false;
   for (const TimelineModel* m : {primary_, comparison_}) {
     if (!m->plan()) continue;
     vpp = std::max(vpp, m->plan()->schedule.vpp);
-    if (m->plan()->schedule.schedule == spec::Schedule::zb_h1)
-      items = {{tr("F forward"), colors::forward(), {}, {}},
-               {tr("B input gradient"), colors::backwardInput(), {}, {}},
-               {tr("W weight gradient"), colors::backwardWeight(), {}, {}},
-               {tr("B backward"), colors::backward(), {}, {}}};
+    (m->plan()->schedule.schedule == spec::Schedule::zb_h1 ? split : whole) = true;
   }
+  std::vector<LegendItem> items = {{tr("F forward"), colors::forward(), {}, {}}};
+  if (split) {
+    items.push_back({tr("B input gradient"), colors::backwardInput(), {}, {}});
+    items.push_back({tr("W weight gradient"), colors::backwardWeight(), {}, {}});
+  }
+  if (whole) items.push_back({tr("B backward"), colors::backward(), {}, {}});
   if (vpp > 1) items.push_back({tr("lighter: later chunk"), colors::forward().lighter(145), {}, {}});
   const auto has_dp = [](const TimelineModel* m) { return m->showsStep() && !m->plan()->prediction.dp_events.empty(); };
   if (has_dp(primary_) || has_dp(comparison_)) items.push_back({tr("DP collective"), colors::dataParallel(), {}, {}});

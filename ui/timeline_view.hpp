@@ -33,6 +33,8 @@ class TimelineView : public QWidget {
   /// Where the first timeline's title text and the colour legend are drawn (they never overlap).
   QRect titleBounds() const;
   QRect legendBounds() const { return legend().bounds; }
+  /// The legend's entries in order ("F forward", "B backward", …).
+  QStringList legendNames() const;
   /// The first timeline's title as drawn: whole, or cut with "…" on a narrow view.
   QString shownTitle() const;
 

@@ -554,13 +554,15 @@ class TestViews : public QObject {
   }
 
   void timelineLegendNeverCoversTheTitle() {
-    // GPT-3 175B (1F1B) compared with ZB-H1 adds the W / B-input entries: at 1600 px the legend no
+    // GPT-3 175B (interleaved) compared with ZB-H1 adds the W / B-input entries: at 1600 px the legend no
     // longer fits beside the title, nor on a narrower window, and moves onto lines of its own, above
     // the first stage's row.
     PlanSession session, other;
     QVERIFY(session.open(example("gpt3-175b-table1.json"), nullptr));
     QVERIFY(other.open(example("gpt3-175b-table1.json"), nullptr));
     QVERIFY(other.setField("parallel.schedule", "zb-h1"));
+    QVERIFY(other.setField("parallel.vpp", 1));  // ZB-H1 has no virtual stages: the spec would not plan
+    QVERIFY2(!other.stale(), qPrintable(other.problemsText()));
     TimelineModel primary, comparison;
     primary.setPlan(session.plan());
     TimelineView view(&primary, &comparison);
@@ -569,7 +571,14 @@ class TestViews : public QObject {
     QVERIFY(!besideLegend.isEmpty());
     QVERIFY(!besideLegend.intersects(view.titleBounds()));
     QCOMPARE(besideLegend.top(), view.titleBounds().top());  // alone, it fits beside the title
+    QVERIFY(view.legendNames().contains("B backward") && !view.legendNames().contains("W weight gradient"));
+    // The legend names the kinds drawn: ZB-H1 alone has no whole backward (it listed "B backward").
+    TimelineModel zb_alone, none;
+    zb_alone.setPlan(other.plan());
+    const QStringList zb = TimelineView(&zb_alone, &none).legendNames();
+    QVERIFY2(zb.contains("B input gradient") && zb.contains("W weight gradient") && !zb.contains("B backward"), qPrintable(zb.join(", ")));
     comparison.setPlan(other.plan());
+    QVERIFY(view.legendNames().contains("B backward") && view.legendNames().contains("W weight gradient"));
     for (int width : {1600, 1400, 900, 500, 300}) {
       view.resize(width, 900);
       const QRect legend = view.legendBounds(), title = view.titleBounds();
