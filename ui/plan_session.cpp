@@ -125,7 +125,7 @@ bool PlanSession::setField(const QString& path, const nlohmann::json& value, QSt
                                        "parallel.sequence_parallel", "parallel.zero_stage", "parallel.distributed_optimizer",
                                        "cluster.nodes", "cluster.gpus_per_node"};
   if (labelled.contains(path) && updated.data_parallel() > 0) {
-    const std::string renamed = spec::relabel_layout(updated.name, updated, spec_.world_size());
+    const std::string renamed = spec::relabel_layout(updated.name, updated, spec_.world_size(), &spec_);
     if (renamed != updated.name) {
       updated.name = renamed;
       text += tr(" (name relabelled)");

@@ -123,11 +123,16 @@ spec::RunSpec load_with_overrides(const std::string& path, const Overrides& over
   json doc = read_json_file(path);
   if (!doc.is_object()) throw spec::SpecError({{"", path + ": a run spec must be a JSON object"}});
   const int64_t world_before = written_world_size(doc);
+  std::optional<spec::RunSpec> before;  // the spec as written, where it plans: its whole layout label follows
+  if (rules == spec::Rules::all && overrides.changes_layout()) try {
+      before = spec::parse_spec(doc, spec::PresetCatalog::builtin(), rules);
+    } catch (const spec::SpecError&) {
+    }
   overrides.apply(doc);
   spec::RunSpec spec = spec::parse_spec(doc, spec::PresetCatalog::builtin(), rules);
   // A name that spells the layout ("… on 64 H100 (TP8·PP4·DP2)") spells the one planned.
   if (rules == spec::Rules::all && overrides.changes_layout())
-    spec.name = spec::relabel_layout(spec.name, spec, world_before);
+    spec.name = spec::relabel_layout(spec.name, spec, world_before, before ? &*before : nullptr);
   return spec;
 }
 

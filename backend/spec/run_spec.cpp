@@ -274,7 +274,7 @@ std::string RunSpec::layout_label() const {
   return out;
 }
 
-std::string relabel_layout(const std::string& name, const RunSpec& spec, int64_t world_before) {
+std::string relabel_layout(const std::string& name, const RunSpec& spec, int64_t world_before, const RunSpec* before) {
   // "TP<n>" then any of "·PP<n>", "·DP<n>", "·CP<n>", "·EP<n>", "·VPP<n>", "·SP" ('·' is two bytes of UTF-8).
   static const std::regex layout("TP[0-9]+(\xC2\xB7(PP|DP|CP|EP|VPP)[0-9]+|\xC2\xB7SP)*");
   static const std::regex zero("ZeRO-[0-9]");
@@ -301,7 +301,10 @@ std::string relabel_layout(const std::string& name, const RunSpec& spec, int64_t
   auto rest = name.cbegin();
   for (std::sregex_iterator it(name.begin(), name.end(), layout), end; it != end; ++it) {
     relabelled.append(rest, (*it)[0].first);
-    relabelled += still_true(it->str()) ? it->str() : spec.layout_label();
+    // The layout label of the spec before, whole, follows the spec: it said everything, and EP8 or ·VPP2
+    // added leave it still true but no longer whole.
+    const bool was_whole = before && it->str() == before->layout_label();
+    relabelled += still_true(it->str()) && !was_whole ? it->str() : spec.layout_label();
     rest = (*it)[0].second;
   }
   relabelled.append(rest, name.cend());

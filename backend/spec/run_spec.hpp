@@ -110,8 +110,11 @@ struct RunSpec {
 /// it does not say stays — and every "ZeRO-<n>" by its ZeRO stage in force; with `world_before` (the
 /// GPU count the name was written for) other than spec's world size, also that count where it stands
 /// as a number before a word ("on 64 H100" becomes "on 128 H100"). A name that spells none of these
-/// comes back as it is. What a new layout or cluster does to a run's name.
-std::string relabel_layout(const std::string& name, const RunSpec& spec, int64_t world_before = 0);
+/// comes back as it is. With `before` (the spec the name was written for), a layout that is its whole
+/// layout_label() becomes `spec`'s whole label, also where the edit added a part it leaves out (EP8).
+/// What a new layout or cluster does to a run's name.
+std::string relabel_layout(const std::string& name, const RunSpec& spec, int64_t world_before = 0,
+                           const RunSpec* before = nullptr);
 
 /// Which rules validate() checks: all, or all but the layout's (the parallel section's counts and
 /// ZeRO stage, and the rules that join the layout to the model, the cluster and the batch): what a

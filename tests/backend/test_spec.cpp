@@ -541,6 +541,19 @@ class TestSpec : public QObject {
     QCOMPARE(relabel_layout("70B (TP2·PP8·DP1·CP4, ZeRO-1)", spec), std::string("70B (TP2·PP8·DP1·CP4, ZeRO-0)"));
     QCOMPARE(relabel_layout("70B (TP2·PP8·CP4)", spec), std::string("70B (TP2·PP8·CP4)"));
     QCOMPARE(relabel_layout("70B (TP2·DP1)", spec), std::string("70B (TP2·DP1)"));  // leaves out PP8, CP4 and SP
+    // The spec's whole label before an edit follows it, also where the edit only added a part: the
+    // name "(TP2·PP8·DP1·SP)" stayed after ep 1 -> 2, still true but without EP2 (helper-5).
+    json cp1 = doc;
+    cp1["parallel"]["cp"] = 1;
+    cp1["parallel"]["dp"] = 4;
+    cp1["model"] = {{"preset", "mixtral-8x7b"}};
+    const auto before_ep = parse_spec(cp1);
+    QCOMPARE(before_ep.layout_label(), std::string("TP2·PP8·DP4·SP"));
+    json with_ep = cp1;
+    with_ep["parallel"]["ep"] = 2;
+    QCOMPARE(relabel_layout("Mixtral (TP2·PP8·DP4·SP)", parse_spec(with_ep), 0, &before_ep), std::string("Mixtral (TP2·PP8·DP4·EP2·SP)"));
+    QCOMPARE(relabel_layout("Mixtral (TP2·PP8·DP4·SP)", parse_spec(with_ep)), std::string("Mixtral (TP2·PP8·DP4·SP)"));  // no before: as written
+    QCOMPARE(relabel_layout("Mixtral (TP2·DP4)", parse_spec(with_ep), 0, &before_ep), std::string("Mixtral (TP2·DP4)"));  // a short name stays
     // A count too long for any integer is no layout of this spec (std::stoll threw out of range).
     QCOMPARE(relabel_layout("x TP99999999999999999999999 y", spec), std::string("x TP2·PP8·DP1·CP4·SP y"));
     json no_sp = doc;
