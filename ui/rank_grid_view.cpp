@@ -1,6 +1,7 @@
 // Painting and interaction of the rank grid view.
 #include "rank_grid_view.hpp"
 
+#include <bit>
 #include <iterator>
 
 #include <QKeyEvent>
@@ -307,7 +308,7 @@ void RankGridView::paintEvent(QPaintEvent*) {
     const QRect tile = layout_.tileRect(r.rank).toRect();
     p.fillRect(tile, c);
     if (text) {
-      p.setPen(c.lightness() > 150 ? QColor(0x1F, 0x23, 0x28) : Qt::white);
+      p.setPen(colors::inkOn(c));
       p.drawText(tile, Qt::AlignCenter, QString::number(r.rank));
       p.setPen(Qt::NoPen);
     }
@@ -322,11 +323,19 @@ void RankGridView::paintEvent(QPaintEvent*) {
   if (selecting) {
     const double tile = layout_.tileSize();
     const qreal width = tile >= 8 ? 1.5 : 1;
-    const bool nest = tile >= 16;
+    const qreal first_inset = width / 2 + (tile >= 16 ? 3 : tile >= 8 ? 2 : 0);
+    // Nested outlines where the innermost keeps clear of the tile's number (on 30 px tiles the second
+    // ran through "17"); else the first kind's alone.
+    const QSize number(fontMetrics().horizontalAdvance(QString::number(grid->world - 1)), fontMetrics().ascent());
+    const auto nests = [&](int kinds) {
+      const qreal inner = tile - 2 * (first_inset + (kinds - 1) * (width + 1.5)) - width;
+      return tile >= 16 && (!text || (inner >= number.width() + 4 && inner >= number.height() + 4));
+    };
     for (int64_t r = 0; r < grid->world; ++r) {
       if (!member_[r] || r == selected_) continue;
-      const QColor ink = fill[RankGridModel::coordinate(grid->ranks[r], color_by_)].lightness() > 150 ? QColor(0x1F, 0x23, 0x28) : Qt::white;
-      qreal inset = width / 2 + (tile >= 16 ? 3 : tile >= 8 ? 2 : 0);
+      const QColor ink = colors::inkOn(fill[RankGridModel::coordinate(grid->ranks[r], color_by_)]);
+      const bool nest = nests(std::popcount(member_[r]));
+      qreal inset = first_inset;
       for (int k = 0; k < kHighlightKindCount; ++k) {
         if (!(member_[r] & (1u << k))) continue;
         p.setPen(QPen(ink, width, kHighlightKinds[k].line, Qt::FlatCap));

@@ -1,6 +1,9 @@
 // Palettes and data colours of the workbench.
 #include "theme.hpp"
 
+#include <algorithm>
+#include <cmath>
+
 #include <QApplication>
 #include <QPainter>
 #include <QProxyStyle>
@@ -149,6 +152,23 @@ QColor ok() { return QColor(0x59, 0xA1, 0x4F); }
 QColor faded(const QColor& c, const QColor& base, float share) {
   return QColor::fromRgbF(c.redF() * share + base.redF() * (1 - share), c.greenF() * share + base.greenF() * (1 - share),
                           c.blueF() * share + base.blueF() * (1 - share));
+}
+
+namespace {
+double relativeLuminance(const QColor& c) {
+  const auto linear = [](double v) { return v <= 0.04045 ? v / 12.92 : std::pow((v + 0.055) / 1.055, 2.4); };
+  return 0.2126 * linear(c.redF()) + 0.7152 * linear(c.greenF()) + 0.0722 * linear(c.blueF());
+}
+}  // namespace
+
+double contrast(const QColor& a, const QColor& b) {
+  const double la = relativeLuminance(a), lb = relativeLuminance(b);
+  return (std::max(la, lb) + 0.05) / (std::min(la, lb) + 0.05);
+}
+
+QColor inkOn(const QColor& fill) {
+  const QColor dark(0x1F, 0x23, 0x28), light(Qt::white);
+  return contrast(dark, fill) >= contrast(light, fill) ? dark : light;
 }
 
 QColor category(int64_t index, int64_t count) {

@@ -43,6 +43,11 @@ QColor category(int64_t index, int64_t count);
 /// `c` faded into `base`, `share` of it left (1: c; 0: base): what a stale view paints, so that a text
 /// colour can be chosen for the colour as shown (painting at an opacity faded the text with it).
 QColor faded(const QColor& c, const QColor& base, float share);
+/// WCAG 2 contrast ratio of two colours (1 to 21).
+double contrast(const QColor& a, const QColor& b);
+/// The text colour for numbers on `fill`: near-black or white, whichever contrasts more (white on
+/// the qualitative orange was 2.4:1; the lightness rule it replaces picked it).
+QColor inkOn(const QColor& fill);
 /// How much of its colours a stale view (the spec has a problem: the last valid plan) shows.
 inline constexpr float kStaleShare = 0.35f;
 }  // namespace colors

@@ -326,7 +326,7 @@ void TimelineView::paintBand(QPainter& p, const Band& band, const QRect& plot, c
       // starts where it ends (a line drawn at its right edge was the next block's first pixel).
       p.fillRect(block.width() >= 4 ? block.adjusted(0, 0, -1, 0) : block, c);
       if (block.width() >= digits + 4 && band.row_height >= 14) {
-        p.setPen(c.lightness() > 160 ? QColor(0x1F, 0x23, 0x28) : Qt::white);
+        p.setPen(colors::inkOn(c));
         p.drawText(block, Qt::AlignCenter, QString::number(it->op.microbatch + 1));
       }
     }

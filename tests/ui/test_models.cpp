@@ -65,6 +65,21 @@ class TestModels : public QObject {
     QCOMPARE(tessera::ui::niceStride(2001), 4000);
     QCOMPARE(tessera::ui::niceStride(std::numeric_limits<int>::max()), std::numeric_limits<int>::max());
   }
+  void numbersTakeTheInkOfMoreContrast() {
+    // Numbers on a tile or block: the ink of more contrast, at least 4:1 on every qualitative colour and
+    // op colour (4.5:1, WCAG AA, on all but the brown, whose best is white's 4.1); white on the orange
+    // was 2.4:1 (helper-5).
+    QVERIFY(std::abs(tessera::ui::colors::contrast(Qt::white, Qt::black) - 21.0) < 1e-9);
+    QCOMPARE(tessera::ui::colors::inkOn(QColor(0xF2, 0x8E, 0x2B)), QColor(0x1F, 0x23, 0x28));
+    QCOMPARE(tessera::ui::colors::inkOn(QColor(0x1A, 0x1C, 0x20)), QColor(Qt::white));
+    for (int i = 0; i < 10; ++i) {
+      const QColor tile = tessera::ui::colors::category(i, 10);
+      QVERIFY2(tessera::ui::colors::contrast(tessera::ui::colors::inkOn(tile), tile) >= 4.0, qPrintable(tile.name()));
+    }
+    for (const QColor& block : {tessera::ui::colors::forward(), tessera::ui::colors::backward(), tessera::ui::colors::backwardInput(),
+                                tessera::ui::colors::backwardWeight()})
+      QVERIFY2(tessera::ui::colors::contrast(tessera::ui::colors::inkOn(block), block) >= 4.0, qPrintable(block.name()));
+  }
   // A rule that names a second field marks that one too, more lightly, with the rule beside it: vpp=2
   // under 1f1b is fixed at vpp or at schedule, and schedule was left unmarked.
   void aRuleMarksTheOtherFieldItNames() {
