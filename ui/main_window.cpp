@@ -19,6 +19,7 @@
 #include <QVBoxLayout>
 
 #include "designer_panel.hpp"
+#include "elided_label.hpp"
 #include "history_window.hpp"
 #include "layout_search_dialog.hpp"
 #include "memory_view.hpp"
@@ -48,8 +49,9 @@ QWidget* panel(QWidget* controls, QWidget* view) {
 }
 
 QLabel* hint(const QString& text) {
-  auto* label = new QLabel(text);
+  auto* label = new ElidedLabel(text);  // "…" on a narrow window ("click: its gr" read as complete)
   label->setMinimumWidth(1);
+  label->setAlignment(Qt::AlignRight | Qt::AlignVCenter);
   label->setForegroundRole(QPalette::PlaceholderText);
   return label;
 }

@@ -171,9 +171,11 @@ void RankGridView::paintHeader(QPainter& p, const planner::RankGrid& grid) {
   p.setFont(bold);
   p.setPen(pal.color(QPalette::WindowText));
   const bool cpu = model_->plan() && model_->plan()->spec.cluster.gpu == "cpu";
-  const QString layout = tr("%1 on %2 · TP %3 · CP %4 · EP %5 · DP %6 · PP %7")
-                             .arg(formatDevices(grid.world, cpu), formatNodes(layout_.nodeCount()))
-                             .arg(grid.tp).arg(grid.cp).arg(grid.ep).arg(grid.dp).arg(grid.pp);
+  // Each part cut with "…" where the view is narrower ("crosses nodes" ran off as "crosse").
+  const QString layout = QFontMetrics(bold).elidedText(tr("%1 on %2 · TP %3 · CP %4 · EP %5 · DP %6 · PP %7")
+                                                           .arg(formatDevices(grid.world, cpu), formatNodes(layout_.nodeCount()))
+                                                           .arg(grid.tp).arg(grid.cp).arg(grid.ep).arg(grid.dp).arg(grid.pp),
+                                                       Qt::ElideRight, header.width());
   p.drawText(header.left(), header.top() + fontMetrics().ascent(), layout);
   int x = header.left() + QFontMetrics(bold).horizontalAdvance(layout) + 18;
   p.setFont(font());
@@ -189,7 +191,7 @@ void RankGridView::paintHeader(QPainter& p, const planner::RankGrid& grid) {
   const QString flag = crossing.isEmpty() ? tr("every group stays inside a node")
                                           : (warn ? tr("⚠ crosses nodes: %1") : tr("crosses nodes: %1")).arg(crossing.join(", "));
   p.setPen(warn ? colors::warning() : pal.color(QPalette::PlaceholderText));
-  p.drawText(x, header.top() + fontMetrics().ascent(), flag);
+  p.drawText(x, header.top() + fontMetrics().ascent(), fontMetrics().elidedText(flag, Qt::ElideRight, std::max(0, header.right() - x)));
 
   // Line 2: the hovered or selected rank and its groups, else the colour legend.
   const int y2 = header.top() + line + fontMetrics().ascent();
