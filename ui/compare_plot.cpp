@@ -12,7 +12,7 @@
 
 namespace tessera::ui {
 
-ComparePlot::ComparePlot(QWidget* parent) : QCustomPlot(parent) {
+ComparePlot::ComparePlot(QWidget* parent) : FittedPlot(parent) {
   setMinimumSize(480, 320);
   setNoAntialiasingOnDrag(true);
   setAutoAddPlottableToLegend(false);
@@ -92,14 +92,8 @@ void ComparePlot::reloadCurves() {
 
 void ComparePlot::applyPalette() { applyPlotPalette(this, palette()); }
 
-void ComparePlot::updateLayout() {
-  QCustomPlot::updateLayout();
-  // Value ticks some 28 px apart at most five: a panel of 110 px crammed six labels (5.5 to 3).
-  for (QCPAxisRect* rect : panels_) rect->axis(QCPAxis::atLeft)->ticker()->setTickCount(std::clamp(rect->height() / 28, 2, 5));
-}
-
 void ComparePlot::changeEvent(QEvent* event) {
-  QCustomPlot::changeEvent(event);
+  FittedPlot::changeEvent(event);
   if (event->type() == QEvent::PaletteChange) {
     applyPalette();
     rebuild();

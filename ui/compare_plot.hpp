@@ -8,11 +8,13 @@
 
 #include <qcustomplot.h>
 
+#include "plot_fit.hpp"
+
 #include "run_comparison.hpp"
 
 namespace tessera::ui {
 
-class ComparePlot : public QCustomPlot {
+class ComparePlot : public FittedPlot {
   Q_OBJECT
  public:
   explicit ComparePlot(QWidget* parent = nullptr);
@@ -38,8 +40,6 @@ class ComparePlot : public QCustomPlot {
 
  protected:
   void changeEvent(QEvent* event) override;
-  /// QCustomPlot's layout, then each panel's value ticks thinned to its height.
-  void updateLayout() override;
 
  private:
   void rebuild();

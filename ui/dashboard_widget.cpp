@@ -14,7 +14,7 @@
 #include "format.hpp"
 #include "planner/grid.hpp"
 #include "run_controller.hpp"
-#include "plot_title.hpp"
+#include "plot_fit.hpp"
 #include "theme.hpp"
 #include "timeline_view.hpp"
 
@@ -75,7 +75,7 @@ DashboardWidget::DashboardWidget(QWidget* parent) : QWidget(parent), coalescer_(
 DashboardWidget::~DashboardWidget() = default;
 
 QCustomPlot* DashboardWidget::makePlot(const QString& metric, const QString& title, const QString& unit) {
-  auto* plot = new QCustomPlot(plots_panel_);
+  auto* plot = new FittedPlot(plots_panel_);  // value ticks thinned to its height
   plot->setMinimumSize(220, 150);
   plot->setNoAntialiasingOnDrag(true);
   plot->setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
@@ -111,6 +111,7 @@ QCustomPlot* DashboardWidget::makePlot(const QString& metric, const QString& tit
 void DashboardWidget::changeEvent(QEvent* event) {
   QWidget::changeEvent(event);
   if (event->type() != QEvent::PaletteChange) return;
+  stylePredictions();  // items keep the colours they were made with
   for (auto& [metric, plot] : plots_) {
     applyPlotPalette(plot, palette());
     coalescer_.schedule(plot);
@@ -473,7 +474,6 @@ void DashboardWidget::addPredictionLines() {
   // The planner's prediction, one dashed line per distinct stage total, in a neutral colour no rank
   // uses, named at its right end ("predicted: stages 0, 1") rather than by a colour to decode.
   QCustomPlot* plot = plots_.at(QStringLiteral("peak_memory_bytes"));
-  const QColor neutral = palette().color(QPalette::PlaceholderText);
   std::vector<std::pair<double, QStringList>> levels;  // value in the plot's unit, its stages
   for (size_t s = 0; s < predicted_memory_.size(); ++s) {
     const double v = predicted_memory_[s];
@@ -485,7 +485,6 @@ void DashboardWidget::addPredictionLines() {
     auto* line = new QCPItemStraightLine(plot);
     line->point1->setCoords(0, value);
     line->point2->setCoords(1, value);
-    line->setPen(QPen(neutral, 1.2, Qt::DashLine));
     prediction_lines_.push_back(line);
     auto* label = new QCPItemText(plot);
     label->position->setType(QCPItemPosition::ptAxisRectRatio);
@@ -493,21 +492,27 @@ void DashboardWidget::addPredictionLines() {
     label->position->setCoords(0.99, value);
     label->setPositionAlignment(Qt::AlignRight | Qt::AlignBottom);
     label->setText(stages.size() == 1 ? tr("predicted: stage %1").arg(stages.front()) : tr("predicted: stages %1").arg(stages.join(", ")));
-    label->setColor(neutral);
     label->setFont(plot->legend->font());
     // Over the measured lines, on the base colour: a rank's line ran through the words.
     label->setLayer(QStringLiteral("legend"));
-    QColor backing = palette().color(QPalette::Base);
-    backing.setAlpha(215);
-    label->setBrush(backing);
     label->setPadding(QMargins(2, 0, 2, 0));
     prediction_labels_.push_back(label);
+  }
+  stylePredictions();
+}
+
+void DashboardWidget::stylePredictions() {
+  const QColor neutral = palette().color(QPalette::PlaceholderText);
+  QColor backing = palette().color(QPalette::Base);
+  backing.setAlpha(215);
+  for (auto* line : prediction_lines_) line->setPen(QPen(neutral, 1.2, Qt::DashLine));
+  for (auto* label : prediction_labels_) {
+    label->setColor(neutral);
+    label->setBrush(backing);
   }
 }
 
 void DashboardWidget::rescale(QCustomPlot* plot) {
-  // Value ticks some 28 px apart at most five (a 100 px plot crammed eight, 0 to 70, together).
-  plot->yAxis->ticker()->setTickCount(std::clamp(plot->axisRect()->height() / 28, 2, 5));
   if (plot->property("userRange").toBool()) return;
   plot->rescaleAxes(true);
   if (plot == plots_.at(QStringLiteral("peak_memory_bytes")) && !predicted_memory_.empty()) {

@@ -111,6 +111,8 @@ class DashboardWidget : public QWidget {
   void changeEvent(QEvent* event) override;
 
  private:
+  /// The predicted peaks' lines and names in the palette's colours.
+  void stylePredictions();
   /// The title of a metric's plot.
   PlotTitle* plotTitle(const QString& metric) const;
   struct Curve {

@@ -206,13 +206,11 @@ void MemoryView::fitLegend() {
 
 void MemoryView::updateLayout() {
   QCustomPlot::updateLayout();
-  // The stage axis fitted to the width; a label for it changes the margins, so the layout is made
-  // again (the plot's width does not depend on it).
-  const QString axisLabel = fitStageAxis();
-  if (axisLabel != xAxis->label()) {
-    xAxis->setLabel(axisLabel);
-    QCustomPlot::updateLayout();
-  }
+  // The stage axis fitted to the bars' pitch, then the layout made again: QCustomPlot places ticks in
+  // its layout's preparation (a new ticker alone drew the last layout's ticks), and a label for the
+  // axis changes the margins (not the plot's width, so the pitch stays).
+  xAxis->setLabel(fitStageAxis());
+  QCustomPlot::updateLayout();
   // The value axis raised where the tallest shown total would reach above the plot (a two-line
   // title leaves a small window's plot too short for the 22 % of room above the bars).
   for (int pass = 0; pass < 2; ++pass) {

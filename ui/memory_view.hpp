@@ -10,7 +10,7 @@
 
 #include <qcustomplot.h>
 
-#include "plot_title.hpp"
+#include "plot_fit.hpp"
 #include "stage_memory_model.hpp"
 
 namespace tessera::ui {
@@ -69,8 +69,8 @@ class MemoryView : public QCustomPlot {
   std::array<QCPBars*, 5> bars_{};
   PlotTitle* title_ = nullptr;
   PlotTitle* notes_ = nullptr;  ///< in the layout's row 2 while it has text
-  std::vector<Total> totals_;
-  double top_units_ = 1.0;  ///< the value axis's top the plan asks for, in axis units  ///< one per stage, in stage order
+  std::vector<Total> totals_;  ///< one per stage, in stage order
+  double top_units_ = 1.0;     ///< the value axis's top the plan asks for, in axis units
   QCPGraph* capacity_ = nullptr;  ///< no data: the capacity's legend entry
   double bytes_per_unit_ = 1024.0 * 1024.0 * 1024.0;  // bytes per step of the value axis (GiB or MiB)
   bool stale_ = false;

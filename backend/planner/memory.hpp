@@ -61,7 +61,7 @@ double layer_activation_bytes_no_recompute(const spec::RunSpec& spec, int64_t la
 
 /// What a profile leaves out of this spec, one sentence each ("the megatron profile … (the tessera
 /// profile …)"): `plan` prints them under the memory table and in its JSON, the memory view under
-/// its title. Empty where the profile counts the spec as it is.
+/// its legend. Empty where the profile counts the spec as it is.
 std::vector<std::string> memory_profile_notes(const spec::RunSpec& spec, MemoryProfile profile);
 
 /// Memory per stage; `schedule` gives the microbatches in flight on each stage.

@@ -110,9 +110,13 @@ json spec_from_hf_config(const json& config, const std::string& source, std::vec
     // Attention is planned over the whole sequence: a shorter sliding window (Mistral 7B v0.1's 4096
     // of 32768) is planned as that sequence, which costs what the window does.
     // null (Mistral v0.2 and later: no window) or a positive integer.
+    // One past int64 is parsed unsigned: its int64 reading is negative.
     if (config.contains("sliding_window") && !config["sliding_window"].is_null() &&
-        !(config["sliding_window"].is_number_integer() && config["sliding_window"].get<int64_t>() > 0))
-      throw SpecError({{"", source + ": config field sliding_window must be a positive integer or null, got " +
+        !(config["sliding_window"].is_number_integer() && config["sliding_window"].get<int64_t>() > 0 &&
+          !(config["sliding_window"].is_number_unsigned() &&
+            config["sliding_window"].get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))))
+      throw SpecError({{"", source + ": config field sliding_window must be a positive integer of at most " +
+                                std::to_string(std::numeric_limits<int64_t>::max()) + " or null, got " +
                                 config["sliding_window"].dump()}});
     if (config.contains("sliding_window") && config["sliding_window"].is_number_integer() &&
         config["sliding_window"].get<int64_t>() < model["seq_length"].get<int64_t>()) {

@@ -381,7 +381,10 @@ class TestCliPlan : public QObject {
                             Odd{"gpt2-config.json", "activation_function", "relu", "gelu_new",
                                 "activation_function=\"relu\" is not supported"},
                             Odd{"mixtral-config.json", "sliding_window", "4096", nullptr,
-                                "sliding_window must be a positive integer or null, got \"4096\""},
+                                "sliding_window must be a positive integer of at most 9223372036854775807 or null, got \"4096\""},
+                            Odd{"mixtral-config.json", "sliding_window", uint64_t{1} << 63, 4096,
+                                "sliding_window must be a positive integer of at most 9223372036854775807 or null, got "
+                                "9223372036854775808"},
                             Odd{"mixtral-config.json", "sliding_window", -5, 4096, "sliding_window must be a positive integer"},
                             Odd{"llama3-8b-config.json", "num_key_value_heads", 0, 8,
                                 "config field num_key_value_heads=0 must be a positive integer"},

@@ -372,6 +372,22 @@ class TestDashboardFeed : public QObject {
           QCOMPARE(label->layer()->name(), QStringLiteral("legend"));
         }
     }
+    // A dashboard open when the palette changes follows it, its predicted peaks too (their backing
+    // stayed the light base's white box).
+    applyTheme(ThemeChoice::light);
+    {
+      DashboardWidget dashboard;
+      QVERIFY(dashboard.openRun(db_, "feed run"));
+      applyTheme(ThemeChoice::dark);
+      QCoreApplication::processEvents();
+      const QColor base = dashboard.palette().color(QPalette::Base);
+      QVERIFY(isDarkPalette(dashboard.palette()));
+      QCOMPARE(dashboard.plot("loss")->xAxis->tickLabelColor(), dashboard.palette().color(QPalette::WindowText));
+      QVERIFY(!dashboard.predictionLabels().empty());
+      for (const auto* label : dashboard.predictionLabels()) QCOMPARE(label->brush().color().rgb(), base.rgb());
+      for (const auto* line : dashboard.predictionLines())
+        QCOMPARE(line->pen().color(), dashboard.palette().color(QPalette::PlaceholderText));
+    }
     QApplication::setPalette(before);
   }
 

@@ -5,6 +5,7 @@
 
 #include "format.hpp"
 #include "plan_session.hpp"
+#include "plot_fit.hpp"
 #include "rank_grid_model.hpp"
 #include "spec_field_model.hpp"
 #include "stage_memory_model.hpp"
@@ -80,6 +81,25 @@ class TestModels : public QObject {
                                 tessera::ui::colors::backwardWeight()})
       QVERIFY2(tessera::ui::colors::contrast(tessera::ui::colors::inkOn(block), block) >= 4.0, qPrintable(block.name()));
   }
+  // Titles break at their separators to the width, a " —" ending a line counted in it, and each line
+  // of a text of several on its own (the memory view's notes were measured as one line).
+  void titlesWrapToTheirWidth() {
+    const QFontMetrics fm(QApplication::font());
+    const QString title = QStringLiteral("Per-GPU memory by pipeline stage — tessera profile · peak 118.7 GiB of 80.0 GiB · OUT OF MEMORY by 38.7 GiB");
+    QCOMPARE(tessera::ui::wrapTitle(title, fm, fm.horizontalAdvance(title)), title);
+    for (int width = 120; width <= fm.horizontalAdvance(title); width += 7) {
+      const QString wrapped = tessera::ui::wrapTitle(title, fm, width);
+      for (const QString& line : wrapped.split('\n'))
+        QVERIFY2(fm.horizontalAdvance(line) <= width || !line.contains(' '),
+                 qPrintable(QString("%1 px: '%2'").arg(width).arg(line)));
+      QVERIFY(!wrapped.contains(QStringLiteral("\n·")) && !wrapped.contains(QStringLiteral("· \n")));
+      // Nothing lost but the " ·" a break replaces.
+      QCOMPARE(QString(wrapped).replace('\n', ' ').remove(QStringLiteral(" ·")).simplified(), QString(title).remove(QStringLiteral(" ·")));
+    }
+    const QString two = QStringLiteral("note: the first one\nnote: a second, longer one");
+    QCOMPARE(tessera::ui::wrapTitle(two, fm, fm.horizontalAdvance(QStringLiteral("note: a second, longer one"))), two);
+  }
+
   // A rule that names a second field marks that one too, more lightly, with the rule beside it: vpp=2
   // under 1f1b is fixed at vpp or at schedule, and schedule was left unmarked.
   void aRuleMarksTheOtherFieldItNames() {

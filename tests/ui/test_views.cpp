@@ -680,7 +680,7 @@ class TestViews : public QObject {
     const auto check = [&](QSize size, const char* what) {
       view.resize(size);
       QCoreApplication::processEvents();
-      view.replot();
+      view.replot();  // once: what one replot after a resize or a new plan draws
       const QString where = QStringLiteral("%1 at %2 px: ").arg(what).arg(size.width());
       const QFont titleFont = qobject_cast<QCPTextElement*>(view.plotLayout()->element(0, 0))->font();
       for (const QString& line : view.shownTitle().split('\n'))
@@ -697,10 +697,12 @@ class TestViews : public QObject {
           QVERIFY2(!box.intersects(other), qPrintable(where + "'" + totals[a]->text() + "' over '" + totals[b]->text() + "'"));
         }
       }
-      // The stage names: each within its share of the axis.
+      // The stage names: each within its share of the axis, and the ticks drawn the ticker's (the
+      // layout placed the last layout's ticks: after a new plan, the old stages).
       const auto ticker = view.xAxis->ticker().dynamicCast<QCPAxisTickerText>();
       QVERIFY(ticker);
       const auto ticks = ticker->ticks();
+      QCOMPARE(view.xAxis->tickVector(), QVector<double>(ticks.keyBegin(), ticks.keyEnd()));
       QVERIFY2(ticks.size() >= 2, qPrintable(where + "fewer than two stage ticks"));
       const double pitch = view.xAxis->coordToPixel(1) - view.xAxis->coordToPixel(0);
       const double spacing = pitch * (std::next(ticks.begin()).key() - ticks.begin().key());
@@ -727,7 +729,17 @@ class TestViews : public QObject {
     QVERIFY(session.setField("parallel.pp", 32));
     QVERIFY(session.setField("parallel.dp", 6));
     QVERIFY(!session.stale());
-    memory.setPlan(session.plan());
+    view.resize(1000, 600);
+    QCoreApplication::processEvents();
+    view.replot();
+    memory.setPlan(session.plan());  // one replot, at the size it had: the new plan's ticks drawn
+    const auto drawsItsTicker = [&] {
+      const auto ticks = view.xAxis->ticker().dynamicCast<QCPAxisTickerText>()->ticks();
+      return view.xAxis->tickVector() == QVector<double>(ticks.keyBegin(), ticks.keyEnd());
+    };
+    QVERIFY(drawsItsTicker());
+    view.resize(500, 600);  // a stride of 4 where it was 2, the axis label the same: one replot
+    QVERIFY(drawsItsTicker());
     check(QSize(1000, 600), "PP32");
     QCOMPARE(view.xAxis->label(), QStringLiteral("pipeline stage"));
     const auto totals = shownTotals();

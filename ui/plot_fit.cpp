@@ -1,5 +1,7 @@
-// Line breaking of plot titles to the plot's width.
-#include "plot_title.hpp"
+// Plot titles broken to the plot's width, and value ticks thinned to the axis height.
+#include "plot_fit.hpp"
+
+#include <algorithm>
 
 #include <QRegularExpression>
 #include <QStringList>
@@ -23,6 +25,11 @@ QStringList fillLines(const QStringList& words, const QString& glue, const QFont
 }  // namespace
 
 QString wrapTitle(const QString& text, const QFontMetrics& metrics, int width) {
+  if (text.contains(QLatin1Char('\n'))) {  // each line of its own (the memory view's notes, one a line)
+    QStringList lines = text.split(QLatin1Char('\n'));
+    for (QString& line : lines) line = wrapTitle(line, metrics, width);
+    return lines.join(QLatin1Char('\n'));
+  }
   if (metrics.horizontalAdvance(text) <= width) return text;
   // The parts between separators, each with the separator that ends it.
   static const QRegularExpression separator(QStringLiteral(" — | · "));
@@ -37,18 +44,20 @@ QString wrapTitle(const QString& text, const QFontMetrics& metrics, int width) {
     from = match.capturedEnd();
   }
   parts.push_back({text.mid(from), QString()});
-  // A line's last separator: "—" stays at its end, "·" goes.
+  // A line as it ends before `sep`: "—" stays at its end, "·" goes.
   const auto ended = [](const QString& line, const QString& sep) { return sep == QStringLiteral(" — ") ? line + QStringLiteral(" —") : line; };
   QStringList lines;
   QString line, line_sep;  // the line being filled and the separator after it
   for (const Part& part : parts) {
-    if (!line.isEmpty() && metrics.horizontalAdvance(line + line_sep + part.text) > width) {
+    // Measured as the line would end after this part, its "—" included.
+    if (!line.isEmpty() && metrics.horizontalAdvance(ended(line + line_sep + part.text, part.separator)) > width) {
       lines << ended(line, line_sep);
       line.clear();
     }
     if (line.isEmpty()) {
-      // A part wider than the width alone is broken between its words.
-      QStringList words = fillLines(part.text.split(QLatin1Char(' ')), QStringLiteral(" "), metrics, width);
+      // A part wider than the width alone is broken between its words, room kept for a " —" after it.
+      const int room = width - (part.separator == QStringLiteral(" — ") ? metrics.horizontalAdvance(QStringLiteral(" —")) : 0);
+      QStringList words = fillLines(part.text.split(QLatin1Char(' ')), QStringLiteral(" "), metrics, room);
       line = words.takeLast();
       lines << words;
     } else {
@@ -82,6 +91,18 @@ QSize PlotTitle::minimumOuterSizeHint() const {
 QSize PlotTitle::maximumOuterSizeHint() const {
   fit();
   return QCPTextElement::maximumOuterSizeHint();
+}
+
+void FittedPlot::updateLayout() {
+  QCustomPlot::updateLayout();
+  bool changed = false;
+  for (QCPAxisRect* rect : axisRects()) {
+    const auto& ticker = rect->axis(QCPAxis::atLeft)->ticker();
+    const int count = std::clamp(rect->height() / 28, 2, 5);
+    changed = changed || ticker->tickCount() != count;
+    ticker->setTickCount(count);
+  }
+  if (changed) QCustomPlot::updateLayout();  // the ticks are placed in the layout's preparation
 }
 
 }  // namespace tessera::ui
