@@ -38,6 +38,17 @@ void sendMouse(QWidget* widget, QEvent::Type type, QPointF pos) {
   QCoreApplication::sendEvent(widget, &event);
 }
 
+// A plan opened into a rank grid view (plan() is null where the example did not open).
+struct GridOf {
+  PlanSession session;
+  RankGridModel model;
+  RankGridView view{&model};
+  explicit GridOf(const char* name) {
+    if (session.open(example(name), nullptr)) model.setPlan(session.plan(), session.grid());
+  }
+  const planner::Plan* plan() const { return session.plan().get(); }
+};
+
 }  // namespace
 
 class TestViews : public QObject {
@@ -143,11 +154,9 @@ class TestViews : public QObject {
   }
 
   void hoverAndClickOnTheGridView() {
-    PlanSession session;
-    QVERIFY(session.open(example("llama3-70b-64xh100.json"), nullptr));
-    RankGridModel model;
-    model.setPlan(session.plan(), session.grid());
-    RankGridView view(&model);
+    GridOf grid("llama3-70b-64xh100.json");
+    QVERIFY(grid.plan());
+    auto& view = grid.view;
     view.resize(1200, 800);
     const QPointF centre = view.gridLayout().tileRect(45).center();
     QSignalSpy hovered(&view, &RankGridView::rankHovered);
@@ -164,11 +173,9 @@ class TestViews : public QObject {
   // A click outlines the rank's groups each in its own line: TP solid, DP dashed, PP dotted (all of
   // them one highlight colour before, so a DP partner looked like a PP one).
   void eachGroupOfTheSelectedRankHasItsOwnLine() {
-    PlanSession session;
-    QVERIFY(session.open(example("llama3-70b-64xh100.json"), nullptr));  // TP8·PP4·DP2
-    RankGridModel model;
-    model.setPlan(session.plan(), session.grid());
-    RankGridView view(&model);
+    GridOf grid("llama3-70b-64xh100.json");  // TP8·PP4·DP2
+    QVERIFY(grid.plan());
+    auto& view = grid.view;
     view.resize(1200, 800);
     view.selectRank(45);  // tp 5, dp 1, pp 2: TP 40..47, DP {37, 45}, PP {13, 29, 45, 61}
     QCOMPARE(view.groupsOf(44), QStringLiteral("TP"));
@@ -207,11 +214,9 @@ class TestViews : public QObject {
   // The header's line for the selected rank shortens with the width: the rank said whole, then
   // "rank 45", then the groups without "(crosses nodes)"; every form fits the header.
   void theSelectedRanksLineFitsTheHeader() {
-    PlanSession session;
-    QVERIFY(session.open(example("llama3-70b-64xh100.json"), nullptr));  // TP8·PP4·DP2, DP and PP cross nodes
-    RankGridModel model;
-    model.setPlan(session.plan(), session.grid());
-    RankGridView view(&model);
+    GridOf grid("llama3-70b-64xh100.json");  // TP8·PP4·DP2, DP and PP cross nodes
+    QVERIFY(grid.plan());
+    auto& view = grid.view;
     view.selectRank(45);
     const auto widthOf = [&](const RankGridView::GroupsLine& shown) {
       int w = view.fontMetrics().horizontalAdvance(shown.lead);
@@ -242,15 +247,13 @@ class TestViews : public QObject {
 
   // A CPU cluster's rank is a local rank, not a GPU (tiny-3d runs on CPU ranks).
   void aCpuRankIsNoGpu() {
-    PlanSession session;
-    QVERIFY(session.open(example("tiny-3d.json"), nullptr));
-    RankGridModel model;
-    model.setPlan(session.plan(), session.grid());
-    RankGridView view(&model);
+    GridOf grid("tiny-3d.json");
+    QVERIFY(grid.plan());
+    auto& view = grid.view;
     QVERIFY2(view.describeRank(1).startsWith(QStringLiteral("rank 1 · node 0, local rank 1 · ")), qPrintable(view.describeRank(1)));
-    QVERIFY(session.open(example("llama3-8b-8xh100.json"), nullptr));
-    model.setPlan(session.plan(), session.grid());
-    QVERIFY2(view.describeRank(1).startsWith(QStringLiteral("rank 1 · node 0, GPU 1 · ")), qPrintable(view.describeRank(1)));
+    GridOf gpus("llama3-8b-8xh100.json");
+    QVERIFY(gpus.plan());
+    QVERIFY2(gpus.view.describeRank(1).startsWith(QStringLiteral("rank 1 · node 0, GPU 1 · ")), qPrintable(gpus.view.describeRank(1)));
   }
 
   void timeAxisRoundTripsWithinAPixel() {
