@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <memory>
 
 #include <QDoubleValidator>
 #include <QFormLayout>
@@ -195,12 +196,10 @@ void DesignerPanel::fitProblems() {
   // As tall as the problems' lines at the list's width, at most a third of the panel (at least three
   // lines): the tree keeps the rest. It stopped at four field problems, however tall the window.
   if (problems_->document()->isEmpty()) return;
-  QTextDocument measure;
-  measure.setDefaultFont(problems_->document()->defaultFont());
-  measure.setDocumentMargin(0);
-  measure.setHtml(problems_->toHtml());
-  measure.setTextWidth(std::max(problems_->width() - problems_->verticalScrollBar()->sizeHint().width(), 100));
-  const int wanted = static_cast<int>(std::ceil(measure.size().height())) + 2 * problems_->frameWidth();
+  // Laid out at the width a scroll bar would leave, whether one shows yet or not.
+  const std::unique_ptr<QTextDocument> measure(problems_->document()->clone());
+  measure->setTextWidth(std::max(problems_->width() - problems_->verticalScrollBar()->sizeHint().width(), 100));
+  const int wanted = static_cast<int>(std::ceil(measure->size().height())) + 2 * problems_->frameWidth();
   const int most = std::max(height() / 3, 3 * fontMetrics().lineSpacing());
   problems_->setFixedHeight(std::clamp(wanted, 0, most));
 }
