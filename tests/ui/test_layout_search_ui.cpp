@@ -53,6 +53,28 @@ class TestLayoutSearchUi : public QObject {
     QCOMPARE(model.layoutAt(30), nullptr);
   }
 
+  // The Step column says every step in one unit with one number of decimals, the longest step's
+  // ("98.3 s" above "100.1 s"; it mixed "98.25 s" and "100.1 s"), and sorts by the seconds.
+  void stepTimesShareTheirColumnsFormat() {
+    const auto column = [](std::vector<double> steps_s) {
+      planner::SearchResult result;
+      for (const double s : steps_s) result.best.push_back({spec::RunSpec{}, s, 1.0, 0.5, 0.1, 1});
+      LayoutSearchModel model;
+      model.setResult(std::move(result));
+      QStringList texts;
+      for (int row = 0; row < model.rowCount(); ++row) {
+        texts << model.data(model.index(row, LayoutSearchModel::StepTime)).toString();
+        if (model.data(model.index(row, LayoutSearchModel::StepTime), LayoutSearchModel::ValueRole).toDouble() != steps_s[row])
+          texts << QStringLiteral("(value)");
+      }
+      return texts.join(QStringLiteral(", "));
+    };
+    QCOMPARE(column({98.25, 100.1, 7.5}), QStringLiteral("98.3 s, 100.1 s, 7.5 s"));
+    QCOMPARE(column({9.87, 28.93}), QStringLiteral("9.87 s, 28.93 s"));
+    QCOMPARE(column({0.312, 0.05}), QStringLiteral("312 ms, 50 ms"));
+    QCOMPARE(column({900.0, 98.25}), QStringLiteral("15.0 min, 98.25 s"));  // ten minutes and more: as durations
+  }
+
   void searchesAndAppliesAsOneUndoableStep() {
     PlanSession session;
     QVERIFY(session.open(example("llama3-8b-8xh100.json"), nullptr));
