@@ -79,9 +79,11 @@ ModelParams count_parameters(const spec::ModelSpec& m) {
     if (decoder) add_attention(layer, s, s.kv);  // cross-attention
     add_mlp(layer, s);
     if (m.arch == Arch::t5) {
-      // Relative position bias lives in the first layer of each stack; the encoder's final norm
-      // in its last layer (the decoder's is final_norm).
-      if (i == 0 || i == encoder_layers) layer.replicated += kT5RelativeBuckets * m.num_attention_heads;
+      // Relative position bias lives in the first layer of each stack (where the positions are
+      // relative: a t5 with rope or learned positions has none); the encoder's final norm in its last
+      // layer (the decoder's is final_norm).
+      if (m.position_embedding == PositionEmbedding::relative && (i == 0 || i == encoder_layers))
+        layer.replicated += kT5RelativeBuckets * m.num_attention_heads;
       if (i == encoder_layers - 1) layer.replicated += s.norm;
     }
     out.layers.push_back(layer);

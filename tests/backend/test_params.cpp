@@ -30,6 +30,14 @@ class TestParams : public QObject {
     QCOMPARE(total_of("llama3-405b"), int64_t{405'853'388'800});
     // Hugging Face t5-large (tied, relative position bias): 737,668,096.
     QCOMPARE(total_of("t5-large"), int64_t{737'668'096});
+    // Without relative positions, no bias tables: 32 buckets × 16 heads in each of the two stacks
+    // fewer (they were counted whatever the position embedding, helper-4).
+    for (const char* positions : {"rope", "learned"}) {
+      auto t5 = preset_spec("t5-large").model;
+      t5.position_embedding = spec::enum_from_string<spec::PositionEmbedding>(positions).value();
+      const int64_t learned_table = t5.position_embedding == spec::PositionEmbedding::learned ? t5.seq_length * t5.hidden_size : 0;
+      QCOMPARE(planner::count_parameters(t5).total, int64_t{737'668'096} - 2 * 32 * 16 + learned_table);
+    }
     // Hugging Face BertForPreTraining bert-large-uncased: BertModel 335,141,888 + MLM head + NSP head.
     QCOMPARE(total_of("bert-large"), int64_t{336'226'108});
     const double gpt3 = static_cast<double>(total_of("gpt3-175b"));
