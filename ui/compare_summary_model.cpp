@@ -51,7 +51,7 @@ QVariant CompareSummaryModel::data(const QModelIndex& index, int role) const {
     }
     case Qt::DisplayRole: {
       if (!value) return QStringLiteral("–");
-      const QString text = RunComparison::formatValue(field, *value);
+      const QString text = comparison_->formatInColumn(field, *value);
       return baseline ? text : text + QStringLiteral("   ") + comparison_->formatDelta(run, field);
     }
     case Qt::TextAlignmentRole: return QVariant::fromValue(Qt::AlignRight | Qt::AlignVCenter);

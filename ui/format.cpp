@@ -22,18 +22,24 @@ QString formatBytes(int64_t bytes, int decimals) {
   return QStringLiteral("%1 MiB").arg(static_cast<double>(bytes) / kMiB, 0, 'f', decimals);
 }
 
-QString formatCount(double count) {
-  const double a = std::fabs(count);
-  auto scaled = [&](double unit, const char* suffix) {
-    const double v = count / unit;
-    const int decimals = std::fabs(v) >= 10 ? 1 : 2;  // as tessera-cli prints them: 70.6 B, 8.03 B
-    return QStringLiteral("%1 %2").arg(v, 0, 'f', decimals).arg(QLatin1String(suffix));
-  };
-  if (a >= 1e12) return scaled(1e12, "T");
-  if (a >= 1e9) return scaled(1e9, "B");
-  if (a >= 1e6) return scaled(1e6, "M");
-  if (a >= 1e4) return scaled(1e3, "k");
-  return QString::number(count, 'f', 0);
+QString formatCount(double count) { return formatCountLike(count, count); }
+
+QString formatCountLike(double count, double largest) {
+  const double a = std::max(std::fabs(count), std::fabs(largest));
+  const auto [unit, suffix] = a >= 1e12 ? std::pair{1e12, "T"} : a >= 1e9 ? std::pair{1e9, "B"} : a >= 1e6 ? std::pair{1e6, "M"}
+                            : a >= 1e4 ? std::pair{1e3, "k"} : std::pair{1.0, ""};
+  if (unit == 1.0) return QString::number(count, 'f', 0);
+  const double v = count / unit;
+  if (std::fabs(v) < 0.01 && count != 0) return formatCountLike(count, count);  // "0.00 B" would say nothing
+  return QStringLiteral("%1 %2").arg(v, 0, 'f', std::fabs(v) >= 10 ? 1 : 2).arg(QLatin1String(suffix));
+}
+
+QString formatSecondsLike(double seconds, double longest_s) {
+  const double longest = std::max(std::fabs(seconds), std::fabs(longest_s));
+  if (longest >= 600) return formatDuration(seconds);
+  const double step = longest >= 100 ? 0.1 : longest >= 1 ? 0.01 : longest >= 0.1 ? 0.001 : 0.0001;
+  if (seconds != 0 && std::fabs(seconds) < step / 2) return formatSeconds(seconds);  // "0.0 s" would say nothing
+  return formatTick(seconds, step, longest);
 }
 
 QString formatSeconds(double seconds) {

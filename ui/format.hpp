@@ -28,6 +28,13 @@ QString formatTick(double seconds, double step_s, double largest_s);
 /// The smallest of 1, 2, 4, 5, 10, 20, 40, 50, 100, … (1, 2, 4 or 5 times a power of ten) that is at
 /// least `at_least`: the stride of labels too dense to show each one.
 int niceStride(int at_least);
+/// `seconds` in the unit and decimals formatSeconds gives `longest_s`, formatDuration's from ten
+/// minutes: a column of durations that reads alike ("98.3 s" above "100.1 s", not "98.25 s"); in
+/// formatSeconds' own where that unit would read 0.
+QString formatSecondsLike(double seconds, double longest_s);
+/// `count` in the unit formatCount gives `largest` ("7.16 k" beside "16.1 k", not "7161"); in its own
+/// where that unit would read 0.00.
+QString formatCountLike(double count, double largest);
 /// formatSeconds below 10 minutes, then "15.0 min", from 2 h "28.3 h": a step time or a wait.
 QString formatDuration(double seconds);
 /// "8 GPUs", "1 GPU"; "8 CPU ranks" when the cluster's device preset is "cpu".

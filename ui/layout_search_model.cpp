@@ -15,14 +15,6 @@ void LayoutSearchModel::setResult(planner::SearchResult result) {
   endResetModel();
 }
 
-QString LayoutSearchModel::stepText(double seconds) const {
-  // One unit and one number of decimals down the column, the longest step's as formatSeconds gives it
-  // ("98.3 s" above "100.1 s", not "98.25 s"); steps of ten minutes and more as formatDuration says them.
-  const double longest = longest_step_s_;
-  if (longest >= 600) return formatDuration(seconds);
-  const double step = longest >= 100 ? 0.1 : longest >= 1 ? 0.01 : longest >= 0.1 ? 0.001 : 0.0001;
-  return formatTick(seconds, step, longest);
-}
 
 const planner::RankedLayout* LayoutSearchModel::layoutAt(int row) const {
   return row >= 0 && row < rowCount() ? &result_.best[static_cast<size_t>(row)] : nullptr;
@@ -63,7 +55,7 @@ QVariant LayoutSearchModel::data(const QModelIndex& index, int role) const {
     case MicroBatch:
       return value ? QVariant(qlonglong(s.training.micro_batch_size)) : QVariant(QString::number(s.training.micro_batch_size));
     case Recompute: return QString::fromStdString(std::string(spec::to_string(s.training.recompute)));
-    case StepTime: return value ? QVariant(l->iteration_time_s) : QVariant(stepText(l->iteration_time_s));
+    case StepTime: return value ? QVariant(l->iteration_time_s) : QVariant(formatSecondsLike(l->iteration_time_s, longest_step_s_));
     case TokensPerSecond: return value ? QVariant(l->tokens_per_s) : QVariant(formatCount(l->tokens_per_s));
     case Mfu: return value ? QVariant(l->mfu) : QVariant(formatPercent(l->mfu));
     case Bubble: return value ? QVariant(l->bubble_fraction) : QVariant(formatPercent(l->bubble_fraction));

@@ -28,11 +28,8 @@ class LayoutSearchModel : public QAbstractTableModel {
   QVariant headerData(int section, Qt::Orientation orientation, int role = Qt::DisplayRole) const override;
 
  private:
-  /// A step time as the Step column shows it: the unit and decimals of the result's longest step.
-  QString stepText(double seconds) const;
-
   planner::SearchResult result_;
-  double longest_step_s_ = 0;
+  double longest_step_s_ = 0;  ///< the Step column's times read in its unit (formatSecondsLike)
 };
 
 }  // namespace tessera::ui

@@ -141,6 +141,14 @@ QString RunComparison::formatValue(SummaryField field, double value) {
   return {};
 }
 
+QString RunComparison::formatInColumn(SummaryField field, double value) const {
+  if (field != SummaryField::mean_tokens_per_s && field != SummaryField::step_time_s) return formatValue(field, value);
+  double largest = 0;
+  for (int run = 0; run < runCount(); ++run)
+    if (const auto v = this->value(run, field); v && std::isfinite(*v)) largest = std::max(largest, std::fabs(*v));
+  return field == SummaryField::mean_tokens_per_s ? formatCountLike(value, largest) : formatSecondsLike(value, largest);
+}
+
 bool RunComparison::samePeak(int a, int b) const { return store::same_mfu_peak(summaries_.at(a), summaries_.at(b)); }
 
 QString RunComparison::formatDelta(int run, SummaryField field) const {
@@ -149,7 +157,7 @@ QString RunComparison::formatDelta(int run, SummaryField field) const {
   if (!d) return QStringLiteral("–");
   if (std::isnan(*d)) return QStringLiteral("nan");
   const bool points = field == SummaryField::mean_mfu || field == SummaryField::mean_bubble;
-  auto magnitude = [&](double v) { return points ? QStringLiteral("%1 pt").arg(v * 100, 0, 'f', 2) : formatValue(field, v); };
+  auto magnitude = [&](double v) { return points ? QStringLiteral("%1 pt").arg(v * 100, 0, 'f', 2) : formatInColumn(field, v); };
   // A difference below the precision shown is none: "±0.0000", not "−0.0000 (−0.0 %)".
   const QString shown = magnitude(std::fabs(*d));
   const bool none = shown == magnitude(0.0);

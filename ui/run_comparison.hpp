@@ -64,6 +64,9 @@ class RunComparison {
   std::optional<double> relativeDelta(int run, SummaryField field) const;
   /// "3.2104", "41.3 %", "52.1 k", "1.23 s", "12.4 GiB".
   static QString formatValue(SummaryField field, double value);
+  /// formatValue, tokens/s and step times in the unit of the field's largest value over the runs,
+  /// so that a column reads alike ("7.16 k" beside "16.1 k"; "980 ms" above "1.02 s" read as "0.98 s").
+  QString formatInColumn(SummaryField field, double value) const;
   /// "+0.0123 (+1.2 %)", for a table cell; an MFU delta against a run whose MFU is a share of another
   /// peak (CPU ranks time their own at start-up) says "(another peak)".
   QString formatDelta(int run, SummaryField field) const;

@@ -169,6 +169,28 @@ class TestCompare : public QObject {
   }
 
   // Model FLOP/s of CPU ranks (under 1 TFLOP/s) in GFLOP/s, the dashboard's unit; TFLOP/s otherwise.
+  // A column of tokens/s reads in one unit, the largest's: "7.16 k" beside "16.1 k" (it said "7161"
+  // beside "16.1 k"), the delta too.
+  void tokensPerSecondReadInOneUnit() {
+    const std::string path = dir_.filePath("tokens.sqlite").toStdString();
+    writeFourStepRuns(path, {{"tok-slow", {{"tokens_per_s", 7161.0}}}, {"tok-fast", {{"tokens_per_s", 16100.0}}}});
+    store::History history(path);
+    RunComparison comparison(&history, {"tok-slow", "tok-fast"});
+    QCOMPARE(comparison.formatInColumn(SummaryField::mean_tokens_per_s, *comparison.value(0, SummaryField::mean_tokens_per_s)),
+             QStringLiteral("7.16 k"));
+    QCOMPARE(comparison.formatInColumn(SummaryField::mean_tokens_per_s, *comparison.value(1, SummaryField::mean_tokens_per_s)),
+             QStringLiteral("16.1 k"));
+    QVERIFY2(comparison.formatDelta(1, SummaryField::mean_tokens_per_s).startsWith(QStringLiteral("+8.94 k")),
+             qPrintable(comparison.formatDelta(1, SummaryField::mean_tokens_per_s)));
+    CompareSummaryModel model;
+    model.setComparison(&comparison);
+    int column = -1;
+    for (int c = 0; c < model.columnCount(); ++c)
+      if (model.headerData(c, Qt::Horizontal).toString() == QStringLiteral("Mean tokens/s")) column = c;
+    QVERIFY(column > 0);
+    QVERIFY2(model.index(0, column).data().toString().startsWith(QStringLiteral("7.16 k")), qPrintable(model.index(0, column).data().toString()));
+  }
+
   void modelFlopsOfCpuRanksAreInGflops() {
     const std::string path = dir_.filePath(QStringLiteral("flops.sqlite")).toStdString();
     writeFourStepRuns(path, {{"cpu-a", {{"model_tflops", 0.0015}, {"loss", 2.5}}},

@@ -56,6 +56,15 @@ class TestModels : public QObject {
     QCOMPARE(tessera::ui::formatTick(4e-5, 2e-5, 1e-4), QStringLiteral("40 µs"));
     QCOMPARE(tessera::ui::formatTick(-1e-17, 0.2, 2.0), QStringLiteral("0.0 s"));
     QCOMPARE(tessera::ui::formatTick(600.0, 100.0, 700.0), QStringLiteral("600 s"));
+    // A column's numbers in its largest's unit and decimals.
+    QCOMPARE(tessera::ui::formatCountLike(7161, 16100), QStringLiteral("7.16 k"));
+    QCOMPARE(tessera::ui::formatCountLike(7161, 9000), QStringLiteral("7161"));
+    QCOMPARE(tessera::ui::formatCountLike(5e8, 1e9), QStringLiteral("0.50 B"));
+    QCOMPARE(tessera::ui::formatCountLike(2.5e6, 1e9), QStringLiteral("2.50 M"));  // "0.00 B" would say nothing
+    QCOMPARE(tessera::ui::formatSecondsLike(98.25, 100.1), QStringLiteral("98.3 s"));
+    QCOMPARE(tessera::ui::formatSecondsLike(0.98, 1.02), QStringLiteral("0.98 s"));
+    QCOMPARE(tessera::ui::formatSecondsLike(0.0123, 0.0456), QStringLiteral("12.3 ms"));
+    QCOMPARE(tessera::ui::formatSecondsLike(0.004, 250), QStringLiteral("4.0 ms"));  // "0.0 s" would say nothing
     // Label strides: 1, 2, 4 or 5 times a power of ten, the least one at or above what is asked.
     QCOMPARE(tessera::ui::niceStride(0), 1);
     QCOMPARE(tessera::ui::niceStride(1), 1);
