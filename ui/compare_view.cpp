@@ -34,8 +34,8 @@ CompareView::CompareView(store::History* history, QWidget* parent) : QWidget(par
   auto* controls = new QHBoxLayout;
   controls->addWidget(new QLabel(tr("Baseline:"), this));
   baseline_ = new QComboBox(this);
-  baseline_->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);  // not the longest name's width
-  baseline_->setMinimumContentsLength(24);
+  baseline_->setSizeAdjustPolicy(QComboBox::AdjustToContents);
+  baseline_->setMaximumWidth(24 * fontMetrics().averageCharWidth());  // not the longest name's width
   controls->addWidget(baseline_);
   controls->addSpacing(12);
   controls->addWidget(new QLabel(tr("X axis:"), this));
