@@ -106,6 +106,11 @@ class TestMainWindow : public QObject {
       return false;
     };
     QVERIFY(std::any_of(views.begin(), views.end(), listsGivenRun));
+    // Drawable at the user guide's picture size (--size 1400x584): a baseline picker sized for an
+    // icon made it 2 px taller.
+    shown->resize(1400, 584);
+    QCoreApplication::processEvents();
+    QCOMPARE(shown->grab().size(), QSize(1400, 584));
   }
 
   void summaryShowsSizesBelowAGibInMib() {
