@@ -168,7 +168,13 @@ void SummaryStrip::refresh() {
   const auto& pr = plan->prediction;
   const auto& mem = plan->memory;
 
-  set(Parameters, formatCount(static_cast<double>(plan->params.total)), QString::fromStdString(s.model.preset));
+  // A mixture of experts says what a token passes through ("12.9 B active · mixtral-8x7b").
+  const QString preset = QString::fromStdString(s.model.preset);
+  set(Parameters, formatCount(static_cast<double>(plan->params.total)),
+      plan->params.active_per_token == plan->params.total
+          ? preset
+          : tr("%1 active%2").arg(formatCount(static_cast<double>(plan->params.active_per_token)),
+                                  preset.isEmpty() ? QString() : QStringLiteral(" · ") + preset));
   QString layout = tr("TP%1·PP%2·DP%3").arg(s.parallel.tp).arg(s.parallel.pp).arg(s.data_parallel());
   if (s.parallel.cp > 1) layout += tr("·CP%1").arg(s.parallel.cp);
   if (s.parallel.ep > 1) layout += tr("·EP%1").arg(s.parallel.ep);

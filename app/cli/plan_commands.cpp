@@ -178,7 +178,12 @@ void print_plan(const planner::Plan& plan) {
     if (!planner::is_derived_group_kind(k)) kinds += (kinds.empty() ? "" : ", ") + k;
   if (!kinds.empty()) std::cout << "  groups crossing a node boundary: " << kinds << "\n";
   std::cout << "\nParameters: " << format_count(plan.params.total) << " (" << format_si(static_cast<double>(plan.params.total), "")
-            << ")\n";
+            << ")";
+  if (plan.params.active_per_token != plan.params.total)
+    std::cout << ", " << format_count(plan.params.active_per_token) << " ("
+              << format_si(static_cast<double>(plan.params.active_per_token), "") << ") active per token: top "
+              << s.model.moe_top_k << " of " << s.model.num_experts << " experts";
+  std::cout << "\n";
   TextTable params({"stage", "layers", "parameters", "per rank (after TP/EP)"});
   for (size_t i = 0; i < plan.stage_params.size(); ++i) {
     const auto& st = plan.stage_params[i];

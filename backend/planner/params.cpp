@@ -99,6 +99,12 @@ ModelParams count_parameters(const spec::ModelSpec& m) {
   }
   out.total = out.embedding_total() + out.final_norm + out.output_layer + out.head_replicated + out.head_vocab_bias;
   for (const auto& l : out.layers) out.total += l.total();
+  // Experts a token is not routed to, each an equal share of a layer's expert weights.
+  int64_t idle_experts = 0;
+  if (m.num_experts > 1)
+    for (const auto& l : out.layers)
+      idle_experts += (l.expert_sharded + l.expert_ep_only) / m.num_experts * (m.num_experts - m.moe_top_k);
+  out.active_per_token = out.total - idle_experts;
   return out;
 }
 

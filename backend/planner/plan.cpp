@@ -74,6 +74,7 @@ nlohmann::ordered_json plan_to_json(const Plan& plan) {
   out["world_size"] = plan.spec.world_size();
   auto& parameters = out["parameters"];
   parameters["total"] = plan.params.total;
+  parameters["active_per_token"] = plan.params.active_per_token;
   parameters["per_stage"] = nlohmann::ordered_json::array();
   for (const auto& st : plan.stage_params) parameters["per_stage"].push_back(st.total);
 

@@ -46,6 +46,7 @@ class TestCliPlan : public QObject {
     QCOMPARE(keys(j), (std::vector<std::string>{"world_size", "parameters", "memory", "flops", "pipeline", "predicted"}));
     QCOMPARE(j["world_size"].get<int64_t>(), int64_t{64});
     QCOMPARE(j["parameters"]["total"].get<int64_t>(), int64_t{70'553'706'496});
+    QCOMPARE(j["parameters"]["active_per_token"].get<int64_t>(), int64_t{70'553'706'496});  // dense
     int64_t stage_sum = 0;
     for (const auto& v : j["parameters"]["per_stage"]) stage_sum += v.get<int64_t>();
     // Untied embeddings: the stages partition the model.

@@ -25,6 +25,11 @@ class TestParams : public QObject {
     QCOMPARE(total_of("llama3-8b"), int64_t{8'030'261'248});
     QCOMPARE(total_of("llama3-70b"), int64_t{70'553'706'496});
     QCOMPARE(total_of("mixtral-8x7b"), int64_t{46'702'792'704});
+    // Active per token (Mistral AI: 12.9 B of 46.7 B): the total less 6 of 8 experts' weights in each of
+    // 32 layers, 3 matrices of 4096 x 14336 each: 46,702,792,704 - 32 x 6 x 3 x 4096 x 14336.
+    QCOMPARE(planner::count_parameters(preset_spec("mixtral-8x7b").model).active_per_token,
+             int64_t{46'702'792'704} - int64_t{32} * 6 * 3 * 4096 * 14336);
+    QCOMPARE(planner::count_parameters(preset_spec("llama3-8b").model).active_per_token, int64_t{8'030'261'248});  // dense: all
     QCOMPARE(total_of("gpt2-124m"), int64_t{124'439'808});
     QCOMPARE(total_of("llama2-7b"), int64_t{6'738'415'616});
     QCOMPARE(total_of("llama3-405b"), int64_t{405'853'388'800});

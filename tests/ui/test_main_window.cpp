@@ -47,6 +47,7 @@ class TestMainWindow : public QObject {
     QCOMPARE(summary->value(SummaryStrip::World), QStringLiteral("64"));
     QCOMPARE(summary->detail(SummaryStrip::World), QStringLiteral("TP8·PP4·DP2"));
     QCOMPARE(summary->value(SummaryStrip::Parameters), QStringLiteral("70.6 B"));
+    QCOMPARE(summary->detail(SummaryStrip::Parameters), QStringLiteral("llama3-70b"));  // dense: no active share
     const QString memoryBefore = summary->value(SummaryStrip::Memory);
     const QString iterationBefore = summary->value(SummaryStrip::Iteration);
 
@@ -339,6 +340,16 @@ class TestMainWindow : public QObject {
     for (int i = 0; i < 6; ++i) window.session()->undoStack()->undo();
     QVERIFY(!window.session()->stale());
     QVERIFY(!window.designer()->problemsList()->isVisible());
+  }
+
+  // A mixture of experts says what a token passes through beside its total.
+  void aMixtureOfExpertsShowsItsActiveParameters() {
+    MainWindow window(false);
+    QVERIFY(window.openFile(example("llama3-70b-64xh100.json"), nullptr));
+    QVERIFY(window.session()->setField("model.preset", "mixtral-8x7b"));
+    QVERIFY2(!window.session()->stale(), qPrintable(window.session()->problemsText()));
+    QCOMPARE(window.summary()->value(SummaryStrip::Parameters), QStringLiteral("46.7 B"));
+    QCOMPARE(window.summary()->detail(SummaryStrip::Parameters), QStringLiteral("12.9 B active · mixtral-8x7b"));
   }
 
   void undoRedoRestoresTheSpecExactly() {
