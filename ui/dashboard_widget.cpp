@@ -11,6 +11,7 @@
 #include <QSplitter>
 #include <QVBoxLayout>
 
+#include "elided_label.hpp"
 #include "format.hpp"
 #include "planner/grid.hpp"
 #include "run_controller.hpp"
@@ -76,7 +77,7 @@ DashboardWidget::~DashboardWidget() = default;
 
 QCustomPlot* DashboardWidget::makePlot(const QString& metric, const QString& title, const QString& unit) {
   auto* plot = new FittedPlot(plots_panel_);  // value ticks thinned to its height
-  plot->setMinimumSize(220, 150);
+  plot->setMinimumSize(180, 150);  // four in a row fit an 800 px window (at 220 it needed 898)
   plot->setNoAntialiasingOnDrag(true);
   plot->setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
   plot->plotLayout()->insertRow(0);
@@ -124,13 +125,16 @@ void DashboardWidget::buildUi() {
   root->setSpacing(4);
 
   auto* header = new QHBoxLayout;
-  title_ = new QLabel(tr("No run"));
+  // The run's name and the progress end in "…" on a narrow window (their width was the window's least).
+  title_ = new ElidedLabel(tr("No run"));
+  title_->setMinimumWidth(80);
   QFont bold = title_->font();
   bold.setBold(true);
   bold.setPointSize(bold.pointSize() + 1);
   title_->setFont(bold);
   status_ = new QLabel;
-  progress_ = new QLabel;
+  progress_ = new ElidedLabel;
+  progress_->setMinimumWidth(1);
   progress_->setStyleSheet(QStringLiteral("color: palette(placeholder-text)"));
   x_axis_box_ = new QComboBox;
   x_axis_box_->addItems({tr("Step"), tr("Tokens"), tr("Wall time (s)")});
@@ -190,7 +194,8 @@ void DashboardWidget::buildUi() {
   step_box_->setPrefix(tr("step "));
   follow_latest_ = new QCheckBox(tr("latest step"));
   follow_latest_->setChecked(true);
-  bubble_label_ = new QLabel;
+  bubble_label_ = new ElidedLabel;  // "…" on a narrow window, not its width as the window's least
+  bubble_label_->setMinimumWidth(1);
   connect(step_box_, &QSpinBox::valueChanged, this, [this](int step) {
     if (!follow_latest_->isChecked()) showTimelineStep(step);
   });

@@ -27,6 +27,7 @@
 
 #include <qcustomplot.h>
 
+#include "elided_label.hpp"
 #include "identical_series.hpp"
 #include "plan_session.hpp"
 #include "run_feed.hpp"
@@ -161,9 +162,9 @@ class DashboardWidget : public QWidget {
   std::vector<QCPItemText*> prediction_labels_;        ///< "predicted: stage 1" at each line's end
   std::vector<double> predicted_memory_;  ///< per stage, in the plot's unit
 
-  QLabel* title_ = nullptr;
+  ElidedLabel* title_ = nullptr;
   QLabel* status_ = nullptr;
-  QLabel* progress_ = nullptr;
+  ElidedLabel* progress_ = nullptr;
   QLabel* failure_ = nullptr;
   QComboBox* x_axis_box_ = nullptr;
   QSlider* smoothing_slider_ = nullptr;
@@ -176,7 +177,7 @@ class DashboardWidget : public QWidget {
   TimelineView* timeline_view_ = nullptr;
   QSpinBox* step_box_ = nullptr;
   QCheckBox* follow_latest_ = nullptr;
-  QLabel* bubble_label_ = nullptr;
+  ElidedLabel* bubble_label_ = nullptr;
   QTableWidget* ranks_ = nullptr;
   QTableWidget* checkpoints_ = nullptr;
   QComboBox* log_rank_ = nullptr;

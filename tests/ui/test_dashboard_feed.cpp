@@ -416,6 +416,9 @@ class TestDashboardFeed : public QObject {
       }
     }
     QVERIFY(dashboard.mfuTitle().startsWith(QStringLiteral("MFU of ")));
+    // It fits an 800 px window: it needed 898 px (four plots of 220 px, and the bubble line's and the
+    // run name's whole widths).
+    QVERIFY2(dashboard.minimumSizeHint().width() <= 800, qPrintable(QString::number(dashboard.minimumSizeHint().width())));
   }
 
   void missingRunIsAClearError() {
