@@ -31,7 +31,8 @@ ComparePlot::ComparePlot(QWidget* parent) : FittedPlot(parent) {
   for (size_t m = 0; m < metrics.size(); ++m) {
     auto* cell = new QCPLayoutGrid;
     grid->addElement(static_cast<int>(m / 4), static_cast<int>(m % 4), cell);
-    auto* title = new QCPTextElement(this, metrics[m].title, QFont(font().family(), font().pointSize(), QFont::Bold));
+    // A quarter of the plot's width, broken into lines where longer (its width set the column's).
+    auto* title = new PlotTitle(this, metrics[m].title, QFont(font().family(), font().pointSize(), QFont::Bold), 0.25);
     cell->addElement(0, 0, title);
     auto* rect = new QCPAxisRect(this);
     cell->addElement(1, 0, rect);
@@ -160,7 +161,7 @@ void ComparePlot::rebuild() {
     QString title = name + unit;
     if (!any && runs > 0) title += problems.isEmpty() ? tr(" — not reported") : tr(" — %1").arg(problems.join(QStringLiteral("; ")));
     else if (!problems.isEmpty()) title += tr(" — %1").arg(problems.join(QStringLiteral("; ")));
-    titles_[m]->setText(title);
+    titles_[m]->setFullText(title);
     if (any) {
       for (QCPAxis* axis : {rect->axis(QCPAxis::atBottom), rect->axis(QCPAxis::atLeft)}) axis->rescale(true);
       QCPAxis* y = rect->axis(QCPAxis::atLeft);

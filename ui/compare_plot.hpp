@@ -31,8 +31,8 @@ class ComparePlot : public FittedPlot {
 
   /// The panel of metric `index` (RunComparison::metrics() order), for tests.
   QCPAxisRect* panel(int index) const { return panels_.at(index); }
-  /// A panel's title as shown: the metric, its unit, and what a run did not report.
-  QString panelTitle(int index) const { return titles_.at(index)->text(); }
+  /// A panel's title (unbroken): the metric, its unit, and what a run did not report.
+  QString panelTitle(int index) const { return titles_.at(index)->fullText(); }
   /// Raw (faded) and smoothed graphs of run `run` in panel `metric` (smoothed is nullptr when the
   /// smoothing is 0 or the run lacks the metric).
   QCPGraph* rawGraph(int metric, int run) const { return raw_.at(metric).at(run); }
@@ -52,7 +52,7 @@ class ComparePlot : public FittedPlot {
   double smoothing_ = 0.6;
   int64_t buckets_ = 1000;
   std::vector<QCPAxisRect*> panels_;
-  std::vector<QCPTextElement*> titles_;
+  std::vector<PlotTitle*> titles_;
   std::vector<std::vector<CompareCurve>> curves_;  ///< [metric][run]
   std::vector<std::vector<QCPGraph*>> raw_, smooth_;
   QCPLegend* run_legend_ = nullptr;

@@ -34,8 +34,10 @@ CompareView::CompareView(store::History* history, QWidget* parent) : QWidget(par
   auto* controls = new QHBoxLayout;
   controls->addWidget(new QLabel(tr("Baseline:"), this));
   baseline_ = new QComboBox(this);
+  // As wide as the longest name where there is room, at least 12 characters where there is not (the
+  // longest name's width was the window's least).
   baseline_->setSizeAdjustPolicy(QComboBox::AdjustToContents);
-  baseline_->setMaximumWidth(24 * fontMetrics().averageCharWidth());  // not the longest name's width
+  baseline_->setMinimumWidth(12 * fontMetrics().averageCharWidth());
   controls->addWidget(baseline_);
   controls->addSpacing(12);
   controls->addWidget(new QLabel(tr("X axis:"), this));
@@ -48,7 +50,7 @@ CompareView::CompareView(store::History* history, QWidget* parent) : QWidget(par
   controls->addWidget(new QLabel(tr("Smoothing:"), this));
   smoothing_ = new QSlider(Qt::Horizontal, this);
   smoothing_->setRange(0, 99);
-  smoothing_->setFixedWidth(140);
+  smoothing_->setFixedWidth(80);  // the row fits an 800 px window
   controls->addWidget(smoothing_);
   smoothing_label_ = new QLabel(this);
   smoothing_label_->setMinimumWidth(32);

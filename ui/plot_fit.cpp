@@ -69,8 +69,8 @@ QString wrapTitle(const QString& text, const QFontMetrics& metrics, int width) {
   return lines.join(QLatin1Char('\n'));
 }
 
-PlotTitle::PlotTitle(QCustomPlot* plot, const QString& text, const QFont& font)
-    : QCPTextElement(plot, text, font), full_(text) {}
+PlotTitle::PlotTitle(QCustomPlot* plot, const QString& text, const QFont& font, double width_share)
+    : QCPTextElement(plot, text, font), full_(text), width_share_(width_share) {}
 
 void PlotTitle::setFullText(const QString& text) {
   full_ = text;
@@ -78,7 +78,7 @@ void PlotTitle::setFullText(const QString& text) {
 }
 
 void PlotTitle::fit() const {
-  const int width = mParentPlot->viewport().width() - mMargins.left() - mMargins.right() - 12;
+  const int width = static_cast<int>(mParentPlot->viewport().width() * width_share_) - mMargins.left() - mMargins.right() - 12;
   const QString wrapped = wrapTitle(full_, QFontMetrics(mFont), std::max(width, 40));
   if (wrapped != mText) const_cast<PlotTitle*>(this)->mText = wrapped;
 }

@@ -16,11 +16,11 @@ namespace tessera::ui {
 /// word wider than `width` keeps a line of its own.
 QString wrapTitle(const QString& text, const QFontMetrics& metrics, int width);
 
-/// A title as wide as its plot (one a plot).
+/// A title as wide as its plot, or as a share of it (a panel of a grid of panels: 1/4 in four columns).
 class PlotTitle : public QCPTextElement {
   Q_OBJECT
  public:
-  PlotTitle(QCustomPlot* plot, const QString& text, const QFont& font);
+  PlotTitle(QCustomPlot* plot, const QString& text, const QFont& font, double width_share = 1.0);
   /// The title unbroken; text() is it as drawn, broken to the plot's width at the last layout.
   void setFullText(const QString& text);
   QString fullText() const { return full_; }
@@ -33,6 +33,7 @@ class PlotTitle : public QCPTextElement {
   /// Breaks full_ for the plot's current width into the drawn text.
   void fit() const;
   QString full_;
+  double width_share_;
 };
 
 /// A plot whose axis rects' value axes (left) have at most one tick per 28 px of height, up to five.
