@@ -144,7 +144,7 @@ void MemoryView::rebuild() {
   }
 
   // Totals above the bars, stages over capacity saying by how much: their text and which are shown
-  // follow the bars' width (fitLabels).
+  // follow the bars' width (fitTotals).
   for (int s = 0; s < stages; ++s) {
     const int64_t total = model_->bytes(s, StageMemoryModel::Total);
     const bool over = total > memory->capacity_bytes;
