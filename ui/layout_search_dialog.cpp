@@ -7,6 +7,7 @@
 
 #include <QDialogButtonBox>
 #include <QFormLayout>
+#include <QGridLayout>
 #include <QGroupBox>
 #include <QHBoxLayout>
 #include <QHeaderView>
@@ -92,11 +93,12 @@ LayoutSearchDialog::LayoutSearchDialog(PlanSession* session, QWidget* parent) : 
   layout->addWidget(intro);
 
   auto* space = new QGroupBox(tr("Layouts to try"), this);
-  auto* columns = new QHBoxLayout(space);
+  // Two columns of fields, then the runtime's box across both (in a column it set the dialog's least width).
+  auto* columns = new QGridLayout(space);
   auto* left = new QFormLayout;
   auto* right = new QFormLayout;
-  columns->addLayout(left);
-  columns->addLayout(right);
+  columns->addLayout(left, 0, 0);
+  columns->addLayout(right, 0, 1);
   int n = 0;
   for (const auto& f : kListFields) {
     auto* edit = new QLineEdit(space);
@@ -130,7 +132,7 @@ LayoutSearchDialog::LayoutSearchDialog(PlanSession* session, QWidget* parent) : 
   tessera_train_->setToolTip(tr("The bundled runtime's limits; the other layouts are for Megatron-LM and its kin. "
                                 "Ticked for a CPU cluster, which only tessera-train runs."));
   tessera_train_->setChecked(cpu);
-  left->addRow(QString(), tessera_train_);
+  columns->addWidget(tessera_train_, 1, 0, 1, 2);
   layout->addWidget(space);
 
   problem_ = new QLabel(this);

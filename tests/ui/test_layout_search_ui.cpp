@@ -171,6 +171,26 @@ class TestLayoutSearchUi : public QObject {
     QVERIFY2(used <= room && used >= room - 4, qPrintable(QString("after the next search: columns %1 of %2").arg(used).arg(room)));
   }
 
+  // The dialog fits an 800 px window (it needed 840: the runtime's box sat in the left column of
+  // fields), every field and box drawn whole there.
+  void fitsAnEightHundredPixelWindow() {
+    PlanSession session;
+    QVERIFY(session.open(example("llama3-70b-64xh100.json"), nullptr));
+    LayoutSearchDialog dialog(&session);
+    QVERIFY2(dialog.minimumSizeHint().width() <= 800, qPrintable(QString("needs %1 px").arg(dialog.minimumSizeHint().width())));
+    dialog.resize(800, 600);
+    dialog.show();
+    QCoreApplication::processEvents();
+    QList<QCheckBox*> boxes{dialog.tesseraTrainOnly()};
+    for (auto r : {spec::Recompute::none, spec::Recompute::selective, spec::Recompute::full}) boxes << dialog.recomputeBox(r);
+    for (auto sc : {spec::Schedule::one_f_one_b, spec::Schedule::interleaved, spec::Schedule::zb_h1, spec::Schedule::gpipe})
+      boxes << dialog.scheduleBox(sc);
+    for (const QCheckBox* box : boxes) {
+      QVERIFY2(box->width() >= box->sizeHint().width(), qPrintable(box->text()));
+      QVERIFY2(box->geometry().right() < box->parentWidget()->width(), qPrintable(box->text()));
+    }
+  }
+
   void sortedByAColumnAppliesTheRowShown() {
     PlanSession session;
     QVERIFY(session.open(example("llama3-8b-8xh100.json"), nullptr));
