@@ -2,6 +2,7 @@
 #include "summary_strip.hpp"
 
 #include <algorithm>
+#include <vector>
 
 #include <QEvent>
 #include <QFontMetrics>
@@ -14,6 +15,19 @@
 #include "theme.hpp"
 
 namespace tessera::ui {
+
+namespace {
+
+// "48.2 / 79.6 GiB": the unit once where both share it (the strip's widest value), else
+// "512.0 MiB / 24.0 GiB".
+QString peakOfCapacity(int64_t peak_bytes, int64_t capacity_bytes) {
+  const QString peak = formatBytes(peak_bytes), capacity = formatBytes(capacity_bytes);
+  const qsizetype unit = peak.lastIndexOf(QLatin1Char(' '));
+  if (unit > 0 && peak.front().isDigit() && capacity.endsWith(peak.mid(unit))) return peak.left(unit) + QStringLiteral(" / ") + capacity;
+  return peak + QStringLiteral(" / ") + capacity;
+}
+
+}  // namespace
 
 SummaryStrip::SummaryStrip(PlanSession* session, QWidget* parent) : QWidget(parent), session_(session) {
   auto* outer = new QVBoxLayout(this);
@@ -52,7 +66,7 @@ SummaryStrip::SummaryStrip(PlanSession* session, QWidget* parent) : QWidget(pare
   // values shown, so that an edit of a value seldom moves the views below by switching between one line
   // and two (values wider still count as they are; captions and details count as they are).
   const QFontMetrics valueMetrics(valueFont);
-  const char* wide[] = {"888.8 B", "8888", "888.8 GiB / 888.8 GiB", "88.8 min", "8888", "88.8 %", "888.8 k", "88.8 %", "DP, PP"};
+  const char* wide[] = {"888.8 B", "8888", "888.8 / 888.8 GiB", "88.8 min", "8888", "88.8 %", "888.8 k", "88.8 %", "DP, PP"};
   for (const auto& [metric, title] : cells) wide_value_width_[metric] = valueMetrics.horizontalAdvance(QString::fromLatin1(wide[metric]));
   arrange(1);
   outer->addLayout(grid);
@@ -93,11 +107,34 @@ void SummaryStrip::fitLines() {
   // detail. Details end in "…" only where even two lines are too narrow ("TP8·PP8·D…" at 1024 px).
   int cells_width = 0;
   for (const auto& [metric, value] : values_)
-    cells_width += std::max({wide_value_width_.at(metric), value->sizeHint().width(), captions_.at(metric)->sizeHint().width(),
-                             details_.at(metric)->sizeHint().width()});
+    cells_width += std::max({valueWidth(metric), captions_.at(metric)->sizeHint().width(), details_.at(metric)->sizeHint().width()});
   const QMargins margins = layout()->contentsMargins();
   const int chrome = margins.left() + margins.right() + static_cast<int>(values_.size() - 1) * grid_->horizontalSpacing();
-  arrange(width() >= chrome + cells_width ? 1 : 2);
+  if (width() >= chrome + cells_width) {
+    arrange(1);
+    return;
+  }
+  // Then two lines where the values fit on them, else three (the designer beside an 800 px window
+  // cut "48.2 GiB / 7…" on two).
+  arrange(width() >= valuesWidth(2) ? 2 : 3);
+}
+
+int SummaryStrip::valueWidth(Metric metric) const {
+  return std::max(wide_value_width_.at(metric), values_.at(metric)->sizeHint().width());
+}
+
+int SummaryStrip::valuesWidth(int lines) const {
+  const int cells = static_cast<int>(values_.size()), per_line = (cells + lines - 1) / lines;
+  std::vector<int> columns(static_cast<size_t>(per_line), 0);
+  int i = 0;
+  for (const auto& [metric, value] : values_) {
+    int& column = columns[static_cast<size_t>(i++ % per_line)];
+    column = std::max(column, valueWidth(metric));
+  }
+  const QMargins margins = layout()->contentsMargins();
+  int need = margins.left() + margins.right() + (per_line - 1) * grid_->horizontalSpacing();
+  for (const int column : columns) need += column;
+  return need;
 }
 
 void SummaryStrip::arrange(int lines) {
@@ -107,9 +144,9 @@ void SummaryStrip::arrange(int lines) {
   const int per_line = (cells + lines - 1) / lines;
   for (int column = 0; column <= cells; ++column) grid_->setColumnStretch(column, 0);
   int i = 0;
-  // Two lines of cells have an empty row between them: a first-line detail sat right on the caption
-  // under it ("llama3-70b" on "MFU").
-  grid_->setRowMinimumHeight(3, lines == 2 ? 8 : 0);
+  // Lines of cells have an empty row between them: a first-line detail sat right on the caption under
+  // it ("llama3-70b" on "MFU").
+  for (int line = 0; line < 2; ++line) grid_->setRowMinimumHeight(4 * line + 3, line + 1 < lines ? 8 : 0);
   for (const auto& [metric, value] : values_) {  // the map's order is the Metric enum's: the strip's
     const int row = 4 * (i / per_line), column = i % per_line;
     ++i;
@@ -187,7 +224,7 @@ void SummaryStrip::refresh() {
   const double flops_unit = giga ? 1000.0 : 1.0;
   captions_[Tflops]->setText((giga ? tr("GFLOP/s") : tr("TFLOP/s")) + (cpu ? tr(" / rank") : tr(" / GPU")));
   set(World, QString::number(s.world_size()), layout);
-  set(Memory, tr("%1 / %2").arg(formatBytes(mem.peak_bytes), formatBytes(mem.capacity_bytes)),
+  set(Memory, peakOfCapacity(mem.peak_bytes, mem.capacity_bytes),
       mem.fits ? tr("fits · %1 free").arg(formatBytes(mem.capacity_bytes - mem.peak_bytes))
                : tr("OOM by %1").arg(formatBytes(mem.peak_bytes - mem.capacity_bytes)),
       stale ? QColor() : mem.fits ? colors::ok() : colors::warning());  // a stale plan's verdict is greyed too

@@ -32,7 +32,7 @@ class SummaryStrip : public QWidget {
   QString status() const { return status_text_; }
   /// That line as drawn at the strip's width (rich text: the message may end in "…"), for tests.
   QString shownStatus() const { return status_->text(); }
-  /// The lines the cells take, 1 or 2, for tests.
+  /// The lines the cells take, 1 to 3, for tests.
   int lines() const { return lines_; }
   /// The width that line's text takes, for tests.
   int shownStatusWidth() const { return QFontMetrics(status_->font()).horizontalAdvance(QTextDocumentFragment::fromHtml(status_->text()).toPlainText()); }
@@ -50,12 +50,16 @@ class SummaryStrip : public QWidget {
   /// Fits the problem line to the width: the message ends in "…" so that "(and N more)" and what the
   /// views show stay readable (the whole text is the tooltip).
   void showProblem();
-  /// The cells on one line, or on two when the strip is narrower than one line needs (values are never
-  /// cut: "48.2 Gi" at 1024 px).
+  /// The cells on one line, or on two or three when the strip is narrower than one line needs (values
+  /// are never cut: "48.2 Gi" at 1024 px).
   void arrange(int lines);
   /// arrange() for the strip's width: one line when every cell's caption, value (at least its wide
-  /// estimate) and detail fit side by side.
+  /// estimate) and detail fit side by side; else two when the values fit on two, else three.
   void fitLines();
+  /// A value's width for fitting: what it shows, at least its wide estimate.
+  int valueWidth(Metric metric) const;
+  /// The width the values need on this many lines (each column as wide as its widest value).
+  int valuesWidth(int lines) const;
   void set(Metric metric, const QString& value, const QString& detail, const QColor& detailColor = {});
 
   PlanSession* session_;
