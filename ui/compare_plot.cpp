@@ -20,8 +20,7 @@ ComparePlot::ComparePlot(QWidget* parent) : FittedPlot(parent) {
   run_legend_ = new QCPLegend;
   plotLayout()->addElement(0, 0, run_legend_);
   run_legend_->setLayer(QStringLiteral("legend"));
-  run_legend_->setFillOrder(QCPLegend::foColumnsFirst);
-  run_legend_->setWrap(6);
+  fitLegend(run_legend_, 6);  // up to six runs a row, as many as the width takes
   run_legend_->setVisible(true);
   run_legend_->setBorderPen(Qt::NoPen);
   auto* grid = new QCPLayoutGrid;

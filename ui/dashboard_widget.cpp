@@ -89,9 +89,9 @@ QCustomPlot* DashboardWidget::makePlot(const QString& metric, const QString& tit
   legend_font.setPointSize(std::max(6, font().pointSize() - 2));
   plot->legend->setFont(legend_font);
   plot->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignRight);
-  // Many ranks: the legend goes in rows of four, small and see-through, not over the whole plot.
-  plot->legend->setFillOrder(QCPLayoutGrid::foColumnsFirst);
-  plot->legend->setWrap(4);
+  // Many ranks: the legend goes in rows of up to four (as many as the plot's width takes), small and
+  // see-through, not over the whole plot.
+  plot->fitLegend(plot->legend, 4);
   plot->legend->setRowSpacing(0);
   plot->legend->setColumnSpacing(4);
   plot->legend->setIconSize(14, 8);

@@ -93,6 +93,25 @@ QSize PlotTitle::maximumOuterSizeHint() const {
   return QCPTextElement::maximumOuterSizeHint();
 }
 
+void FittedPlot::fitLegend(QCPLegend* legend, int most_columns) {
+  legend->setFillOrder(QCPLayoutGrid::foColumnsFirst);
+  fitted_legends_.emplace_back(legend, std::max(1, most_columns));
+}
+
+bool FittedPlot::fitColumns(QCPLegend* legend, int most_columns) {
+  if (!legend->visible() || legend->itemCount() == 0) return false;
+  int widest = 1;
+  for (int i = 0; i < legend->itemCount(); ++i)
+    if (legend->item(i)) widest = std::max(widest, legend->item(i)->minimumOuterSizeHint().width());
+  const QMargins margins = legend->margins();
+  const int room = legend->outerRect().width() - margins.left() - margins.right(), spacing = legend->columnSpacing();
+  const int columns = std::clamp((room + spacing) / (widest + spacing), 1, most_columns);
+  if (legend->wrap() == columns) return false;
+  legend->setWrap(columns);
+  legend->setFillOrder(legend->fillOrder(), true);  // the items already there move to the new rows
+  return true;
+}
+
 void FittedPlot::updateLayout() {
   QCustomPlot::updateLayout();
   bool changed = false;
@@ -102,6 +121,8 @@ void FittedPlot::updateLayout() {
     changed = changed || ticker->tickCount() != count;
     ticker->setTickCount(count);
   }
+  for (const auto& [legend, most] : fitted_legends_)
+    if (legend && fitColumns(legend, most)) changed = true;
   if (changed) QCustomPlot::updateLayout();  // the ticks are placed in the layout's preparation
 }
 

@@ -1,10 +1,14 @@
 // Fitting QCustomPlot plots to their size: a title that breaks into lines to fit the plot's width
-// (at its " — " and " · " separators first, then between words), and value axes whose ticks are
-// thinned to the axis's height. The memory view, the comparison and the dashboard's plots use them
+// (at its " — " and " · " separators first, then between words), value axes whose ticks are
+// thinned to the axis's height, and legends in rows of as many items as the width takes. The memory view, the comparison and the dashboard's plots use them
 // (a long title was cut at both ends on a narrow window; a 100 px plot crammed eight ticks).
 #pragma once
 
+#include <utility>
+#include <vector>
+
 #include <QFontMetrics>
+#include <QPointer>
 #include <QString>
 
 #include <qcustomplot.h>
@@ -36,16 +40,26 @@ class PlotTitle : public QCPTextElement {
   double width_share_;
 };
 
-/// A plot whose axis rects' value axes (left) have at most one tick per 28 px of height, up to five.
-/// The tick count is set once the layout gives the heights, and the layout is made again where it
-/// changed, so that the ticks drawn are the count's (a count set after the layout came a replot late).
+/// A plot whose axis rects' value axes (left) have at most one tick per 28 px of height, up to five,
+/// and whose legends in rows (fitLegend) put as many items on a row as its width takes whole. Both
+/// are set once the layout gives the sizes, and the layout is made again where they changed, so that
+/// what is drawn is the count's (a count set after the layout came a replot late).
 class FittedPlot : public QCustomPlot {
   Q_OBJECT
  public:
   using QCustomPlot::QCustomPlot;
+  /// Lays `legend` (an element of the plot's layout, filled columns first) out in rows of as many
+  /// items as fit its width, at most `most_columns`: "ranks 0–2 · rank 3 · ranks 4–7" ran into each
+  /// other in a 180 px plot at a fixed four.
+  void fitLegend(QCPLegend* legend, int most_columns);
 
  protected:
   void updateLayout() override;
+
+ private:
+  /// Sets `legend`'s items per row for its width; true where that changed.
+  static bool fitColumns(QCPLegend* legend, int most_columns);
+  std::vector<std::pair<QPointer<QCPLegend>, int>> fitted_legends_;
 };
 
 }  // namespace tessera::ui

@@ -109,6 +109,39 @@ class TestModels : public QObject {
     QCOMPARE(tessera::ui::wrapTitle(two, fm, fm.horizontalAdvance(QStringLiteral("note: a second, longer one"))), two);
   }
 
+  // A fitted legend puts on a row as many items as its width takes whole, at most the count asked:
+  // the dashboard's "ranks 0–2 · rank 3 · ranks 4–7" ran into each other at a fixed four in 180 px.
+  void legendRowsFitTheirWidth() {
+    tessera::ui::FittedPlot plot;
+    plot.legend->setVisible(true);
+    plot.axisRect()->insetLayout()->take(plot.legend);
+    plot.plotLayout()->addElement(1, 0, plot.legend);
+    plot.plotLayout()->setRowStretchFactor(1, 0.001);
+    plot.fitLegend(plot.legend, 4);
+    for (const char* name : {"ranks 0–2", "rank 3", "ranks 4–7", "rank 8"}) plot.addGraph()->setName(QString::fromUtf8(name));
+    plot.show();
+    const auto itemsApart = [&](int width) {
+      plot.resize(width, 200);
+      QCoreApplication::processEvents();  // the resize event sets the plot's viewport
+      plot.replot();
+      QList<QCPAbstractLegendItem*> items;  // the grid's cells, some empty in its last row
+      for (int i = 0; i < plot.legend->itemCount(); ++i)
+        if (plot.legend->item(i)) items << plot.legend->item(i);
+      QCOMPARE(items.size(), 4);
+      for (int i = 0; i < items.size(); ++i) {
+        const QRect item = items[i]->outerRect();
+        QVERIFY2(item.width() >= items[i]->minimumOuterSizeHint().width(), qPrintable(QString("%1 px: item %2 cut").arg(width).arg(i)));
+        QVERIFY2(item.right() <= width, qPrintable(QString("%1 px: item %2 ends at %3").arg(width).arg(i).arg(item.right())));
+        for (int j = 0; j < i; ++j)
+          QVERIFY2(!item.intersects(items[j]->outerRect()), qPrintable(QString("%1 px: items %2 and %3 overlap").arg(width).arg(j).arg(i)));
+      }
+    };
+    for (const int width : {180, 260, 400, 800}) itemsApart(width);
+    QCOMPARE(plot.legend->wrap(), 4);  // never more than asked
+    itemsApart(180);
+    QVERIFY2(plot.legend->wrap() < 4, qPrintable(QString::number(plot.legend->wrap())));
+  }
+
   // A rule that names a second field marks that one too, more lightly, with the rule beside it: vpp=2
   // under 1f1b is fixed at vpp or at schedule, and schedule was left unmarked.
   void aRuleMarksTheOtherFieldItNames() {
