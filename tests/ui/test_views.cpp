@@ -49,6 +49,21 @@ struct GridOf {
   const planner::Plan* plan() const { return session.plan().get(); }
 };
 
+// A spec's plan on a timeline 1400 × 600 px, fitted to it, with nothing to compare: the timeline
+// tests' set-up. A test that edits the session shows the new plan with primary.setPlan.
+struct TimelineOf {
+  PlanSession session;
+  TimelineModel primary, comparison;
+  TimelineView view{&primary, &comparison};
+  explicit TimelineOf(const char* name) {
+    if (!session.open(example(name), nullptr)) return;
+    primary.setPlan(session.plan());
+    view.resize(1400, 600);
+    view.fitToView();
+  }
+  const planner::Plan* plan() const { return session.plan().get(); }
+};
+
 }  // namespace
 
 class TestViews : public QObject {
@@ -279,13 +294,9 @@ class TestViews : public QObject {
   }
 
   void timelineFindsTheEventUnderTheMouse() {
-    PlanSession session;
-    QVERIFY(session.open(example("llama3-70b-64xh100.json"), nullptr));
-    TimelineModel primary, comparison;
-    primary.setPlan(session.plan());
-    TimelineView view(&primary, &comparison);
-    view.resize(1400, 600);
-    view.fitToView();
+    TimelineOf timeline("llama3-70b-64xh100.json");
+    QVERIFY(timeline.plan());
+    auto& [session, primary, comparison, view] = timeline;
     // Find the pixel of a mid-pipeline event of stage 2, then ask the view what is there.
     const auto [first, last] = primary.stageRange(2);
     const auto& target = primary.events()[(first + last) / 2];
@@ -341,14 +352,10 @@ class TestViews : public QObject {
   // Llama-3-70B fitted: its optimizer step is narrower than a pixel and starts in the plot's last
   // one, which the painter stopped one pixel short of; it was in the legend but not drawn.
   void timelineDrawsAnOptimizerStepInTheLastPixel() {
-    PlanSession session;
-    QVERIFY(session.open(example("llama3-70b-64xh100.json"), nullptr));
-    const auto& pr = session.plan()->prediction;
-    TimelineModel primary, comparison;
-    primary.setPlan(session.plan());
-    TimelineView view(&primary, &comparison);
-    view.resize(1400, 600);
-    view.fitToView();
+    TimelineOf timeline("llama3-70b-64xh100.json");
+    QVERIFY(timeline.plan());
+    auto& [session, primary, comparison, view] = timeline;
+    const auto& pr = timeline.plan()->prediction;
     QVERIFY2(pr.optimizer_s > 0 && pr.optimizer_s < view.axis().secondsPerPixel(), "the optimizer step is under a pixel");
     const double from_px = view.axis().toPixel(pr.iteration_time_s - pr.optimizer_s);
     const double end_px = view.axis().toPixel(pr.iteration_time_s);
@@ -533,13 +540,9 @@ class TestViews : public QObject {
   }
 
   void timelineKeepsTheUsersZoomAcrossReplans() {
-    PlanSession session;
-    QVERIFY(session.open(example("llama3-70b-64xh100.json"), nullptr));
-    TimelineModel primary, comparison;
-    primary.setPlan(session.plan());
-    TimelineView view(&primary, &comparison);
-    view.resize(1400, 600);
-    view.fitToView();
+    TimelineOf timeline("llama3-70b-64xh100.json");
+    QVERIFY(timeline.plan());
+    auto& [session, primary, comparison, view] = timeline;
     const double fitted = view.axis().secondsPerPixel();
     QWheelEvent wheel(QPointF(700, 200), view.mapToGlobal(QPointF(700, 200)), QPoint(), QPoint(0, 360), Qt::NoButton,
                       Qt::NoModifier, Qt::NoScrollPhase, false);
