@@ -165,6 +165,14 @@ void add_launch_commands(CLI::App& app) {
         endpoints = split_agents(o->agents);
       }
       if (!o->agent_key.empty()) pin_agent_key(credentials, endpoints, o->agent_key);
+      // An agent with no pinned key is the user's configuration to mend (exit 2), said before any is asked.
+      for (const auto& endpoint : endpoints) {
+        try {
+          credentials.server_key(endpoint);
+        } catch (const launch::AgentError& e) {
+          throw UsageError(e.what());
+        }
+      }
       // The agents must answer before the run is recorded (a Slurm job's agents may still be starting),
       // and the layout must fit what they report, as in the Launch dialog.
       {
