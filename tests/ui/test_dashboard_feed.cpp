@@ -151,7 +151,9 @@ class TestDashboardFeed : public QObject {
       for (int64_t rank = 0; rank < 8; ++rank)
         QVERIFY(line->pen().color() != dashboard.graph("peak_memory_bytes", rank)->pen().color());
     QCustomPlot* memory = dashboard.plot("peak_memory_bytes");
-    memory->resize(400, 260);
+    dashboard.resize(1024, 700);  // shown, so that the plot's viewport is its size (a hidden one stays 100 × 30)
+    dashboard.show();
+    QCoreApplication::processEvents();
     memory->replot();
     QVERIFY(memory->legend->visible());
     QVERIFY(!memory->legend->outerRect().intersects(memory->axisRect()->rect()));
