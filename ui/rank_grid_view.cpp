@@ -160,6 +160,37 @@ RankGridView::GroupsLine RankGridView::selectedGroupsLine() const {
   return shown;
 }
 
+RankGridView::LayoutLine RankGridView::layoutLine() const {
+  LayoutLine shown;
+  const auto* plan = model_->plan();
+  if (!plan) return shown;
+  const auto& grid = *model_->grid();
+  QFont bold = font();
+  bold.setBold(true);
+  const QFontMetrics metrics(bold);
+  const int room = headerRect().adjusted(12, 6, -12, 0).width();
+  const bool cpu = plan->spec.cluster.gpu == "cpu";
+  const QString devices = tr("%1 on %2").arg(formatDevices(grid.world, cpu), formatNodes(gridLayout().nodeCount()));
+  const std::pair<const char*, int64_t> dims[] = {{"TP", grid.tp}, {"CP", grid.cp}, {"EP", grid.ep}, {"DP", grid.dp}, {"PP", grid.pp}};
+  QString every = devices, sized = devices;
+  for (const auto& [name, size] : dims) {
+    const QString part = tr(" · %1 %2").arg(QLatin1String(name)).arg(size);
+    every += part;
+    if (size > 1) sized += part;
+  }
+  // Each part cut with "…" where the view is narrower still ("crosses nodes" ran off as "crosse").
+  shown.layout = metrics.horizontalAdvance(every) <= room ? every : metrics.elidedText(sized, Qt::ElideRight, room);
+  for (const auto& [kind, name, line] : kHighlightKinds) {
+    if (std::find(plan->cross_node_groups.begin(), plan->cross_node_groups.end(), kind) == plan->cross_node_groups.end())
+      continue;
+    shown.crossing.emplace_back(shown.crossing.empty() ? tr("crosses nodes: ") : QStringLiteral(", "), false);
+    const bool warned = warnsWhenCrossing(kind);
+    shown.crossing.emplace_back(warned ? tr("⚠ %1").arg(QLatin1String(name)) : QString::fromLatin1(name), warned);
+  }
+  if (shown.crossing.empty()) shown.crossing.emplace_back(tr("every group stays inside a node"), false);
+  return shown;
+}
+
 void RankGridView::paintHeader(QPainter& p, const planner::RankGrid& grid) {
   const QPalette& pal = palette();
   const QRect header = headerRect().adjusted(12, 6, -12, 0);
@@ -168,30 +199,28 @@ void RankGridView::paintHeader(QPainter& p, const planner::RankGrid& grid) {
   const int line = fontMetrics().height() + 4;
 
   // Line 1: layout, and which groups leave a node.
+  const LayoutLine first = layoutLine();
   p.setFont(bold);
   p.setPen(pal.color(QPalette::WindowText));
-  const bool cpu = model_->plan() && model_->plan()->spec.cluster.gpu == "cpu";
-  // Each part cut with "…" where the view is narrower ("crosses nodes" ran off as "crosse").
-  const QString layout = QFontMetrics(bold).elidedText(tr("%1 on %2 · TP %3 · CP %4 · EP %5 · DP %6 · PP %7")
-                                                           .arg(formatDevices(grid.world, cpu), formatNodes(layout_.nodeCount()))
-                                                           .arg(grid.tp).arg(grid.cp).arg(grid.ep).arg(grid.dp).arg(grid.pp),
-                                                       Qt::ElideRight, header.width());
-  p.drawText(header.left(), header.top() + fontMetrics().ascent(), layout);
-  int x = header.left() + QFontMetrics(bold).horizontalAdvance(layout) + 18;
+  p.drawText(header.left(), header.top() + fontMetrics().ascent(), first.layout);
+  int x = header.left() + QFontMetrics(bold).horizontalAdvance(first.layout) + 18;
   p.setFont(font());
-  const auto* plan = model_->plan();
-  QStringList crossing;
+  QString whole;
   bool warn = false;
-  for (const auto& [kind, name, line] : kHighlightKinds) {
-    if (std::find(plan->cross_node_groups.begin(), plan->cross_node_groups.end(), kind) == plan->cross_node_groups.end())
-      continue;
-    crossing << QString::fromLatin1(name);
-    warn = warn || warnsWhenCrossing(kind);
+  for (const auto& [text, warned] : first.crossing) {
+    whole += text;
+    warn = warn || warned;
   }
-  const QString flag = crossing.isEmpty() ? tr("every group stays inside a node")
-                                          : (warn ? tr("⚠ crosses nodes: %1") : tr("crosses nodes: %1")).arg(crossing.join(", "));
-  p.setPen(warn ? colors::warning() : pal.color(QPalette::PlaceholderText));
-  p.drawText(x, header.top() + fontMetrics().ascent(), fontMetrics().elidedText(flag, Qt::ElideRight, std::max(0, header.right() - x)));
+  if (x + fontMetrics().horizontalAdvance(whole) <= header.right()) {
+    for (const auto& [text, warned] : first.crossing) {
+      p.setPen(warned ? colors::warning() : pal.color(QPalette::PlaceholderText));
+      p.drawText(x, header.top() + fontMetrics().ascent(), text);
+      x += fontMetrics().horizontalAdvance(text);
+    }
+  } else {  // cut with "…" as one text, red where any part warns
+    p.setPen(warn ? colors::warning() : pal.color(QPalette::PlaceholderText));
+    p.drawText(x, header.top() + fontMetrics().ascent(), fontMetrics().elidedText(whole, Qt::ElideRight, std::max(0, header.right() - x)));
+  }
 
   // Line 2: the hovered or selected rank and its groups, else the colour legend.
   const int y2 = header.top() + line + fontMetrics().ascent();

@@ -43,6 +43,15 @@ class RankGridView : public QWidget {
     std::vector<std::pair<Qt::PenStyle, QString>> groups;
   };
   GroupsLine selectedGroupsLine() const;
+  /// The header's first line at the view's width: the layout ("64 GPUs on 8 nodes · TP 8 · CP 1 · EP 1
+  /// · DP 2 · PP 4", without the dimensions of size 1 where the whole is too wide), then which groups
+  /// cross nodes, in parts: only TP, CP and EP are warned of ("⚠ EP" in red; DP and PP across nodes
+  /// are normal and stay grey).
+  struct LayoutLine {
+    QString layout;
+    std::vector<std::pair<QString, bool>> crossing;  ///< text, warned; "crosses nodes: ", "DP", ", ", "⚠ EP"
+  };
+  LayoutLine layoutLine() const;
 
   QSize sizeHint() const override { return {900, 600}; }
 

@@ -99,6 +99,7 @@ void SummaryStrip::resizeEvent(QResizeEvent* event) {
   sized_ = true;
   fitLines();
   if (!problem_message_.isEmpty()) showProblem();
+  else showPlanned();
 }
 
 void SummaryStrip::fitLines() {
@@ -172,6 +173,15 @@ void SummaryStrip::showProblem() {
                        .arg(problem_field_.toHtmlEscaped(), colors::warning().name(), shown.toHtmlEscaped(), rest.toHtmlEscaped()));
 }
 
+void SummaryStrip::showPlanned() {
+  const QFontMetrics metrics(status_->font());
+  const int width = contentsRect().width() - layout()->contentsMargins().left() - layout()->contentsMargins().right() -
+                    metrics.horizontalAdvance(QLatin1Char(' '));
+  // The name ends in "…" where the line is too narrow, and the planning time stays (the tooltip has both).
+  const QString name = metrics.elidedText(planned_name_, Qt::ElideRight, std::max(width - metrics.horizontalAdvance(planned_tail_), 4 * metrics.averageCharWidth()));
+  status_->setText((name + planned_tail_).toHtmlEscaped());
+}
+
 QString SummaryStrip::problemTail() const { return tr(" — the views show the last valid plan."); }
 
 void SummaryStrip::refresh() {
@@ -193,9 +203,10 @@ void SummaryStrip::refresh() {
     pal.setColor(QPalette::WindowText, colors::warning());
   } else {
     problem_message_.clear();
-    status_text_ = tr("%1 · planned in %2").arg(QString::fromStdString(session_->spec().name.empty() ? "Untitled" : session_->spec().name),
-                                                formatDuration(session_->lastPlanSeconds()));
-    status_->setText(status_text_.toHtmlEscaped());
+    planned_name_ = QString::fromStdString(session_->spec().name.empty() ? "Untitled" : session_->spec().name);
+    planned_tail_ = tr(" · planned in %1").arg(formatDuration(session_->lastPlanSeconds()));
+    status_text_ = planned_name_ + planned_tail_;
+    showPlanned();
     pal.setColor(QPalette::WindowText, palette().color(QPalette::PlaceholderText));
   }
   status_->setPalette(pal);

@@ -50,6 +50,8 @@ class SummaryStrip : public QWidget {
   /// Fits the problem line to the width: the message ends in "…" so that "(and N more)" and what the
   /// views show stay readable (the whole text is the tooltip).
   void showProblem();
+  /// Fits the run's line to the width: its name ends in "…" so that " · planned in …" stays.
+  void showPlanned();
   /// The cells on one line, or on two or three when the strip is narrower than one line needs (values
   /// are never cut: "48.2 Gi" at 1024 px).
   void arrange(int lines);
@@ -68,6 +70,8 @@ class SummaryStrip : public QWidget {
   QString status_text_;
   /// The stale spec's first problem, in parts: its field, its rule, "(and N more)".
   QString problem_field_, problem_message_, problem_rest_;
+  /// The valid plan's line in parts: the run's name, " · planned in 105 µs".
+  QString planned_name_, planned_tail_;
   QString problemTail() const;  ///< " — the views show the last valid plan."
   QGridLayout* grid_ = nullptr;
   std::map<Metric, int> wide_value_width_;  ///< each cell's wide sample value

@@ -308,6 +308,20 @@ class TestMainWindow : public QObject {
     QVERIFY2(narrow.contains(QStringLiteral("…")) && narrow.endsWith(QStringLiteral(" more)")), qPrintable(narrow));
     QVERIFY2(window.summary()->shownStatusWidth() <= window.summary()->width(),
              qPrintable(QString("%1 > %2").arg(window.summary()->shownStatusWidth()).arg(window.summary()->width())));
+    // A valid plan's line: a long run name ends in "…" and the planning time stays (at 800 px the GPT-3
+    // example's name ran off as "…(TP8·PP8·DP24, interle", the time lost with it).
+    window.session()->undoStack()->undo();
+    QVERIFY(!window.session()->stale());
+    QVERIFY(window.openFile(example("gpt3-175b-table1.json"), nullptr));
+    window.resize(800, 600);
+    QCoreApplication::processEvents();
+    const QString planned = QTextDocumentFragment::fromHtml(window.summary()->shownStatus()).toPlainText();
+    QVERIFY2(planned.startsWith(QStringLiteral("GPT-3 175B")) && planned.contains(QStringLiteral("… · planned in ")), qPrintable(planned));
+    QVERIFY2(window.summary()->shownStatusWidth() <= window.summary()->width(),
+             qPrintable(QString("%1 > %2").arg(window.summary()->shownStatusWidth()).arg(window.summary()->width())));
+    window.resize(1920, 1000);
+    QCoreApplication::processEvents();
+    QCOMPARE(QTextDocumentFragment::fromHtml(window.summary()->shownStatus()).toPlainText(), window.summary()->status());
   }
 
   // Every problem is listed (it stopped at four field problems, however tall the window), in a list

@@ -226,6 +226,36 @@ class TestViews : public QObject {
     QVERIFY2(dashed > 0.5 && dashed < 0.85 && dotted > 0.2 && dotted < 0.5 && none < 0.05, qPrintable(shares));
   }
 
+  // The header's first line: only the kinds that should stay inside a node are warned of (DP and PP
+  // across nodes were red beside EP), and a narrow view drops the dimensions of size 1 before it cuts
+  // ("TP 8 · CP 1 · EP 1 · D…" lost DP and PP beside the designer at 800 px).
+  void theLayoutLineWarnsOnlyOfWhatShouldStayInANode() {
+    GridOf grid("llama3-70b-64xh100.json");  // TP8·PP4·DP2, DP and PP cross nodes
+    QVERIFY(grid.plan());
+    auto& view = grid.view;
+    view.resize(1400, 600);
+    auto shown = view.layoutLine();
+    QCOMPARE(shown.layout, QStringLiteral("64 GPUs on 8 nodes · TP 8 · CP 1 · EP 1 · DP 2 · PP 4"));
+    using Parts = std::vector<std::pair<QString, bool>>;
+    QCOMPARE(shown.crossing, (Parts{{"crosses nodes: ", false}, {"DP", false}, {", ", false}, {"PP", false}}));
+    QVERIFY(grid.session.setField("model.preset", "mixtral-8x7b"));
+    QVERIFY(grid.session.setField("parallel.ep", 2));
+    QVERIFY2(!grid.session.stale(), qPrintable(grid.session.problemsText()));
+    grid.model.setPlan(grid.session.plan(), grid.session.grid());
+    shown = view.layoutLine();
+    QCOMPARE(shown.layout, QStringLiteral("64 GPUs on 8 nodes · TP 8 · CP 1 · EP 2 · DP 2 · PP 4"));
+    QCOMPARE(shown.crossing,
+             (Parts{{"crosses nodes: ", false}, {"DP", false}, {", ", false}, {"⚠ EP", true}, {", ", false}, {"PP", false}}));
+    QFont bold = view.font();
+    bold.setBold(true);
+    const int whole = QFontMetrics(bold).horizontalAdvance(shown.layout);
+    view.resize(whole, 600);  // less the header's margins
+    shown = view.layoutLine();
+    QCOMPARE(shown.layout, QStringLiteral("64 GPUs on 8 nodes · TP 8 · EP 2 · DP 2 · PP 4"));
+    view.resize(whole / 2, 600);
+    QVERIFY2(view.layoutLine().layout.endsWith(QStringLiteral("…")), qPrintable(view.layoutLine().layout));
+  }
+
   // The header's line for the selected rank shortens with the width: the rank said whole, then
   // "rank 45", then the groups without "(crosses nodes)"; every form fits the header.
   void theSelectedRanksLineFitsTheHeader() {
