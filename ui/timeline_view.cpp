@@ -199,10 +199,14 @@ TimelineView::Legend TimelineView::legend() const {
 }
 
 QString TimelineView::fittedTitle(const TimelineModel& model) const {
-  // Cut with "…" where the view is narrower (hovering the title shows it whole).
+  // Briefer, then cut with "…", where the view is narrower (hovering the title shows it whole): at
+  // 800 px GPT-3's title lost its peak memory.
   QFont bold = font();
   bold.setBold(true);
-  return QFontMetrics(bold).elidedText(title(model), Qt::ElideRight, width() - 16);
+  const QFontMetrics metrics(bold);
+  const QString whole = title(model);
+  if (metrics.horizontalAdvance(whole) <= width() - 16) return whole;
+  return metrics.elidedText(title(model, true), Qt::ElideRight, width() - 16);
 }
 
 QString TimelineView::shownTitle() const {
@@ -210,18 +214,18 @@ QString TimelineView::shownTitle() const {
   return first ? fittedTitle(*first) : QString();
 }
 
-QString TimelineView::title(const TimelineModel& model) const {
+QString TimelineView::title(const TimelineModel& model, bool brief) const {
   const auto& plan = *model.plan();
   QString text = model.caption().isEmpty() ? QString() : model.caption() + QStringLiteral(" · ");
   const auto plural = [](int64_t n, const QString& one, const QString& many) { return QStringLiteral("%1 %2").arg(n).arg(n == 1 ? one : many); };
   text += tr("%1 · %2").arg(scheduleName(plan.schedule.schedule), plural(plan.schedule.pp, tr("stage"), tr("stages")));
-  if (plan.schedule.vpp > 1) text += tr(" × %1 chunks").arg(plan.schedule.vpp);
+  if (plan.schedule.vpp > 1) text += brief ? tr(" ×%1").arg(plan.schedule.vpp) : tr(" × %1 chunks").arg(plan.schedule.vpp);
   text += tr(" · %1 · pipeline %2 · bubble %3")
               .arg(plural(plan.schedule.microbatches, tr("microbatch"), tr("microbatches")), formatSeconds(model.makespan()),
                    formatPercent(model.bubbleFraction()));
   if (model.showsStep()) text += tr(" · step %1").arg(formatSeconds(model.stepEnd()));
   if (model.measured()) return text;  // measured memory is on the dashboard's memory plot
-  text += tr(" · peak memory %1").arg(formatBytes(plan.memory.peak_bytes));
+  text += (brief ? tr(" · peak %1") : tr(" · peak memory %1")).arg(formatBytes(plan.memory.peak_bytes));
   if (!plan.memory.fits) text += tr(" (OOM)");
   return text;
 }
@@ -276,7 +280,6 @@ void TimelineView::paintBand(QPainter& p, const Band& band, const QRect& plot, c
   QFont label = font();
   label.setPixelSize(std::clamp(band.row_height - 10, 8, 12));
   const QFontMetrics fm(label);
-  const int digits = fm.horizontalAdvance(QStringLiteral("00"));
   // Each stage named where its row is as tall as the name; on shorter rows (32 stages) every
   // stride-th, centred on its row (they were all left out).
   const int name_height = fontMetrics().height();
@@ -325,9 +328,12 @@ void TimelineView::paintBand(QPainter& p, const Band& band, const QRect& plot, c
       // A block wide enough leaves its last pixel to the row, which separates it from a block that
       // starts where it ends (a line drawn at its right edge was the next block's first pixel).
       p.fillRect(block.width() >= 4 ? block.adjusted(0, 0, -1, 0) : block, c);
-      if (block.width() >= digits + 4 && band.row_height >= 14) {
+      // Numbered where its own number fits with a pixel each side (a width for two digits left 1–9
+      // out of 17.7 px blocks, while the last stage's 18 px ones were numbered).
+      const QString number = QString::number(it->op.microbatch + 1);
+      if (block.width() >= fm.horizontalAdvance(number) + 3 && band.row_height >= 14) {
         p.setPen(colors::inkOn(c));
-        p.drawText(block, Qt::AlignCenter, QString::number(it->op.microbatch + 1));
+        p.drawText(block, Qt::AlignCenter, number);
       }
     }
     // Each busy column averaged with its busy neighbours: ops about a pixel long alternate with the

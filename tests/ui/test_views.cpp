@@ -569,6 +569,41 @@ class TestViews : public QObject {
     }
   }
 
+  // A block is numbered where its own number fits: Llama-3-70B's forwards at 800 px over 4 s are
+  // 17.7 px wide and were left blank (the rule asked for two digits' width and 4 px), while the last
+  // stage's 18 px ones were numbered.
+  void timelineNumbersEveryBlockItsNumberFits() {
+    TimelineOf timeline("llama3-70b-64xh100.json");
+    QVERIFY(timeline.plan());
+    auto& [session, primary, comparison, view] = timeline;
+    view.resize(800, 600);
+    view.showRange(0, 4);
+    const QImage image = view.grab().toImage();
+    const auto [first, end] = primary.stageRange(0);
+    int numbered = 0, blocks = 0;
+    for (size_t i = first; i < end && blocks < 4; ++i) {
+      const auto& e = primary.events()[i];
+      if (e.op.kind != planner::OpKind::forward) continue;
+      const int x0 = static_cast<int>(std::ceil(view.axis().toPixel(e.start_s))), x1 = static_cast<int>(view.axis().toPixel(e.end_s));
+      QVERIFY2(x1 - x0 >= 12 && x1 - x0 < 20, qPrintable(QString("a forward %1 px wide").arg(x1 - x0)));
+      ++blocks;
+      // The block's pixels on stage 0's row (the highest row holding a forward at its left edge),
+      // and among them any that are not the block's colour: its number.
+      int top = -1;
+      for (int y = 0; y < image.height() && top < 0; ++y)
+        if (image.pixelColor(x0 + 1, y) == colors::forward()) top = y;
+      QVERIFY(top >= 0);
+      int bottom = top;
+      while (bottom + 1 < image.height() && image.pixelColor(x0 + 1, bottom + 1) == colors::forward()) ++bottom;
+      int ink = 0;
+      for (int x = x0 + 2; x < x1 - 2; ++x)
+        for (int y = top; y <= bottom; ++y) ink += image.pixelColor(x, y) != colors::forward();
+      numbered += ink >= 6;
+    }
+    QCOMPARE(blocks, 4);
+    QCOMPARE(numbered, 4);
+  }
+
   void timelineKeepsTheUsersZoomAcrossReplans() {
     TimelineOf timeline("llama3-70b-64xh100.json");
     QVERIFY(timeline.plan());
@@ -627,6 +662,12 @@ class TestViews : public QObject {
     // The title whole at 1600 px, cut with "…" on a narrow view (it ran off the right edge).
     view.resize(1600, 900);
     QVERIFY2(!view.shownTitle().endsWith(QStringLiteral("…")), qPrintable(view.shownTitle()));
+    QVERIFY(view.shownTitle().contains(QStringLiteral(" × 2 chunks")) && view.shownTitle().contains(QStringLiteral(" · peak memory ")));
+    // Briefer before it is cut: at 800 px GPT-3's title kept its peak memory ("… · peak m…" before).
+    view.resize(800, 900);
+    QVERIFY2(view.shownTitle().startsWith(QStringLiteral("Interleaved 1F1B · 8 stages ×2 · 48 microbatches")) &&
+                 view.shownTitle().endsWith(QStringLiteral(" · peak 61.1 GiB")),
+             qPrintable(view.shownTitle()));
     view.resize(500, 900);
     QVERIFY2(view.shownTitle().endsWith(QStringLiteral("…")), qPrintable(view.shownTitle()));
     QFont bold = view.font();
