@@ -36,6 +36,7 @@ QColor optimizer();
 QColor dataParallel();  ///< a data-parallel collective on the timeline's communication strip
 QColor activations();
 QColor buffers();
+/// Red for what fails or differs, lighter where the application palette is dark.
 QColor warning();
 QColor ok();
 /// A distinct colour for value `index` of `count` (qualitative up to 10, then evenly spaced hues).

@@ -425,8 +425,7 @@ std::vector<std::string> memory_profile_notes(const spec::RunSpec& s, MemoryProf
   if (profile == MemoryProfile::tessera) {
     if (has_runtime_terms(s.model) && !s.training.flash_attention)
       notes.push_back("training.flash_attention=false: this profile counts what tessera-train keeps, whose attention never "
-                      "stores the s² scores; Megatron-LM without flash attention does (the megatron profile, "
-                      "--memory-profile megatron)");
+                      "stores the s² scores; Megatron-LM without flash attention does (the megatron memory profile)");
     return notes;
   }
   if (s.model.is_moe() && s.parallel.ep > 1)

@@ -75,6 +75,20 @@ class TestModels : public QObject {
     QCOMPARE(tessera::ui::niceStride(2001), 4000);
     QCOMPARE(tessera::ui::niceStride(std::numeric_limits<int>::max()), std::numeric_limits<int>::max());
   }
+  // The warning red is lighter under a dark application palette: its text (the comparison's
+  // differing values) was dim on the dark base (helper-7).
+  void warningTextIsReadableOnADarkPalette() {
+    const QPalette before = QApplication::palette();
+    const QColor darkBase(0x1A, 0x1C, 0x20);
+    QApplication::setPalette(QPalette(QColor(0x2A, 0x2D, 0x33), darkBase));
+    const QColor onDark = tessera::ui::colors::warning();
+    QApplication::setPalette(QPalette(QColor(0xEF, 0xF0, 0xF1), Qt::white));
+    const QColor onLight = tessera::ui::colors::warning();
+    QApplication::setPalette(before);
+    QVERIFY2(tessera::ui::colors::contrast(onDark, darkBase) >= 7.0, qPrintable(onDark.name()));
+    QCOMPARE(onLight, QColor(0xE1, 0x57, 0x59));
+    QVERIFY(onDark.red() > onDark.green() * 1.5);  // still red
+  }
   void numbersTakeTheInkOfMoreContrast() {
     // Numbers on a tile or block: the ink of more contrast, at least 4:1 on every qualitative colour and
     // op colour (4.5:1, WCAG AA, on all but the brown, whose best is white's 4.1); white on the orange
