@@ -386,9 +386,12 @@ void LayoutSearchDialog::showResult(planner::SearchResult r) {
     if (!r.given_fits) {
       given += tr("needs %1, more than %2.").arg(formatBytes(g.peak_bytes), formatBytes(r.memory_limit_bytes));
     } else {
+      // Not one of the space's layouts, it is placed beside those that fit, and the reason is said.
+      const QString outside = r.given_outside.empty() ? tr("it is not in the space searched")
+                                                      : tr("it is not in the space searched: %1").arg(qs(r.given_outside));
       given += tr("place %1 of %2%3, %4 a step, %5 tokens/s")
                    .arg(locale.toString(qlonglong(r.given_place)), locale.toString(qlonglong(r.given_among())),
-                        r.given_searched ? QString() : tr(" (its layout is not in the space searched)"),
+                        r.given_searched ? QString() : tr(" (itself and the %1 that fit; %2)").arg(locale.toString(qlonglong(r.fitting)), outside),
                         formatDuration(g.iteration_time_s), formatCount(g.tokens_per_s));
       if (!r.best.empty() && r.best.front().tokens_per_s > g.tokens_per_s)
         given += tr("; the fastest is %1× its tokens/s").arg(r.best.front().tokens_per_s / g.tokens_per_s, 0, 'f', 2);

@@ -352,7 +352,9 @@ void print_search(const planner::SearchResult& r, const spec::RunSpec& s, const 
   } else {
     std::cout << format_fixed(g.iteration_time_s, 3) << " s a step, " << format_si(g.tokens_per_s, "") << " tokens/s, place "
               << format_count(r.given_place) << " of " << format_count(r.given_among())
-              << (r.given_searched ? "" : " (its layout is not in the space searched)");
+              << (r.given_searched ? ""
+                                   : " (itself and the " + format_count(r.fitting) + " that fit; it is not in the space searched" +
+                                         (r.given_outside.empty() ? "" : ": " + r.given_outside) + ")");
     if (!r.best.empty() && r.best.front().tokens_per_s > g.tokens_per_s)
       std::cout << "; the best is " << format_fixed(r.best.front().tokens_per_s / g.tokens_per_s, 2) << "× its tokens/s";
     std::cout << "\n";

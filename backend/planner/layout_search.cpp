@@ -91,6 +91,13 @@ class Enumeration {
 
   int64_t size() const { return size_; }
 
+  /// Whether a candidate with `s`'s TP and CP has sequence parallelism: wherever TP > 1 allows it (SP
+  /// splits a t5 decoder's sequence too, so both lengths must divide).
+  static bool sequence_parallel_of(const spec::RunSpec& s) {
+    const auto& p = s.parallel;
+    return p.tp > 1 && s.model.seq_length % (p.tp * p.cp) == 0 && s.model.output_seq_length() % (p.tp * p.cp) == 0;
+  }
+
   spec::RunSpec at(int64_t index) const {
     int64_t digit[4];
     for (int i = 3; i >= 0; --i) {
@@ -110,8 +117,7 @@ class Enumeration {
       p.distributed_optimizer = false;
     }
     p.ep = space_.ep[digit[1]];
-    // SP splits a t5 decoder's sequence too: both lengths must divide.
-    p.sequence_parallel = p.tp > 1 && s.model.seq_length % (p.tp * p.cp) == 0 && s.model.output_seq_length() % (p.tp * p.cp) == 0;
+    p.sequence_parallel = sequence_parallel_of(s);
     p.dp = 0;  // derived; an explicit dp is written back for the layouts returned
     s.training.micro_batch_size = space_.micro_batch_size[digit[2]];
     s.training.recompute = space_.recompute[digit[3]];
@@ -235,6 +241,30 @@ void check_search_space(const SearchSpace& space) {
   if (space.recompute.empty()) errors.push_back({"search.recompute", "search.recompute must list at least one value"});
   if (space.schedule.empty()) errors.push_back({"search.schedule", "search.schedule must list at least one value"});
   if (!errors.empty()) throw spec::SpecError(std::move(errors));
+}
+
+std::string outside_space(const spec::RunSpec& spec, const SearchSpace& space) {
+  const auto tried = [](const auto& values, auto value) { return std::find(values.begin(), values.end(), value) != values.end(); };
+  const auto& p = spec.parallel;
+  const auto missing = [](const std::string& what) { return what + " is not among the values tried"; };
+  if (!tried(space.tp, p.tp)) return missing("TP " + std::to_string(p.tp));
+  if (!tried(space.cp, p.cp)) return missing("CP " + std::to_string(p.cp));
+  if (!tried(space.pp, p.pp)) return missing("PP " + std::to_string(p.pp));
+  if (p.pp > 1 && !tried(space.schedule, p.schedule)) return missing("the " + std::string(spec::to_string(p.schedule)) + " schedule");
+  if (p.pp == 1 && p.schedule != spec::Schedule::one_f_one_b)
+    return "its schedule is " + std::string(spec::to_string(p.schedule)) + " with one stage, which the search counts as 1f1b";
+  if (p.schedule == spec::Schedule::interleaved && !tried(space.vpp, p.vpp)) return missing("VPP " + std::to_string(p.vpp));
+  if (!tried(space.ep, p.ep)) return missing("EP " + std::to_string(p.ep));
+  if (!tried(space.zero_stage, spec.effective_zero_stage())) return missing("ZeRO-" + std::to_string(spec.effective_zero_stage()));
+  if (!tried(space.micro_batch_size, spec.training.micro_batch_size))
+    return missing("micro-batch " + std::to_string(spec.training.micro_batch_size));
+  if (!tried(space.recompute, spec.training.recompute))
+    return missing("recompute " + std::string(spec::to_string(spec.training.recompute)));
+  const bool searched_sp = Enumeration::sequence_parallel_of(spec);
+  if (p.sequence_parallel != searched_sp)
+    return p.sequence_parallel ? "its sequence parallelism is on where the search cannot turn it on"
+                               : "its sequence parallelism is off, and the search turns it on wherever TP > 1";
+  return {};
 }
 
 SearchResult search_layouts(const spec::RunSpec& spec, const SearchSpace& space, const SearchOptions& options) {
@@ -418,6 +448,7 @@ SearchResult search_layouts(const spec::RunSpec& spec, const SearchSpace& space,
   result.given_place += 1;
   result.planned = planned.load();
   result.cancelled = result.planned < result.candidates;
+  if (result.given && result.given_fits && !result.given_searched && !result.cancelled) result.given_outside = outside_space(base, space);
   std::sort(best.begin(), best.end(), faster);
   if (best.size() > options.top) best.resize(options.top);
   for (const auto& b : best) {

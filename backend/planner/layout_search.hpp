@@ -82,10 +82,18 @@ struct SearchResult {
   bool given_searched = false;     ///< the given layout is one of the space's fitting layouts (else it is not in the space)
   /// How many the given layout is placed among: the fitting layouts, and itself when not one of them.
   int64_t given_among() const { return given_searched ? fitting : fitting + 1; }
+  /// Why a given layout that fits is not in the space (given_outside_space), when the search ran to its end.
+  std::string given_outside;
   bool cancelled = false;
   int threads = 0;
   double elapsed_s = 0;
 };
+
+/// The first choice of `spec`'s layout that `space` does not try, in words ("TP 3 is not among the
+/// values tried", "sequence parallelism is off, and the search turns it on wherever TP > 1"); empty
+/// when every choice is in it. A search names it for the spec's own layout, placed beside the
+/// layouts that fit though it is not one of the space's.
+std::string outside_space(const spec::RunSpec& spec, const SearchSpace& space);
 
 /// Plans every candidate of `space` for `spec`, whose model, training and cluster must be valid
 /// (its own layout need not be: spec::Rules::except_layout). Throws spec::SpecError for an invalid

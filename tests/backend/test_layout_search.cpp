@@ -208,6 +208,8 @@ class TestLayoutSearch : public QObject {
     }));
     QVERIFY(r.given_searched);
     QCOMPARE(r.given_among(), r.fitting);
+    QVERIFY(r.given_outside.empty());
+    QCOMPARE(planner::outside_space(s, small_space()), std::string());
     // Outside the space (TP 4 only), it is placed among the fitting layouts and itself.
     auto tp4 = small_space();
     tp4.tp = {4};
@@ -215,6 +217,22 @@ class TestLayoutSearch : public QObject {
     QVERIFY(outside.given && outside.given_fits && !outside.given_searched);
     QCOMPARE(outside.given_among(), outside.fitting + 1);
     QVERIFY(outside.given_place <= outside.given_among());
+    // And why it is not in the space: its first choice the space leaves out (tiny-3d's spec was said
+    // to be outside with no reason; SP off where the search turns it on).
+    QCOMPARE(outside.given_outside, std::string("TP 2 is not among the values tried"));
+    auto no_sp = s;
+    no_sp.parallel.sequence_parallel = false;
+    const auto sp = planner::search_layouts(no_sp, small_space(), options);
+    QVERIFY(sp.given && sp.given_fits && !sp.given_searched);
+    QCOMPARE(sp.given_outside, std::string("its sequence parallelism is off, and the search turns it on wherever TP > 1"));
+    auto gpipe = s;
+    gpipe.parallel.schedule = spec::Schedule::gpipe;
+    auto no_gpipe = small_space();
+    no_gpipe.schedule = {spec::Schedule::one_f_one_b};
+    QCOMPARE(planner::outside_space(gpipe, no_gpipe), std::string("the gpipe schedule is not among the values tried"));
+    auto mbs = small_space();
+    mbs.micro_batch_size = {s.training.micro_batch_size + 1};
+    QCOMPARE(planner::outside_space(s, mbs), "micro-batch " + std::to_string(s.training.micro_batch_size) + " is not among the values tried");
 
     // A layout over the memory has no place.
     json over = llama8b_doc();

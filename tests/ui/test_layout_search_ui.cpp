@@ -311,6 +311,15 @@ class TestLayoutSearchUi : public QObject {
     LayoutSearchDialog tiny(&cpu);
     QVERIFY(tiny.tesseraTrainOnly()->isChecked());
     QCOMPARE(tiny.listField("cp")->text(), QStringLiteral("1"));
+    // Its own layout has no sequence parallelism, which the search turns on: it is placed beside the
+    // layouts that fit, and the line says so and why (it said only "not in the space searched").
+    QSignalSpy tinyFinished(&tiny, &LayoutSearchDialog::searchFinished);
+    QVERIFY(tiny.startSearch());
+    QTRY_COMPARE_WITH_TIMEOUT(tinyFinished.count(), 1, 30000);
+    const QString fits = QLocale().toString(qlonglong(tiny.model()->result().fitting));
+    QVERIFY2(tiny.givenText().contains(QStringLiteral(" (itself and the %1 that fit; it is not in the space searched: its sequence "
+                                                      "parallelism is off, and the search turns it on wherever TP > 1)").arg(fits)),
+             qPrintable(tiny.givenText()));
   }
 
   // Enter on a row applies it (it searched again when Search was the default button).
