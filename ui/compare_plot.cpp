@@ -13,7 +13,7 @@
 namespace tessera::ui {
 
 ComparePlot::ComparePlot(QWidget* parent) : FittedPlot(parent) {
-  setMinimumSize(480, 320);
+  setMinimumSize(480, 280);  // two rows of panels whose ticks FittedPlot thins; the summary under them keeps its rows at 600 px
   setNoAntialiasingOnDrag(true);
   setAutoAddPlottableToLegend(false);
   plotLayout()->clear();  // the default axis rect and its legend; we lay out our own

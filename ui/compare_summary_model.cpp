@@ -31,6 +31,7 @@ QVariant CompareSummaryModel::data(const QModelIndex& index, int role) const {
   if (index.column() == 0) {
     if (role == Qt::DisplayRole)
       return QString::fromStdString(comparison_->run(run).name) + (baseline ? tr("  (baseline)") : QString());
+    if (role == RunNameRole) return QString::fromStdString(comparison_->run(run).name);
     if (role == Qt::DecorationRole) return colors::category(run, comparison_->runCount());
     if (role == Qt::ToolTipRole)  // the name whole where its column cuts it, and the run's id
       return tr("%1\nrun %2").arg(QString::fromStdString(comparison_->run(run).name), QString::fromStdString(comparison_->run(run).id));
@@ -49,6 +50,8 @@ QVariant CompareSummaryModel::data(const QModelIndex& index, int role) const {
       const auto d = comparison_->delta(run, field);
       return d ? QVariant(*d) : QVariant();
     }
+    case ValueTextRole: return value ? comparison_->formatInColumn(field, *value) : QStringLiteral("–");
+    case DeltaTextRole: return value && !baseline ? comparison_->formatDelta(run, field) : QString();
     case Qt::DisplayRole: {
       if (!value) return QStringLiteral("–");
       const QString text = comparison_->formatInColumn(field, *value);

@@ -4,7 +4,12 @@
 #include <algorithm>
 #include <cmath>
 
+#include <QApplication>
 #include <QCoreApplication>
+#include <QIcon>
+#include <QPainter>
+#include <QPixmap>
+#include <QStyledItemDelegate>
 #include <QSaveFile>
 #include <QFileDialog>
 #include <QHBoxLayout>
@@ -16,8 +21,80 @@
 #include <QVBoxLayout>
 
 #include "store/errors.hpp"
+#include "theme.hpp"
 
 namespace tessera::ui {
+
+namespace {
+
+// A summary cell as two sub-columns: the value right-aligned in the width of the column's widest
+// value, its delta left-aligned after it. The baseline's values lined up with nothing: right-aligned
+// whole, "2.6744" sat under the others' deltas, not under their "2.2943".
+class ValueDeltaDelegate : public QStyledItemDelegate {
+ public:
+  using QStyledItemDelegate::QStyledItemDelegate;
+
+  void paint(QPainter* painter, const QStyleOptionViewItem& option, const QModelIndex& index) const override {
+    QStyleOptionViewItem opt = option;
+    initStyleOption(&opt, index);
+    const QWidget* widget = option.widget;
+    QStyle* style = widget ? widget->style() : QApplication::style();
+    if (index.column() == 0) {
+      // The name cut in its middle, the baseline's mark kept ("tiny-3d-tp2… (baseline)" hid which run).
+      const QString name = index.data(CompareSummaryModel::RunNameRole).toString(), mark = opt.text.mid(name.size());
+      // The style draws the text a margin inside each side of this rectangle.
+      const int room = style->subElementRect(QStyle::SE_ItemViewItemText, &opt, widget).width() - 2 * margin(widget);
+      if (opt.fontMetrics.horizontalAdvance(opt.text) > room)
+        opt.text = opt.fontMetrics.elidedText(name, Qt::ElideMiddle, room - opt.fontMetrics.horizontalAdvance(mark)) + mark;
+      style->drawControl(QStyle::CE_ItemViewItem, &opt, painter, widget);
+      return;
+    }
+    opt.text.clear();
+    style->drawControl(QStyle::CE_ItemViewItem, &opt, painter, widget);  // the background, without text
+    const QRect text = style->subElementRect(QStyle::SE_ItemViewItemText, &opt, widget);  // the style's margins inside
+    const auto [value_width, delta_width] = widths(opt.fontMetrics, index);
+    const int value_room = std::min(value_width, text.width());
+    painter->save();
+    painter->setFont(opt.font);
+    painter->setPen(opt.palette.color(QPalette::Text));
+    const QFontMetrics& fm = opt.fontMetrics;
+    painter->drawText(QRect(text.left(), text.top(), value_room, text.height()), Qt::AlignRight | Qt::AlignVCenter,
+                      fm.elidedText(index.data(CompareSummaryModel::ValueTextRole).toString(), Qt::ElideRight, value_room));
+    const QRect delta(text.left() + value_room + gap(fm), text.top(), text.right() - text.left() - value_room - gap(fm), text.height());
+    if (delta.width() > 0)
+      painter->drawText(delta, Qt::AlignLeft | Qt::AlignVCenter,
+                        fm.elidedText(index.data(CompareSummaryModel::DeltaTextRole).toString(), Qt::ElideRight, delta.width()));
+    painter->restore();
+  }
+
+  QSize sizeHint(const QStyleOptionViewItem& option, const QModelIndex& index) const override {
+    QSize size = QStyledItemDelegate::sizeHint(option, index);
+    if (index.column() == 0) return size;
+    const auto [value_width, delta_width] = widths(option.fontMetrics, index);
+    size.setWidth(value_width + (delta_width > 0 ? gap(option.fontMetrics) + delta_width : 0) + 2 * margin(option.widget) + 1);
+    return size;
+  }
+
+ private:
+  /// The column's widest value and widest delta.
+  static std::pair<int, int> widths(const QFontMetrics& fm, const QModelIndex& index) {
+    int value = 0, delta = 0;
+    const auto* model = index.model();
+    for (int row = 0; row < model->rowCount(); ++row) {
+      const QModelIndex cell = model->index(row, index.column());
+      // A pixel over each text's advance: elidedText cut "13.0 k" to "13…" in exactly its own width.
+      value = std::max(value, fm.horizontalAdvance(cell.data(CompareSummaryModel::ValueTextRole).toString()) + 1);
+      delta = std::max(delta, fm.horizontalAdvance(cell.data(CompareSummaryModel::DeltaTextRole).toString()) + 1);
+    }
+    return {value, delta};
+  }
+  static int gap(const QFontMetrics& fm) { return fm.horizontalAdvance(QStringLiteral("  ")); }
+  static int margin(const QWidget* widget) {
+    return (widget ? widget->style() : QApplication::style())->pixelMetric(QStyle::PM_FocusFrameHMargin, nullptr, widget) + 1;
+  }
+};
+
+}  // namespace
 
 CompareView::CompareView(store::History* history, QWidget* parent) : QWidget(parent), history_(history) {
   auto* layout = new QVBoxLayout(this);
@@ -69,6 +146,7 @@ CompareView::CompareView(store::History* history, QWidget* parent) : QWidget(par
   splitter_->addWidget(plot_);
   summary_view_ = new QTableView(splitter_);
   summary_view_->setModel(&summary_model_);
+  summary_view_->setItemDelegate(new ValueDeltaDelegate(summary_view_));
   summary_view_->verticalHeader()->hide();
   summary_view_->setSelectionMode(QAbstractItemView::NoSelection);
   summary_view_->horizontalHeader()->setStretchLastSection(true);
@@ -86,6 +164,9 @@ CompareView::CompareView(store::History* history, QWidget* parent) : QWidget(par
   diff_view_->verticalHeader()->hide();
   diff_view_->horizontalHeader()->setStretchLastSection(true);
   diff_view_->setTextElideMode(Qt::ElideMiddle);
+  // Its header and a row at the least, so that the summary above keeps its rows in a short window.
+  diff_view_->setMinimumHeight(diff_view_->horizontalHeader()->sizeHint().height() + diff_view_->verticalHeader()->defaultSectionSize() +
+                               2 * diff_view_->frameWidth());
   diff_layout->addWidget(diff_view_);
   splitter_->addWidget(diff_box);
   splitter_->setStretchFactor(0, 4);
@@ -129,9 +210,15 @@ bool CompareView::setRuns(const QStringList& references, QString* error) {
   comparison_ = std::move(next);
   baseline_->clear();
   QStringList names;
+  // Each run with its colour, as in the plots and the table: a name cut to the picker's width still
+  // says which run it is.
+  const int swatch = fontMetrics().height() - 4;
   for (int i = 0; i < comparison_->runCount(); ++i) {
     names << QString::fromStdString(comparison_->run(i).name);
-    baseline_->addItem(names.back());
+    QPixmap colour(swatch, swatch);
+    colour.fill(colors::category(i, comparison_->runCount()));
+    baseline_->addItem(QIcon(colour), names.back());
+    baseline_->setItemData(i, names.back(), Qt::ToolTipRole);
   }
   title_->setText(tr("Comparing %1 runs: %2").arg(comparison_->runCount()).arg(names.join(QStringLiteral(" · "))));
   summary_model_.setComparison(comparison_.get());
@@ -151,6 +238,9 @@ void CompareView::setBaseline(int run) {
 }
 
 void CompareView::fitColumns() {
+  // The last column stretches into spare room only: stretched into too little it was cut ("+1.7 MiB
+  // (…") with no scroll bar to reach the rest.
+  summary_view_->horizontalHeader()->setStretchLastSection(false);
   summary_view_->resizeColumnsToContents();
   diff_view_->resizeColumnsToContents();
   // A long run name takes at most a quarter of its table, cut in the middle (whole in its tooltip):
@@ -161,6 +251,7 @@ void CompareView::fitColumns() {
   };
   cap(summary_view_, 0);
   for (int c = 1; c < diff_model_.columnCount(); ++c) cap(diff_view_, c);
+  summary_view_->horizontalHeader()->setStretchLastSection(summary_view_->horizontalHeader()->length() < summary_view_->viewport()->width());
 }
 
 void CompareView::setXAxis(XAxis axis) {
@@ -226,13 +317,19 @@ void CompareView::fitTables() {
   fitColumns();
   // The summary as tall as its rows; the diff its rows up to a quarter; the plots the rest.
   auto tableHeight = [](QTableView* view, int rows) {
+    // With the scroll bar its columns need (it is shown a moment after the columns were fitted).
+    const bool scrolls = view->horizontalHeader()->length() > view->viewport()->width();
     return view->horizontalHeader()->height() + rows * view->verticalHeader()->defaultSectionSize() + 2 * view->frameWidth() +
-           (view->horizontalScrollBar()->isVisible() ? view->horizontalScrollBar()->height() : 0) + 2;
+           (scrolls ? view->horizontalScrollBar()->sizeHint().height() : 0) + 2;
   };
+  // The plots keep at least half; the summary gets its rows before the diff (at 800 × 600 it had one
+  // and a half of three).
   const int total = splitter_->height();
   const int summary = tableHeight(summary_view_, summary_model_.rowCount());
   const int diff = std::min(total / 4, only_differences_->sizeHint().height() + tableHeight(diff_view_, diff_model_.rowCount()));
-  splitter_->setSizes({std::max(total - summary - diff, total / 2), summary, diff});
+  const int plots = std::max({total - summary - diff, total / 2, plot_->minimumHeight()}), tables = total - plots;
+  splitter_->setSizes({plots, std::min(summary, tables), std::max(0, tables - summary)});
+
 }
 
 }  // namespace tessera::ui

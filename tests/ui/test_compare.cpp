@@ -340,6 +340,63 @@ class TestCompare : public QObject {
     QVERIFY2(narrowest >= 0.8 * widest, qPrintable(QString("panels %1 to %2 px wide").arg(narrowest).arg(widest)));
   }
 
+  // The summary's values line up in their column, the baseline's too (right-aligned whole it sat
+  // under the others' deltas); every run's row is shown in an 800 × 600 view (one and a half of three
+  // were); a long baseline name is cut in its middle and keeps its "(baseline)".
+  void summaryValuesLineUpAndEveryRunIsShown() {
+    const std::string path = dir_.filePath("aligned.sqlite").toStdString();
+    const std::string long_name = "tiny-3d-tp2-pp1-dp4-lr1e-3-" + std::string(30, 'x') + "-baseline-of-the-sweep";
+    writeFourStepRuns(path, {{long_name.c_str(), {{"loss", 2.6744}}}, {"run-b", {{"loss", 2.2943}}}, {"run-c", {{"loss", 2.3}}}});
+    store::History history(path);
+    CompareView view(&history);
+    QString error;
+    QVERIFY2(view.setRuns({QString::fromStdString(long_name), "run-b", "run-c"}, &error), qPrintable(error));
+    view.resize(800, 600);
+    view.show();
+    QCoreApplication::processEvents();
+    view.fitTables();
+    QCoreApplication::processEvents();
+    QTableView* summary = view.summaryView();
+    const int rows = summary->model()->rowCount();
+    QCOMPARE(rows, 3);
+    const int lastRowBottom = summary->visualRect(summary->model()->index(rows - 1, 0)).bottom();
+    QVERIFY2(lastRowBottom < summary->viewport()->height(), qPrintable(QString("row 3 ends at %1 of %2 px").arg(lastRowBottom).arg(summary->viewport()->height())));
+    // In the final loss column, each row's value: its right edge is where its ink ends before the gap
+    // to the delta, found as the last inked column before the first run of blank columns wider than a
+    // space (the baseline has no delta).
+    const QImage image = summary->viewport()->grab().toImage();
+    const QColor base = summary->palette().color(QPalette::Base);
+    const int column = 2;  // Run, Last step, Final loss
+    QCOMPARE(summary->model()->headerData(column, Qt::Horizontal).toString(), QStringLiteral("Final loss"));
+    const int gap = summary->fontMetrics().horizontalAdvance(QLatin1Char(' '));
+    std::vector<int> valueEnds;
+    for (int row = 0; row < rows; ++row) {
+      const QRect cell = summary->visualRect(summary->model()->index(row, column)).adjusted(2, 2, -2, -2);
+      const auto inked = [&](int x) {
+        for (int y = cell.top(); y <= cell.bottom(); ++y)
+          if (const QColor c = image.pixelColor(x, y); std::abs(c.lightness() - base.lightness()) > 60) return true;
+        return false;
+      };
+      int end = -1, blank = 0;
+      for (int x = cell.left(); x <= cell.right(); ++x) {
+        if (inked(x)) {
+          if (end >= 0 && blank > gap) break;
+          end = x;
+          blank = 0;
+        } else {
+          ++blank;
+        }
+      }
+      QVERIFY2(end >= 0, qPrintable(QString("row %1: no value drawn").arg(row)));
+      valueEnds.push_back(end);
+    }
+    for (int row = 1; row < rows; ++row)
+      QVERIFY2(std::abs(valueEnds[row] - valueEnds[0]) <= 1,
+               qPrintable(QString("row %1's value ends at %2 px, the baseline's at %3").arg(row).arg(valueEnds[row]).arg(valueEnds[0])));
+    QCOMPARE(summary->model()->index(0, 0).data(CompareSummaryModel::RunNameRole).toString(), QString::fromStdString(long_name));
+    QVERIFY(summary->model()->index(0, 0).data().toString().endsWith(QStringLiteral("(baseline)")));
+  }
+
   // A run whose rank reported "inf" tokens/s once: that point is a gap; the panel's axis still spans
   // the finite values of both runs (it was left empty for both).
   void anInfinitePointDoesNotEmptyThePanel() {
