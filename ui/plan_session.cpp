@@ -118,12 +118,12 @@ bool PlanSession::setField(const QString& path, const nlohmann::json& value, QSt
     p.dp = 0;
     text += tr(" (dp derived again)");
   }
-  // A name that spells the layout or the GPU count follows it, as `tessera-cli plan --tp` relabels it
-  // (the same fields): "… on 64 H100 (TP8·PP4·DP2)" after TP 4 would name another run than the one
-  // planned. Not while the layout does not divide the cluster (it would spell "DP0").
+  // A name that spells the layout, the GPU count, the model or the GPU follows it, as `tessera-cli plan
+  // --tp` relabels it (the same fields): "… on 64 H100 (TP8·PP4·DP2)" after TP 4 would name another
+  // run than the one planned. Not while the layout does not divide the cluster (it would spell "DP0").
   static const QStringList labelled = {"parallel.tp", "parallel.pp", "parallel.dp", "parallel.cp", "parallel.ep", "parallel.vpp",
                                        "parallel.sequence_parallel", "parallel.zero_stage", "parallel.distributed_optimizer",
-                                       "cluster.nodes", "cluster.gpus_per_node"};
+                                       "cluster.nodes", "cluster.gpus_per_node", "cluster.gpu", "model.preset"};
   if (labelled.contains(path) && updated.data_parallel() > 0) {
     const std::string renamed = spec::relabel_layout(updated.name, updated, spec_.world_size(), &spec_);
     if (renamed != updated.name) {

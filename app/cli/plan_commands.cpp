@@ -63,7 +63,11 @@ struct Overrides {
     cmd->add_option("--preset", preset, "Model preset id (replaces the spec's model section)");
   }
 
-  bool changes_layout() const { return tp || pp || dp || cp || ep || vpp || zero || nodes || gpus_per_node || (sp_option && sp_option->count() > 0); }
+  /// What a run's name may spell: the layout, the cluster, the model preset and the GPU (relabel_layout).
+  bool changes_layout() const {
+    return tp || pp || dp || cp || ep || vpp || zero || nodes || gpus_per_node || (sp_option && sp_option->count() > 0) || gpu ||
+           preset;
+  }
 
   void apply(json& doc) const {
     if (sp_option && sp_option->count() > 1) {

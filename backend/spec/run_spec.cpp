@@ -5,6 +5,7 @@
 #include "spec/utf8.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cstring>
 #include <cerrno>
 #include <filesystem>
@@ -274,6 +275,33 @@ std::string RunSpec::layout_label() const {
   return out;
 }
 
+namespace {
+
+// The model preset `from` where the name spells it, in any case and with or without separators
+// ("Llama-3-70B", "llama3 70b" for llama3-70b), as the preset `to`; nothing when neither is a preset.
+std::string rename_model(const std::string& name, const std::string& from, const std::string& to) {
+  if (from.empty() || to.empty() || from == to) return name;
+  std::string pattern;
+  for (const char c : from) {
+    if (!std::isalnum(static_cast<unsigned char>(c))) continue;
+    if (!pattern.empty()) pattern += "[-_ .]?";
+    pattern += c;
+  }
+  if (pattern.empty()) return name;
+  const std::regex spelled("(^|[^A-Za-z0-9])" + pattern + "(?![A-Za-z0-9])", std::regex::icase);
+  return std::regex_replace(name, spelled, "$01" + to);
+}
+
+// A GPU preset's model as names write it: "H100" of "NVIDIA H100 80GB SXM"; empty for others (cpu).
+std::string gpu_model(const std::string& id) {
+  const auto* gpu = PresetCatalog::builtin().gpu(id);
+  static const std::regex nvidia("^NVIDIA ([A-Z][A-Z0-9]*[0-9][A-Za-z0-9]*)\\b.*");
+  std::smatch m;
+  return gpu && std::regex_match(gpu->name, m, nvidia) ? m[1].str() : std::string();
+}
+
+}  // namespace
+
 std::string relabel_layout(const std::string& name, const RunSpec& spec, int64_t world_before, const RunSpec* before) {
   // "TP<n>" then any of "·PP<n>", "·DP<n>", "·CP<n>", "·EP<n>", "·VPP<n>", "·SP" ('·' is two bytes of UTF-8).
   static const std::regex layout("TP[0-9]+(\xC2\xB7(PP|DP|CP|EP|VPP)[0-9]+|\xC2\xB7SP)*");
@@ -309,6 +337,14 @@ std::string relabel_layout(const std::string& name, const RunSpec& spec, int64_t
   }
   relabelled.append(rest, name.cend());
   relabelled = std::regex_replace(relabelled, zero, "ZeRO-" + std::to_string(spec.effective_zero_stage()));
+  if (before) {
+    // A new model or GPU: the preset the name spells ("Llama-3-70B" stayed above Mixtral's figures),
+    // and the GPU's model as a word of its own ("64 H100" becomes "64 H200").
+    relabelled = rename_model(relabelled, before->model.preset, spec.model.preset);
+    const std::string gpu_before = gpu_model(before->cluster.gpu), gpu_now = gpu_model(spec.cluster.gpu);
+    if (!gpu_before.empty() && !gpu_now.empty() && gpu_before != gpu_now)
+      relabelled = std::regex_replace(relabelled, std::regex("(^|[^A-Za-z0-9])" + gpu_before + "(?![A-Za-z0-9])"), "$01" + gpu_now);
+  }
   const int64_t world = spec.world_size();
   if (world_before <= 0 || world <= 0 || world == world_before) return relabelled;
   // The count of devices alone: after the start, a space or "(" (not "GPT-2", "v1.64" or "x64"), and

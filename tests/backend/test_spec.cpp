@@ -554,6 +554,23 @@ class TestSpec : public QObject {
     QCOMPARE(relabel_layout("Mixtral (TP2·PP8·DP4·SP)", parse_spec(with_ep), 0, &before_ep), std::string("Mixtral (TP2·PP8·DP4·EP2·SP)"));
     QCOMPARE(relabel_layout("Mixtral (TP2·PP8·DP4·SP)", parse_spec(with_ep)), std::string("Mixtral (TP2·PP8·DP4·SP)"));  // no before: as written
     QCOMPARE(relabel_layout("Mixtral (TP2·DP4)", parse_spec(with_ep), 0, &before_ep), std::string("Mixtral (TP2·DP4)"));  // a short name stays
+    // A new model preset or GPU: the preset the name spells, in any case and spelling, becomes the new
+    // preset's id, and the GPU's model word the new one's ("Llama-3-70B on 32 H100" stayed above a
+    // Mixtral plan, helper-7); without `before`, or for a word that only contains them, nothing.
+    const auto llama = parse_spec(doc);
+    QCOMPARE(relabel_layout("Llama-3-70B on 64 H100 (TP2·PP8·DP1·CP4·SP)", parse_spec(cp1), 0, &llama),
+             std::string("mixtral-8x7b on 64 H100 (TP2·PP8·DP4·SP)"));
+    QCOMPARE(relabel_layout("llama3 70b sweep, LLAMA-3-70B-ft, xllama3-70b, llama3-70bx", parse_spec(cp1), 0, &llama),
+             std::string("mixtral-8x7b sweep, mixtral-8x7b-ft, xllama3-70b, llama3-70bx"));
+    QCOMPARE(relabel_layout("Llama-3-70B on 64 H100", parse_spec(cp1)), std::string("Llama-3-70B on 64 H100"));
+    json h200 = doc;
+    h200["cluster"]["gpu"] = "h200";
+    QCOMPARE(relabel_layout("Llama-3-70B on 64 H100, one H100 node each; H1000", parse_spec(h200), 0, &llama),
+             std::string("Llama-3-70B on 64 H200, one H200 node each; H1000"));
+    json cpu = doc;
+    cpu["cluster"]["gpu"] = "cpu";
+    QCOMPARE(relabel_layout("Llama-3-70B on 64 H100", parse_spec(cpu, PresetCatalog::builtin(), Rules::none), 0, &llama),
+             std::string("Llama-3-70B on 64 H100"));  // a CPU has no model word to put there
     // A count too long for any integer is no layout of this spec (std::stoll threw out of range).
     QCOMPARE(relabel_layout("x TP99999999999999999999999 y", spec), std::string("x TP2·PP8·DP1·CP4·SP y"));
     json no_sp = doc;

@@ -266,12 +266,20 @@ class TestModels : public QObject {
     QCOMPARE(session.spec().name, std::string("Llama-3-70B on 64 H100 (TP4·PP4·DP4·SP)"));
     QVERIFY(session.setField("cluster.nodes", 16));
     QCOMPARE(session.spec().name, std::string("Llama-3-70B on 128 H100 (TP4·PP4·DP8·SP)"));
-    // A layout that does not divide the cluster leaves the name alone (no "DP0"); the GPU model is
-    // not part of the layout.
+    // A layout that does not divide the cluster leaves the name alone (no "DP0"), a new GPU too then.
     QVERIFY(session.setField("parallel.tp", 3));
     QCOMPARE(session.spec().name, std::string("Llama-3-70B on 128 H100 (TP4·PP4·DP8·SP)"));
     QVERIFY(session.setField("cluster.gpu", "a100-80gb"));
     QCOMPARE(session.spec().name, std::string("Llama-3-70B on 128 H100 (TP4·PP4·DP8·SP)"));
+    session.undoStack()->undo();
+    session.undoStack()->undo();
+    // Else a new GPU or model preset renames what the name spells of them ("Llama-3-70B" stayed above
+    // Mixtral's figures, helper-7).
+    QVERIFY(session.setField("cluster.gpu", "a100-80gb"));
+    QCOMPARE(session.spec().name, std::string("Llama-3-70B on 128 A100 (TP4·PP4·DP8·SP)"));
+    QVERIFY(session.setField("model.preset", "mixtral-8x7b"));
+    QCOMPARE(session.spec().name, std::string("mixtral-8x7b on 128 A100 (TP4·PP4·DP8·SP)"));
+    QCOMPARE(session.undoStack()->undoText(), QStringLiteral("Set model.preset = mixtral-8x7b (name relabelled)"));
     for (int i = 0; i < 4; ++i) session.undoStack()->undo();
     QCOMPARE(session.spec().name, name_before);
     QCOMPARE(session.grid()->tp, int64_t{8});
