@@ -98,6 +98,8 @@ QCustomPlot* DashboardWidget::makePlot(const QString& metric, const QString& tit
   plot->legend->setBrush(QColor(255, 255, 255, 190));  // the base colour, see-through (applyPlotPalette)
   plot->legend->setBorderPen(Qt::NoPen);
   applyPlotPalette(plot, palette());
+  // The right axis, where one is shown (the predicted peaks' stages), spans the left one.
+  connect(plot->yAxis, qOverload<const QCPRange&>(&QCPAxis::rangeChanged), plot->yAxis2, qOverload<const QCPRange&>(&QCPAxis::setRange));
   // Dragging or zooming keeps the user's range until a double click follows the data again.
   connect(plot, &QCustomPlot::mousePress, plot, [plot] { plot->setProperty("userRange", true); });
   connect(plot, &QCustomPlot::mouseWheel, plot, [plot] { plot->setProperty("userRange", true); });
@@ -112,11 +114,11 @@ QCustomPlot* DashboardWidget::makePlot(const QString& metric, const QString& tit
 void DashboardWidget::changeEvent(QEvent* event) {
   QWidget::changeEvent(event);
   if (event->type() != QEvent::PaletteChange) return;
-  stylePredictions();  // items keep the colours they were made with
   for (auto& [metric, plot] : plots_) {
     applyPlotPalette(plot, palette());
     coalescer_.schedule(plot);
   }
+  stylePredictions();  // items keep the colours they were made with, and the right axis is muted
 }
 
 void DashboardWidget::buildUi() {
@@ -270,7 +272,8 @@ bool DashboardWidget::openRun(const QString& db_path, const QString& run, QStrin
   memory_groups_ = IdenticalSeries();
   smoothed_loss_ = nullptr;
   prediction_lines_.clear();
-  prediction_labels_.clear();
+  prediction_entry_ = nullptr;
+  plots_.at(QStringLiteral("peak_memory_bytes"))->yAxis2->setVisible(false);
   predicted_memory_.clear();
   log_view_->clear();
   while (log_rank_->count() > 1) log_rank_->removeItem(1);
@@ -411,14 +414,7 @@ DashboardWidget::Curve& DashboardWidget::curveFor(const SeriesKey& key, bool smo
   if (smoothed) curve.graph->setName(tr("smoothed"));
   curve.graph->setPen(QPen(color, smoothed ? 2.0 : 1.4));
   if (per_stage || per_rank) {
-    if (!plot->legend->visible()) {
-      // Under the axes, in a row of the plot's own, never over the curves.
-      plot->axisRect()->insetLayout()->take(plot->legend);
-      plot->plotLayout()->addElement(2, 0, plot->legend);
-      plot->plotLayout()->setRowStretchFactor(2, 0.001);
-      plot->legend->setBrush(Qt::NoBrush);
-      plot->legend->setVisible(true);
-    }
+    showLegendUnderAxes(plot);
     curve.graph->addToLegend();
   } else {
     curve.graph->removeFromLegend();
@@ -475,9 +471,21 @@ void DashboardWidget::groupMemoryCurves() {
   }
 }
 
+void DashboardWidget::showLegendUnderAxes(QCustomPlot* plot) {
+  if (plot->legend->visible()) return;
+  // Under the axes, in a row of the plot's own, never over the curves.
+  plot->axisRect()->insetLayout()->take(plot->legend);
+  plot->plotLayout()->addElement(2, 0, plot->legend);
+  plot->plotLayout()->setRowStretchFactor(2, 0.001);
+  plot->legend->setBrush(Qt::NoBrush);
+  plot->legend->setVisible(true);
+}
+
 void DashboardWidget::addPredictionLines() {
   // The planner's prediction, one dashed line per distinct stage total, in a neutral colour no rank
-  // uses, named at its right end ("predicted: stages 0, 1") rather than by a colour to decode.
+  // uses; the stages each line is for are named on the right axis, at its height, outside the curves
+  // ("predicted: stage 1" at a line's end hid the ranks' lines it was to be read against), and one
+  // legend entry says what the dashed lines are.
   QCustomPlot* plot = plots_.at(QStringLiteral("peak_memory_bytes"));
   std::vector<std::pair<double, QStringList>> levels;  // value in the plot's unit, its stages
   for (size_t s = 0; s < predicted_memory_.size(); ++s) {
@@ -486,35 +494,47 @@ void DashboardWidget::addPredictionLines() {
     if (same == levels.end()) levels.push_back({v, {QString::number(s)}});
     else same->second << QString::number(s);
   }
+  auto ticker = QSharedPointer<QCPAxisTickerText>::create();
   for (const auto& [value, stages] : levels) {
     auto* line = new QCPItemStraightLine(plot);
     line->point1->setCoords(0, value);
     line->point2->setCoords(1, value);
     prediction_lines_.push_back(line);
-    auto* label = new QCPItemText(plot);
-    label->position->setType(QCPItemPosition::ptAxisRectRatio);
-    label->position->setTypeY(QCPItemPosition::ptPlotCoords);
-    label->position->setCoords(0.99, value);
-    label->setPositionAlignment(Qt::AlignRight | Qt::AlignBottom);
-    label->setText(stages.size() == 1 ? tr("predicted: stage %1").arg(stages.front()) : tr("predicted: stages %1").arg(stages.join(", ")));
-    label->setFont(plot->legend->font());
-    // Over the measured lines, on the base colour: a rank's line ran through the words.
-    label->setLayer(QStringLiteral("legend"));
-    label->setPadding(QMargins(2, 0, 2, 0));
-    prediction_labels_.push_back(label);
+    ticker->addTick(value, stages.join(QStringLiteral(", ")));
   }
+  if (levels.empty()) return;
+  QCPAxis* right = plot->yAxis2;
+  right->setTicker(ticker);
+  right->setVisible(true);
+  right->setTickLength(0, 0);
+  right->setSubTicks(false);
+  right->setTickLabelFont(plot->legend->font());
+  right->setLabelFont(plot->legend->font());
+  right->setLabel(levels.size() == 1 && levels.front().second.size() == 1 ? tr("stage") : tr("stages"));
+  right->setLabelPadding(2);
+  right->grid()->setVisible(false);
+  right->setRange(plot->yAxis->range());
+  prediction_entry_ = plot->addGraph();  // no data: the legend's sample and name of the lines
+  prediction_entry_->setName(tr("predicted"));
+  showLegendUnderAxes(plot);
+  prediction_entry_->addToLegend();
   stylePredictions();
+}
+
+QMap<double, QString> DashboardWidget::predictionTicks() const {
+  const auto ticker = plots_.at(QStringLiteral("peak_memory_bytes"))->yAxis2->ticker().dynamicCast<QCPAxisTickerText>();
+  return ticker && plots_.at(QStringLiteral("peak_memory_bytes"))->yAxis2->visible() ? ticker->ticks() : QMap<double, QString>();
 }
 
 void DashboardWidget::stylePredictions() {
   const QColor neutral = palette().color(QPalette::PlaceholderText);
-  QColor backing = palette().color(QPalette::Base);
-  backing.setAlpha(215);
-  for (auto* line : prediction_lines_) line->setPen(QPen(neutral, 1.2, Qt::DashLine));
-  for (auto* label : prediction_labels_) {
-    label->setColor(neutral);
-    label->setBrush(backing);
-  }
+  const QPen dashed(neutral, 1.2, Qt::DashLine);
+  for (auto* line : prediction_lines_) line->setPen(dashed);
+  if (prediction_entry_) prediction_entry_->setPen(dashed);
+  QCPAxis* right = plots_.at(QStringLiteral("peak_memory_bytes"))->yAxis2;
+  right->setBasePen(Qt::NoPen);
+  right->setTickLabelColor(neutral);
+  right->setLabelColor(neutral);
 }
 
 void DashboardWidget::rescale(QCustomPlot* plot) {
@@ -523,7 +543,10 @@ void DashboardWidget::rescale(QCustomPlot* plot) {
   if (plot == plots_.at(QStringLiteral("peak_memory_bytes")) && !predicted_memory_.empty()) {
     QCPRange range = plot->yAxis->range();
     for (double v : predicted_memory_) range.expand(v);
-    if (plot->graphCount() == 0) range = QCPRange(0, *std::max_element(predicted_memory_.begin(), predicted_memory_.end()));
+    const bool measured = std::any_of(curves_.begin(), curves_.end(), [](const Curve& c) {
+      return c.key.first == store::metric_name::peak_memory_bytes && !c.graph->data()->isEmpty();
+    });
+    if (!measured) range = QCPRange(0, *std::max_element(predicted_memory_.begin(), predicted_memory_.end()));
     plot->yAxis->setRange(range);
   }
   // A little room above and below, so flat curves are not drawn on the frame.

@@ -101,7 +101,10 @@ class DashboardWidget : public QWidget {
   /// The MFU plot's title: "MFU of 22.1 GFLOP/s (the runtime's peak)".
   QString mfuTitle() const;
   const std::vector<QCPItemStraightLine*>& predictionLines() const { return prediction_lines_; }
-  const std::vector<QCPItemText*>& predictionLabels() const { return prediction_labels_; }
+  /// The stages each predicted line is for, on the right axis at its height ("0", "1"; "0, 1" for one line).
+  QMap<double, QString> predictionTicks() const;
+  /// The legend entry naming the dashed lines "predicted" (nullptr before a plan).
+  QCPGraph* predictionEntry() const { return prediction_entry_; }
 
  signals:
   /// New data was shown (after a poll that brought any).
@@ -140,6 +143,8 @@ class DashboardWidget : public QWidget {
   void rebuildLog();
   bool logLineShown(const store::LogLine& line) const;
   void updateTimeline();
+  /// The plot's legend in a row under its axes (shown once a curve or line needs naming).
+  static void showLegendUnderAxes(QCustomPlot* plot);
   void addPredictionLines();
 
   std::unique_ptr<RunFeed> feed_;
@@ -159,7 +164,7 @@ class DashboardWidget : public QWidget {
   IdenticalSeries memory_groups_;  ///< ranks with the same peak-memory curve, drawn once
   QCPGraph* smoothed_loss_ = nullptr;
   std::vector<QCPItemStraightLine*> prediction_lines_;  ///< one per distinct predicted stage total
-  std::vector<QCPItemText*> prediction_labels_;        ///< "predicted: stage 1" at each line's end
+  QCPGraph* prediction_entry_ = nullptr;  ///< the lines' legend entry (a graph with no data)
   std::vector<double> predicted_memory_;  ///< per stage, in the plot's unit
 
   ElidedLabel* title_ = nullptr;

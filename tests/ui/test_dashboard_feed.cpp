@@ -142,11 +142,17 @@ class TestDashboardFeed : public QObject {
     QCOMPARE(loss->dataCount(), 15);
     QCOMPARE(dashboard.graph("bubble", 4)->data()->at(0)->value, 40.0);  // percent
     QCOMPARE(dashboard.graph("peak_memory_bytes", 7)->data()->at(0)->value, 8.0);  // MiB
-    // The planner's prediction: per stage, named, in a colour no rank's curve has; the legend sits
-    // under the axes, not over the curves.
-    QCOMPARE(dashboard.predictionLabels().size(), size_t{2});
-    QCOMPARE(dashboard.predictionLabels()[0]->text(), QStringLiteral("predicted: stage 0"));
-    QCOMPARE(dashboard.predictionLabels()[1]->text(), QStringLiteral("predicted: stage 1"));
+    // The planner's prediction: per stage, in a colour no rank's curve has, each line's stage named on
+    // the right axis at its height (named at the lines' ends, the names hid the ranks' lines), the
+    // dashed lines named "predicted" in the legend, which sits under the axes, not over the curves.
+    QCOMPARE(dashboard.predictionLines().size(), size_t{2});
+    const QMap<double, QString> ticks = dashboard.predictionTicks();
+    QCOMPARE(ticks.size(), 2);
+    QCOMPARE(ticks.value(dashboard.predictionLines()[0]->point1->coords().y()), QStringLiteral("0"));
+    QCOMPARE(ticks.value(dashboard.predictionLines()[1]->point1->coords().y()), QStringLiteral("1"));
+    QVERIFY(dashboard.predictionEntry() && dashboard.predictionEntry()->name() == QStringLiteral("predicted"));
+    QVERIFY(dashboard.predictionEntry()->dataCount() == 0);
+    QCOMPARE(dashboard.predictionEntry()->pen().style(), Qt::DashLine);
     for (const auto* line : dashboard.predictionLines())
       for (int64_t rank = 0; rank < 8; ++rank)
         QVERIFY(line->pen().color() != dashboard.graph("peak_memory_bytes", rank)->pen().color());
@@ -231,6 +237,8 @@ class TestDashboardFeed : public QObject {
     const auto drawn = [&](int64_t rank) { return dashboard.graph("peak_memory_bytes", rank)->visible(); };
     const auto name = [&](int64_t rank) { return dashboard.graph("peak_memory_bytes", rank)->name(); };
     QCustomPlot* memory = dashboard.plot("peak_memory_bytes");
+    // The legend's entries of ranks (it also names the predicted lines, where the run has a plan).
+    const auto rankEntries = [&] { return memory->legend->itemCount() - (dashboard.predictionEntry() ? 1 : 0); };
     QVERIFY(drawn(0) && drawn(4));
     for (int64_t rank : {1, 2, 3, 5, 6, 7}) {
       QVERIFY(!drawn(rank));
@@ -238,14 +246,14 @@ class TestDashboardFeed : public QObject {
     }
     QCOMPARE(name(0), QStringLiteral("ranks 0–3"));
     QCOMPARE(name(4), QStringLiteral("ranks 4–7"));
-    QCOMPARE(memory->legend->itemCount(), 2);
+    QCOMPARE(rankEntries(), 2);
 
     writeMemory(6, 10);
     dashboard.poll();
     QVERIFY(drawn(0) && drawn(4) && drawn(7));
     QCOMPARE(name(4), QStringLiteral("ranks 4–6"));
     QCOMPARE(name(7), QStringLiteral("rank 7"));
-    QCOMPARE(memory->legend->itemCount(), 3);
+    QCOMPARE(rankEntries(), 3);
     QCOMPARE(dashboard.graph("peak_memory_bytes", 7)->dataCount(), 10);  // hidden, it kept its points
 
     // A rank that stopped reporting while its group went on: grouped while within a few steps of it
@@ -348,7 +356,7 @@ class TestDashboardFeed : public QObject {
 
   // In the dark palette the plots are dark too: their background, axes' labels and titles in the
   // palette's colours (they stayed white with black text in a dark window), and the predicted peaks'
-  // names on a backing of the base colour over the ranks' lines.
+  // stages on the right axis in the muted text colour.
   void thePlotsFollowTheDarkPalette() {
     const QPalette before = QApplication::palette();
     applyTheme(ThemeChoice::dark);
@@ -368,11 +376,7 @@ class TestDashboardFeed : public QObject {
         QCOMPARE(title->textColor(), dashboard.palette().color(QPalette::WindowText));
       }
       QVERIFY(!dashboard.predictionLines().empty());
-      for (int i = 0; i < dashboard.plot("peak_memory_bytes")->itemCount(); ++i)
-        if (const auto* label = qobject_cast<QCPItemText*>(dashboard.plot("peak_memory_bytes")->item(i))) {
-          QCOMPARE(label->brush().color().rgb(), base.rgb());
-          QCOMPARE(label->layer()->name(), QStringLiteral("legend"));
-        }
+      QCOMPARE(dashboard.plot("peak_memory_bytes")->yAxis2->tickLabelColor(), dashboard.palette().color(QPalette::PlaceholderText));
     }
     // A dashboard open when the palette changes follows it, its predicted peaks too (their backing
     // stayed the light base's white box).
@@ -382,11 +386,11 @@ class TestDashboardFeed : public QObject {
       QVERIFY(dashboard.openRun(db_, "feed run"));
       applyTheme(ThemeChoice::dark);
       QCoreApplication::processEvents();
-      const QColor base = dashboard.palette().color(QPalette::Base);
       QVERIFY(isDarkPalette(dashboard.palette()));
       QCOMPARE(dashboard.plot("loss")->xAxis->tickLabelColor(), dashboard.palette().color(QPalette::WindowText));
-      QVERIFY(!dashboard.predictionLabels().empty());
-      for (const auto* label : dashboard.predictionLabels()) QCOMPARE(label->brush().color().rgb(), base.rgb());
+      QVERIFY(!dashboard.predictionTicks().isEmpty());
+      QCOMPARE(dashboard.plot("peak_memory_bytes")->yAxis2->tickLabelColor(), dashboard.palette().color(QPalette::PlaceholderText));
+      QCOMPARE(dashboard.predictionEntry()->pen().color(), dashboard.palette().color(QPalette::PlaceholderText));
       for (const auto* line : dashboard.predictionLines())
         QCOMPARE(line->pen().color(), dashboard.palette().color(QPalette::PlaceholderText));
     }
