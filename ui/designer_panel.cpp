@@ -26,10 +26,22 @@ namespace tessera::ui {
 
 namespace {
 
-// Editors by field kind: a list for choices, a spin box for integers, a checked line for numbers.
+// Editors by field kind: a list for choices, a spin box for integers, a checked line for numbers;
+// a derived note as tall as its lines at its column's width.
 class FieldDelegate : public QStyledItemDelegate {
  public:
-  using QStyledItemDelegate::QStyledItemDelegate;
+  explicit FieldDelegate(QTreeView* view) : QStyledItemDelegate(view), view_(view) {}
+
+  QSize sizeHint(const QStyleOptionViewItem& option, const QModelIndex& index) const override {
+    QSize size = QStyledItemDelegate::sizeHint(option, index);
+    if (index.column() != SpecFieldModel::NoteColumn) return size;
+    // The style's text margins (PM_FocusFrameHMargin + 1 each side) and the column's width.
+    const int margin = view_->style()->pixelMetric(QStyle::PM_FocusFrameHMargin, nullptr, view_) + 1;
+    const int width = std::max(1, view_->columnWidth(SpecFieldModel::NoteColumn) - 2 * margin);
+    const QRect lines = option.fontMetrics.boundingRect(QRect(0, 0, width, 1 << 20), Qt::TextWordWrap, index.data().toString());
+    size.setHeight(std::max(size.height(), lines.height() + (size.height() - option.fontMetrics.height())));
+    return size;
+  }
 
   QWidget* createEditor(QWidget* parent, const QStyleOptionViewItem& option, const QModelIndex& index) const override {
     switch (index.data(SpecFieldModel::KindRole).toInt()) {
@@ -79,6 +91,9 @@ class FieldDelegate : public QStyledItemDelegate {
       if (line->hasAcceptableInput()) model->setData(index, QLocale::c().toDouble(line->text()));
     } else QStyledItemDelegate::setModelData(editor, model, index);
   }
+
+ private:
+  QTreeView* view_;
 };
 
 void fill(QComboBox* box, const std::vector<std::string>& ids) {
@@ -119,7 +134,10 @@ DesignerPanel::DesignerPanel(PlanSession* session, SpecFieldModel* model, QWidge
   tree_->setEditTriggers(QAbstractItemView::AnyKeyPressed | QAbstractItemView::EditKeyPressed |
                          QAbstractItemView::SelectedClicked | QAbstractItemView::DoubleClicked);
   tree_->setAlternatingRowColors(true);
-  tree_->setUniformRowHeights(true);
+  // A derived note longer than its column breaks onto a second line (the row grows) rather than
+  // ending in "…": up to 1366 px most notes were cut ("tp·pp·cp = 2 per repli…").
+  tree_->setUniformRowHeights(false);
+  tree_->setWordWrap(true);
   tree_->setAllColumnsShowFocus(true);
   tree_->expandAll();
   tree_->resizeColumnToContents(SpecFieldModel::FieldColumn);
@@ -130,6 +148,7 @@ DesignerPanel::DesignerPanel(PlanSession* session, SpecFieldModel* model, QWidge
   tree_->header()->setStretchLastSection(false);
   tree_->header()->setSectionResizeMode(SpecFieldModel::NoteColumn, QHeaderView::Stretch);
   setMinimumWidth(380);
+  connect(tree_->header(), &QHeaderView::sectionResized, tree_, [this] { tree_->doItemsLayout(); });
   layout->addWidget(tree_, 1);
   // The keyboard always lands on a field's value, the one editable column.
   connect(tree_->selectionModel(), &QItemSelectionModel::currentChanged, this, [this](const QModelIndex& current) {

@@ -464,8 +464,9 @@ class TestMainWindow : public QObject {
     QVERIFY(pdf.size() > 2000);
   }
 
-  // At 1280×800 the designer's Derived column fits its viewport and ends its notes in "…" (a stretched
-  // last section kept 100 px and ran under a horizontal scrollbar, cut without a mark).
+  // At 1280×800 the designer's Derived column fits its viewport (a stretched last section kept 100 px
+  // and ran under a horizontal scrollbar, cut without a mark), and a note longer than the column
+  // breaks onto more lines, its row as tall as they are (up to 1366 px most notes ended in "…").
   void theDerivedColumnFitsTheDesignerAt1280() {
     MainWindow window(false);
     QVERIFY(window.openFile(example("gpt3-175b-table1.json"), nullptr));
@@ -476,7 +477,22 @@ class TestMainWindow : public QObject {
     const QModelIndex preset = window.specModel()->indexOfField("model.preset").siblingAtColumn(SpecFieldModel::NoteColumn);
     const QString note = preset.data().toString();
     QVERIFY2(tree->fontMetrics().horizontalAdvance(note) > tree->columnWidth(SpecFieldModel::NoteColumn), qPrintable(note));
-    QCOMPARE(preset.data(Qt::ToolTipRole).toString(), note);  // the whole note, when the cell shows it cut
+    QCOMPARE(preset.data(Qt::ToolTipRole).toString(), note);  // the whole note, whatever the cell shows
+    const int margin = tree->style()->pixelMetric(QStyle::PM_FocusFrameHMargin, nullptr, tree) + 1;
+    const int width = tree->columnWidth(SpecFieldModel::NoteColumn) - 2 * margin;
+    int wrapped = 0;
+    for (int section = 0; section < window.specModel()->rowCount(); ++section) {
+      const QModelIndex parent = window.specModel()->index(section, 0);
+      for (int row = 0; row < window.specModel()->rowCount(parent); ++row) {
+        const QModelIndex cell = window.specModel()->index(row, SpecFieldModel::NoteColumn, parent);
+        const QString text = cell.data().toString();
+        if (text.isEmpty()) continue;
+        const int needs = tree->fontMetrics().boundingRect(QRect(0, 0, width, 1 << 20), Qt::TextWordWrap, text).height();
+        wrapped += needs > tree->fontMetrics().height();
+        QVERIFY2(tree->visualRect(cell).height() >= needs, qPrintable(QString("%1: %2 px of %3").arg(text).arg(tree->visualRect(cell).height()).arg(needs)));
+      }
+    }
+    QVERIFY(wrapped >= 1);
   }
 
   void screenshotHasTheRequestedSize() {
