@@ -773,10 +773,13 @@ void DashboardWidget::updateTimeline() {
   predicted_model_.setPlan(plan_, tr("Predicted"));
   // Not the per-stage plot's bubble (each stage idle between its own first and last op): the idle
   // share of the busiest stage over the whole step, as the timelines' titles and the planner count it.
+  const QString measured_bubble = formatPercent(measured_model_.bubbleFraction()),
+                predicted_bubble = formatPercent(predicted_model_.bubbleFraction());
   bubble_label_->setText(tr("bubble of the busiest stage over the step: measured %1 (step %2) · predicted %3")
-                             .arg(formatPercent(measured_model_.bubbleFraction()))
+                             .arg(measured_bubble)
                              .arg(step)
-                             .arg(formatPercent(predicted_model_.bubbleFraction())));
+                             .arg(predicted_bubble),
+                         tr("bubble: measured %1 · predicted %2").arg(measured_bubble, predicted_bubble));
   timeline_view_->fitToView();
   timeline_view_->update();
 }

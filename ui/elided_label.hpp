@@ -1,6 +1,7 @@
 // A one-line label that, narrower than its text, ends it with "…" instead of cutting it off mid-word,
 // and then shows the whole text as its tooltip: the summary strip's captions and details on a small
-// window (1280 px wide: "interleaved · 48 microba" read as if complete).
+// window (1280 px wide: "interleaved · 48 microba" read as if complete). A text may come with a brief
+// form, shown (and cut where even it is wider) when the whole does not fit.
 #pragma once
 
 #include <QEvent>
@@ -15,8 +16,20 @@ class ElidedLabel : public QLabel {
  public:
   using QLabel::QLabel;
 
+  /// `whole`, and `brief` to show instead where the label is narrower than `whole`.
+  void setText(const QString& whole, const QString& brief) {
+    brief_ = brief;
+    brief_of_ = whole;
+    QLabel::setText(whole);
+  }
+  using QLabel::setText;
+
   /// The text as painted at the label's present width.
-  QString shownText() const { return fontMetrics().elidedText(text(), Qt::ElideRight, contentsRect().width()); }
+  QString shownText() const {
+    const int room = contentsRect().width();
+    const bool brief = text() == brief_of_ && !brief_.isEmpty() && fontMetrics().horizontalAdvance(text()) > room;
+    return fontMetrics().elidedText(brief ? brief_ : text(), Qt::ElideRight, room);
+  }
   bool isElided() const { return shownText() != text(); }
 
  protected:
@@ -34,6 +47,9 @@ class ElidedLabel : public QLabel {
     }
     return QLabel::event(e);
   }
+
+ private:
+  QString brief_, brief_of_;  ///< the brief form, and the whole text it is of (a later plain setText has none)
 };
 
 }  // namespace tessera::ui

@@ -425,6 +425,14 @@ class TestDashboardFeed : public QObject {
     // It fits an 800 px window: it needed 898 px (four plots of 220 px, and the bubble line's and the
     // run name's whole widths).
     QVERIFY2(dashboard.minimumSizeHint().width() <= 800, qPrintable(QString::number(dashboard.minimumSizeHint().width())));
+    // There the timeline's bubble line says its brief form whole, both figures kept (the whole line
+    // lost its prediction to "…").
+    dashboard.resize(800, 600);
+    QCoreApplication::processEvents();
+    const QString shown = dashboard.shownBubbleText();
+    QVERIFY2(shown.startsWith(QStringLiteral("bubble: measured ")) && shown.contains(QStringLiteral(" · predicted ")) &&
+                 !shown.contains(QStringLiteral("…")),
+             qPrintable(shown));
   }
 
   void missingRunIsAClearError() {
