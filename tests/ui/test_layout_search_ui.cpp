@@ -38,6 +38,9 @@ class TestLayoutSearchUi : public QObject {
     model.setResult(std::move(result));
     QCOMPARE(model.rowCount(), 30);
     QCOMPARE(model.columnCount(), int(LayoutSearchModel::ColumnCount));
+    // The micro-batch column is named as tessera-cli search names it, spelled out in its tooltip.
+    QCOMPARE(model.headerData(LayoutSearchModel::MicroBatch, Qt::Horizontal).toString(), QStringLiteral("MBS"));
+    QVERIFY(model.headerData(LayoutSearchModel::MicroBatch, Qt::Horizontal, Qt::ToolTipRole).toString().startsWith("Micro-batch size"));
     for (int row = 0; row < model.rowCount(); ++row) {
       QCOMPARE(model.data(model.index(row, LayoutSearchModel::Layout)).toString(),
                QString::fromStdString(best[row].spec.layout_label()));
