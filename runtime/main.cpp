@@ -137,7 +137,7 @@ int main(int argc, char** argv) {
   app.add_option("--threads", threads, "intra-op threads per rank (default: cores / local ranks)")
       ->check(CLI::Range(1, 1024));
   std::string device = "cpu";
-  app.add_option("--device", device, "cpu (Gloo) or cuda (NCCL, bf16; see docs/performance.md)")
+  app.add_option("--device", device, "cpu (Gloo) or cuda (NCCL; the spec's precision, fp32 or bf16, on either; see docs/performance.md)")
       ->check(CLI::IsMember({"cpu", "cuda"}));
   std::string kernels;  // default: fused on a GPU, aten on the CPU (where the references are plain loops)
   app.add_option("--kernels", kernels,
