@@ -27,7 +27,7 @@ namespace tessera::ui {
 namespace {
 
 // Editors by field kind: a list for choices, a spin box for integers, a checked line for numbers;
-// a derived note as tall as its lines at its column's width.
+// a derived note as tall as its lines at its column's width, up to two.
 class FieldDelegate : public QStyledItemDelegate {
  public:
   explicit FieldDelegate(QTreeView* view) : QStyledItemDelegate(view), view_(view) {}
@@ -39,7 +39,10 @@ class FieldDelegate : public QStyledItemDelegate {
     const int margin = view_->style()->pixelMetric(QStyle::PM_FocusFrameHMargin, nullptr, view_) + 1;
     const int width = std::max(1, view_->columnWidth(SpecFieldModel::NoteColumn) - 2 * margin);
     const QRect lines = option.fontMetrics.boundingRect(QRect(0, 0, width, 1 << 20), Qt::TextWordWrap, index.data().toString());
-    size.setHeight(std::max(size.height(), lines.height() + (size.height() - option.fontMetrics.height())));
+    // Two lines at the most: a field's problem (a longer text, listed whole under the tree and in the
+    // cell's tooltip) ends its second line in "…" rather than making its row five lines tall.
+    const int text_height = std::min(lines.height(), 2 * option.fontMetrics.lineSpacing());
+    size.setHeight(std::max(size.height(), text_height + (size.height() - option.fontMetrics.height())));
     return size;
   }
 
