@@ -10,6 +10,7 @@
 #include <QPainter>
 #include <QPixmap>
 #include <QStyledItemDelegate>
+#include <QTimer>
 #include <QSaveFile>
 #include <QFileDialog>
 #include <QHBoxLayout>
@@ -39,19 +40,17 @@ class ValueDeltaDelegate : public QStyledItemDelegate {
     initStyleOption(&opt, index);
     const QWidget* widget = option.widget;
     QStyle* style = widget ? widget->style() : QApplication::style();
+    // The style draws a cell's text a margin inside each side of this rectangle.
+    const QRect text = style->subElementRect(QStyle::SE_ItemViewItemText, &opt, widget).adjusted(margin(widget), 0, -margin(widget), 0);
     if (index.column() == 0) {
       // The name cut in its middle, the baseline's mark kept ("tiny-3d-tp2… (baseline)" hid which run).
-      const QString name = index.data(CompareSummaryModel::RunNameRole).toString(), mark = opt.text.mid(name.size());
-      // The style draws the text a margin inside each side of this rectangle.
-      const int room = style->subElementRect(QStyle::SE_ItemViewItemText, &opt, widget).width() - 2 * margin(widget);
-      if (opt.fontMetrics.horizontalAdvance(opt.text) > room)
-        opt.text = opt.fontMetrics.elidedText(name, Qt::ElideMiddle, room - opt.fontMetrics.horizontalAdvance(mark)) + mark;
+      const QString name = index.data(CompareSummaryModel::RunNameRole).toString();
+      opt.text = CompareView::fittedRunName(name, opt.text.mid(name.size()), opt.fontMetrics, text.width());
       style->drawControl(QStyle::CE_ItemViewItem, &opt, painter, widget);
       return;
     }
     opt.text.clear();
     style->drawControl(QStyle::CE_ItemViewItem, &opt, painter, widget);  // the background, without text
-    const QRect text = style->subElementRect(QStyle::SE_ItemViewItemText, &opt, widget);  // the style's margins inside
     const auto [value_width, delta_width] = widths(opt.fontMetrics, index);
     const int value_room = std::min(value_width, text.width());
     painter->save();
@@ -224,8 +223,19 @@ bool CompareView::setRuns(const QStringList& references, QString* error) {
   summary_model_.setComparison(comparison_.get());
   diff_model_.setComparison(comparison_.get());
   plot_->setComparison(comparison_.get());
+  fit_pending_ = true;
   fitTables();
   return true;
+}
+
+QString CompareView::fittedRunName(const QString& name, const QString& mark, const QFontMetrics& metrics, int room) {
+  if (metrics.horizontalAdvance(name + mark) <= room) return name + mark;
+  return metrics.elidedText(name, Qt::ElideMiddle, room - metrics.horizontalAdvance(mark)) + mark;
+}
+
+void CompareView::showEvent(QShowEvent* event) {
+  QWidget::showEvent(event);
+  if (fit_pending_) QTimer::singleShot(0, this, [this] { fitTables(); });  // once the splitter has its size
 }
 
 void CompareView::setBaseline(int run) {
@@ -314,6 +324,10 @@ void CompareView::exportPlotsInteractively() {
 }
 
 void CompareView::fitTables() {
+  // Hidden (the Compare tab before it is first shown), the splitter has no height of its own yet:
+  // sizes given then collapsed the tables for good (QSplitter keeps a pane given 0 collapsed).
+  if (!isVisible() || splitter_->height() <= plot_->minimumHeight()) return;
+  fit_pending_ = false;
   fitColumns();
   // The summary as tall as its rows; the diff its rows up to a quarter; the plots the rest.
   auto tableHeight = [](QTableView* view, int rows) {
@@ -328,7 +342,7 @@ void CompareView::fitTables() {
   const int summary = tableHeight(summary_view_, summary_model_.rowCount());
   const int diff = std::min(total / 4, only_differences_->sizeHint().height() + tableHeight(diff_view_, diff_model_.rowCount()));
   const int plots = std::max({total - summary - diff, total / 2, plot_->minimumHeight()}), tables = total - plots;
-  splitter_->setSizes({plots, std::min(summary, tables), std::max(0, tables - summary)});
+  splitter_->setSizes({plots, std::max(1, std::min(summary, tables)), std::max(1, tables - summary)});
 
 }
 

@@ -44,8 +44,12 @@ class CompareView : public QWidget {
   bool exportSummaryCsv(const QString& path, QString* error) const;
   /// Every plot panel in one .png or .pdf file (by suffix); false with *error otherwise.
   bool exportPlots(const QString& path, QString* error);
-  /// Sizes the table columns to their contents and the summary to its rows (after a resize).
+  /// Sizes the table columns to their contents and the summary to its rows (after a resize); a hidden
+  /// view (the Compare tab not shown yet) is fitted when it is shown.
   void fitTables();
+  /// A run's name cut in its middle to `room` px, `mark` ("  (baseline)") kept whole after it: what the
+  /// summary's first column draws.
+  static QString fittedRunName(const QString& name, const QString& mark, const QFontMetrics& metrics, int room);
   /// The title as drawn at the view's width ("…" where the runs' names are longer).
   QString shownTitle() const { return title_->shownText(); }
 
@@ -53,6 +57,9 @@ class CompareView : public QWidget {
   QTableView* summaryView() const { return summary_view_; }
   CompareSummaryModel* summaryModel() { return &summary_model_; }
   ConfigDiffModel* diffModel() { return &diff_model_; }
+
+ protected:
+  void showEvent(QShowEvent* event) override;
 
  private:
   /// The tables' columns to their contents, a run's name at most a quarter of its table.
@@ -75,6 +82,7 @@ class CompareView : public QWidget {
   ComparePlot* plot_ = nullptr;
   QTableView* summary_view_ = nullptr;
   QTableView* diff_view_ = nullptr;
+  bool fit_pending_ = false;  ///< new runs came while the view was hidden: fitted when shown
 };
 
 }  // namespace tessera::ui

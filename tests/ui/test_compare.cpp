@@ -10,6 +10,7 @@
 #include <map>
 
 #include "compare_view.hpp"
+#include "history_window.hpp"
 #include "history_fixture.hpp"
 #include "run_comparison.hpp"
 #include "smoothing.hpp"
@@ -393,8 +394,37 @@ class TestCompare : public QObject {
     for (int row = 1; row < rows; ++row)
       QVERIFY2(std::abs(valueEnds[row] - valueEnds[0]) <= 1,
                qPrintable(QString("row %1's value ends at %2 px, the baseline's at %3").arg(row).arg(valueEnds[row]).arg(valueEnds[0])));
-    QCOMPARE(summary->model()->index(0, 0).data(CompareSummaryModel::RunNameRole).toString(), QString::fromStdString(long_name));
-    QVERIFY(summary->model()->index(0, 0).data().toString().endsWith(QStringLiteral("(baseline)")));
+    // The name as the first column draws it: cut in its middle, the mark whole.
+    const QString name = summary->model()->index(0, 0).data(CompareSummaryModel::RunNameRole).toString();
+    QCOMPARE(name, QString::fromStdString(long_name));
+    const QString mark = summary->model()->index(0, 0).data().toString().mid(name.size());
+    QCOMPARE(mark, QStringLiteral("  (baseline)"));
+    const QFontMetrics fm = summary->fontMetrics();
+    const QString cut = CompareView::fittedRunName(name, mark, fm, 200);
+    QVERIFY2(cut.contains(QStringLiteral("…")) && cut.endsWith(mark) && cut.startsWith(QStringLiteral("tiny-3d")) &&
+                 cut.contains(QStringLiteral("sweep")) && fm.horizontalAdvance(cut) <= 200,
+             qPrintable(cut));
+    QCOMPARE(CompareView::fittedRunName(QStringLiteral("run-b"), mark, fm, 200), QStringLiteral("run-b  (baseline)"));
+  }
+
+  // Runs compared while the Compare tab has never been shown (the history window's Compare button
+  // does that): the tables are fitted when it is shown, not collapsed (sizes given to the hidden
+  // splitter, 0 for the tables, kept them at 0 for good, helper-9).
+  void comparedWhileHiddenIsFittedWhenShown() {
+    const std::string path = dir_.filePath("hidden.sqlite").toStdString();
+    writeFourStepRuns(path, {{"hidden-a", {{"loss", 2.5}}}, {"hidden-b", {{"loss", 2.4}}}, {"hidden-c", {{"loss", 2.3}}}});
+    QString error;
+    auto window = HistoryWindow::open(QString::fromStdString(path), &error);
+    QVERIFY2(window, qPrintable(error));
+    QVERIFY2(window->compare({"hidden-a", "hidden-b", "hidden-c"}, &error), qPrintable(error));
+    window->resize(1024, 700);
+    window->show();
+    QTableView* summary = window->compareView()->summaryView();
+    QTRY_VERIFY_WITH_TIMEOUT(summary->height() > 0, 2000);
+    QCoreApplication::processEvents();
+    const int lastRowBottom = summary->visualRect(summary->model()->index(2, 0)).bottom();
+    QVERIFY2(lastRowBottom < summary->viewport()->height(),
+             qPrintable(QString("row 3 ends at %1 of %2 px").arg(lastRowBottom).arg(summary->viewport()->height())));
   }
 
   // A run whose rank reported "inf" tokens/s once: that point is a gap; the panel's axis still spans
