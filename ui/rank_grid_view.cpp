@@ -47,6 +47,8 @@ int64_t dimensionSize(const planner::RankGrid& grid, RankGridModel::Column colum
 // Network groups that should stay inside a node: TP, CP and EP collectives sit on the critical path.
 bool warnsWhenCrossing(const std::string& kind) { return kind == "tp" || kind == "cp" || kind == "ep"; }
 
+constexpr int kCrossingGap = 18;  ///< px between the header's layout and the groups that cross nodes
+
 }  // namespace
 
 RankGridView::RankGridView(RankGridModel* model, QWidget* parent) : QWidget(parent), model_(model) {
@@ -178,8 +180,6 @@ RankGridView::LayoutLine RankGridView::layoutLine() const {
     every += part;
     if (size > 1) sized += part;
   }
-  // Each part cut with "…" where the view is narrower still ("crosses nodes" ran off as "crosse").
-  shown.layout = metrics.horizontalAdvance(every) <= room ? every : metrics.elidedText(sized, Qt::ElideRight, room);
   for (const auto& [kind, name, line] : kHighlightKinds) {
     if (std::find(plan->cross_node_groups.begin(), plan->cross_node_groups.end(), kind) == plan->cross_node_groups.end())
       continue;
@@ -188,6 +188,12 @@ RankGridView::LayoutLine RankGridView::layoutLine() const {
     shown.crossing.emplace_back(warned ? tr("⚠ %1").arg(QLatin1String(name)) : QString::fromLatin1(name), warned);
   }
   if (shown.crossing.empty()) shown.crossing.emplace_back(tr("every group stays inside a node"), false);
+  // The whole layout where the groups that cross nodes fit after it, else without the dimensions of
+  // size 1 (the "⚠ EP" after it is what the line is for), else that cut with "…".
+  int crossing = kCrossingGap;
+  for (const auto& [text, warned] : shown.crossing) crossing += fontMetrics().horizontalAdvance(text);
+  if (metrics.horizontalAdvance(every) + crossing <= room) shown.layout = every;
+  else shown.layout = metrics.elidedText(sized, Qt::ElideRight, room);
   return shown;
 }
 
@@ -203,23 +209,16 @@ void RankGridView::paintHeader(QPainter& p, const planner::RankGrid& grid) {
   p.setFont(bold);
   p.setPen(pal.color(QPalette::WindowText));
   p.drawText(header.left(), header.top() + fontMetrics().ascent(), first.layout);
-  int x = header.left() + QFontMetrics(bold).horizontalAdvance(first.layout) + 18;
+  int x = header.left() + QFontMetrics(bold).horizontalAdvance(first.layout) + kCrossingGap;
   p.setFont(font());
-  QString whole;
-  bool warn = false;
+  // Part by part, each in its colour; the first that does not fit is cut with "…" and ends the line.
   for (const auto& [text, warned] : first.crossing) {
-    whole += text;
-    warn = warn || warned;
-  }
-  if (x + fontMetrics().horizontalAdvance(whole) <= header.right()) {
-    for (const auto& [text, warned] : first.crossing) {
-      p.setPen(warned ? colors::warning() : pal.color(QPalette::PlaceholderText));
-      p.drawText(x, header.top() + fontMetrics().ascent(), text);
-      x += fontMetrics().horizontalAdvance(text);
-    }
-  } else {  // cut with "…" as one text, red where any part warns
-    p.setPen(warn ? colors::warning() : pal.color(QPalette::PlaceholderText));
-    p.drawText(x, header.top() + fontMetrics().ascent(), fontMetrics().elidedText(whole, Qt::ElideRight, std::max(0, header.right() - x)));
+    p.setPen(warned ? colors::warning() : pal.color(QPalette::PlaceholderText));
+    const int width = fontMetrics().horizontalAdvance(text);
+    const bool fits = x + width <= header.right();
+    p.drawText(x, header.top() + fontMetrics().ascent(), fits ? text : fontMetrics().elidedText(text, Qt::ElideRight, std::max(0, header.right() - x)));
+    if (!fits) break;
+    x += width;
   }
 
   // Line 2: the hovered or selected rank and its groups, else the colour legend.

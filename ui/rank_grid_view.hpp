@@ -44,7 +44,8 @@ class RankGridView : public QWidget {
   };
   GroupsLine selectedGroupsLine() const;
   /// The header's first line at the view's width: the layout ("64 GPUs on 8 nodes · TP 8 · CP 1 · EP 1
-  /// · DP 2 · PP 4", without the dimensions of size 1 where the whole is too wide), then which groups
+  /// · DP 2 · PP 4", without the dimensions of size 1 where the whole leaves too little room for what
+  /// follows it, cut with "…" where even that is too wide), then which groups
   /// cross nodes, in parts: only TP, CP and EP are warned of ("⚠ EP" in red; DP and PP across nodes
   /// are normal and stay grey).
   struct LayoutLine {
