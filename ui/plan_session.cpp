@@ -124,8 +124,12 @@ bool PlanSession::setField(const QString& path, const nlohmann::json& value, QSt
   static const QStringList labelled = {"parallel.tp", "parallel.pp", "parallel.dp", "parallel.cp", "parallel.ep", "parallel.vpp",
                                        "parallel.sequence_parallel", "parallel.zero_stage", "parallel.distributed_optimizer",
                                        "cluster.nodes", "cluster.gpus_per_node", "cluster.gpu", "model.preset"};
-  if (labelled.contains(path) && updated.data_parallel() > 0) {
-    const std::string renamed = spec::relabel_layout(updated.name, updated, spec_.world_size(), &spec_);
+  // While the layout does not divide the cluster, a new model or GPU is renamed all the same (fixing
+  // the layout later compares with a spec that already has them).
+  const bool model = path == QLatin1String("model.preset") || path == QLatin1String("cluster.gpu");
+  if (labelled.contains(path) && (updated.data_parallel() > 0 || model)) {
+    const std::string renamed = updated.data_parallel() > 0 ? spec::relabel_layout(updated.name, updated, spec_.world_size(), &spec_)
+                                                            : spec::relabel_model(updated.name, updated, spec_);
     if (renamed != updated.name) {
       updated.name = renamed;
       text += tr(" (name relabelled)");

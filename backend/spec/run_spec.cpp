@@ -278,7 +278,8 @@ std::string RunSpec::layout_label() const {
 namespace {
 
 // The model preset `from` where the name spells it, in any case and with or without separators
-// ("Llama-3-70B", "llama3 70b" for llama3-70b), as the preset `to`; nothing when neither is a preset.
+// ("Llama-3-70B", "llama3 70b" for llama3-70b), as the preset `to`; the name as it is when either is
+// no preset (a custom model).
 std::string rename_model(const std::string& name, const std::string& from, const std::string& to) {
   if (from.empty() || to.empty() || from == to) return name;
   std::string pattern;
@@ -301,6 +302,17 @@ std::string gpu_model(const std::string& id) {
 }
 
 }  // namespace
+
+std::string relabel_model(const std::string& name, const RunSpec& spec, const RunSpec& before) {
+  // A new model or GPU: the preset the name spells ("Llama-3-70B" stayed above Mixtral's figures),
+  // and the GPU's model as a word of its own ("64 H100" becomes "64 H200").
+  std::string relabelled = rename_model(name, before.model.preset, spec.model.preset);
+  const std::string gpu_before = gpu_model(before.cluster.gpu), gpu_now = gpu_model(spec.cluster.gpu);
+  if (!gpu_before.empty() && !gpu_now.empty() && gpu_before != gpu_now)
+    relabelled = std::regex_replace(relabelled, std::regex("(^|[^A-Za-z0-9])" + gpu_before + "(?![A-Za-z0-9])", std::regex::icase),
+                                    "$01" + gpu_now);
+  return relabelled;
+}
 
 std::string relabel_layout(const std::string& name, const RunSpec& spec, int64_t world_before, const RunSpec* before) {
   // "TP<n>" then any of "·PP<n>", "·DP<n>", "·CP<n>", "·EP<n>", "·VPP<n>", "·SP" ('·' is two bytes of UTF-8).
@@ -337,14 +349,7 @@ std::string relabel_layout(const std::string& name, const RunSpec& spec, int64_t
   }
   relabelled.append(rest, name.cend());
   relabelled = std::regex_replace(relabelled, zero, "ZeRO-" + std::to_string(spec.effective_zero_stage()));
-  if (before) {
-    // A new model or GPU: the preset the name spells ("Llama-3-70B" stayed above Mixtral's figures),
-    // and the GPU's model as a word of its own ("64 H100" becomes "64 H200").
-    relabelled = rename_model(relabelled, before->model.preset, spec.model.preset);
-    const std::string gpu_before = gpu_model(before->cluster.gpu), gpu_now = gpu_model(spec.cluster.gpu);
-    if (!gpu_before.empty() && !gpu_now.empty() && gpu_before != gpu_now)
-      relabelled = std::regex_replace(relabelled, std::regex("(^|[^A-Za-z0-9])" + gpu_before + "(?![A-Za-z0-9])"), "$01" + gpu_now);
-  }
+  if (before) relabelled = relabel_model(relabelled, spec, *before);
   const int64_t world = spec.world_size();
   if (world_before <= 0 || world <= 0 || world == world_before) return relabelled;
   // The count of devices alone: after the start, a space or "(" (not "GPT-2", "v1.64" or "x64"), and

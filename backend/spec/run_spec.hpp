@@ -111,12 +111,17 @@ struct RunSpec {
 /// GPU count the name was written for) other than spec's world size, also that count where it stands
 /// as a number before a word ("on 64 H100" becomes "on 128 H100"). A name that spells none of these
 /// comes back as it is. With `before` (the spec the name was written for), a layout that is its whole
-/// layout_label() becomes `spec`'s whole label, also where the edit added a part it leaves out (EP8);
-/// before's model preset, spelled in any case with or without separators ("Llama-3-70B" for
-/// llama3-70b), becomes spec's preset id; and before's GPU model as a word ("H100") spec's ("H200").
+/// layout_label() becomes `spec`'s whole label, also where the edit added a part it leaves out (EP8),
+/// and the model and GPU it spells follow (relabel_model: "Llama-3-70B" for llama3-70b becomes
+/// "mixtral-8x7b", "H100" "H200").
 /// What a new layout or cluster does to a run's name.
 std::string relabel_layout(const std::string& name, const RunSpec& spec, int64_t world_before = 0,
                            const RunSpec* before = nullptr);
+/// relabel_layout's model and GPU part alone (for an edit while the layout does not suit the cluster):
+/// before's model preset, spelled in any case with or without separators, becomes spec's preset id,
+/// and before's GPU model word, in any case, spec's ("H100" → "H200"; two presets of one model, A100
+/// 40GB and 80GB, leave the name as it is).
+std::string relabel_model(const std::string& name, const RunSpec& spec, const RunSpec& before);
 
 /// Which rules validate() checks: all, or all but the layout's (the parallel section's counts and
 /// ZeRO stage, and the rules that join the layout to the model, the cluster and the batch): what a

@@ -565,8 +565,8 @@ class TestSpec : public QObject {
     QCOMPARE(relabel_layout("Llama-3-70B on 64 H100", parse_spec(cp1)), std::string("Llama-3-70B on 64 H100"));
     json h200 = doc;
     h200["cluster"]["gpu"] = "h200";
-    QCOMPARE(relabel_layout("Llama-3-70B on 64 H100, one H100 node each; H1000", parse_spec(h200), 0, &llama),
-             std::string("Llama-3-70B on 64 H200, one H200 node each; H1000"));
+    QCOMPARE(relabel_layout("Llama-3-70B on 64 H100, one H100 node each; H1000, llama-h100-sweep", parse_spec(h200), 0, &llama),
+             std::string("Llama-3-70B on 64 H200, one H200 node each; H1000, llama-H200-sweep"));
     json cpu = doc;
     cpu["cluster"]["gpu"] = "cpu";
     QCOMPARE(relabel_layout("Llama-3-70B on 64 H100", parse_spec(cpu, PresetCatalog::builtin(), Rules::none), 0, &llama),
