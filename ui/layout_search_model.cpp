@@ -66,7 +66,7 @@ QVariant LayoutSearchModel::data(const QModelIndex& index, int role) const {
 
 QVariant LayoutSearchModel::headerData(int section, Qt::Orientation orientation, int role) const {
   if (orientation != Qt::Horizontal || section < 0 || section >= ColumnCount) return {};
-  // "MBS" as tessera-cli search prints it: "Micro-batch" made a column of one-digit values 100 px wide,
+  // "MBS", tessera-cli search's "mbs": "Micro-batch" made a column of one-digit values 100 px wide,
   // and at 800 px the bubble and the peak memory went behind the scroll bar.
   if (role == Qt::ToolTipRole && section == MicroBatch) return tr("Micro-batch size (sequences per microbatch)");
   if (role != Qt::DisplayRole) return {};

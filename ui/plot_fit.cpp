@@ -114,16 +114,19 @@ bool FittedPlot::fitColumns(QCPLegend* legend, int most_columns) {
 
 void FittedPlot::updateLayout() {
   QCustomPlot::updateLayout();
-  bool changed = false;
+  // The legends' rows first: they change the axes' heights, which the tick counts follow.
+  bool rows = false;
+  for (const auto& [legend, most] : fitted_legends_)
+    if (legend && fitColumns(legend, most)) rows = true;
+  if (rows) QCustomPlot::updateLayout();
+  bool ticks = false;
   for (QCPAxisRect* rect : axisRects()) {
     const auto& ticker = rect->axis(QCPAxis::atLeft)->ticker();
     const int count = std::clamp(rect->height() / 28, 2, 5);
-    changed = changed || ticker->tickCount() != count;
+    ticks = ticks || ticker->tickCount() != count;
     ticker->setTickCount(count);
   }
-  for (const auto& [legend, most] : fitted_legends_)
-    if (legend && fitColumns(legend, most)) changed = true;
-  if (changed) QCustomPlot::updateLayout();  // the ticks are placed in the layout's preparation
+  if (ticks) QCustomPlot::updateLayout();  // the ticks are placed in the layout's preparation
 }
 
 }  // namespace tessera::ui

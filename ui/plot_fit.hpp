@@ -1,7 +1,9 @@
 // Fitting QCustomPlot plots to their size: a title that breaks into lines to fit the plot's width
-// (at its " — " and " · " separators first, then between words), value axes whose ticks are
-// thinned to the axis's height, and legends in rows of as many items as the width takes. The memory view, the comparison and the dashboard's plots use them
-// (a long title was cut at both ends on a narrow window; a 100 px plot crammed eight ticks).
+// (at its " — " and " · " separators first, then between words; the memory view, the comparison and
+// the dashboard), and FittedPlot's value axes whose ticks are thinned to the axis's height and
+// legends in rows of as many items as the width takes (the comparison and the dashboard; the memory
+// view lays out its six entries in even rows of its own). A long title was cut at both ends on a
+// narrow window; a 100 px plot crammed eight ticks.
 #pragma once
 
 #include <utility>

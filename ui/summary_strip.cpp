@@ -105,7 +105,8 @@ void SummaryStrip::resizeEvent(QResizeEvent* event) {
 void SummaryStrip::fitLines() {
   if (!sized_) return;  // not laid out yet: its width says nothing
   // One line when every cell fits whole: its value (or the wide estimate of it), its caption and its
-  // detail. Details end in "…" only where even two lines are too narrow ("TP8·PP8·D…" at 1024 px).
+  // detail. On two or three lines only the values count: a detail may end in "…" there ("TP8·PP8·D…"
+  // at 1024 px), whole in its tooltip.
   int cells_width = 0;
   for (const auto& [metric, value] : values_)
     cells_width += std::max({valueWidth(metric), captions_.at(metric)->sizeHint().width(), details_.at(metric)->sizeHint().width()});

@@ -119,7 +119,7 @@ QRect TimelineView::titleBounds() const {
   QFont bold = font();
   bold.setBold(true);
   const QFontMetrics fm(bold);
-  const int width = std::min(fm.horizontalAdvance(title(*first)), this->width() - 16);
+  const int width = std::min(fm.horizontalAdvance(fittedTitle(*first)), this->width() - 16);  // as drawn: its brief form where the whole is too wide
   return {8, kRulerHeight + (kBandHeader - fm.height()) / 2, width, fm.height()};
 }
 

@@ -392,6 +392,7 @@ json search_json(const planner::SearchResult& r) {
     given["place"] = r.given_place;
     given["among"] = r.given_among();
     given["searched"] = r.given_searched;
+    if (!r.given_outside.empty()) given["outside"] = r.given_outside;  // why it is not in the space
   }
   return {{"candidates", r.candidates}, {"planned", r.planned},        {"invalid", r.invalid},
           {"invalid_fields", fields},   {"unsupported", r.unsupported}, {"unsupported_fields", limits},

@@ -82,7 +82,7 @@ struct SearchResult {
   bool given_searched = false;     ///< the given layout is one of the space's fitting layouts (else it is not in the space)
   /// How many the given layout is placed among: the fitting layouts, and itself when not one of them.
   int64_t given_among() const { return given_searched ? fitting : fitting + 1; }
-  /// Why a given layout that fits is not in the space (given_outside_space), when the search ran to its end.
+  /// Why a given layout that fits is not in the space (outside_space), when the search ran to its end.
   std::string given_outside;
   bool cancelled = false;
   int threads = 0;

@@ -489,6 +489,18 @@ class TestCliPlan : public QObject {
     for (const auto& b : j["best"]) QVERIFY(b["peak_bytes"].get<int64_t>() <= j["memory_limit_bytes"].get<int64_t>());
     QCOMPARE(j["given"]["fits"].get<bool>(), true);
     QVERIFY(j["given"]["place"].get<int64_t>() >= 1);
+    // tiny-3d's own layout has no sequence parallelism, which the search turns on: placed beside the
+    // layouts that fit, and why it is not one of them said in the text and the JSON.
+    const auto tiny = cli({"search", example("tiny-3d.json"), "--json"});
+    QCOMPARE(tiny.exit_code, 0);
+    const auto t = nlohmann::json::parse(tiny.out);
+    QCOMPARE(t["given"]["searched"].get<bool>(), false);
+    QCOMPARE(t["given"]["among"].get<int64_t>(), t["fitting"].get<int64_t>() + 1);
+    QCOMPARE(t["given"]["outside"].get<std::string>(), std::string("its sequence parallelism is off, and the search turns it on wherever TP > 1"));
+    const auto text = cli({"search", example("tiny-3d.json")});
+    QVERIFY2(text.out.find("(itself and the " + std::to_string(t["fitting"].get<int64_t>()) +
+                           " that fit; it is not in the space searched: its sequence parallelism is off") != std::string::npos,
+             text.out.c_str());
 
     const auto plan = cli({"plan", saved, "--json"});
     QCOMPARE(plan.exit_code, 0);

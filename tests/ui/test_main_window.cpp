@@ -291,6 +291,10 @@ class TestMainWindow : public QObject {
     window.resize(1024, 700);
     window.show();
     QCoreApplication::processEvents();
+    const auto statusFits = [&] {  // the line as drawn is no wider than the strip
+      QVERIFY2(window.summary()->shownStatusWidth() <= window.summary()->width(),
+               qPrintable(QString("%1 > %2").arg(window.summary()->shownStatusWidth()).arg(window.summary()->width())));
+    };
     const QString shown = window.summary()->shownStatus();
     // At 1024 px the whole rule fits once the boilerplate is left out (it was cut as "…heads=6…").
     const QString plain = QTextDocumentFragment::fromHtml(shown).toPlainText();
@@ -299,15 +303,13 @@ class TestMainWindow : public QObject {
                  !plain.contains(QStringLiteral("the views show")),
              qPrintable(plain));
     QVERIFY(window.summary()->status().contains(QStringLiteral(" more) — the views show the last valid plan.")));
-    QVERIFY2(window.summary()->shownStatusWidth() <= window.summary()->width(),
-             qPrintable(QString("%1 > %2").arg(window.summary()->shownStatusWidth()).arg(window.summary()->width())));
+    statusFits();
     // Narrower, the rule is cut and "(and N more)" stays.
     window.resize(480, 700);
     QCoreApplication::processEvents();
     const QString narrow = QTextDocumentFragment::fromHtml(window.summary()->shownStatus()).toPlainText();
     QVERIFY2(narrow.contains(QStringLiteral("…")) && narrow.endsWith(QStringLiteral(" more)")), qPrintable(narrow));
-    QVERIFY2(window.summary()->shownStatusWidth() <= window.summary()->width(),
-             qPrintable(QString("%1 > %2").arg(window.summary()->shownStatusWidth()).arg(window.summary()->width())));
+    statusFits();
     // A valid plan's line: a long run name ends in "…" and the planning time stays (at 800 px the GPT-3
     // example's name ran off as "…(TP8·PP8·DP24, interle", the time lost with it).
     window.session()->undoStack()->undo();
@@ -317,8 +319,7 @@ class TestMainWindow : public QObject {
     QCoreApplication::processEvents();
     const QString planned = QTextDocumentFragment::fromHtml(window.summary()->shownStatus()).toPlainText();
     QVERIFY2(planned.startsWith(QStringLiteral("GPT-3 175B")) && planned.contains(QStringLiteral("… · planned in ")), qPrintable(planned));
-    QVERIFY2(window.summary()->shownStatusWidth() <= window.summary()->width(),
-             qPrintable(QString("%1 > %2").arg(window.summary()->shownStatusWidth()).arg(window.summary()->width())));
+    statusFits();
     window.resize(1920, 1000);
     QCoreApplication::processEvents();
     QCOMPARE(QTextDocumentFragment::fromHtml(window.summary()->shownStatus()).toPlainText(), window.summary()->status());
