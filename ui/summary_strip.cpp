@@ -162,8 +162,7 @@ void SummaryStrip::arrange(int lines) {
 
 void SummaryStrip::showProblem() {
   const QFontMetrics metrics(status_->font());
-  const int width = contentsRect().width() - layout()->contentsMargins().left() - layout()->contentsMargins().right() -
-                    metrics.horizontalAdvance(QLatin1Char(' '));
+  const int width = statusRoom(metrics);
   // The rule comes first: where it would be cut, the boilerplate goes (the tooltip keeps all of it).
   QString rest = problem_rest_ + problemTail();
   if (metrics.horizontalAdvance(tr("⚠ ") + problem_message_ + rest) > width) rest = problem_rest_;
@@ -174,10 +173,14 @@ void SummaryStrip::showProblem() {
                        .arg(problem_field_.toHtmlEscaped(), colors::warning().name(), shown.toHtmlEscaped(), rest.toHtmlEscaped()));
 }
 
+int SummaryStrip::statusRoom(const QFontMetrics& metrics) const {
+  return contentsRect().width() - layout()->contentsMargins().left() - layout()->contentsMargins().right() -
+         metrics.horizontalAdvance(QLatin1Char(' '));
+}
+
 void SummaryStrip::showPlanned() {
   const QFontMetrics metrics(status_->font());
-  const int width = contentsRect().width() - layout()->contentsMargins().left() - layout()->contentsMargins().right() -
-                    metrics.horizontalAdvance(QLatin1Char(' '));
+  const int width = statusRoom(metrics);
   // The name ends in "…" where the line is too narrow, and the planning time stays (the tooltip has both).
   const QString name = metrics.elidedText(planned_name_, Qt::ElideRight, std::max(width - metrics.horizontalAdvance(planned_tail_), 4 * metrics.averageCharWidth()));
   status_->setText((name + planned_tail_).toHtmlEscaped());

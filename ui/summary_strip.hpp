@@ -52,6 +52,8 @@ class SummaryStrip : public QWidget {
   void showProblem();
   /// Fits the run's line to the width: its name ends in "…" so that " · planned in …" stays.
   void showPlanned();
+  /// The width the line under the values may take.
+  int statusRoom(const QFontMetrics& metrics) const;
   /// The cells on one line, or on two or three when the strip is narrower than one line needs (values
   /// are never cut: "48.2 Gi" at 1024 px).
   void arrange(int lines);
