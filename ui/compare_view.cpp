@@ -343,7 +343,6 @@ void CompareView::fitTables() {
   const int diff = std::min(total / 4, only_differences_->sizeHint().height() + tableHeight(diff_view_, diff_model_.rowCount()));
   const int plots = std::max({total - summary - diff, total / 2, plot_->minimumHeight()}), tables = total - plots;
   splitter_->setSizes({plots, std::max(1, std::min(summary, tables)), std::max(1, tables - summary)});
-
 }
 
 }  // namespace tessera::ui
