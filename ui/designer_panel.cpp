@@ -167,10 +167,7 @@ DesignerPanel::DesignerPanel(PlanSession* session, SpecFieldModel* model, QWidge
   problems_->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
   problems_->document()->setDocumentMargin(0);
   connect(problems_, &QTextBrowser::anchorClicked, this, [this](const QUrl& link) { focusField(link.toString()); });
-  QPalette pal = problems_->palette();
-  pal.setColor(QPalette::Text, colors::warning());
-  pal.setColor(QPalette::Base, pal.color(QPalette::Window));
-  problems_->setPalette(pal);
+  styleProblems();
   layout->addWidget(problems_);
 
   connect(import, &QPushButton::clicked, this, &DesignerPanel::importHuggingFaceRequested);
@@ -224,6 +221,22 @@ void DesignerPanel::fitProblems() {
   const int wanted = static_cast<int>(std::ceil(measure->size().height())) + 2 * problems_->frameWidth();
   const int most = std::max(height() / 3, 3 * fontMetrics().lineSpacing());
   problems_->setFixedHeight(std::clamp(wanted, 0, most));
+}
+
+void DesignerPanel::styleProblems() {
+  // From the panel's palette, whichever is in force: set once, the light one's grey stayed under the
+  // dark one's light red (about 2:1).
+  QPalette pal = palette();
+  pal.setColor(QPalette::Text, colors::warning());
+  pal.setColor(QPalette::Base, pal.color(QPalette::Window));
+  problems_->setPalette(pal);
+}
+
+void DesignerPanel::changeEvent(QEvent* event) {
+  QWidget::changeEvent(event);
+  if (event->type() != QEvent::PaletteChange) return;
+  styleProblems();
+  refresh();  // the links carry the warning colour in their markup
 }
 
 void DesignerPanel::resizeEvent(QResizeEvent* event) {

@@ -38,9 +38,12 @@ class DesignerPanel : public QWidget {
 
  protected:
   void resizeEvent(QResizeEvent* event) override;
+  void changeEvent(QEvent* event) override;
 
  private:
   void refresh();
+  /// The problems' list in the panel's palette: its window colour behind the warning red.
+  void styleProblems();
   /// The problems' list sized to its lines and the panel's height.
   void fitProblems();
 

@@ -16,6 +16,7 @@
 #include "memory_view.hpp"
 #include "rank_grid_view.hpp"
 #include "summary_strip.hpp"
+#include "theme.hpp"
 
 using namespace tessera;
 using namespace tessera::ui;
@@ -353,6 +354,17 @@ class TestMainWindow : public QObject {
       QCOMPARE(list->horizontalScrollBar()->maximum(), 0);
       if (height == 1000) QVERIFY2(list->height() >= lines && !list->verticalScrollBar()->isVisible(), qPrintable(sizes));  // all of them in sight
     }
+    // A palette switch reaches the list: its background the dark window's, its red readable there
+    // (the light grey stayed under the dark palette's light red, about 2:1, helper-10).
+    const QPalette before = QApplication::palette();
+    applyTheme(ThemeChoice::dark);
+    QCoreApplication::processEvents();
+    auto* list = window.designer()->problemsList();
+    const QColor back = list->palette().color(QPalette::Base);
+    QCOMPARE(back, window.designer()->palette().color(QPalette::Window));
+    QVERIFY2(colors::contrast(colors::warning(), back) >= 4.5, qPrintable(back.name() + " " + colors::warning().name()));
+    QVERIFY(list->toHtml().contains(colors::warning().name(), Qt::CaseInsensitive));  // the links' colour too
+    QApplication::setPalette(before);
     // Fixed, the list goes.
     for (int i = 0; i < 6; ++i) window.session()->undoStack()->undo();
     QVERIFY(!window.session()->stale());
