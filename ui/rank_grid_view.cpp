@@ -189,11 +189,32 @@ RankGridView::LayoutLine RankGridView::layoutLine() const {
   }
   if (shown.crossing.empty()) shown.crossing.emplace_back(tr("every group stays inside a node"), false);
   // The whole layout where the groups that cross nodes fit after it, else without the dimensions of
-  // size 1 (the "⚠ EP" after it is what the line is for), else that cut with "…".
-  int crossing = kCrossingGap;
-  for (const auto& [text, warned] : shown.crossing) crossing += fontMetrics().horizontalAdvance(text);
-  if (metrics.horizontalAdvance(every) + crossing <= room) shown.layout = every;
-  else shown.layout = metrics.elidedText(sized, Qt::ElideRight, room);
+  // size 1; where even that leaves no room, the groups are said by their warnings alone ("⚠ CP, ⚠ EP
+  // cross nodes", the line is for them) and the layout is cut with "…" before them.
+  const auto width = [this](const std::vector<std::pair<QString, bool>>& parts) {
+    int w = kCrossingGap;
+    for (const auto& [text, warned] : parts) w += fontMetrics().horizontalAdvance(text);
+    return w;
+  };
+  if (metrics.horizontalAdvance(every) + width(shown.crossing) <= room) {
+    shown.layout = every;
+    return shown;
+  }
+  if (metrics.horizontalAdvance(sized) + width(shown.crossing) > room) {
+    std::vector<std::pair<QString, bool>> warnings;
+    for (const auto& part : shown.crossing)
+      if (part.second) {
+        if (!warnings.empty()) warnings.emplace_back(QStringLiteral(", "), false);
+        warnings.push_back(part);
+      }
+    if (!warnings.empty()) {
+      warnings.emplace_back(warnings.size() == 1 ? tr(" crosses nodes") : tr(" cross nodes"), false);
+      shown.crossing = std::move(warnings);
+      shown.layout = metrics.elidedText(sized, Qt::ElideRight, std::max(0, room - width(shown.crossing)));
+      return shown;
+    }
+  }
+  shown.layout = metrics.elidedText(sized, Qt::ElideRight, room);
   return shown;
 }
 

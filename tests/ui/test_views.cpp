@@ -248,12 +248,24 @@ class TestViews : public QObject {
              (Parts{{"crosses nodes: ", false}, {"DP", false}, {", ", false}, {"⚠ EP", true}, {", ", false}, {"PP", false}}));
     QFont bold = view.font();
     bold.setBold(true);
-    const int whole = QFontMetrics(bold).horizontalAdvance(shown.layout);
-    view.resize(whole, 600);  // less the header's margins
+    const QString sized = QStringLiteral("64 GPUs on 8 nodes · TP 8 · EP 2 · DP 2 · PP 4");
+    const auto widthOf = [&](const std::vector<std::pair<QString, bool>>& parts) {
+      int w = 18;  // the gap before them
+      for (const auto& [text, warned] : parts) w += view.fontMetrics().horizontalAdvance(text);
+      return w;
+    };
+    const int crossing = widthOf(shown.crossing), margins = 24;
+    view.resize(QFontMetrics(bold).horizontalAdvance(sized) + crossing + margins, 600);
     shown = view.layoutLine();
-    QCOMPARE(shown.layout, QStringLiteral("64 GPUs on 8 nodes · TP 8 · EP 2 · DP 2 · PP 4"));
-    view.resize(whole / 2, 600);
-    QVERIFY2(view.layoutLine().layout.endsWith(QStringLiteral("…")), qPrintable(view.layoutLine().layout));
+    QCOMPARE(shown.layout, sized);
+    QCOMPARE(shown.crossing.size(), size_t{6});
+    // Narrower, the warning stays and the rest goes: "⚠ EP crosses nodes" after the layout cut with
+    // "…" (it cut "⚠ EP" off, helper-10).
+    view.resize(QFontMetrics(bold).horizontalAdvance(sized) + margins, 600);
+    shown = view.layoutLine();
+    QCOMPARE(shown.crossing, (Parts{{"⚠ EP", true}, {" crosses nodes", false}}));
+    QVERIFY2(shown.layout.endsWith(QStringLiteral("…")), qPrintable(shown.layout));
+    QVERIFY(QFontMetrics(bold).horizontalAdvance(shown.layout) + widthOf(shown.crossing) <= view.width() - margins);
   }
 
   // The header's line for the selected rank shortens with the width: the rank said whole, then
