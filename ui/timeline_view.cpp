@@ -204,9 +204,15 @@ QString TimelineView::fittedTitle(const TimelineModel& model) const {
   QFont bold = font();
   bold.setBold(true);
   const QFontMetrics metrics(bold);
+  const int room = width() - 16;
   const QString whole = title(model);
-  if (metrics.horizontalAdvance(whole) <= width() - 16) return whole;
-  return metrics.elidedText(title(model, true), Qt::ElideRight, width() - 16);
+  if (metrics.horizontalAdvance(whole) <= room) return whole;
+  // The brief form, its last parts left out whole where it is too wide ("· peak 6…" cut a number).
+  QStringList parts = title(model, true).split(QStringLiteral(" · "));
+  const QString more = QStringLiteral(" · …");
+  if (metrics.horizontalAdvance(parts.join(QStringLiteral(" · "))) <= room) return parts.join(QStringLiteral(" · "));
+  while (parts.size() > 1 && metrics.horizontalAdvance(parts.join(QStringLiteral(" · ")) + more) > room) parts.removeLast();
+  return metrics.elidedText(parts.join(QStringLiteral(" · ")) + more, Qt::ElideRight, room);
 }
 
 QString TimelineView::shownTitle() const {

@@ -74,7 +74,8 @@ class TimelineView : public QWidget {
   std::vector<double> paintRuler(QPainter& painter, const QRect& plot);
   /// "1F1B · 4 stages · 64 microbatches · pipeline 20.36 s · …"; `brief`: "… × 2 chunks" as "×2", "peak memory" as "peak".
   QString title(const TimelineModel& model, bool brief = false) const;
-  /// title() where it fits the view's width, else its brief form, cut with "…" where even that is wider.
+  /// title() where it fits the view's width, else its brief form, its last parts left out (" · …")
+  /// where even that is wider.
   QString fittedTitle(const TimelineModel& model) const;
   int labelWidth() const;
   /// Height of a band's data-parallel strip under each row's ops (0: measured, or rows too thin).

@@ -673,6 +673,7 @@ class TestViews : public QObject {
     }
     // The title whole at 1600 px, cut with "…" on a narrow view (it ran off the right edge).
     view.resize(1600, 900);
+    const QString wholeTitle = view.shownTitle();
     QVERIFY2(!view.shownTitle().endsWith(QStringLiteral("…")), qPrintable(view.shownTitle()));
     QVERIFY(view.shownTitle().contains(QStringLiteral(" × 2 chunks")) && view.shownTitle().contains(QStringLiteral(" · peak memory ")));
     // Briefer before it is cut: at 800 px GPT-3's title kept its peak memory ("… · peak m…" before).
@@ -685,6 +686,18 @@ class TestViews : public QObject {
     QFont bold = view.font();
     bold.setBold(true);
     QVERIFY(QFontMetrics(bold).horizontalAdvance(view.shownTitle()) <= 500 - 16);
+    // Narrower than the brief form, whole parts are left out: no figure is cut ("· peak 6…" at 740 px,
+    // helper-10).
+    for (int width = 500; width <= 800; width += 20) {
+      view.resize(width, 900);
+      const QString shown = view.shownTitle();
+      QVERIFY2(shown.endsWith(QStringLiteral(" · …")) || !shown.endsWith(QStringLiteral("…")), qPrintable(shown));
+      QVERIFY2(QFontMetrics(bold).horizontalAdvance(shown) <= width - 16, qPrintable(shown));
+      for (const QString& part : shown.split(QStringLiteral(" · ")))
+        QVERIFY2(part == QStringLiteral("…") || wholeTitle.contains(part) || part.endsWith(QStringLiteral(" ×2")) ||
+                     part == QStringLiteral("peak 61.1 GiB"),
+                 qPrintable(part));
+    }
     QVERIFY(view.legendBounds().top() > view.titleBounds().bottom());  // under the title
     view.resize(300, 900);
     QVERIFY(view.legendBounds().height() > besideLegend.height());  // wrapped onto two lines or more
