@@ -127,6 +127,19 @@ void FittedPlot::updateLayout() {
     ticker->setTickCount(count);
   }
   if (ticks) QCustomPlot::updateLayout();  // the ticks are placed in the layout's preparation
+  // A count is what the ticker aims at, not what it places: two asked may be one round value in the
+  // range ("4" alone on a loss axis, its scale unreadable); one more is asked where fewer than two show.
+  for (int pass = 0; pass < 3; ++pass) {
+    bool more = false;
+    for (QCPAxisRect* rect : axisRects()) {
+      QCPAxis* axis = rect->axis(QCPAxis::atLeft);
+      if (axis->tickVector().size() >= 2 || axis->ticker()->tickCount() >= 8) continue;
+      axis->ticker()->setTickCount(axis->ticker()->tickCount() + 1);
+      more = true;
+    }
+    if (!more) break;
+    QCustomPlot::updateLayout();
+  }
 }
 
 }  // namespace tessera::ui

@@ -341,6 +341,26 @@ class TestCompare : public QObject {
     QVERIFY2(narrowest >= 0.8 * widest, qPrintable(QString("panels %1 to %2 px wide").arg(narrowest).arg(widest)));
   }
 
+  // Every panel's value axis has two ticks or more: two asked of a short axis gave the loss from 5.6
+  // to 2.3 one, "4", at 800 × 600 (helper-10).
+  void everyPanelHasTwoTicksOrMore() {
+    const std::string path = dir_.filePath("ticks.sqlite").toStdString();
+    writeFourStepRuns(path, {{"ticks-a", {{"loss", 5.6}, {"grad_norm", 3.6}}}, {"ticks-b", {{"loss", 2.3}, {"grad_norm", 0.4}}}});
+    store::History history(path);
+    CompareView view(&history);
+    QString error;
+    QVERIFY2(view.setRuns({"ticks-a", "ticks-b"}, &error), qPrintable(error));
+    for (const QSize size : {QSize(800, 600), QSize(800, 540), QSize(800, 500), QSize(1024, 700)}) {
+      view.resize(size);
+      view.show();
+      QCoreApplication::processEvents();
+      view.plot()->replot();
+      for (QCPAxisRect* rect : view.plot()->axisRects())
+        QVERIFY2(rect->axis(QCPAxis::atLeft)->tickVector().size() >= 2,
+                 qPrintable(QString("%1 tick(s) in %2 px").arg(rect->axis(QCPAxis::atLeft)->tickVector().size()).arg(rect->height())));
+    }
+  }
+
   // The summary's values line up in their column, the baseline's too (right-aligned whole it sat
   // under the others' deltas); every run's row is shown in an 800 × 600 view (one and a half of three
   // were); a long baseline name is cut in its middle and keeps its "(baseline)".
