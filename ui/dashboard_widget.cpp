@@ -549,9 +549,11 @@ void DashboardWidget::rescale(QCustomPlot* plot) {
     if (!measured) range = QCPRange(0, *std::max_element(predicted_memory_.begin(), predicted_memory_.end()));
     plot->yAxis->setRange(range);
   }
-  // A little room above and below, so flat curves are not drawn on the frame.
+  // A little room above and below, so flat curves are not drawn on the frame: 6 % of the range, and
+  // at least 6 px of a short plot (the lowest predicted line lay on the axis's ticks at 800 px).
   const QCPRange y = plot->yAxis->range();
-  const double pad = y.size() > 0 ? y.size() * 0.06 : std::max(1e-9, std::abs(y.center()) * 0.05);
+  const double share = std::max(0.06, 6.0 / std::max(40, plot->axisRect()->height()));
+  const double pad = y.size() > 0 ? y.size() * share : std::max(1e-9, std::abs(y.center()) * 0.05);
   plot->yAxis->setRange(y.lower - pad, y.upper + pad);
 }
 

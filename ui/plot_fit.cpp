@@ -121,25 +121,37 @@ void FittedPlot::updateLayout() {
   if (rows) QCustomPlot::updateLayout();
   bool ticks = false;
   for (QCPAxisRect* rect : axisRects()) {
-    const auto& ticker = rect->axis(QCPAxis::atLeft)->ticker();
-    const int count = std::clamp(rect->height() / 28, 2, 5);
-    ticks = ticks || ticker->tickCount() != count;
-    ticker->setTickCount(count);
+    QCPAxis* axis = rect->axis(QCPAxis::atLeft);
+    const int count = fittedTickCount(axis, rect->height());
+    ticks = ticks || axis->ticker()->tickCount() != count;
+    axis->ticker()->setTickCount(count);
   }
   if (ticks) QCustomPlot::updateLayout();  // the ticks are placed in the layout's preparation
+}
+
+int FittedPlot::fittedTickCount(QCPAxis* axis, int height_px) {
+  const int base = std::clamp(height_px / 28, 2, 5);
   // A count is what the ticker aims at, not what it places: two asked may be one round value in the
-  // range ("4" alone on a loss axis, its scale unreadable); one more is asked where fewer than two show.
-  for (int pass = 0; pass < 3; ++pass) {
-    bool more = false;
-    for (QCPAxisRect* rect : axisRects()) {
-      QCPAxis* axis = rect->axis(QCPAxis::atLeft);
-      if (axis->tickVector().size() >= 2 || axis->ticker()->tickCount() >= 8) continue;
-      axis->ticker()->setTickCount(axis->ticker()->tickCount() + 1);
-      more = true;
+  // range ("4" alone on a loss axis, its scale unreadable). Where fewer than two show, a larger count
+  // is taken if its labels stay a line apart.
+  const auto& ticker = axis->ticker();
+  const int before = ticker->tickCount();
+  const double line = QFontMetrics(axis->tickLabelFont()).height(), range = axis->range().size();
+  int chosen = base;
+  for (int count = base; count <= base + 3 && range > 0 && height_px > 0; ++count) {
+    ticker->setTickCount(count);
+    QVector<double> placed;
+    ticker->generate(axis->range(), QLocale::c(), QLatin1Char('g'), 6, placed, nullptr, nullptr);
+    int inside = 0;
+    for (double t : placed) inside += axis->range().contains(t);
+    const double apart = placed.size() >= 2 ? std::abs(placed[1] - placed[0]) / range * height_px : height_px;
+    if (inside >= 2) {
+      if (apart >= line) chosen = count;
+      break;
     }
-    if (!more) break;
-    QCustomPlot::updateLayout();
   }
+  ticker->setTickCount(before);
+  return chosen;
 }
 
 }  // namespace tessera::ui

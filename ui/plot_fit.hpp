@@ -42,7 +42,8 @@ class PlotTitle : public QCPTextElement {
   double width_share_;
 };
 
-/// A plot whose axis rects' value axes (left) have at most one tick per 28 px of height, up to five,
+/// A plot whose axis rects' value axes (left) have about one tick per 28 px of height, two to five
+/// (more where fewer than two would show),
 /// and whose legends in rows (fitLegend) put as many items on a row as its width takes whole. Both
 /// are set once the layout gives the sizes, and the layout is made again where they changed, so that
 /// what is drawn is the count's (a count set after the layout came a replot late).
@@ -61,6 +62,9 @@ class FittedPlot : public QCustomPlot {
  private:
   /// Sets `legend`'s items per row for its width; true where that changed.
   static bool fitColumns(QCPLegend* legend, int most_columns);
+  /// The tick count for a value axis `height_px` tall: one per 28 px, 2 to 5, or more where that
+  /// places fewer than two ticks in its range and more keeps the labels a line apart.
+  static int fittedTickCount(QCPAxis* axis, int height_px);
   std::vector<std::pair<QPointer<QCPLegend>, int>> fitted_legends_;
 };
 

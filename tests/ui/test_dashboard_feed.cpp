@@ -164,6 +164,15 @@ class TestDashboardFeed : public QObject {
     QVERIFY(memory->legend->visible());
     QVERIFY(!memory->legend->outerRect().intersects(memory->axisRect()->rect()));
     QVERIFY(memory->legend->outerRect().top() >= memory->axisRect()->rect().bottom());
+    // The predicted lines clear of the axes' frame (the lowest lay on the ticks at 800 px).
+    dashboard.resize(800, 600);
+    QCoreApplication::processEvents();
+    dashboard.flushReplots();
+    for (const auto* line : dashboard.predictionLines()) {
+      const double y = memory->yAxis->coordToPixel(line->point1->coords().y());
+      QVERIFY2(y >= memory->axisRect()->top() + 5 && y <= memory->axisRect()->bottom() - 5,
+               qPrintable(QString("%1 px in %2..%3").arg(y).arg(memory->axisRect()->top()).arg(memory->axisRect()->bottom())));
+    }
     QCOMPARE(dashboard.mfuTitle(), QStringLiteral("MFU of 22.1 GFLOP/s (the runtime's peak)"));  // rank 0's
     // CPU ranks' model FLOP/s in GFLOP/s, the unit the summary strip gives them ("0.0013" TFLOP/s said little).
     QCOMPARE(dashboard.graph("model_tflops", 0)->data()->at(0)->value, 1.3);
