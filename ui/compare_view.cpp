@@ -334,7 +334,7 @@ void CompareView::fitTables() {
     // With the scroll bar its columns need (it is shown a moment after the columns were fitted).
     const bool scrolls = view->horizontalHeader()->length() > view->viewport()->width();
     return view->horizontalHeader()->height() + rows * view->verticalHeader()->defaultSectionSize() + 2 * view->frameWidth() +
-           (scrolls ? view->horizontalScrollBar()->sizeHint().height() : 0) + 2;
+           (scrolls ? view->horizontalScrollBar()->sizeHint().height() : 0) + 6;  // and the frame's slack: at +2 a scroll bar showed for three rows
   };
   // The plots keep at least half; the summary gets its rows before the diff (at 800 × 600 it had one
   // and a half of three).
