@@ -41,7 +41,7 @@ class ValueDeltaDelegate : public QStyledItemDelegate {
     const QWidget* widget = option.widget;
     QStyle* style = widget ? widget->style() : QApplication::style();
     // The style draws a cell's text a margin inside each side of this rectangle.
-    const QRect text = style->subElementRect(QStyle::SE_ItemViewItemText, &opt, widget).adjusted(margin(widget), 0, -margin(widget), 0);
+    const QRect text = style->subElementRect(QStyle::SE_ItemViewItemText, &opt, widget).adjusted(itemTextMargin(widget), 0, -itemTextMargin(widget), 0);
     if (index.column() == 0) {
       // The name cut in its middle, the baseline's mark kept ("tiny-3d-tp2… (baseline)" hid which run).
       const QString name = index.data(CompareSummaryModel::RunNameRole).toString();
@@ -70,7 +70,7 @@ class ValueDeltaDelegate : public QStyledItemDelegate {
     QSize size = QStyledItemDelegate::sizeHint(option, index);
     if (index.column() == 0) return size;
     const auto [value_width, delta_width] = widths(option.fontMetrics, index);
-    size.setWidth(value_width + (delta_width > 0 ? gap(option.fontMetrics) + delta_width : 0) + 2 * margin(option.widget) + 1);
+    size.setWidth(value_width + (delta_width > 0 ? gap(option.fontMetrics) + delta_width : 0) + 2 * itemTextMargin(option.widget) + 1);
     return size;
   }
 
@@ -88,9 +88,6 @@ class ValueDeltaDelegate : public QStyledItemDelegate {
     return {value, delta};
   }
   static int gap(const QFontMetrics& fm) { return fm.horizontalAdvance(QStringLiteral("  ")); }
-  static int margin(const QWidget* widget) {
-    return (widget ? widget->style() : QApplication::style())->pixelMetric(QStyle::PM_FocusFrameHMargin, nullptr, widget) + 1;
-  }
 };
 
 }  // namespace

@@ -35,9 +35,8 @@ class FieldDelegate : public QStyledItemDelegate {
   QSize sizeHint(const QStyleOptionViewItem& option, const QModelIndex& index) const override {
     QSize size = QStyledItemDelegate::sizeHint(option, index);
     if (index.column() != SpecFieldModel::NoteColumn) return size;
-    // The style's text margins (PM_FocusFrameHMargin + 1 each side) and the column's width.
-    const int margin = view_->style()->pixelMetric(QStyle::PM_FocusFrameHMargin, nullptr, view_) + 1;
-    const int width = std::max(1, view_->columnWidth(SpecFieldModel::NoteColumn) - 2 * margin);
+    // The column's width less the style's text margin on each side.
+    const int width = std::max(1, view_->columnWidth(SpecFieldModel::NoteColumn) - 2 * itemTextMargin(view_));
     const QRect lines = option.fontMetrics.boundingRect(QRect(0, 0, width, 1 << 20), Qt::TextWordWrap, index.data().toString());
     // Two lines at the most: a field's problem (a longer text, listed whole under the tree and in the
     // cell's tooltip) ends its second line in "…" rather than making its row five lines tall.

@@ -85,6 +85,10 @@ class WorkbenchStyle : public QProxyStyle {
 
 }  // namespace
 
+int itemTextMargin(const QWidget* widget) {
+  return (widget ? widget->style() : QApplication::style())->pixelMetric(QStyle::PM_FocusFrameHMargin, nullptr, widget) + 1;
+}
+
 bool isDarkPalette(const QPalette& palette) { return palette.color(QPalette::Window).lightness() < 128; }
 
 std::optional<ThemeChoice> themeFromName(QStringView name) {

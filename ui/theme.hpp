@@ -10,6 +10,7 @@
 #include <QStringView>
 
 class QCustomPlot;
+class QWidget;
 
 namespace tessera::ui {
 
@@ -21,6 +22,9 @@ std::optional<ThemeChoice> themeFromName(QStringView name);
 void applyTheme(ThemeChoice choice);
 /// Whether the application palette currently in force is dark.
 bool isDarkPalette(const QPalette& palette);
+/// The room a view item's text keeps from each side of its cell, as QCommonStyle draws it
+/// (PM_FocusFrameHMargin + 1): what a delegate that measures or draws a cell's text leaves.
+int itemTextMargin(const QWidget* widget);
 /// A plot in the widget palette's colours: its background, every axis rect's axes and grids, its
 /// text elements (titles) and legends. The memory view, the comparison and the dashboard share it.
 void applyPlotPalette(QCustomPlot* plot, const QPalette& palette);

@@ -491,8 +491,7 @@ class TestMainWindow : public QObject {
     const QString note = preset.data().toString();
     QVERIFY2(tree->fontMetrics().horizontalAdvance(note) > tree->columnWidth(SpecFieldModel::NoteColumn), qPrintable(note));
     QCOMPARE(preset.data(Qt::ToolTipRole).toString(), note);  // the whole note, whatever the cell shows
-    const int margin = tree->style()->pixelMetric(QStyle::PM_FocusFrameHMargin, nullptr, tree) + 1;
-    const int width = tree->columnWidth(SpecFieldModel::NoteColumn) - 2 * margin;
+    const int width = tree->columnWidth(SpecFieldModel::NoteColumn) - 2 * itemTextMargin(tree);
     int wrapped = 0;
     for (int section = 0; section < window.specModel()->rowCount(); ++section) {
       const QModelIndex parent = window.specModel()->index(section, 0);
