@@ -11,6 +11,7 @@
 #include <QStyledItemDelegate>
 #include <QVBoxLayout>
 
+#include "sort_header.hpp"
 #include "theme.hpp"
 
 namespace tessera::ui {
@@ -78,6 +79,7 @@ HistoryView::HistoryView(store::History* history, QWidget* parent) : QWidget(par
 
   table_ = new QTableView(this);
   table_->setModel(&proxy_);
+  SortHeader::install(table_);
   table_->setSortingEnabled(true);
   table_->sortByColumn(RunListModel::Started, Qt::DescendingOrder);
   table_->setSelectionBehavior(QAbstractItemView::SelectRows);

@@ -18,6 +18,7 @@
 #include <QVBoxLayout>
 
 #include "format.hpp"
+#include "sort_header.hpp"
 #include "theme.hpp"
 
 namespace tessera::ui {
@@ -163,17 +164,22 @@ LayoutSearchDialog::LayoutSearchDialog(PlanSession* session, QWidget* parent) : 
   sorted_->setSortRole(LayoutSearchModel::ValueRole);
   table_ = new QTableView(this);
   table_->setModel(sorted_);
+  auto* header = SortHeader::install(table_);
   table_->setSortingEnabled(true);
   table_->sortByColumn(LayoutSearchModel::Place, Qt::AscendingOrder);
   table_->setSelectionBehavior(QAbstractItemView::SelectRows);
   table_->setSelectionMode(QAbstractItemView::SingleSelection);
   table_->setEditTriggers(QAbstractItemView::NoEditTriggers);
   table_->verticalHeader()->hide();
-  table_->horizontalHeader()->setStretchLastSection(false);
+  header->setStretchLastSection(false);
   // A column the user drags to a width keeps it: from then on a resize no longer shares the width out
   // (it undid the drag), until the next result is measured.
-  connect(table_->horizontalHeader(), &QHeaderView::sectionResized, this, [this] {
-    if (!fitting_) user_sized_ = true;
+  connect(header, &QHeaderView::sectionResized, this, [this, header] {
+    if (!fitting_ && !header->growingForIndicator()) user_sized_ = true;
+  });
+  // The sorted column alone keeps room for the indicator: another sort measures the columns again.
+  connect(header, &QHeaderView::sortIndicatorChanged, this, [this] {
+    if (!user_sized_ && !content_widths_.empty()) measureColumns();
   });
   table_->setAlternatingRowColors(true);
   layout->addWidget(table_, 1);
@@ -401,13 +407,8 @@ void LayoutSearchDialog::showResult(planner::SearchResult r) {
   given_->setText(given);
 
   model_->setResult(std::move(r));
-  fitting_ = true;
-  table_->resizeColumnsToContents();
-  fitting_ = false;
-  content_widths_.clear();
-  for (int c = 0; c < table_->model()->columnCount(); ++c) content_widths_.push_back(table_->columnWidth(c));
   user_sized_ = false;
-  fitColumns();
+  measureColumns();
   if (model_->rowCount() > 0) {
     table_->selectRow(0);
     table_->setFocus();
@@ -425,6 +426,15 @@ bool LayoutSearchDialog::applySelected() {
   session_->replaceSpec(chosen, tr("Apply layout %1").arg(qs(chosen.layout_label())));
   accept();
   return true;
+}
+
+void LayoutSearchDialog::measureColumns() {
+  fitting_ = true;
+  table_->resizeColumnsToContents();
+  fitting_ = false;
+  content_widths_.clear();
+  for (int c = 0; c < table_->model()->columnCount(); ++c) content_widths_.push_back(table_->columnWidth(c));
+  fitColumns();
 }
 
 void LayoutSearchDialog::fitColumns() {

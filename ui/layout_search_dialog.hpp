@@ -64,7 +64,10 @@ class LayoutSearchDialog : public QDialog {
   /// among them (the table's right third stayed empty at 1280 px); nothing once the user has dragged
   /// a column.
   void fitColumns();
-  std::vector<int> content_widths_;  ///< each column's contents, measured once per result
+  /// content_widths_ measured (at a result, and at another sort: the sorted column alone keeps the
+  /// indicator's room), then fitColumns().
+  void measureColumns();
+  std::vector<int> content_widths_;  ///< each column's contents, measured once per result and sort
   bool fitting_ = false;     ///< the dialog, not the user, is setting column widths
   bool user_sized_ = false;  ///< the user dragged a column since the result was measured
   /// The space the fields give, or the first problem with them in *problem.

@@ -229,6 +229,26 @@ class TestHistory : public QObject {
     QVERIFY(header->sectionSize(RunListModel::Notes) > 200);
   }
 
+  // At 800 px the tags are in view beside a name of 26 characters (each column kept room for a sort
+  // indicator that only the sorted one shows, and Tags began past the window's right edge).
+  void aNarrowWindowShowsTheTags() {
+    {
+      store::Writer writer(path_.toStdString());
+      test::writeRun(writer, "tiny-3d-tp2-pp1-dp4-lr1e-3", test::tinySpec("tiny-3d-tp2-pp1-dp4-lr1e-3", 2, 1, 0.001), {"layout-sweep"},
+                     store::RunStatus::done, 5.0, 20000, 10, 1'700'000'300'000);
+    }
+    store::History history(path_.toStdString());
+    HistoryView view(&history);
+    view.setPollInterval(0);
+    view.resize(800, 500);
+    view.show();
+    QCoreApplication::processEvents();
+    const QHeaderView* header = view.table()->horizontalHeader();
+    const int tags_end = header->sectionViewportPosition(RunListModel::Tags) + view.table()->fontMetrics().horizontalAdvance("layout-sweep");
+    QVERIFY2(tags_end <= view.table()->viewport()->width(),
+             qPrintable(QString("the tags end at %1 px of %2").arg(tags_end).arg(view.table()->viewport()->width())));
+  }
+
   void aLongNameEndsInAnEllipsisNotPastTheWindow() {
     // A 300-character name fits in about 48 characters, whole in its tooltip; every other column
     // stays in a 1600-pixel window.

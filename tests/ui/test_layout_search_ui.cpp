@@ -174,6 +174,33 @@ class TestLayoutSearchUi : public QObject {
     QVERIFY2(used <= room && used >= room - 4, qPrintable(QString("after the next search: columns %1 of %2").arg(used).arg(room)));
   }
 
+  // At 800 px every result column is in view, peak memory included (it was behind the horizontal
+  // scroll bar: each column kept room for a sort indicator that only the sorted one shows), also
+  // after a sort by another column.
+  void resultColumnsFitAnEightHundredPixelWindow() {
+    PlanSession session;
+    QVERIFY(session.open(example("llama3-70b-64xh100.json"), nullptr));
+    LayoutSearchDialog dialog(&session);
+    dialog.resize(800, 600);
+    dialog.show();
+    QSignalSpy finished(&dialog, &LayoutSearchDialog::searchFinished);
+    QVERIFY(dialog.startSearch());
+    QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 30000);
+    QHeaderView* header = dialog.table()->horizontalHeader();
+    auto inView = [&](const char* when) {
+      QCoreApplication::processEvents();
+      const int used = header->length(), room = dialog.table()->viewport()->width();
+      QVERIFY2(used <= room, qPrintable(QString("%1: columns %2 px in %3").arg(when).arg(used).arg(room)));
+      QVERIFY2(!dialog.table()->horizontalScrollBar()->isVisible(), when);
+    };
+    inView("after the search");
+    const int zero = 3;
+    QCOMPARE(dialog.table()->model()->headerData(zero, Qt::Horizontal).toString(), QStringLiteral("ZeRO"));
+    QTest::mouseClick(header->viewport(), Qt::LeftButton, {}, QPoint(header->sectionViewportPosition(zero) + header->sectionSize(zero) / 2, header->height() / 2));
+    QCOMPARE(header->sortIndicatorSection(), zero);
+    inView("sorted by ZeRO");
+  }
+
   // The dialog fits an 800 px window (it needed 840: the runtime's box sat in the left column of
   // fields), every field and box drawn whole there.
   void fitsAnEightHundredPixelWindow() {

@@ -1,10 +1,12 @@
 // The workbench's views: the rank grid maps a hovered tile to its rank (up to 4,096 ranks), the
 // timeline maps time to pixels and back within a pixel, and each view grabs to a non-blank image
-// that changes when the layout changes.
+// that changes when the layout changes; the sortable tables' header keeps the sort indicator's room
+// for the sorted column.
 #include <set>
 
 #include <QCheckBox>
 #include <QRadioButton>
+#include <QStandardItemModel>
 #include <QStyleOptionButton>
 #include <QtTest/QtTest>
 
@@ -12,6 +14,7 @@
 #include "plan_session.hpp"
 #include "rank_grid_layout.hpp"
 #include "rank_grid_view.hpp"
+#include "sort_header.hpp"
 #include "theme.hpp"
 #include "time_axis.hpp"
 #include "timeline_view.hpp"
@@ -875,6 +878,44 @@ class TestViews : public QObject {
     QCOMPARE(view.notes(), QString());
     view.replot();
     QCOMPARE(view.axisRect()->height(), plotHeight);
+  }
+
+  // The sort indicator's room goes to the sorted column alone (Qt 6 gave it to every column: "ZeRO"
+  // over one-digit values took 53 px), and a column sorted by later grows to its label and indicator.
+  void sortHeaderKeepsTheIndicatorsRoomForTheSortedColumn() {
+    QStandardItemModel model(3, 3);
+    model.setHorizontalHeaderLabels({"Layout", "ZeRO", "MBS"});
+    for (int r = 0; r < 3; ++r) {
+      model.setItem(r, 0, new QStandardItem(QStringLiteral("TP2·PP8·DP1·CP4·SP")));
+      model.setItem(r, 1, new QStandardItem(QString::number(r)));
+      model.setItem(r, 2, new QStandardItem(QString::number(r + 1)));
+    }
+    QTableView table;
+    table.setModel(&model);
+    SortHeader::install(&table);
+    table.setSortingEnabled(true);
+    table.sortByColumn(0, Qt::AscendingOrder);
+    table.resize(600, 300);
+    table.show();
+    table.resizeColumnsToContents();
+    // Qt's own header over the same model, sorted by the column asked of it: what it would need.
+    QTableView plain;
+    plain.setModel(&model);
+    plain.setSortingEnabled(true);
+    auto qtNeeds = [&](int column) {
+      plain.horizontalHeader()->setSortIndicator(column, Qt::AscendingOrder);
+      return plain.horizontalHeader()->sectionSizeHint(column);
+    };
+    const int indicator = table.horizontalHeader()->height();  // at least the indicator's square
+    QVERIFY2(table.columnWidth(0) >= qtNeeds(0), qPrintable(QString("%1 < %2").arg(table.columnWidth(0)).arg(qtNeeds(0))));
+    for (const int column : {1, 2})
+      QVERIFY2(table.columnWidth(column) <= qtNeeds(column) - indicator,
+               qPrintable(QString("column %1: %2 px, Qt's %3").arg(column).arg(table.columnWidth(column)).arg(qtNeeds(column))));
+    // Sorted by "ZeRO" (a click on its middle), the column grows so the indicator does not cover it.
+    QTest::mouseClick(table.horizontalHeader()->viewport(), Qt::LeftButton, {},
+                      QPoint(table.horizontalHeader()->sectionViewportPosition(1) + table.columnWidth(1) / 2, table.horizontalHeader()->height() / 2));
+    QCOMPARE(table.horizontalHeader()->sortIndicatorSection(), 1);
+    QVERIFY2(table.columnWidth(1) >= qtNeeds(1), qPrintable(QString("%1 < %2").arg(table.columnWidth(1)).arg(qtNeeds(1))));
   }
 
   void viewsGrabNonBlankAndChangeWithTheLayout() {
