@@ -1,6 +1,7 @@
 // Number formatting shared by the workbench's views.
 #include "format.hpp"
 
+#include <QRegularExpression>
 #include <QStringList>
 
 #include <algorithm>
@@ -112,6 +113,13 @@ QString formatRanks(const std::vector<int64_t>& ranks) {
     i = end;
   }
   return (ranks.size() == 1 ? QStringLiteral("rank ") : QStringLiteral("ranks ")) + parts.join(QStringLiteral(", "));
+}
+
+QString keepUnitsWithNumbers(QString text) {
+  // The units format.hpp writes: SI count suffixes, bytes, FLOP rates, percent and durations.
+  static const QRegularExpression number_space_unit(
+      QStringLiteral(R"((?<=\d) (?=(?:[kMBT]|[KMGT]iB|B|[GTP]FLOP/s|%|µs|ms|s|min|h)(?![\w/])))"));
+  return text.replace(number_space_unit, QStringLiteral("\u00A0"));
 }
 
 }  // namespace tessera::ui

@@ -52,5 +52,8 @@ QString modelFlopsTitle(bool gflops);
 QString formatPercent(double fraction, int decimals = 1);
 /// "rank 3", "ranks 0, 1", "ranks 0–3, 8" (ascending ranks; three or more in a row as a range).
 QString formatRanks(const std::vector<int64_t>& ranks);
+/// `text` with a no-break space between each number and the unit after it ("4.72 M", "79.6 GiB",
+/// "989 TFLOP/s", "18.3 %"), for text that wraps: a line ending in "4.72" read as a whole value.
+QString keepUnitsWithNumbers(QString text);
 
 }  // namespace tessera::ui

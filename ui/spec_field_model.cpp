@@ -199,7 +199,7 @@ QVariant SpecFieldModel::data(const QModelIndex& index, int role) const {
     case RelatedErrorRole: return related;
     case Qt::ToolTipRole:
       if (!rule.isEmpty()) return rule;
-      if (index.column() == NoteColumn) return note(p);  // the note may be cut short by the column
+      if (index.column() == NoteColumn) return keepUnitsWithNumbers(note(p));  // the note may be cut short by the column
       return p;
     default: break;
   }
@@ -235,8 +235,9 @@ QVariant SpecFieldModel::data(const QModelIndex& index, int role) const {
   }
   // NoteColumn: the field's own rule without the "parallel.tp=3 " or "parallel.sequence_parallel " it
   // starts with, which the row's name and value say (a narrow column showed only "parallel.t…"); the
-  // tooltip keeps the whole of it.
-  if (role == Qt::DisplayRole) return rule.isEmpty() ? note(p) : error.isEmpty() ? rule : withoutFieldPrefix(rule, p);
+  // tooltip keeps the whole of it. The cell wraps (two lines), each number kept with its unit.
+  if (role == Qt::DisplayRole)
+    return keepUnitsWithNumbers(rule.isEmpty() ? note(p) : error.isEmpty() ? rule : withoutFieldPrefix(rule, p));
   if (role == Qt::ForegroundRole) return rule.isEmpty() ? QVariant() : QBrush(colors::warning());
   return {};
 }

@@ -1,6 +1,7 @@
 // The workbench's Qt models: QAbstractItemModelTester on each, edits through the spec model
 // re-plan, an invalid field carries the planner's message, undo/redo restores the spec exactly.
 #include <QAbstractItemModelTester>
+#include <QTextLayout>
 #include <QtTest/QtTest>
 
 #include "format.hpp"
@@ -154,6 +155,38 @@ class TestModels : public QObject {
     QCOMPARE(plot.legend->wrap(), 4);  // never more than asked
     itemsApart(180);
     QVERIFY2(plot.legend->wrap() < 4, qPrintable(QString::number(plot.legend->wrap())));
+  }
+  // A derived note wraps (two lines in the designer) with each number kept with its unit: the line
+  // break fell between "4.72" and "M tokens/step", and the first line read as a whole value.
+  void notesKeepEachNumberWithItsUnit() {
+    QCOMPARE(keepUnitsWithNumbers("3 microbatches · 4.72 M tokens/step · 79.6 GiB · 989 TFLOP/s · 18.3 % · 20 s · 8 stages"),
+             QString::fromUtf8("3 microbatches · 4.72\u00A0M tokens/step · 79.6\u00A0GiB · 989\u00A0TFLOP/s · 18.3\u00A0% · 20\u00A0s · "
+                               "8 stages"));
+    PlanSession session;
+    QVERIFY(session.open(example("llama3-70b-64xh100.json"), nullptr));
+    SpecFieldModel model(&session);
+    const QRegularExpression unit_first(QStringLiteral(R"(^\s*(?:[kMBT]|[KMGT]iB|[GTP]FLOP/s|%)(?![\w/]))"));
+    QFont font;
+    for (const char* field : {"training.global_batch_size", "cluster.gpu", "model.preset"}) {
+      const QString note = model.indexOfField(field, SpecFieldModel::NoteColumn).data().toString();
+      QVERIFY2(note.contains(QRegularExpression(R"(\d\x{00A0}\S)")), qPrintable(note));
+      // Wrapped as the view's style wraps an item's text, at every width its number and unit fit in.
+      for (int width = 90; width <= 400; ++width) {
+        QTextLayout layout(note, font);
+        QTextOption option;
+        option.setWrapMode(QTextOption::WrapAtWordBoundaryOrAnywhere);
+        layout.setTextOption(option);
+        layout.beginLayout();
+        for (QTextLine line = layout.createLine(); line.isValid(); line = layout.createLine()) line.setLineWidth(width);
+        layout.endLayout();
+        for (int i = 1; i < layout.lineCount(); ++i) {
+          const int start = layout.lineAt(i).textStart();
+          const QString before = note.left(start).trimmed();
+          QVERIFY2(before.isEmpty() || !before.back().isDigit() || !unit_first.match(note.mid(start)).hasMatch(),
+                   qPrintable(QString("%1 at %2 px: \"%3\" | \"%4\"").arg(field).arg(width).arg(before, note.mid(start))));
+        }
+      }
+    }
   }
 
   // A rule that names a second field marks that one too, more lightly, with the rule beside it: vpp=2
