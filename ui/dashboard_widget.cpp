@@ -142,9 +142,12 @@ void DashboardWidget::buildUi() {
   x_axis_box_->addItems({tr("Step"), tr("Tokens"), tr("Wall time (s)")});
   connect(x_axis_box_, &QComboBox::currentIndexChanged, this, [this](int i) { setXAxis(static_cast<XAxis>(i)); });
   smoothing_slider_ = new QSlider(Qt::Horizontal);
+  // Up to 140 px from the spare width, down to 70 px where the run's name needs the room (a fixed
+  // 140 px cut "tiny-3d TP2·PP…" at 800 px).
+  smoothing_slider_->setMinimumWidth(70);
+  smoothing_slider_->setMaximumWidth(140);
   smoothing_slider_->setRange(0, 99);
   smoothing_slider_->setValue(static_cast<int>(smoothing_ * 100));
-  smoothing_slider_->setFixedWidth(140);
   smoothing_label_ = new QLabel;
   connect(smoothing_slider_, &QSlider::valueChanged, this, [this](int v) { setSmoothing(v / 100.0); });
   stop_ = new QPushButton(tr("Stop run"));
@@ -161,7 +164,7 @@ void DashboardWidget::buildUi() {
   header->addWidget(x_axis_box_);
   header->addSpacing(12);
   header->addWidget(new QLabel(tr("Smoothing")));
-  header->addWidget(smoothing_slider_);
+  header->addWidget(smoothing_slider_, 1);
   header->addWidget(smoothing_label_);
   header->addSpacing(12);
   header->addWidget(stop_);

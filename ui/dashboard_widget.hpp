@@ -92,6 +92,8 @@ class DashboardWidget : public QWidget {
   QString bubbleText() const { return bubble_label_->text(); }
   /// That line as drawn at its width (its brief form where the whole is too wide), for tests.
   QString shownBubbleText() const { return bubble_label_->shownText(); }
+  /// The run's name in the header as painted at its present width.
+  QString shownTitleText() const { return title_->shownText(); }
   QString failureText() const { return failure_->isVisible() || !failure_->text().isEmpty() ? failure_->text() : QString(); }
   QPlainTextEdit* logView() const { return log_view_; }
   /// The Checkpoints tab's table: step, size, written, path; one row per checkpoint recorded.

@@ -444,6 +444,26 @@ class TestDashboardFeed : public QObject {
              qPrintable(shown));
   }
 
+  // At 800 px the header shows a run's name of 19 characters whole, its step progress too: the
+  // smoothing slider, 140 px fixed, cut it to "tiny-3d TP2·PP…".
+  void aNarrowHeaderKeepsTheRunsName() {
+    store::RunRecord record;
+    record.name = "tiny-3d TP2·PP2·DP2";
+    record.spec = spec3d();
+    record.status = store::RunStatus::done;
+    const auto run = writer_->create_run(record);
+    writeSteps(*writer_, run, 1, 200);
+    DashboardWidget dashboard;
+    QVERIFY(dashboard.openRun(db_, QString::fromStdString(run.id)));
+    dashboard.resize(800, 600);
+    dashboard.show();
+    QCoreApplication::processEvents();
+    QCOMPARE(dashboard.shownTitleText(), QStringLiteral("tiny-3d TP2·PP2·DP2"));
+    for (const QLabel* label : dashboard.findChildren<QLabel*>())
+      if (label->text().startsWith(QStringLiteral("done · step 200")))
+        QVERIFY2(label->width() >= label->sizeHint().width(), qPrintable(QString("%1 px of %2").arg(label->width()).arg(label->sizeHint().width())));
+  }
+
   void missingRunIsAClearError() {
     DashboardWidget dashboard;
     QString error;
