@@ -6,7 +6,6 @@
 #include <limits>
 #include <memory>
 
-#include <QDoubleValidator>
 #include <QFormLayout>
 #include <QHBoxLayout>
 #include <QHeaderView>
@@ -65,14 +64,9 @@ class FieldDelegate : public QStyledItemDelegate {
           spin->setSpecialValueText(tr("auto"));
         return spin;
       }
-      case SpecFieldModel::Number: {
-        auto* line = new QLineEdit(parent);
-        auto* validator = new QDoubleValidator(line);
-        validator->setNotation(QDoubleValidator::ScientificNotation);
-        validator->setLocale(QLocale::c());
-        line->setValidator(validator);
-        return line;
-      }
+      // A number is typed freely and read by the model, which says why it refuses one ("0,001": a
+      // validator's C locale took the comma for a thousands separator and made it 1.0).
+      case SpecFieldModel::Number: return new QLineEdit(parent);
       default: return QStyledItemDelegate::createEditor(parent, option, index);
     }
   }
@@ -90,7 +84,7 @@ class FieldDelegate : public QStyledItemDelegate {
     if (auto* box = qobject_cast<QComboBox*>(editor)) model->setData(index, box->currentText());
     else if (auto* spin = qobject_cast<QSpinBox*>(editor)) model->setData(index, qlonglong{spin->value()});
     else if (auto* line = qobject_cast<QLineEdit*>(editor); line && index.data(SpecFieldModel::KindRole).toInt() == SpecFieldModel::Number) {
-      if (line->hasAcceptableInput()) model->setData(index, QLocale::c().toDouble(line->text()));
+      model->setData(index, line->text());
     } else QStyledItemDelegate::setModelData(editor, model, index);
   }
 

@@ -1,10 +1,12 @@
 // Number formatting shared by the workbench's views.
 #include "format.hpp"
 
+#include <QLocale>
 #include <QRegularExpression>
 #include <QStringList>
 
 #include <algorithm>
+#include <clocale>
 #include <cmath>
 #include <limits>
 #include <utility>
@@ -120,6 +122,21 @@ QString keepUnitsWithNumbers(QString text) {
   static const QRegularExpression number_space_unit(
       QStringLiteral(R"((?<=\d) (?=(?:[kMBT]|[KMGT]iB|B|[GTP]FLOP/s|%|µs|ms|s|min|h)(?![\w/])))"));
   return text.replace(number_space_unit, QStringLiteral("\u00A0"));
+}
+
+void useOneNumberConvention() {
+  QLocale::setDefault(QLocale(QLocale::English, QLocale::UnitedStates));
+  std::setlocale(LC_NUMERIC, "C");
+}
+
+bool parseTypedNumber(const QString& text, double* value) {
+  QLocale c = QLocale::c();
+  c.setNumberOptions(QLocale::RejectGroupSeparator);
+  bool ok = false;
+  const double parsed = c.toDouble(text.trimmed(), &ok);
+  if (!ok || !std::isfinite(parsed)) return false;
+  *value = parsed;
+  return true;
 }
 
 }  // namespace tessera::ui

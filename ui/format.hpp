@@ -52,6 +52,16 @@ QString modelFlopsTitle(bool gflops);
 QString formatPercent(double fraction, int decimals = 1);
 /// "rank 3", "ranks 0, 1", "ranks 0–3, 8" (ascending ranks; three or more in a row as a range).
 QString formatRanks(const std::vector<int64_t>& ranks);
+/// One convention for numbers in the workbench whatever the system's locale, that of tessera-cli and
+/// of the files it writes: a point for decimals and commas between thousands ("4,824 layouts",
+/// "0.001"). Call once after the QApplication is made and before any widget: QLocale's default
+/// becomes en-US (under de_DE the plots' ticks read "0,003" beside "18.7 %", and the layout search
+/// "place 237 of 1.002"), and the C library's LC_NUMERIC "C" again (Qt set it from the environment,
+/// where strtod stops at a point).
+void useOneNumberConvention();
+/// A number typed into a field, in that convention: "0.001", "3e-4", " 2.5 ". Group separators
+/// ("1,000") and a decimal comma ("0,001") are refused, as are inf and nan.
+bool parseTypedNumber(const QString& text, double* value);
 /// `text` with a no-break space between each number and the unit after it ("4.72 M", "79.6 GiB",
 /// "989 TFLOP/s", "18.3 %"), for text that wraps: a line ending in "4.72" read as a whole value.
 QString keepUnitsWithNumbers(QString text);

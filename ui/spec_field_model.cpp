@@ -260,9 +260,17 @@ bool SpecFieldModel::setData(const QModelIndex& index, const QVariant& value, in
       break;
     }
     case Number: {
+      if (role != Qt::EditRole) return false;
       bool ok = false;
-      const double d = value.toDouble(&ok);
-      if (!ok || role != Qt::EditRole) return false;
+      double d = 0;
+      if (value.typeId() == QMetaType::QString) ok = parseTypedNumber(value.toString(), &d);
+      else d = value.toDouble(&ok);
+      if (!ok) {
+        rejection_ = tr("%1=\"%2\" is not a number: write it with a point for decimals and no thousands separators (0.001, 3e-4)")
+                         .arg(p, value.toString());
+        emit editRejected(rejection_);
+        return false;
+      }
       v = d;
       break;
     }

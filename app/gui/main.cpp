@@ -12,6 +12,7 @@
 #include <QTimer>
 
 #include "dashboard_widget.hpp"
+#include "format.hpp"
 #include "history_command.hpp"
 #include "launch_dialog.hpp"
 #include "layout_search_dialog.hpp"
@@ -96,6 +97,7 @@ int main(int argc, char* argv[]) {
   }
 
   QApplication app(argc, argv);
+  tessera::ui::useOneNumberConvention();
   QApplication::setOrganizationName(QStringLiteral("Tessera"));
   QApplication::setApplicationName(QStringLiteral("tessera"));
   QApplication::setApplicationVersion(QStringLiteral(TESSERA_VERSION));

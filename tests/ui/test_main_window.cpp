@@ -76,6 +76,37 @@ class TestMainWindow : public QObject {
     QVERIFY(window.isWindowModified());
   }
 
+  // A number typed the way a German keyboard writes it is refused with the rule, not misread:
+  // "0,001" in training.lr became 1.0 (the editor's C-locale validator took the comma for a
+  // thousands separator), and "0,5" was dropped without a word.
+  void aDecimalCommaIsRefusedNotMisread() {
+    MainWindow window(false);
+    QVERIFY(window.openFile(example("llama3-8b-8xh100.json"), nullptr));
+    window.show();
+    const double lr = window.session()->spec().training.lr;
+    QTreeView* tree = window.designer()->fieldView();
+    for (const char* typed : {"0,001", "0,5", "1,000"}) {
+      tree->setCurrentIndex(window.specModel()->indexOfField("training.lr"));
+      tree->edit(tree->currentIndex());
+      auto* line = tree->findChild<QLineEdit*>();
+      QVERIFY(line);
+      line->setText(QString::fromLatin1(typed));
+      QTest::keyClick(line, Qt::Key_Return);
+      QTRY_VERIFY(!tree->findChild<QLineEdit*>() || !tree->findChild<QLineEdit*>()->isVisible());
+      QCOMPARE(window.session()->spec().training.lr, lr);
+      const QString said = window.statusBar()->currentMessage();
+      QVERIFY2(said.startsWith(QStringLiteral("training.lr=\"%1\" is not a number").arg(typed)) && said.contains("point for decimals"),
+               qPrintable(said));
+    }
+    // Written with a point, in either notation, it is taken.
+    tree->edit(window.specModel()->indexOfField("training.lr"));
+    auto* line = tree->findChild<QLineEdit*>();
+    QVERIFY(line);
+    line->setText(QStringLiteral("2.5e-4"));
+    QTest::keyClick(line, Qt::Key_Return);
+    QTRY_COMPARE(window.session()->spec().training.lr, 2.5e-4);
+  }
+
   // `tessera --db FILE`: the window's Run History and launches use that file (it was ignored: the
   // default history opened); without one, $TESSERA_DB.
   void theWindowUsesTheHistoryItWasGiven() {

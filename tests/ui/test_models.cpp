@@ -392,6 +392,28 @@ class TestModels : public QObject {
     QVERIFY2(notes[0].contains("sliding_window=4096") && notes[0].contains("seq_length set to 4096"), qPrintable(notes[0]));
   }
 
+  // A typed number: a point for decimals, either notation, spaces around it; a decimal comma, a
+  // thousands separator, inf and nan are refused with the field and the rule, the spec unchanged.
+  void typedNumbersTakeAPointAndRefuseTheRest() {
+    PlanSession session;
+    SpecFieldModel model(&session);
+    const QModelIndex lr = model.indexOfField("training.lr");
+    for (const auto& [typed, value] : {std::pair{" 0.002 ", 0.002}, std::pair{"3e-4", 3e-4}, std::pair{"1E-3", 1e-3}}) {
+      QVERIFY2(model.setData(lr, QString::fromLatin1(typed)), typed);
+      QCOMPARE(session.spec().training.lr, value);
+    }
+    const spec::RunSpec before = session.spec();
+    for (const char* typed : {"0,001", "1,000", "inf", "nan", "", "1e-3x"}) {
+      QVERIFY2(!model.setData(lr, QString::fromLatin1(typed)), typed);
+      QVERIFY2(model.lastRejection().startsWith(QStringLiteral("training.lr=\"%1\" is not a number").arg(typed)),
+               qPrintable(model.lastRejection()));
+      QVERIFY(session.spec() == before);
+    }
+    double parsed = 0;
+    QVERIFY(parseTypedNumber(QStringLiteral("-1.5e2"), &parsed));
+    QCOMPARE(parsed, -150.0);
+  }
+
   void rejectedValueChangesNothing() {
     PlanSession session;
     SpecFieldModel model(&session);

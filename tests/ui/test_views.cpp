@@ -2,6 +2,8 @@
 // timeline maps time to pixels and back within a pixel, and each view grabs to a non-blank image
 // that changes when the layout changes; the sortable tables' header keeps the sort indicator's room
 // for the sorted column.
+#include <clocale>
+#include <cstdlib>
 #include <set>
 
 #include <QCheckBox>
@@ -10,8 +12,10 @@
 #include <QStyleOptionButton>
 #include <QtTest/QtTest>
 
+#include "format.hpp"
 #include "memory_view.hpp"
 #include "plan_session.hpp"
+#include "plot_fit.hpp"
 #include "rank_grid_layout.hpp"
 #include "rank_grid_view.hpp"
 #include "sort_header.hpp"
@@ -916,6 +920,23 @@ class TestViews : public QObject {
                       QPoint(table.horizontalHeader()->sectionViewportPosition(1) + table.columnWidth(1) / 2, table.horizontalHeader()->height() / 2));
     QCOMPARE(table.horizontalHeader()->sortIndicatorSection(), 1);
     QVERIFY2(table.columnWidth(1) >= qtNeeds(1), qPrintable(QString("%1 < %2").arg(table.columnWidth(1)).arg(qtNeeds(1))));
+  }
+
+  // Numbers read one way whatever the system's locale: under de_DE the plots' ticks read "0,003"
+  // beside "18.7 %", the layout search said "place 237 of 1.002", and the C library's strtod (which
+  // Qt had set to the environment's LC_NUMERIC) would stop at a point.
+  void oneNumberConventionWhateverTheLocale() {
+    const QLocale before;
+    QLocale::setDefault(QLocale(QLocale::German, QLocale::Germany));
+    QCOMPARE(QLocale().decimalPoint(), QStringLiteral(","));
+    useOneNumberConvention();
+    QCOMPARE(QLocale().toString(qlonglong{4824}), QStringLiteral("4,824"));
+    FittedPlot plot;
+    QCOMPARE(plot.locale().decimalPoint(), QStringLiteral("."));
+    QCOMPARE(plot.locale().toString(0.003, 'g', 6), QStringLiteral("0.003"));
+    QCOMPARE(QString::fromLatin1(std::setlocale(LC_NUMERIC, nullptr)), QStringLiteral("C"));
+    QCOMPARE(std::strtod("1.5", nullptr), 1.5);
+    QLocale::setDefault(before);
   }
 
   void viewsGrabNonBlankAndChangeWithTheLayout() {
