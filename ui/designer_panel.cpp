@@ -14,6 +14,7 @@
 #include <QSpinBox>
 #include <QStyledItemDelegate>
 #include <QTextBrowser>
+#include <QTimer>
 #include <QVBoxLayout>
 
 #include "plan_session.hpp"
@@ -49,6 +50,9 @@ class FieldDelegate : public QStyledItemDelegate {
       case SpecFieldModel::Choice: {
         auto* box = new QComboBox(parent);
         box->addItems(index.data(SpecFieldModel::ChoicesRole).toStringList());
+        // Its list opens at once, where arrows browse and Enter or a click chooses: on the closed box
+        // the first arrow press chose its neighbour (activated) and closed the editor.
+        QTimer::singleShot(0, box, &QComboBox::showPopup);
         connect(box, &QComboBox::activated, this, [this, box] {
           auto* self = const_cast<FieldDelegate*>(this);
           emit self->commitData(box);

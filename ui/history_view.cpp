@@ -67,11 +67,11 @@ HistoryView::HistoryView(store::History* history, QWidget* parent) : QWidget(par
   refresh->setShortcut(QKeySequence::Refresh);
   bar->addWidget(refresh);
   bar->addSpacing(12);
-  open_ = new QPushButton(tr("Open"), this);
+  open_ = new QPushButton(tr("&Open"), this);
   open_->setToolTip(tr("Show the run's dashboard, replayed from the history"));
-  compare_ = new QPushButton(tr("Compare"), this);
+  compare_ = new QPushButton(tr("Co&mpare"), this);
   compare_->setToolTip(tr("Compare the selected runs (two or more)"));
-  delete_ = new QPushButton(tr("Delete…"), this);
+  delete_ = new QPushButton(tr("&Delete…"), this);
   bar->addWidget(open_);
   bar->addWidget(compare_);
   bar->addWidget(delete_);
@@ -86,6 +86,7 @@ HistoryView::HistoryView(store::History* history, QWidget* parent) : QWidget(par
   table_->setSelectionMode(QAbstractItemView::ExtendedSelection);
   table_->setEditTriggers(QAbstractItemView::DoubleClicked | QAbstractItemView::EditKeyPressed | QAbstractItemView::SelectedClicked);
   table_->verticalHeader()->hide();
+  table_->setTabKeyNavigation(false);  // Tab leaves the table for the buttons (it walked the cells for ever)
   table_->horizontalHeader()->setStretchLastSection(true);
   table_->setAlternatingRowColors(true);
   table_->setItemDelegateForColumn(RunListModel::Notes, new NotesDelegate(table_));
@@ -122,8 +123,10 @@ HistoryView::HistoryView(store::History* history, QWidget* parent) : QWidget(par
     if (ids.size() >= 2) emit compareRequested(ids);
   });
   connect(delete_, &QPushButton::clicked, this, &HistoryView::deleteSelected);
-  connect(table_, &QTableView::doubleClicked, this, [this](const QModelIndex& index) {
-    if (!(index.flags() & Qt::ItemIsEditable)) emit openRunRequested(index.data(RunListModel::RunIdRole).toString());
+  // A double-click on a run opens it, and so does Enter (a double-click on tags or notes edits them,
+  // as F2 does; Enter did nothing).
+  connect(table_, &QTableView::activated, this, [this](const QModelIndex& index) {
+    if (index.isValid()) emit openRunRequested(index.data(RunListModel::RunIdRole).toString());
   });
   connect(&poll_, &QTimer::timeout, this, &HistoryView::refresh);
   confirm_ = [this](const QString& question) {

@@ -59,14 +59,15 @@ LaunchDialog::LaunchDialog(const spec::RunSpec& spec, nlohmann::ordered_json spe
   agents_->horizontalHeader()->setSectionResizeMode(Agent, QHeaderView::Stretch);
   agents_->verticalHeader()->hide();
   agents_->setEditTriggers(QAbstractItemView::NoEditTriggers);
+  agents_->setTabKeyNavigation(false);  // Tab leaves the table (it walked the cells for ever); arrows move in it
   ab->addWidget(agents_);
   auto* add_row = new QHBoxLayout;
   address_ = new QLineEdit;
   address_->setPlaceholderText(tr("tcp://gpu-node-1:7070"));
   key_ = new QLineEdit;
   key_->setPlaceholderText(tr("agent public key (40 Z85 characters, from agent.pub)"));
-  auto* add = new QPushButton(tr("Add agent"));
-  auto* check = new QPushButton(tr("Check agents"));
+  auto* add = new QPushButton(tr("A&dd agent"));
+  auto* check = new QPushButton(tr("C&heck agents"));
   add_row->addWidget(address_, 2);
   add_row->addWidget(key_, 3);
   add_row->addWidget(add);
@@ -87,14 +88,15 @@ LaunchDialog::LaunchDialog(const spec::RunSpec& spec, nlohmann::ordered_json spe
   tags_->setPlaceholderText(tr("comma separated: baseline, tp-sweep"));
   notes_ = new QPlainTextEdit;
   notes_->setMaximumHeight(70);
+  notes_->setTabChangesFocus(true);  // Tab moves on to the buttons (it typed a tab into the notes)
   naming_ = new QLabel;
   naming_->setWordWrap(true);
   naming_->setStyleSheet(QStringLiteral("color: %1").arg(colors::warning().name()));
   naming_->hide();
-  form->addRow(tr("Name"), name_);
-  form->addRow(tr("Tags"), tags_);
+  form->addRow(tr("&Name"), name_);
+  form->addRow(tr("&Tags"), tags_);
   form->addRow(QString(), naming_);
-  form->addRow(tr("Notes"), notes_);
+  form->addRow(tr("N&otes"), notes_);
   // The spec's own label (with CP, EP, VPP and SP where they apply: a MoE's EP2 was left out).
   form->addRow(tr("Layout"), new QLabel(tr("%1 — %2 ranks on %3, %4 per node")
                                             .arg(QString::fromStdString(spec.layout_label()))
@@ -105,7 +107,7 @@ LaunchDialog::LaunchDialog(const spec::RunSpec& spec, nlohmann::ordered_json spe
   root->addWidget(meta);
 
   auto* buttons = new QDialogButtonBox(QDialogButtonBox::Cancel);
-  launch_ = buttons->addButton(tr("Launch"), QDialogButtonBox::AcceptRole);
+  launch_ = buttons->addButton(tr("&Launch"), QDialogButtonBox::AcceptRole);
   launch_->setEnabled(false);
   root->addWidget(buttons);
   connect(buttons, &QDialogButtonBox::accepted, this, &QDialog::accept);

@@ -48,6 +48,7 @@ class LaunchDialog : public QDialog {
   QLineEdit* nameField() const { return name_; }
   QLineEdit* tagsField() const { return tags_; }
   QTableWidget* agentTable() const { return agents_; }
+  QPlainTextEdit* notesField() const { return notes_; }
 
  signals:
   void inventoriesChecked();

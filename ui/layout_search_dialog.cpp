@@ -171,6 +171,7 @@ LayoutSearchDialog::LayoutSearchDialog(PlanSession* session, QWidget* parent) : 
   table_->setSelectionMode(QAbstractItemView::SingleSelection);
   table_->setEditTriggers(QAbstractItemView::NoEditTriggers);
   table_->verticalHeader()->hide();
+  table_->setTabKeyNavigation(false);  // Tab leaves the table for the fields and buttons (it walked the cells)
   header->setStretchLastSection(false);
   // A column the user drags to a width keeps it: from then on a resize no longer shares the width out
   // (it undid the drag), until the next result is measured.
@@ -411,8 +412,7 @@ void LayoutSearchDialog::showResult(planner::SearchResult r) {
   measureColumns();
   if (model_->rowCount() > 0) {
     table_->selectRow(0);
-    table_->setFocus();
-    apply_->setDefault(true);
+    table_->setFocus();  // Enter applies the row (activated); in a field, Enter searches again
   }
 }
 

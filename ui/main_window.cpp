@@ -202,7 +202,10 @@ void MainWindow::buildMenus() {
   file->addAction(tr("&Open…"), QKeySequence::Open, this, &MainWindow::open);
   recent_menu_ = file->addMenu(tr("Open &Recent"));
   file->addAction(tr("&Save"), QKeySequence::Save, this, &MainWindow::save);
-  file->addAction(tr("Save &As…"), QKeySequence::SaveAs, this, &MainWindow::saveAs);
+  QAction* save_as = file->addAction(tr("Save &As…"), this, &MainWindow::saveAs);
+  // The platform's Save As keys, else Ctrl+Shift+S (the guide's): X11 without a desktop theme has none.
+  const QList<QKeySequence> save_as_keys = QKeySequence::keyBindings(QKeySequence::SaveAs);
+  save_as->setShortcuts(save_as_keys.isEmpty() ? QList<QKeySequence>{QKeySequence(tr("Ctrl+Shift+S"))} : save_as_keys);
   file->addSeparator();
   file->addAction(tr("&Import Hugging Face config.json…"), QKeySequence(tr("Ctrl+I")), this, &MainWindow::importHuggingFace);
   file->addAction(tr("&Export View…"), QKeySequence(tr("Ctrl+E")), this, &MainWindow::exportView);
@@ -245,6 +248,7 @@ void MainWindow::buildMenus() {
   }
   QAction* toggle = dock_->toggleViewAction();
   toggle->setShortcut(QKeySequence(tr("Ctrl+D")));
+  toggle->setText(tr("&Designer"));
   view->addAction(toggle);
   view->addSeparator();
   QMenu* theme = view->addMenu(tr("&Palette"));
@@ -262,7 +266,7 @@ void MainWindow::buildMenus() {
     connect(a, &QAction::triggered, this, [this, c] { setTheme(c); });
   }
 
-  QMenu* runs = menuBar()->addMenu(tr("&Runs"));
+  QMenu* runs = menuBar()->addMenu(tr("R&uns"));  // Alt+R is the Run menu's
   runs->addAction(tr("Run &History…"), QKeySequence(tr("Ctrl+H")), this, &MainWindow::showHistory);
 
   QMenu* help = menuBar()->addMenu(tr("&Help"));

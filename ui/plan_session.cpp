@@ -6,6 +6,7 @@
 #include <set>
 #include <fstream>
 
+#include <QDateTime>
 #include <QFileInfo>
 #include <QUndoCommand>
 
@@ -15,17 +16,34 @@ namespace tessera::ui {
 
 namespace {
 
-// One edit: the whole spec before and after (a spec is a few hundred bytes).
+// One edit: the whole spec before and after (a spec is a few hundred bytes). Edits of one field
+// within kMergeWithin_ms of each other are one step: arrows through the model preset list applied a
+// preset at each press, each its own undo step.
 class SpecEdit : public QUndoCommand {
  public:
-  SpecEdit(PlanSession* session, spec::RunSpec before, spec::RunSpec after, const QString& text)
-      : QUndoCommand(text), session_(session), before_(std::move(before)), after_(std::move(after)) {}
+  static constexpr qint64 kMergeWithin_ms = 1500;
+
+  SpecEdit(PlanSession* session, spec::RunSpec before, spec::RunSpec after, const QString& text, QString field = {})
+      : QUndoCommand(text), session_(session), before_(std::move(before)), after_(std::move(after)), field_(std::move(field)),
+        last_edit_ms_(QDateTime::currentMSecsSinceEpoch()) {}
   void undo() override { session_->applySpec(before_); }
   void redo() override { session_->applySpec(after_); }
+  int id() const override { return field_.isEmpty() ? -1 : 1; }
+  bool mergeWith(const QUndoCommand* other) override {
+    const auto* next = static_cast<const SpecEdit*>(other);  // id() 1 is SpecEdit's alone
+    if (next->field_ != field_ || next->last_edit_ms_ - last_edit_ms_ > kMergeWithin_ms) return false;
+    after_ = next->after_;
+    last_edit_ms_ = next->last_edit_ms_;
+    setText(next->text());
+    setObsolete(after_ == before_);  // browsed back to where it began: no step at all
+    return true;
+  }
 
  private:
   PlanSession* session_;
   spec::RunSpec before_, after_;
+  QString field_;        ///< the field set, or empty for an edit of the whole spec (never merged)
+  qint64 last_edit_ms_;  ///< when the field was last set in this step
 };
 
 QString messages(const std::vector<spec::FieldError>& errors) {
@@ -135,7 +153,7 @@ bool PlanSession::setField(const QString& path, const nlohmann::json& value, QSt
       text += tr(" (name relabelled)");
     }
   }
-  undo_.push(new SpecEdit(this, spec_, std::move(updated), text));
+  undo_.push(new SpecEdit(this, spec_, std::move(updated), text, path));
   return true;
 }
 

@@ -464,6 +464,28 @@ class TestDashboardFeed : public QObject {
         QVERIFY2(label->width() >= label->sizeHint().width(), qPrintable(QString("%1 px of %2").arg(label->width()).arg(label->sizeHint().width())));
   }
 
+  // The launch dialog's Tab order has no trap: Tab leaves the notes (it typed a tab into them) and
+  // the agents' table (it walked the cells for ever), so Launch and Cancel are reached.
+  void theLaunchDialogsTabOrderReachesItsButtons() {
+    const auto spec_json = spec3d();
+    const auto spec = spec::parse_spec(nlohmann::json::parse(spec_json.dump()));
+    LaunchDialog dialog(spec, spec_json, db_);
+    dialog.show();
+    QApplication::setActiveWindow(&dialog);
+    QVERIFY(QTest::qWaitForWindowActive(&dialog));
+    QString error;
+    QVERIFY2(dialog.addAgent("tcp://127.0.0.1:7070", QString(40, QLatin1Char('0')), &error), qPrintable(error));
+    QVERIFY(dialog.agentTable()->rowCount() >= 1);
+    dialog.agentTable()->setCurrentCell(0, 0);
+    for (QWidget* from : {static_cast<QWidget*>(dialog.notesField()), static_cast<QWidget*>(dialog.agentTable())}) {
+      from->setFocus();
+      QCOMPARE(QApplication::focusWidget(), from);
+      QTest::keyClick(from, Qt::Key_Tab);
+      QVERIFY2(QApplication::focusWidget() != from, from->metaObject()->className());
+    }
+    QVERIFY(!dialog.notesField()->toPlainText().contains(QLatin1Char('\t')));
+  }
+
   void missingRunIsAClearError() {
     DashboardWidget dashboard;
     QString error;

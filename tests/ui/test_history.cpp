@@ -295,6 +295,32 @@ class TestHistory : public QObject {
     QVERIFY(model.index(0, RunListModel::Name).data(Qt::ToolTipRole).toString().startsWith(QString::fromStdString(name)));
   }
 
+  // The keyboard reaches every run action: Enter on a run opens it (only a double-click did), Tab
+  // leaves the table for the buttons (it walked the cells for ever), and Alt+M compares.
+  void theKeyboardOpensAndComparesRuns() {
+    store::History history(path_.toStdString());
+    HistoryView view(&history);
+    view.setPollInterval(0);
+    view.resize(1000, 400);
+    view.show();
+    QApplication::setActiveWindow(&view);
+    QVERIFY(QTest::qWaitForWindowActive(&view));
+    QSignalSpy compare(&view, &HistoryView::compareRequested);
+    QSignalSpy open(&view, &HistoryView::openRunRequested);
+    QTableView* table = view.table();
+    table->setFocus();
+    view.selectRuns({QString::fromStdString(b_.id)});
+    table->setCurrentIndex(table->model()->index(table->selectionModel()->selectedRows().front().row(), RunListModel::Status));
+    QTest::keyClick(table, Qt::Key_Return);
+    QCOMPARE(open.count(), 1);
+    QCOMPARE(open.front().front().toString(), QString::fromStdString(b_.id));
+    QTest::keyClick(table, Qt::Key_Tab);
+    QVERIFY2(QApplication::focusWidget() != table, "Tab stayed in the table");
+    view.selectRuns({QString::fromStdString(a_.id), QString::fromStdString(b_.id)});
+    QTest::keyClick(QApplication::focusWidget(), Qt::Key_M, Qt::AltModifier);
+    QTRY_COMPARE(compare.count(), 1);  // a mnemonic animates the button's click
+  }
+
   void compareAndOpenAreSignalled() {
     store::History history(path_.toStdString());
     HistoryView view(&history);
@@ -303,14 +329,14 @@ class TestHistory : public QObject {
     QSignalSpy open(&view, &HistoryView::openRunRequested);
     view.selectRuns({QString::fromStdString(a_.id), QString::fromStdString(b_.id)});
     for (auto* button : view.findChildren<QPushButton*>()) {
-      if (button->text() == QLatin1String("Compare")) button->click();
-      if (button->text() == QLatin1String("Open")) QVERIFY(!button->isEnabled());
+      if (button->text().remove(QLatin1Char('&')) == QLatin1String("Compare")) button->click();
+      if (button->text().remove(QLatin1Char('&')) == QLatin1String("Open")) QVERIFY(!button->isEnabled());
     }
     QCOMPARE(compare.count(), 1);
     QCOMPARE(compare.front().front().toStringList(), (QStringList{QString::fromStdString(b_.id), QString::fromStdString(a_.id)}));
     view.selectRuns({QString::fromStdString(a_.id)});
     for (auto* button : view.findChildren<QPushButton*>())
-      if (button->text() == QLatin1String("Open")) button->click();
+      if (button->text().remove(QLatin1Char('&')) == QLatin1String("Open")) button->click();
     QCOMPARE(open.count(), 1);
     QCOMPARE(open.front().front().toString(), QString::fromStdString(a_.id));
   }

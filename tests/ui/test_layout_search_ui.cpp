@@ -3,6 +3,7 @@
 // as one undoable step, field errors that name the field, a spec whose layout the cluster does not
 // take, tessera-train's space, and closing the dialog while it searches.
 #include <QAbstractItemModelTester>
+#include <QLineEdit>
 #include <QPushButton>
 #include <QSignalSpy>
 #include <QScrollBar>
@@ -353,6 +354,33 @@ class TestLayoutSearchUi : public QObject {
   }
 
   // Enter on a row applies it (it searched again when Search was the default button).
+  // After a search the keyboard still reaches the fields: Tab leaves the table (it walked the cells
+  // for ever), and Enter in an edited field searches the new space (it applied the old result's row
+  // and closed the dialog, the edit lost).
+  void afterASearchEnterInAFieldSearchesAgain() {
+    PlanSession session;
+    QVERIFY(session.open(example("llama3-8b-8xh100.json"), nullptr));
+    const spec::RunSpec before = session.spec();
+    LayoutSearchDialog dialog(&session);
+    dialog.show();
+    QApplication::setActiveWindow(&dialog);
+    QVERIFY(QTest::qWaitForWindowActive(&dialog));
+    QSignalSpy finished(&dialog, &LayoutSearchDialog::searchFinished);
+    QVERIFY(dialog.startSearch());
+    QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 30000);
+    QCOMPARE(QApplication::focusWidget(), dialog.table());
+    QTest::keyClick(dialog.table(), Qt::Key_Tab);
+    QVERIFY2(QApplication::focusWidget() != dialog.table(), "Tab stayed in the table");
+    QLineEdit* tp = dialog.listField("tp");
+    tp->setFocus();
+    tp->setText(QStringLiteral("2, 4"));
+    QTest::keyClick(tp, Qt::Key_Return);
+    QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 2, 30000);
+    QVERIFY(dialog.isVisible());
+    QVERIFY(session.spec() == before);
+    for (int row = 0; row < dialog.model()->rowCount(); ++row) QVERIFY(dialog.model()->layoutAt(row)->spec.parallel.tp != 1);
+  }
+
   void enterAppliesTheRow() {
     PlanSession session;
     QVERIFY(session.open(example("llama3-8b-8xh100.json"), nullptr));

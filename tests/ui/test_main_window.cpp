@@ -412,6 +412,88 @@ class TestMainWindow : public QObject {
     QCOMPARE(window.summary()->detail(SummaryStrip::Parameters), QStringLiteral("12.9 B active · mixtral-8x7b"));
   }
 
+  // Arrows through the model preset list (a closed combo box sets a preset at each press) make one
+  // undo step, not one per preset passed; browsing back to the first makes none. Other fields' edits
+  // stay steps of their own.
+  void browsingAChoiceIsOneUndoStep() {
+    MainWindow window(false);
+    QVERIFY(window.openFile(example("llama3-70b-64xh100.json"), nullptr));
+    const spec::RunSpec original = window.session()->spec();
+    QUndoStack* stack = window.session()->undoStack();
+    QComboBox* presets = nullptr;
+    for (auto* box : window.designer()->findChildren<QComboBox*>())
+      if (box->findData(QStringLiteral("mixtral-8x7b")) >= 0) presets = box;
+    QVERIFY(presets);
+    window.show();
+    presets->setFocus();
+    QTest::keyClick(presets, Qt::Key_Down);
+    QTest::keyClick(presets, Qt::Key_Down);
+    QVERIFY(window.session()->spec().model.preset != original.model.preset);
+    QCOMPARE(stack->count(), 1);
+    stack->undo();
+    QVERIFY(window.session()->spec() == original);
+    // Browsed away and back to where it began (the GPU, whose name word "H100" comes back whole):
+    // no step at all.
+    QComboBox* gpus = nullptr;
+    for (auto* box : window.designer()->findChildren<QComboBox*>())
+      if (box->findData(QStringLiteral("h200")) >= 0) gpus = box;
+    QVERIFY(gpus);
+    gpus->setFocus();
+    QTest::keyClick(gpus, Qt::Key_Down);
+    QVERIFY(window.session()->spec().cluster.gpu != original.cluster.gpu);
+    QTest::keyClick(gpus, Qt::Key_Up);
+    QVERIFY2(window.session()->spec() == original, qPrintable(QString::fromStdString(window.session()->spec().name)));
+    QCOMPARE(stack->count(), 0);
+    QVERIFY(window.session()->setField("parallel.tp", 4));
+    QVERIFY(window.session()->setField("parallel.pp", 8));
+    QCOMPARE(stack->count(), 2);
+  }
+
+  // A choice in the field tree opens its list at once: arrows browse it, Enter chooses (the first
+  // arrow press on the closed box chose the next schedule and closed the editor).
+  void aChoiceFieldOpensItsListForArrowsToBrowse() {
+    MainWindow window(false);
+    QVERIFY(window.openFile(example("llama3-70b-64xh100.json"), nullptr));
+    window.show();
+    QApplication::setActiveWindow(&window);
+    QVERIFY(QTest::qWaitForWindowActive(&window));
+    QTreeView* tree = window.designer()->fieldView();
+    const QModelIndex schedule = window.specModel()->indexOfField("parallel.schedule");
+    tree->setCurrentIndex(schedule);
+    tree->edit(schedule);
+    auto* box = tree->findChild<QComboBox*>();
+    QVERIFY(box);
+    QTRY_VERIFY(box->view()->isVisible());
+    QTest::keyClick(box->view(), Qt::Key_Down);
+    QCOMPARE(window.session()->spec().parallel.schedule, spec::Schedule::one_f_one_b);
+    const QString highlighted = box->view()->currentIndex().data().toString();
+    QVERIFY(highlighted != QStringLiteral("1f1b"));
+    QTest::keyClick(box->view(), Qt::Key_Return);
+    QTRY_COMPARE(QString::fromStdString(std::string(spec::to_string(window.session()->spec().parallel.schedule))), highlighted);
+  }
+
+  // Every menu has its own Alt key (Alt+R opened Run, then Runs), and Save As has its keys where the
+  // platform gives none (the guide's Ctrl+Shift+S did nothing).
+  void menusHaveTheirOwnKeys() {
+    MainWindow window(false);
+    QSet<QChar> mnemonics;
+    for (const QAction* menu : window.menuBar()->actions()) {
+      const QString text = menu->text();
+      const qsizetype amp = text.indexOf(QLatin1Char('&'));
+      QVERIFY2(amp >= 0 && amp + 1 < text.size(), qPrintable(text));
+      const QChar key = text.at(amp + 1).toLower();
+      QVERIFY2(!mnemonics.contains(key), qPrintable(QString("%1 shares Alt+%2").arg(text, key)));
+      mnemonics.insert(key);
+    }
+    bool save_as = false;
+    for (const QAction* action : window.findChildren<QAction*>())
+      if (action->text() == QStringLiteral("Save &As…")) {
+        save_as = true;
+        QVERIFY(!action->shortcuts().isEmpty());
+      }
+    QVERIFY(save_as);
+  }
+
   void undoRedoRestoresTheSpecExactly() {
     MainWindow window(false);
     QVERIFY(window.openFile(example("gpt3-175b-table1.json"), nullptr));
