@@ -293,6 +293,7 @@ void RankGridView::paintHeader(QPainter& p, const planner::RankGrid& grid) {
 
 void RankGridView::paintEvent(QPaintEvent*) {
   QPainter p(this);
+  const FocusFrame focus(p, this);
   const QPalette& pal = palette();
   p.fillRect(rect(), pal.color(QPalette::Base));
   const auto* grid = model_->grid();
@@ -440,15 +441,37 @@ void RankGridView::leaveEvent(QEvent*) {
 void RankGridView::keyPressEvent(QKeyEvent* event) {
   const auto* grid = model_->grid();
   if (!grid) return QWidget::keyPressEvent(event);
-  const int64_t current = std::max<int64_t>(selected_, 0);
+  const bool arrow = event->key() == Qt::Key_Right || event->key() == Qt::Key_Left || event->key() == Qt::Key_Down ||
+                     event->key() == Qt::Key_Up;
+  if (arrow && selected_ < 0) return selectRank(0);  // the first arrow picks rank 0 (→ skipped it for rank 1)
   switch (event->key()) {
     case Qt::Key_Escape: selectRank(-1); break;
-    case Qt::Key_Right: selectRank(std::min(current + 1, grid->world - 1)); break;
-    case Qt::Key_Left: selectRank(std::max<int64_t>(current - 1, 0)); break;
-    case Qt::Key_Down: selectRank(std::min(current + grid->gpus_per_node, grid->world - 1)); break;
-    case Qt::Key_Up: selectRank(std::max<int64_t>(current - grid->gpus_per_node, 0)); break;
+    case Qt::Key_Right: selectRank(std::min(selected_ + 1, grid->world - 1)); break;
+    case Qt::Key_Left: selectRank(std::max<int64_t>(selected_ - 1, 0)); break;
+    case Qt::Key_Down: selectRank(rankBeside(selected_, +1)); break;
+    case Qt::Key_Up: selectRank(rankBeside(selected_, -1)); break;
     default: QWidget::keyPressEvent(event);
   }
+}
+
+int64_t RankGridView::rankBeside(int64_t rank, int direction) const {
+  // The tile drawn nearest under (or over) this one's column: ↓ went to the next node, which a grid
+  // of nodes draws to the right.
+  const RankGridLayout& layout = gridLayout();
+  const QPointF from = layout.tileRect(rank).center();
+  int64_t best = rank;
+  double best_dy = 0, best_dx = 0;
+  for (int64_t r = 0; r < model_->grid()->world; ++r) {
+    const QPointF to = layout.tileRect(r).center();
+    const double dy = (to.y() - from.y()) * direction, dx = std::abs(to.x() - from.x());
+    if (dy < 0.5) continue;
+    if (best == rank || dy < best_dy - 0.5 || (dy < best_dy + 0.5 && dx < best_dx)) {
+      best = r;
+      best_dy = dy;
+      best_dx = dx;
+    }
+  }
+  return best;
 }
 
 }  // namespace tessera::ui

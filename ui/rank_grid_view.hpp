@@ -69,6 +69,9 @@ class RankGridView : public QWidget {
 
  private:
   void updateMembership();
+  /// The rank whose tile is drawn next below (direction +1) or above (-1) `rank`'s, nearest its
+  /// column; `rank` itself where there is none.
+  int64_t rankBeside(int64_t rank, int direction) const;
   QRect headerRect() const;
   /// The width of a group's line sample in the header.
   int sampleWidth() const;

@@ -89,6 +89,17 @@ int itemTextMargin(const QWidget* widget) {
   return (widget ? widget->style() : QApplication::style())->pixelMetric(QStyle::PM_FocusFrameHMargin, nullptr, widget) + 1;
 }
 
+FocusFrame::~FocusFrame() {
+  if (!view_->hasFocus()) return;
+  painter_.save();
+  painter_.resetTransform();
+  painter_.setClipping(false);
+  painter_.setBrush(Qt::NoBrush);
+  painter_.setPen(QPen(view_->palette().color(QPalette::Highlight), 2));
+  painter_.drawRect(QRectF(view_->rect()).adjusted(1, 1, -1, -1));
+  painter_.restore();
+}
+
 bool isDarkPalette(const QPalette& palette) { return palette.color(QPalette::Window).lightness() < 128; }
 
 std::optional<ThemeChoice> themeFromName(QStringView name) {

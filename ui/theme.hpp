@@ -10,6 +10,7 @@
 #include <QStringView>
 
 class QCustomPlot;
+class QPainter;
 class QWidget;
 
 namespace tessera::ui {
@@ -25,6 +26,20 @@ bool isDarkPalette(const QPalette& palette);
 /// The room a view item's text keeps from each side of its cell, as QCommonStyle draws it
 /// (PM_FocusFrameHMargin + 1): what a delegate that measures or draws a cell's text leaves.
 int itemTextMargin(const QWidget* widget);
+/// Made at the top of a custom-painted view's paintEvent: when the view has keyboard focus, a frame
+/// in the palette's highlight colour is drawn 2 px inside its edge as the event ends, whichever way
+/// it returns (the rank grid and the timeline took arrows and +/− with nothing to show they would).
+class FocusFrame {
+ public:
+  FocusFrame(QPainter& painter, const QWidget* view) : painter_(painter), view_(view) {}
+  ~FocusFrame();
+  FocusFrame(const FocusFrame&) = delete;
+  FocusFrame& operator=(const FocusFrame&) = delete;
+
+ private:
+  QPainter& painter_;
+  const QWidget* view_;
+};
 /// A plot in the widget palette's colours: its background, every axis rect's axes and grids, its
 /// text elements (titles) and legends. The memory view, the comparison and the dashboard share it.
 void applyPlotPalette(QCustomPlot* plot, const QPalette& palette);

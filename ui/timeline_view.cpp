@@ -391,6 +391,7 @@ void TimelineView::paintBand(QPainter& p, const Band& band, const QRect& plot, c
 
 void TimelineView::paintEvent(QPaintEvent*) {
   QPainter p(this);
+  const FocusFrame focus(p, this);
   const QPalette& pal = palette();
   p.fillRect(rect(), pal.color(QPalette::Base));
   const auto all = bands();

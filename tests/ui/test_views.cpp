@@ -939,6 +939,57 @@ class TestViews : public QObject {
     QLocale::setDefault(before);
   }
 
+  // The rank grid and the timeline show that they have the keyboard (arrows, Esc, +/−, F): a frame
+  // in the highlight colour at their edge while focused, none otherwise.
+  void focusedViewsShowAFrame() {
+    GridOf grid("tiny-3d.json");
+    TimelineOf timeline("tiny-3d.json");
+    QVERIFY(grid.plan() && timeline.plan());
+    for (QWidget* view : {static_cast<QWidget*>(&grid.view), static_cast<QWidget*>(&timeline.view)}) {
+      view->resize(900, 500);
+      view->show();
+      QApplication::setActiveWindow(view);
+      QVERIFY(QTest::qWaitForWindowActive(view));
+      const QPoint edge(1, view->height() / 2);
+      view->setFocus();
+      QTRY_VERIFY(view->hasFocus());
+      QCOMPARE(view->grab().toImage().pixelColor(edge), view->palette().color(QPalette::Highlight));
+      view->clearFocus();
+      QCOMPARE(view->grab().toImage().pixelColor(edge), view->palette().color(QPalette::Base));
+      view->hide();
+    }
+  }
+
+  // Arrows from no selection pick rank 0 (→ skipped it for rank 1); ↓ and ↑ go to the tile drawn
+  // below or above in the same column (↓ went to the next node, drawn to the right of this one).
+  void arrowsMoveAsTheGridIsDrawn() {
+    GridOf grid("llama3-70b-64xh100.json");
+    QVERIFY(grid.plan());
+    grid.view.resize(1400, 800);
+    QCOMPARE(grid.view.selectedRank(), int64_t{-1});
+    QTest::keyClick(&grid.view, Qt::Key_Right);
+    QCOMPARE(grid.view.selectedRank(), int64_t{0});
+    QTest::keyClick(&grid.view, Qt::Key_Right);
+    QCOMPARE(grid.view.selectedRank(), int64_t{1});
+    const RankGridLayout& layout = grid.view.gridLayout();
+    const QPointF one = layout.tileRect(1).center();
+    QTest::keyClick(&grid.view, Qt::Key_Down);
+    const QPointF below = layout.tileRect(grid.view.selectedRank()).center();
+    QVERIFY2(below.y() > one.y() && std::abs(below.x() - one.x()) < 1,
+             qPrintable(QString("rank %1 at (%2, %3) from rank 1 at (%4, %5)").arg(grid.view.selectedRank()).arg(below.x()).arg(below.y()).arg(one.x()).arg(one.y())));
+    // Nothing drawn in between: no tile of that column lies between the two.
+    for (int64_t r = 0; r < 64; ++r) {
+      const QPointF c = layout.tileRect(r).center();
+      QVERIFY(!(std::abs(c.x() - one.x()) < 1 && c.y() > one.y() + 0.5 && c.y() < below.y() - 0.5));
+    }
+    QTest::keyClick(&grid.view, Qt::Key_Up);
+    QCOMPARE(grid.view.selectedRank(), int64_t{1});
+    QTest::keyClick(&grid.view, Qt::Key_Up);  // the top row: it stays
+    QCOMPARE(grid.view.selectedRank(), int64_t{1});
+    QTest::keyClick(&grid.view, Qt::Key_Escape);
+    QCOMPARE(grid.view.selectedRank(), int64_t{-1});
+  }
+
   void viewsGrabNonBlankAndChangeWithTheLayout() {
     PlanSession session;
     QVERIFY(session.open(example("llama3-70b-64xh100.json"), nullptr));
