@@ -141,13 +141,26 @@ DesignerPanel::DesignerPanel(PlanSession* session, SpecFieldModel* model, QWidge
   tree_->setAllColumnsShowFocus(true);
   tree_->expandAll();
   tree_->resizeColumnToContents(SpecFieldModel::FieldColumn);
-  tree_->setColumnWidth(SpecFieldModel::ValueColumn, 100);
+  // Values as wide as the widest a field takes (a preset, a schedule, a GPU) in the tree's font: a
+  // fixed 100 px cut "llama3-…" under a 1.5× font.
+  int widest_value = 0;
+  const QFontMetrics metrics = tree_->fontMetrics();
+  for (int s = 0; s < model_->rowCount(); ++s) {
+    const QModelIndex section = model_->index(s, 0);
+    for (int f = 0; f < model_->rowCount(section); ++f) {
+      const QModelIndex value = model_->index(f, SpecFieldModel::ValueColumn, section);
+      QStringList texts = value.data(SpecFieldModel::ChoicesRole).toStringList();
+      texts << value.data().toString();
+      for (const QString& text : texts) widest_value = std::max(widest_value, metrics.horizontalAdvance(text));
+    }
+  }
+  tree_->setColumnWidth(SpecFieldModel::ValueColumn, widest_value + 4 * itemTextMargin(tree_));
   // Derived takes what is left and ends in "…" when its note is longer (the whole note is the cell's
   // tooltip). A stretched last section never shrinks below the default section size (100 px), so at
   // 1280×800 it ran under a horizontal scrollbar, cut without a mark.
   tree_->header()->setStretchLastSection(false);
   tree_->header()->setSectionResizeMode(SpecFieldModel::NoteColumn, QHeaderView::Stretch);
-  setMinimumWidth(380);
+  tree_->setMinimumWidth(364);  // the panel's least width: this, or its buttons' in a large font
   connect(tree_->header(), &QHeaderView::sectionResized, tree_, [this] { tree_->doItemsLayout(); });
   layout->addWidget(tree_, 1);
   // The keyboard always lands on a field's value, the one editable column.

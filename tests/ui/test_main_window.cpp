@@ -494,6 +494,32 @@ class TestMainWindow : public QObject {
     QVERIFY(save_as);
   }
 
+  // Under a font 1.5× the default the designer's values and buttons are whole: the Value column was
+  // 100 px whatever the font ("llama3-…"), and the panel's fixed least width of 380 px cut "Import
+  // Hugging Face config.json…" on both sides.
+  void aLargeFontKeepsTheDesignersValuesAndButtonsWhole() {
+    const QFont before = QApplication::font();
+    QFont large = before;
+    large.setPointSizeF(before.pointSizeF() * 1.5);
+    QApplication::setFont(large);
+    {
+      MainWindow window(false);
+      QVERIFY(window.openFile(example("llama3-70b-64xh100.json"), nullptr));
+      window.resize(1280, 800);
+      window.show();
+      QCoreApplication::processEvents();
+      const QTreeView* tree = window.designer()->fieldView();
+      const int room = tree->columnWidth(SpecFieldModel::ValueColumn) - 2 * itemTextMargin(tree);
+      for (const char* value : {"mixtral-8x7b", "interleaved", "llama3-70b"})
+        QVERIFY2(tree->fontMetrics().horizontalAdvance(value) <= room,
+                 qPrintable(QString("%1: %2 px in %3").arg(value).arg(tree->fontMetrics().horizontalAdvance(value)).arg(room)));
+      for (const QPushButton* button : window.designer()->findChildren<QPushButton*>())
+        QVERIFY2(button->width() >= button->sizeHint().width(),
+                 qPrintable(QString("%1: %2 of %3 px").arg(button->text()).arg(button->width()).arg(button->sizeHint().width())));
+    }
+    QApplication::setFont(before);
+  }
+
   void undoRedoRestoresTheSpecExactly() {
     MainWindow window(false);
     QVERIFY(window.openFile(example("gpt3-175b-table1.json"), nullptr));
@@ -600,10 +626,10 @@ class TestMainWindow : public QObject {
     QTreeView* tree = window.designer()->fieldView();
     QCOMPARE(tree->horizontalScrollBar()->maximum(), 0);
     QCOMPARE(tree->header()->length(), tree->viewport()->width());
-    const QModelIndex preset = window.specModel()->indexOfField("model.preset").siblingAtColumn(SpecFieldModel::NoteColumn);
-    const QString note = preset.data().toString();
+    const QModelIndex batch = window.specModel()->indexOfField("training.global_batch_size").siblingAtColumn(SpecFieldModel::NoteColumn);
+    const QString note = batch.data().toString();
     QVERIFY2(tree->fontMetrics().horizontalAdvance(note) > tree->columnWidth(SpecFieldModel::NoteColumn), qPrintable(note));
-    QCOMPARE(preset.data(Qt::ToolTipRole).toString(), note);  // the whole note, whatever the cell shows
+    QCOMPARE(batch.data(Qt::ToolTipRole).toString(), note);  // the whole note, whatever the cell shows
     const int width = tree->columnWidth(SpecFieldModel::NoteColumn) - 2 * itemTextMargin(tree);
     int wrapped = 0;
     for (int section = 0; section < window.specModel()->rowCount(); ++section) {
