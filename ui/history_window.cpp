@@ -1,6 +1,7 @@
 // Opening the history file and wiring the list to the comparison.
 #include "history_window.hpp"
 
+#include <QAction>
 #include <QCoreApplication>
 #include <QFileInfo>
 #include <QMessageBox>
@@ -42,6 +43,14 @@ HistoryWindow::HistoryWindow(std::unique_ptr<store::History> history, QWidget* p
     if (!compare(ids, &error)) QMessageBox::warning(this, tr("Compare"), error);
   });
   resize(1400, 900);
+  // Ctrl+W (and the platform's Close keys) closes the window, as it does a browser's tab: only the
+  // mouse could.
+  auto* close_window = new QAction(tr("Close"), this);
+  QList<QKeySequence> close_keys = QKeySequence::keyBindings(QKeySequence::Close);
+  if (!close_keys.contains(QKeySequence(tr("Ctrl+W")))) close_keys << QKeySequence(tr("Ctrl+W"));
+  close_window->setShortcuts(close_keys);
+  connect(close_window, &QAction::triggered, this, &QWidget::close);
+  addAction(close_window);
 }
 
 bool HistoryWindow::compare(const QStringList& references, QString* error) {

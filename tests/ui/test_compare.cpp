@@ -453,6 +453,20 @@ class TestCompare : public QObject {
     QVERIFY(!summary->verticalScrollBar()->isVisible());  // as tall as its rows
   }
 
+  // Ctrl+W closes the history window (only the mouse could).
+  void ctrlWClosesTheHistoryWindow() {
+    const std::string path = dir_.filePath("close.sqlite").toStdString();
+    writeFourStepRuns(path, {{"close-a", {{"loss", 2.5}}}});
+    QString error;
+    auto window = HistoryWindow::open(QString::fromStdString(path), &error);
+    QVERIFY2(window, qPrintable(error));
+    window->show();
+    QApplication::setActiveWindow(window.get());
+    QVERIFY(QTest::qWaitForWindowActive(window.get()));
+    QTest::keyClick(QApplication::focusWidget() ? QApplication::focusWidget() : window.get(), Qt::Key_W, Qt::ControlModifier);
+    QTRY_VERIFY(!window->isVisible());
+  }
+
   // A run whose rank reported "inf" tokens/s once: that point is a gap; the panel's axis still spans
   // the finite values of both runs (it was left empty for both).
   void anInfinitePointDoesNotEmptyThePanel() {
