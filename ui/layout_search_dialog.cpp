@@ -135,6 +135,15 @@ LayoutSearchDialog::LayoutSearchDialog(PlanSession* session, QWidget* parent) : 
   tessera_train_->setChecked(cpu);
   columns->addWidget(tessera_train_, 1, 0, 1, 2);
   layout->addWidget(space);
+  // Tab goes down the left column, then down the right one (it zigzagged: ZeRO, Recompute on the
+  // right, Schedules on the left, then the memory limit on the right).
+  QList<QWidget*> tab_chain{lists_.at("tp"), lists_.at("cp"), lists_.at("pp"), lists_.at("vpp")};
+  for (auto sc : {spec::Schedule::one_f_one_b, spec::Schedule::interleaved, spec::Schedule::zb_h1, spec::Schedule::gpipe})
+    tab_chain << schedules_.at(sc);
+  tab_chain << lists_.at("ep") << lists_.at("micro_batch_size") << lists_.at("zero_stage");
+  for (auto r : {spec::Recompute::none, spec::Recompute::selective, spec::Recompute::full}) tab_chain << recompute_.at(r);
+  tab_chain << memory_percent_ << tessera_train_;
+  for (qsizetype i = 1; i < tab_chain.size(); ++i) setTabOrder(tab_chain[i - 1], tab_chain[i]);
 
   problem_ = new QLabel(this);
   problem_->setWordWrap(true);

@@ -381,6 +381,27 @@ class TestLayoutSearchUi : public QObject {
     for (int row = 0; row < dialog.model()->rowCount(); ++row) QVERIFY(dialog.model()->layoutAt(row)->spec.parallel.tp != 1);
   }
 
+  // Tab goes down the left column of fields, then down the right one (it went ZeRO, Recompute on the
+  // right, Schedules on the left, then back to the right for the memory limit).
+  void tabGoesDownEachColumnOfFields() {
+    PlanSession session;
+    QVERIFY(session.open(example("llama3-8b-8xh100.json"), nullptr));
+    LayoutSearchDialog dialog(&session);
+    dialog.show();
+    QApplication::setActiveWindow(&dialog);
+    QVERIFY(QTest::qWaitForWindowActive(&dialog));
+    const auto next = [](QWidget* from) {
+      from->setFocus();
+      QTest::keyClick(from, Qt::Key_Tab);
+      return QApplication::focusWidget();
+    };
+    QCOMPARE(next(dialog.listField("tp")), dialog.listField("cp"));
+    QCOMPARE(next(dialog.listField("vpp")), static_cast<QWidget*>(dialog.scheduleBox(spec::Schedule::one_f_one_b)));
+    QCOMPARE(next(dialog.scheduleBox(spec::Schedule::gpipe)), dialog.listField("ep"));
+    QCOMPARE(next(dialog.listField("zero_stage")), static_cast<QWidget*>(dialog.recomputeBox(spec::Recompute::none)));
+    QCOMPARE(next(dialog.recomputeBox(spec::Recompute::full)), static_cast<QWidget*>(dialog.memoryPercent()));
+  }
+
   void enterAppliesTheRow() {
     PlanSession session;
     QVERIFY(session.open(example("llama3-8b-8xh100.json"), nullptr));
