@@ -11,6 +11,7 @@
 #include <QStyledItemDelegate>
 #include <QVBoxLayout>
 
+#include "row_activation.hpp"
 #include "sort_header.hpp"
 #include "theme.hpp"
 
@@ -123,10 +124,11 @@ HistoryView::HistoryView(store::History* history, QWidget* parent) : QWidget(par
     if (ids.size() >= 2) emit compareRequested(ids);
   });
   connect(delete_, &QPushButton::clicked, this, &HistoryView::deleteSelected);
-  // A double-click on a run opens it, and so does Enter (a double-click on tags or notes edits them,
-  // as F2 does; Enter did nothing).
-  connect(table_, &QTableView::activated, this, [this](const QModelIndex& index) {
-    if (index.isValid()) emit openRunRequested(index.data(RunListModel::RunIdRole).toString());
+  // A double-click on a run opens it, and so does Enter (Enter did nothing); a double-click on tags or
+  // notes edits them, as F2 does.
+  onRowOpened(table_, [this](const QModelIndex& index, OpenedBy how) {
+    if (how == OpenedBy::double_click && (index.flags() & Qt::ItemIsEditable)) return;
+    emit openRunRequested(index.data(RunListModel::RunIdRole).toString());
   });
   connect(&poll_, &QTimer::timeout, this, &HistoryView::refresh);
   confirm_ = [this](const QString& question) {

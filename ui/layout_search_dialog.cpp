@@ -18,6 +18,7 @@
 #include <QVBoxLayout>
 
 #include "format.hpp"
+#include "row_activation.hpp"
 #include "sort_header.hpp"
 #include "theme.hpp"
 
@@ -207,8 +208,9 @@ LayoutSearchDialog::LayoutSearchDialog(PlanSession* session, QWidget* parent) : 
   connect(stop_, &QPushButton::clicked, this, [this] { stopSearch(); });
   connect(apply_, &QPushButton::clicked, this, [this] { applySelected(); });
   connect(buttons, &QDialogButtonBox::rejected, this, &QDialog::reject);
-  // A double-click or Enter on a row applies it (Enter would otherwise search again).
-  connect(table_, &QTableView::activated, this, [this] { applySelected(); });
+  // A double-click or Enter on a row applies it (Enter would otherwise search again); a single click
+  // only selects, whatever the style says.
+  onRowOpened(table_, [this](const QModelIndex&, OpenedBy) { applySelected(); });
   connect(table_->selectionModel(), &QItemSelectionModel::selectionChanged, this,
           [this] { apply_->setEnabled(!isSearching() && !table_->selectionModel()->selectedRows().isEmpty()); });
 

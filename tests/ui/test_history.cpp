@@ -10,6 +10,7 @@
 #include "history_view.hpp"
 #include "run_filter_proxy.hpp"
 #include "run_list_model.hpp"
+#include "single_click_style.hpp"
 #include "store/errors.hpp"
 #include "store/history.hpp"
 #include "store/sqlite.hpp"
@@ -319,6 +320,36 @@ class TestHistory : public QObject {
     view.selectRuns({QString::fromStdString(a_.id), QString::fromStdString(b_.id)});
     QTest::keyClick(QApplication::focusWidget(), Qt::Key_M, Qt::AltModifier);
     QTRY_COMPARE(compare.count(), 1);  // a mnemonic animates the button's click
+  }
+
+  // Under a style that activates items on one click (KDE's default), a click or a Ctrl+click selects
+  // a run and opens nothing (the dashboard opened); a double-click on a cell that is not editable
+  // opens it.
+  void aSingleClickSelectsWhateverTheStyle() {
+    store::History history(path_.toStdString());
+    HistoryView view(&history);
+    view.setPollInterval(0);
+    view.resize(1000, 400);
+    test::SingleClickStyle style;
+    view.table()->setStyle(&style);
+    view.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&view));
+    QSignalSpy open(&view, &HistoryView::openRunRequested);
+    QTableView* table = view.table();
+    const QPoint first = table->visualRect(table->model()->index(0, RunListModel::Status)).center();
+    const QPoint second = table->visualRect(table->model()->index(1, RunListModel::Status)).center();
+    QTest::mouseClick(table->viewport(), Qt::LeftButton, {}, first);
+    QTest::mouseClick(table->viewport(), Qt::LeftButton, Qt::ControlModifier, second);
+    QCOMPARE(open.count(), 0);
+    QCOMPARE(table->selectionModel()->selectedRows().size(), qsizetype{2});
+    // A double-click as a window system sends it: press, release, double-click, release.
+    for (const QEvent::Type type : {QEvent::MouseButtonPress, QEvent::MouseButtonRelease, QEvent::MouseButtonDblClick, QEvent::MouseButtonRelease}) {
+      const bool down = type != QEvent::MouseButtonRelease;
+      QMouseEvent event(type, first, table->viewport()->mapToGlobal(first), Qt::LeftButton, down ? Qt::LeftButton : Qt::NoButton, Qt::NoModifier);
+      QApplication::sendEvent(table->viewport(), &event);
+    }
+    QCOMPARE(open.count(), 1);
+    QCOMPARE(open.front().front().toString(), table->model()->index(0, RunListModel::Name).data(RunListModel::RunIdRole).toString());
   }
 
   void compareAndOpenAreSignalled() {

@@ -16,6 +16,7 @@
 #include "layout_search_dialog.hpp"
 #include "layout_search_model.hpp"
 #include "plan_session.hpp"
+#include "single_click_style.hpp"
 
 using namespace tessera;
 using namespace tessera::ui;
@@ -400,6 +401,28 @@ class TestLayoutSearchUi : public QObject {
     QCOMPARE(next(dialog.scheduleBox(spec::Schedule::gpipe)), dialog.listField("ep"));
     QCOMPARE(next(dialog.listField("zero_stage")), static_cast<QWidget*>(dialog.recomputeBox(spec::Recompute::none)));
     QCOMPARE(next(dialog.recomputeBox(spec::Recompute::full)), static_cast<QWidget*>(dialog.memoryPercent()));
+  }
+
+  // Under a style that activates items on one click (KDE's default), a click on a row selects it and
+  // the dialog stays (it applied the layout and closed).
+  void aSingleClickSelectsARowWhateverTheStyle() {
+    PlanSession session;
+    QVERIFY(session.open(example("llama3-8b-8xh100.json"), nullptr));
+    const spec::RunSpec before = session.spec();
+    LayoutSearchDialog dialog(&session);
+    test::SingleClickStyle style;
+    dialog.table()->setStyle(&style);
+    dialog.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&dialog));
+    QSignalSpy finished(&dialog, &LayoutSearchDialog::searchFinished);
+    QVERIFY(dialog.startSearch());
+    QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 30000);
+    const QPoint row = dialog.table()->visualRect(dialog.table()->model()->index(1, 1)).center();
+    QTest::mouseClick(dialog.table()->viewport(), Qt::LeftButton, {}, row);
+    QCoreApplication::processEvents();
+    QVERIFY(dialog.isVisible());
+    QVERIFY(session.spec() == before);
+    QCOMPARE(dialog.table()->selectionModel()->selectedRows().front().row(), 1);
   }
 
   void enterAppliesTheRow() {
