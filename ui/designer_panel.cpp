@@ -3,9 +3,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <memory>
 
+#include <QComboBox>
 #include <QFormLayout>
 #include <QHBoxLayout>
 #include <QHeaderView>
@@ -25,6 +27,25 @@
 namespace tessera::ui {
 
 namespace {
+
+// A choice field's editor. Its list opens at once, where arrows browse and Enter or a click chooses
+// (on the closed box the first arrow press chose its neighbour and closed the editor); Esc or a click
+// away closes the list and the edit with the value unchanged (it left the closed box open).
+class ChoiceBox : public QComboBox {
+ public:
+  using QComboBox::QComboBox;
+  bool chosen = false;            ///< an item was chosen (by the list, or by a typed letter on the box)
+  std::function<void()> dropped;  ///< the list closed without a choice
+
+  void hidePopup() override {
+    QComboBox::hidePopup();
+    // A choice is signalled after the list hides: whether one came is known a turn later (an editor
+    // the view has closed meanwhile, by Esc or a click elsewhere, is hidden).
+    QTimer::singleShot(0, this, [this] {
+      if (!chosen && dropped && isVisible()) dropped();
+    });
+  }
+};
 
 // Editors by field kind: a list for choices, a spin box for integers, a checked line for numbers;
 // a derived note as tall as its lines at its column's width, up to two.
@@ -48,15 +69,18 @@ class FieldDelegate : public QStyledItemDelegate {
   QWidget* createEditor(QWidget* parent, const QStyleOptionViewItem& option, const QModelIndex& index) const override {
     switch (index.data(SpecFieldModel::KindRole).toInt()) {
       case SpecFieldModel::Choice: {
-        auto* box = new QComboBox(parent);
+        auto* box = new ChoiceBox(parent);
         box->addItems(index.data(SpecFieldModel::ChoicesRole).toStringList());
-        // Its list opens at once, where arrows browse and Enter or a click chooses: on the closed box
-        // the first arrow press chose its neighbour (activated) and closed the editor.
-        QTimer::singleShot(0, box, &QComboBox::showPopup);
-        connect(box, &QComboBox::activated, this, [this, box] {
-          auto* self = const_cast<FieldDelegate*>(this);
+        auto* self = const_cast<FieldDelegate*>(this);
+        connect(box, &QComboBox::activated, this, [self, box] {
+          box->chosen = true;
           emit self->commitData(box);
           emit self->closeEditor(box);
+        });
+        box->dropped = [self, box] { emit self->closeEditor(box, QAbstractItemDelegate::RevertModelCache); };
+        // Not where a letter typed to open the editor already chose an item.
+        QTimer::singleShot(0, box, [box] {
+          if (!box->chosen) box->showPopup();
         });
         return box;
       }

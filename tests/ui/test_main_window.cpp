@@ -470,6 +470,17 @@ class TestMainWindow : public QObject {
     QVERIFY(highlighted != QStringLiteral("1f1b"));
     QTest::keyClick(box->view(), Qt::Key_Return);
     QTRY_COMPARE(QString::fromStdString(std::string(spec::to_string(window.session()->spec().parallel.schedule))), highlighted);
+    // Esc closes the list and the edit at one press, the value unchanged (the closed box stayed open).
+    const spec::RunSpec chosen = window.session()->spec();
+    QTRY_VERIFY(!tree->findChild<QComboBox*>());  // the chosen one's editor gone
+    tree->edit(window.specModel()->indexOfField("parallel.schedule"));
+    box = tree->findChild<QComboBox*>();
+    QVERIFY(box);
+    QTRY_VERIFY(box->view()->isVisible());
+    QTest::keyClick(box->view(), Qt::Key_Down);
+    QTest::keyClick(box->view(), Qt::Key_Escape);
+    QTRY_VERIFY(!tree->findChild<QComboBox*>());
+    QVERIFY(window.session()->spec() == chosen);
   }
 
   // Every menu has its own Alt key (Alt+R opened Run, then Runs), and Save As has its keys where the
