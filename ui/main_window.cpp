@@ -346,6 +346,7 @@ QImage MainWindow::screenshot(View view, const QSize& size, std::optional<std::p
   QCoreApplication::processEvents();
   if (range) timeline_view_->showRange(range->first, range->second);
   else timeline_view_->fitToView();
+  const FocusFrame::Hidden picture;
   return grab().toImage();
 }
 
@@ -411,6 +412,7 @@ void MainWindow::searchLayouts() {
 
 bool MainWindow::exportCurrentView(const QString& path) {
   QWidget* view = tabs_->currentWidget();
+  const FocusFrame::Hidden picture;
   if (path.endsWith(QLatin1String(".pdf"), Qt::CaseInsensitive)) {
     QPdfWriter writer(path);
     writer.setResolution(72);  // one widget pixel per point

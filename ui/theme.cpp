@@ -90,7 +90,7 @@ int itemTextMargin(const QWidget* widget) {
 }
 
 FocusFrame::~FocusFrame() {
-  if (!view_->hasFocus()) return;
+  if (hidden_ > 0 || !view_->hasFocus()) return;
   painter_.save();
   painter_.resetTransform();
   painter_.setClipping(false);

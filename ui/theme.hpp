@@ -36,7 +36,18 @@ class FocusFrame {
   FocusFrame(const FocusFrame&) = delete;
   FocusFrame& operator=(const FocusFrame&) = delete;
 
+  /// While one lives, no frame is drawn: a view exported to PNG or PDF, or a --screenshot, is a
+  /// picture of the view, not of where the keyboard is.
+  class Hidden {
+   public:
+    Hidden() { ++hidden_; }
+    ~Hidden() { --hidden_; }
+    Hidden(const Hidden&) = delete;
+    Hidden& operator=(const Hidden&) = delete;
+  };
+
  private:
+  static inline int hidden_ = 0;  // GUI thread only
   QPainter& painter_;
   const QWidget* view_;
 };

@@ -17,6 +17,7 @@
 #include "rank_grid_view.hpp"
 #include "summary_strip.hpp"
 #include "theme.hpp"
+#include "timeline_view.hpp"
 
 using namespace tessera;
 using namespace tessera::ui;
@@ -615,11 +616,26 @@ class TestMainWindow : public QObject {
     QVERIFY(window.openFile(example("llama3-70b-64xh100.json"), nullptr));
     window.resize(1400, 900);
     window.show();
+    QApplication::setActiveWindow(&window);
+    QVERIFY(QTest::qWaitForWindowActive(&window));
     window.showView(MainWindow::View::timeline);
     QTemporaryDir dir;
     QVERIFY(window.exportCurrentView(dir.filePath("timeline.png")));
     QImage png(dir.filePath("timeline.png"));
     QVERIFY(png.width() > 600 && png.height() > 400);
+    // The picture has no focus frame, though the timeline has the keyboard.
+    auto* timeline = window.findChild<TimelineView*>();
+    QVERIFY(timeline);
+    timeline->setFocus();
+    QTRY_VERIFY(timeline->hasFocus());
+    QVERIFY(window.exportCurrentView(dir.filePath("focused.png")));
+    QWidget* page = timeline;  // the tab's page, which the export draws
+    while (page->parentWidget() && !qobject_cast<QStackedWidget*>(page->parentWidget())) page = page->parentWidget();
+    const QPoint edge = timeline->mapTo(page, QPoint(1, timeline->height() / 2));
+    QCOMPARE(page->grab().toImage().pixelColor(edge), timeline->palette().color(QPalette::Highlight));  // on screen: framed
+    const QImage focused(dir.filePath("focused.png"));
+    QVERIFY(focused.valid(edge));
+    QVERIFY2(focused.pixelColor(edge) != timeline->palette().color(QPalette::Highlight), qPrintable(QString("at %1,%2").arg(edge.x()).arg(edge.y())));
     QVERIFY(window.exportCurrentView(dir.filePath("timeline.pdf")));
     QFile pdf(dir.filePath("timeline.pdf"));
     QVERIFY(pdf.open(QIODevice::ReadOnly));
