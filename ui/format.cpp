@@ -120,7 +120,7 @@ QString formatRanks(const std::vector<int64_t>& ranks) {
 QString keepUnitsWithNumbers(QString text) {
   // The units format.hpp writes: SI count suffixes, bytes, FLOP rates, percent and durations.
   static const QRegularExpression number_space_unit(
-      QStringLiteral(R"((?<=\d) (?=(?:[kMBT]|[KMGT]iB|B|[GTP]FLOP/s|%|µs|ms|s|min|h)(?![\w/])))"));
+      QStringLiteral(R"((?<=\d) (?=(?:[kMBT]|[KMGTE]iB|B|[GTP]FLOP/s|%|µs|ms|s|min|h)(?![\w/])))"));
   return text.replace(number_space_unit, QStringLiteral("\u00A0"));
 }
 

@@ -9,6 +9,7 @@
 
 #include "compare_view.hpp"
 #include "history_view.hpp"
+#include "shortcuts.hpp"
 
 namespace tessera::ui {
 
@@ -46,9 +47,7 @@ HistoryWindow::HistoryWindow(std::unique_ptr<store::History> history, QWidget* p
   // Ctrl+W (and the platform's Close keys) closes the window, as it does a browser's tab: only the
   // mouse could.
   auto* close_window = new QAction(tr("Close"), this);
-  QList<QKeySequence> close_keys = QKeySequence::keyBindings(QKeySequence::Close);
-  if (!close_keys.contains(QKeySequence(tr("Ctrl+W")))) close_keys << QKeySequence(tr("Ctrl+W"));
-  close_window->setShortcuts(close_keys);
+  close_window->setShortcuts(keysWith(QKeySequence::Close, QKeySequence(tr("Ctrl+W"))));
   connect(close_window, &QAction::triggered, this, &QWidget::close);
   addAction(close_window);
 }

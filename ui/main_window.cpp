@@ -25,6 +25,7 @@
 #include "memory_view.hpp"
 #include "rank_grid_view.hpp"
 #include "run_windows.hpp"
+#include "shortcuts.hpp"
 #include "store/location.hpp"
 #include "summary_strip.hpp"
 #include "timeline_view.hpp"
@@ -203,9 +204,7 @@ void MainWindow::buildMenus() {
   recent_menu_ = file->addMenu(tr("Open &Recent"));
   file->addAction(tr("&Save"), QKeySequence::Save, this, &MainWindow::save);
   QAction* save_as = file->addAction(tr("Save &As…"), this, &MainWindow::saveAs);
-  // The platform's Save As keys, else Ctrl+Shift+S (the guide's): X11 without a desktop theme has none.
-  const QList<QKeySequence> save_as_keys = QKeySequence::keyBindings(QKeySequence::SaveAs);
-  save_as->setShortcuts(save_as_keys.isEmpty() ? QList<QKeySequence>{QKeySequence(tr("Ctrl+Shift+S"))} : save_as_keys);
+  save_as->setShortcuts(keysWith(QKeySequence::SaveAs, QKeySequence(tr("Ctrl+Shift+S"))));  // the guide's keys
   file->addSeparator();
   file->addAction(tr("&Import Hugging Face config.json…"), QKeySequence(tr("Ctrl+I")), this, &MainWindow::importHuggingFace);
   file->addAction(tr("&Export View…"), QKeySequence(tr("Ctrl+E")), this, &MainWindow::exportView);

@@ -6,7 +6,6 @@
 #include <set>
 #include <fstream>
 
-#include <QDateTime>
 #include <QFileInfo>
 #include <QUndoCommand>
 
@@ -16,24 +15,30 @@ namespace tessera::ui {
 
 namespace {
 
-// One edit: the whole spec before and after (a spec is a few hundred bytes). Edits of one field
-// within kMergeWithin_ms of each other are one step: arrows through the model preset list applied a
-// preset at each press, each its own undo step.
+// One edit: the whole spec before and after (a spec is a few hundred bytes). The session's edits of
+// one field, each begun within kMergeWithin of the last one's replan ending, are one step: arrows
+// through the model preset list applied a preset at each press, each its own undo step. An edit
+// after an undo is a step of its own (`sequence` is then not the next).
 class SpecEdit : public QUndoCommand {
  public:
-  static constexpr qint64 kMergeWithin_ms = 1500;
+  using Clock = std::chrono::steady_clock;
+  static constexpr auto kMergeWithin = std::chrono::milliseconds(1500);
 
-  SpecEdit(PlanSession* session, spec::RunSpec before, spec::RunSpec after, const QString& text, QString field = {})
-      : QUndoCommand(text), session_(session), before_(std::move(before)), after_(std::move(after)), field_(std::move(field)),
-        last_edit_ms_(QDateTime::currentMSecsSinceEpoch()) {}
+  SpecEdit(PlanSession* session, int64_t sequence, spec::RunSpec before, spec::RunSpec after, const QString& text, QString field = {})
+      : QUndoCommand(text), session_(session), sequence_(sequence), before_(std::move(before)), after_(std::move(after)),
+        field_(std::move(field)), begun_(Clock::now()) {}
   void undo() override { session_->applySpec(before_); }
-  void redo() override { session_->applySpec(after_); }
+  void redo() override {
+    session_->applySpec(after_);
+    done_ = Clock::now();
+  }
   int id() const override { return field_.isEmpty() ? -1 : 1; }
   bool mergeWith(const QUndoCommand* other) override {
     const auto* next = static_cast<const SpecEdit*>(other);  // id() 1 is SpecEdit's alone
-    if (next->field_ != field_ || next->last_edit_ms_ - last_edit_ms_ > kMergeWithin_ms) return false;
+    if (next->field_ != field_ || next->sequence_ != sequence_ + 1 || next->begun_ - done_ > kMergeWithin) return false;
     after_ = next->after_;
-    last_edit_ms_ = next->last_edit_ms_;
+    sequence_ = next->sequence_;
+    done_ = next->done_;
     setText(next->text());
     setObsolete(after_ == before_);  // browsed back to where it began: no step at all
     return true;
@@ -41,9 +46,10 @@ class SpecEdit : public QUndoCommand {
 
  private:
   PlanSession* session_;
+  int64_t sequence_;  ///< the session's count of edits at this one (the last merged in)
   spec::RunSpec before_, after_;
-  QString field_;        ///< the field set, or empty for an edit of the whole spec (never merged)
-  qint64 last_edit_ms_;  ///< when the field was last set in this step
+  QString field_;     ///< the field set, or empty for an edit of the whole spec (never merged)
+  Clock::time_point begun_, done_;  ///< when the edit was made, and when its replan (redo) ended
 };
 
 QString messages(const std::vector<spec::FieldError>& errors) {
@@ -153,13 +159,13 @@ bool PlanSession::setField(const QString& path, const nlohmann::json& value, QSt
       text += tr(" (name relabelled)");
     }
   }
-  undo_.push(new SpecEdit(this, spec_, std::move(updated), text, path));
+  undo_.push(new SpecEdit(this, ++edits_, spec_, std::move(updated), text, path));
   return true;
 }
 
 void PlanSession::replaceSpec(const spec::RunSpec& spec, const QString& description) {
   if (spec == spec_) return;
-  undo_.push(new SpecEdit(this, spec_, spec, description));
+  undo_.push(new SpecEdit(this, ++edits_, spec_, spec, description));
 }
 
 bool PlanSession::importHuggingFace(const QString& path, QString* error, QStringList* notes) {

@@ -102,6 +102,7 @@ class PlanSession : public QObject {
   spec::ParallelSpec grid_parallel_;
   spec::ClusterSpec grid_cluster_;
   QUndoStack undo_;
+  int64_t edits_ = 0;  ///< edits pushed so far: an edit merges only with the one just before it
   QString path_;
   double last_plan_s_ = 0;
 };

@@ -448,6 +448,12 @@ class TestMainWindow : public QObject {
     QVERIFY(window.session()->setField("parallel.tp", 4));
     QVERIFY(window.session()->setField("parallel.pp", 8));
     QCOMPARE(stack->count(), 2);
+    // An edit after an undo is a step of its own, though the step now on top set the same field.
+    stack->undo();
+    QVERIFY(window.session()->setField("parallel.tp", 2));
+    QCOMPARE(stack->count(), 2);
+    stack->undo();
+    QCOMPARE(window.session()->spec().parallel.tp, int64_t{4});
   }
 
   // A choice in the field tree opens its list at once: arrows browse it, Enter chooses (the first

@@ -165,7 +165,7 @@ class TestModels : public QObject {
     PlanSession session;
     QVERIFY(session.open(example("llama3-70b-64xh100.json"), nullptr));
     SpecFieldModel model(&session);
-    const QRegularExpression unit_first(QStringLiteral(R"(^\s*(?:[kMBT]|[KMGT]iB|[GTP]FLOP/s|%)(?![\w/]))"));
+    const QRegularExpression unit_first(QStringLiteral(R"(^\s*(?:[kMBT]|[KMGTE]iB|B|[GTP]FLOP/s|%|µs|ms|s|min|h)(?![\w/]))"));
     QFont font;
     for (const char* field : {"training.global_batch_size", "cluster.gpu", "model.preset"}) {
       const QString note = model.indexOfField(field, SpecFieldModel::NoteColumn).data().toString();

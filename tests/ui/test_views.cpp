@@ -926,7 +926,10 @@ class TestViews : public QObject {
   // beside "18.7 %", the layout search said "place 237 of 1.002", and the C library's strtod (which
   // Qt had set to the environment's LC_NUMERIC) would stop at a point.
   void oneNumberConventionWhateverTheLocale() {
-    const QLocale before;
+    struct KeepsTheDefault {  // whether the checks pass or not, the other tests get the locale back
+      QLocale before;
+      ~KeepsTheDefault() { QLocale::setDefault(before); }
+    } keep;
     QLocale::setDefault(QLocale(QLocale::German, QLocale::Germany));
     QCOMPARE(QLocale().decimalPoint(), QStringLiteral(","));
     useOneNumberConvention();
@@ -936,7 +939,6 @@ class TestViews : public QObject {
     QCOMPARE(plot.locale().toString(0.003, 'g', 6), QStringLiteral("0.003"));
     QCOMPARE(QString::fromLatin1(std::setlocale(LC_NUMERIC, nullptr)), QStringLiteral("C"));
     QCOMPARE(std::strtod("1.5", nullptr), 1.5);
-    QLocale::setDefault(before);
   }
 
   // The rank grid and the timeline show that they have the keyboard (arrows, Esc, +/−, F): a frame
