@@ -296,7 +296,8 @@ bool CompareView::exportPlots(const QString& path, QString* error) {
   const int w = std::max(plot_->width(), 1200), h = std::max(plot_->height(), 700);
   bool ok = false;
   if (path.endsWith(QLatin1String(".pdf"), Qt::CaseInsensitive)) ok = plot_->savePdf(path, w, h);
-  else if (path.endsWith(QLatin1String(".png"), Qt::CaseInsensitive)) ok = plot_->savePng(path, w, h);
+  // At the screen's scale (a 2× screen's picture was half the resolution of what it showed).
+  else if (path.endsWith(QLatin1String(".png"), Qt::CaseInsensitive)) ok = plot_->savePng(path, w, h, plot_->devicePixelRatioF());
   else {
     if (error) *error = tr("%1: the plots export as .png or .pdf").arg(path);
     return false;
