@@ -2,6 +2,9 @@
 // re-plan, an invalid field carries the planner's message, undo/redo restores the spec exactly.
 #include <QAbstractItemModelTester>
 #include <QTextLayout>
+
+#include <sys/stat.h>
+#include <unistd.h>
 #include <QtTest/QtTest>
 
 #include "format.hpp"
@@ -412,6 +415,34 @@ class TestModels : public QObject {
     double parsed = 0;
     QVERIFY(parseTypedNumber(QStringLiteral("-1.5e2"), &parsed));
     QCOMPARE(parsed, -150.0);
+  }
+
+  // A named pipe nobody writes to is read as empty at once (File ▸ Open on one held the workbench in
+  // open() for good); a pipe with a writer, as a shell's <(…) gives, is read whole.
+  void aPipeIsReadWithoutHanging() {
+    QTemporaryDir dir;
+    const QString fifo = dir.filePath("spec.json");
+    QCOMPARE(::mkfifo(fifo.toLocal8Bit().constData(), 0600), 0);
+    PlanSession session;
+    QVERIFY(session.open(example("tiny-3d.json"), nullptr));
+    const spec::RunSpec before = session.spec();
+    QString error;
+    QElapsedTimer clock;
+    clock.start();
+    QVERIFY(!session.open(fifo, &error));
+    QVERIFY2(clock.elapsed() < 2000, qPrintable(QString::number(clock.elapsed())));
+    QVERIFY2(error.contains("is empty"), qPrintable(error));
+    QVERIFY(session.spec() == before);
+    int ends[2];
+    QCOMPARE(::pipe(ends), 0);
+    QFile spec(example("llama3-8b-8xh100.json"));
+    QVERIFY(spec.open(QIODevice::ReadOnly));
+    const QByteArray text = spec.readAll();
+    QCOMPARE(::write(ends[1], text.constData(), text.size()), static_cast<ssize_t>(text.size()));  // fits the pipe's buffer
+    ::close(ends[1]);
+    QVERIFY2(session.open(QStringLiteral("/proc/self/fd/%1").arg(ends[0]), &error), qPrintable(error));
+    ::close(ends[0]);
+    QCOMPARE(session.spec().model.preset, std::string("llama3-8b"));
   }
 
   void rejectedValueChangesNothing() {
