@@ -285,7 +285,7 @@ bool CompareView::exportSummaryCsv(const QString& path, QString* error) const {
     return false;
   }
   const QByteArray text = comparison_->summaryCsv().toUtf8();
-  if (file.write(text) != text.size() || !file.commit()) {
+  if (file.write(text) != text.size() || !file.flush() || !file.commit()) {  // flush(): see PlanSession::save
     if (error) *error = tr("cannot write %1: %2").arg(path, file.errorString());
     return false;
   }

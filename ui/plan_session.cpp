@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include <QFileInfo>
+#include <QSaveFile>
 #include <QUndoCommand>
 
 #include "spec/interop.hpp"
@@ -275,15 +276,15 @@ bool PlanSession::open(const QString& path, QString* error) {
 }
 
 bool PlanSession::save(const QString& path, QString* error) {
-  std::ofstream out(path.toStdString());
-  if (!out) {
-    if (error) *error = tr("cannot write %1").arg(path);
-    return false;
-  }
-  out << spec::to_json(spec_).dump(2) << '\n';
-  out.close();
-  if (!out) {
-    if (error) *error = tr("cannot write %1").arg(path);
+  // Written beside the file and renamed over it: a disk that filled while writing left the spec cut
+  // short (std::ofstream had emptied it first), and the file no longer opened.
+  QSaveFile out(path);
+  const QByteArray text = QByteArray::fromStdString(spec::to_json(spec_).dump(2) + '\n');
+  // flush() before commit(): a flush that fails inside commit()'s close is not seen by Qt 6.4, which
+  // then renames the cut-short file over the spec all the same.
+  if (!out.open(QIODevice::WriteOnly) || out.write(text) != text.size() || !out.flush() || !out.commit()) {
+    if (error) *error = tr("cannot write %1: %2").arg(path, out.errorString());
+    out.cancelWriting();
     return false;
   }
   path_ = QFileInfo(path).absoluteFilePath();

@@ -2,6 +2,10 @@
 // summary; an invalid field shows the planner's message at that field while the views keep the last
 // valid plan; undo/redo; Save/Open round trip; export; the memory profile toggle.
 #include <QTextDocumentFragment>
+
+#include <csignal>
+#include <sys/resource.h>
+
 #include <QtTest/QtTest>
 
 #include <QHeaderView>
@@ -558,6 +562,38 @@ class TestMainWindow : public QObject {
     stack->setIndex(4);
     QVERIFY(window.session()->spec() == edited);
     QCOMPARE(window.summary()->detail(SummaryStrip::Bubble), QStringLiteral("1f1b · 48 microbatches"));
+  }
+
+  // A save that cannot be written whole leaves the file as it was, and says why: the spec was
+  // emptied first and then cut short (a disk that filled while writing; here a file size limit).
+  void aFailedSaveKeepsTheFile() {
+    QTemporaryDir dir;
+    const QString path = dir.filePath("run.json");
+    MainWindow window(false);
+    QVERIFY(window.openFile(example("llama3-70b-64xh100.json"), nullptr));
+    QVERIFY(window.session()->setField("name", std::string(3000, 'x')));
+    QString error;
+    QVERIFY2(window.session()->save(path, &error), qPrintable(error));
+    QFile file(path);
+    QVERIFY(file.open(QIODevice::ReadOnly));
+    const QByteArray before = file.readAll();
+    file.close();
+    QVERIFY(before.size() > 3000);
+    QVERIFY(window.session()->setField("parallel.zero_stage", 1));
+    // Files may grow to 2 KiB no more (a write past it fails with EFBIG, its signal ignored).
+    ::signal(SIGXFSZ, SIG_IGN);
+    rlimit limit{};
+    QCOMPARE(::getrlimit(RLIMIT_FSIZE, &limit), 0);
+    const rlimit was = limit;
+    limit.rlim_cur = 2048;
+    QCOMPARE(::setrlimit(RLIMIT_FSIZE, &limit), 0);
+    const bool saved = window.session()->save(path, &error);
+    QCOMPARE(::setrlimit(RLIMIT_FSIZE, &was), 0);
+    QVERIFY(!saved);
+    QVERIFY2(error.startsWith(QStringLiteral("cannot write %1: ").arg(path)) && error.size() > path.size() + 16, qPrintable(error));
+    QVERIFY(file.open(QIODevice::ReadOnly));
+    QCOMPARE(file.readAll(), before);
+    QVERIFY(window.isWindowModified());
   }
 
   void saveOpenRoundTrip() {
