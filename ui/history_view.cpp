@@ -8,6 +8,7 @@
 #include <QItemSelectionModel>
 #include <QMessageBox>
 #include <QPlainTextEdit>
+#include <QTextDocument>
 #include <QStyledItemDelegate>
 #include <QVBoxLayout>
 
@@ -19,8 +20,20 @@ namespace tessera::ui {
 
 namespace {
 
+/// Tags in a line, as the default delegate edits them, but an editor the user has typed into keeps
+/// its text: the list's refresh (every 3 s, a running run's row changed in place) reloaded the open
+/// editor from the history and wiped what was being typed.
+class TagsDelegate : public QStyledItemDelegate {
+ public:
+  using QStyledItemDelegate::QStyledItemDelegate;
+  void setEditorData(QWidget* editor, const QModelIndex& index) const override {
+    if (const auto* line = qobject_cast<QLineEdit*>(editor); line && line->isModified()) return;
+    QStyledItemDelegate::setEditorData(editor, index);
+  }
+};
+
 /// Notes keep their line breaks: edited in a multi-line box (Enter adds a line; leaving the box or
-/// Tab saves, Esc cancels).
+/// Tab saves, Esc cancels). Typed text is kept through a refresh, as the tags' is.
 class NotesDelegate : public QStyledItemDelegate {
  public:
   using QStyledItemDelegate::QStyledItemDelegate;
@@ -30,7 +43,10 @@ class NotesDelegate : public QStyledItemDelegate {
     return editor;
   }
   void setEditorData(QWidget* editor, const QModelIndex& index) const override {
-    static_cast<QPlainTextEdit*>(editor)->setPlainText(index.data(Qt::EditRole).toString());
+    auto* notes = static_cast<QPlainTextEdit*>(editor);
+    if (notes->document()->isModified()) return;
+    notes->setPlainText(index.data(Qt::EditRole).toString());
+    notes->document()->setModified(false);
   }
   void setModelData(QWidget* editor, QAbstractItemModel* model, const QModelIndex& index) const override {
     model->setData(index, static_cast<QPlainTextEdit*>(editor)->toPlainText());
@@ -91,6 +107,7 @@ HistoryView::HistoryView(store::History* history, QWidget* parent) : QWidget(par
   table_->horizontalHeader()->setStretchLastSection(true);
   table_->setAlternatingRowColors(true);
   table_->setItemDelegateForColumn(RunListModel::Notes, new NotesDelegate(table_));
+  table_->setItemDelegateForColumn(RunListModel::Tags, new TagsDelegate(table_));
   layout->addWidget(table_, 1);
 
   error_ = new QLabel(this);
@@ -159,7 +176,8 @@ void HistoryView::setPollInterval(int interval_ms) {
 }
 
 void HistoryView::refresh() {
-  // An open editor keeps its text: rows change in place and whole-row dataChanged does not reload it.
+  // Rows change in place; an open editor is reloaded, unless the user has typed into it (the
+  // delegates keep that text).
   if (model_.refresh()) error_->hide();
   updateTagChoices();
   updateButtons();

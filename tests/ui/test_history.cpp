@@ -200,6 +200,48 @@ class TestHistory : public QObject {
     QCOMPARE(history.run(a_.id).notes, std::string("first line\nsecond line"));
   }
 
+  // Notes and tags being typed for a running run survive the list's refresh (every 3 s a running
+  // run's row changes in place, and the open editor was reloaded from the history, the typing lost);
+  // an editor nothing was typed into still shows what another process wrote.
+  void typingIsKeptThroughARefresh() {
+    test::WrittenRun live;
+    {
+      store::Writer writer(path_.toStdString());
+      live = test::writeRun(writer, "live", test::tinySpec("live", 2, 2, 0.003), {}, store::RunStatus::running, 5.0, 20000);
+    }
+    store::History history(path_.toStdString());
+    HistoryView view(&history);
+    view.setPollInterval(0);
+    view.resize(1200, 500);
+    view.show();
+    QApplication::setActiveWindow(&view);
+    QVERIFY(QTest::qWaitForWindowActive(&view));
+    const auto cell = [&](int column) {
+      return view.proxy()->mapFromSource(view.model()->index(view.model()->rowOfRun(QString::fromStdString(live.id)), column));
+    };
+    view.table()->edit(cell(RunListModel::Notes));
+    auto* notes = view.table()->findChild<QPlainTextEdit*>();
+    QVERIFY(notes);
+    QTest::keyClicks(notes, QStringLiteral("loss spikes at step 40"));
+    view.refresh();
+    QCOMPARE(notes->toPlainText(), QStringLiteral("loss spikes at step 40"));
+    QTest::keyClick(notes, Qt::Key_Tab);  // Tab saves
+    QTRY_COMPARE(history.run(live.id).notes, std::string("loss spikes at step 40"));
+
+    view.table()->edit(cell(RunListModel::Tags));
+    QLineEdit* tags = nullptr;
+    for (auto* line : view.table()->viewport()->findChildren<QLineEdit*>())
+      if (line->isVisible()) tags = line;
+    QVERIFY(tags);
+    store::History(path_.toStdString()).add_tag(live.id, "from-cli");  // as `tessera-cli runs tag` would meanwhile
+    view.refresh();
+    QCOMPARE(tags->text(), QStringLiteral("from-cli"));  // nothing typed yet: what the history holds
+    tags->end(false);
+    QTest::keyClicks(tags, QStringLiteral(", spikes"));
+    view.refresh();
+    QCOMPARE(tags->text(), QStringLiteral("from-cli, spikes"));
+  }
+
   void tagsColumnShowsItsTagsWhole() {
     store::History history(path_.toStdString());
     HistoryView view(&history);
