@@ -5,6 +5,7 @@
 #include <limits>
 #include <memory>
 
+#include <QApplication>
 #include <QDialogButtonBox>
 #include <QFormLayout>
 #include <QGridLayout>
@@ -94,7 +95,7 @@ LayoutSearchDialog::LayoutSearchDialog(PlanSession* session, QWidget* parent) : 
   intro->setWordWrap(true);
   layout->addWidget(intro);
 
-  auto* space = new QGroupBox(tr("Layouts to try"), this);
+  auto* space = space_ = new QGroupBox(tr("Layouts to try"), this);
   // Two columns of fields, then the runtime's box across both (in a column it set the dialog's least width).
   auto* columns = new QGridLayout(space);
   auto* left = new QFormLayout;
@@ -423,7 +424,11 @@ void LayoutSearchDialog::showResult(planner::SearchResult r) {
   measureColumns();
   if (model_->rowCount() > 0) {
     table_->selectRow(0);
-    table_->setFocus();  // Enter applies the row (activated); in a field, Enter searches again
+    // The table takes the keys (Enter applies the row), unless the user went on to edit the space:
+    // focus taken from a field made the next typed "8" pick row 85 and Enter apply it.
+    const QWidget* focus = QApplication::focusWidget();
+    const bool editing = focus && space_->isAncestorOf(focus);
+    if (!editing) table_->setFocus();
   }
 }
 

@@ -67,6 +67,7 @@ class LayoutSearchDialog : public QDialog {
   /// content_widths_ measured (at a result, and at another sort: the sorted column alone keeps the
   /// indicator's room), then fitColumns().
   void measureColumns();
+  QWidget* space_ = nullptr;  ///< the box of the space's fields
   std::vector<int> content_widths_;  ///< each column's contents, measured once per result and sort
   bool fitting_ = false;     ///< the dialog, not the user, is setting column widths
   bool user_sized_ = false;  ///< the user dragged a column since the result was measured

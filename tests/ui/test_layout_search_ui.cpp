@@ -425,6 +425,34 @@ class TestLayoutSearchUi : public QObject {
     QCOMPARE(dialog.table()->selectionModel()->selectedRows().front().row(), 1);
   }
 
+  // A result arriving while the user edits a field leaves the focus there (the table took it: the
+  // next typed "8" picked row 85 and Enter applied that layout and closed the dialog).
+  void aResultLeavesTheFocusInTheFieldBeingEdited() {
+    PlanSession session;
+    QVERIFY(session.open(example("llama3-8b-8xh100.json"), nullptr));
+    LayoutSearchDialog dialog(&session);
+    dialog.show();
+    QApplication::setActiveWindow(&dialog);
+    QVERIFY(QTest::qWaitForWindowActive(&dialog));
+    QSignalSpy finished(&dialog, &LayoutSearchDialog::searchFinished);
+    QVERIFY(dialog.startSearch());
+    QLineEdit* tp = dialog.listField("tp");
+    tp->setFocus();
+    QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 30000);
+    QCoreApplication::processEvents();
+    QCOMPARE(QApplication::focusWidget(), tp);
+    // Started from the Search button and left alone, the table takes the keys.
+    QPushButton* search = nullptr;
+    for (auto* button : dialog.findChildren<QPushButton*>())
+      if (button->text() == QStringLiteral("&Search")) search = button;
+    QVERIFY(search);
+    search->setFocus();
+    QVERIFY(dialog.startSearch());
+    QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 2, 30000);
+    QCoreApplication::processEvents();
+    QCOMPARE(QApplication::focusWidget(), dialog.table());
+  }
+
   void enterAppliesTheRow() {
     PlanSession session;
     QVERIFY(session.open(example("llama3-8b-8xh100.json"), nullptr));
