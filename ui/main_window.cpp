@@ -209,7 +209,11 @@ void MainWindow::buildMenus() {
   file->addAction(tr("&Import Hugging Face config.json…"), QKeySequence(tr("Ctrl+I")), this, &MainWindow::importHuggingFace);
   file->addAction(tr("&Export View…"), QKeySequence(tr("Ctrl+E")), this, &MainWindow::exportView);
   file->addSeparator();
-  file->addAction(tr("&Quit"), QKeySequence::Quit, this, &QWidget::close);
+  // Quit closes every window, the dashboards and the history included (they kept the process on
+  // after the main window closed), once the main window has closed (unsaved changes asked about).
+  file->addAction(tr("&Quit"), QKeySequence::Quit, this, [this] {
+    if (close()) QApplication::closeAllWindows();
+  });
 
   QMenu* edit = menuBar()->addMenu(tr("&Edit"));
   QAction* undo = session_.undoStack()->createUndoAction(this, tr("&Undo"));

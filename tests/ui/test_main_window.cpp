@@ -542,6 +542,22 @@ class TestMainWindow : public QObject {
     QApplication::setFont(before);
   }
 
+  // File ▸ Quit closes the other windows too (a dashboard kept the process running after it).
+  void quitClosesEveryWindow() {
+    MainWindow window(false);
+    QVERIFY(window.openFile(example("tiny-3d.json"), nullptr));
+    window.show();
+    QWidget dashboard;  // any other top-level window of the workbench
+    dashboard.show();
+    QAction* quit = nullptr;
+    for (QAction* action : window.findChildren<QAction*>())
+      if (action->text() == QStringLiteral("&Quit")) quit = action;
+    QVERIFY(quit);
+    quit->trigger();
+    QVERIFY(!window.isVisible());
+    QVERIFY(!dashboard.isVisible());
+  }
+
   void undoRedoRestoresTheSpecExactly() {
     MainWindow window(false);
     QVERIFY(window.openFile(example("gpt3-175b-table1.json"), nullptr));
