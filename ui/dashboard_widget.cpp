@@ -15,6 +15,7 @@
 #include "format.hpp"
 #include "planner/grid.hpp"
 #include "run_controller.hpp"
+#include "store/errors.hpp"
 #include "plot_fit.hpp"
 #include "theme.hpp"
 #include "timeline_view.hpp"
@@ -565,6 +566,20 @@ void DashboardWidget::poll() {
   FeedUpdate update;
   try {
     update = feed_->poll();
+  } catch (const store::StoreError& e) {
+    if (e.kind() != store::ErrorKind::not_found) {
+      progress_->setText(tr("cannot read the history: %1").arg(QString::fromStdString(e.what())));
+      return;
+    }
+    // Deleted from the history: nothing more will come (it read "running", re-polled 10 times a
+    // second, with "cannot read the history").
+    poll_timer_.stop();
+    ended_ = true;
+    status_->setText(tr("deleted from the history"));
+    status_->setStyleSheet(QStringLiteral("color: %1; padding-left: 8px").arg(palette().color(QPalette::PlaceholderText).name()));
+    progress_->setText(tr("what is shown was read before"));
+    stop_->setEnabled(false);
+    return;
   } catch (const std::exception& e) {
     progress_->setText(tr("cannot read the history: %1").arg(QString::fromStdString(e.what())));
     return;

@@ -89,6 +89,7 @@ class DashboardWidget : public QWidget {
   std::optional<int64_t> shownTimelineStep() const { return shown_step_; }
   QString rankStateText(int64_t rank) const;
   QString statusText() const { return status_->text(); }
+  bool polling() const { return poll_timer_.isActive(); }
   QString bubbleText() const { return bubble_label_->text(); }
   /// That line as drawn at its width (its brief form where the whole is too wide), for tests.
   QString shownBubbleText() const { return bubble_label_->shownText(); }

@@ -231,9 +231,12 @@ bool HistoryView::deleteSelected() {
                          ? tr("Delete run \"%1\" and everything recorded for it (metrics, timeline, logs)? This cannot be undone.").arg(names.front())
                          : tr("Delete these %1 runs and everything recorded for them? This cannot be undone.\n\n%2").arg(ids.size()).arg(names.join(QLatin1Char('\n')));
   // The user is told before deleting a run still marked running (the store refuses it otherwise):
-  // its ranks are not stopped; it may be one whose workbench went away.
+  // a follower (a workbench's dashboard, `launch --follow`) stops its ranks when the run it records
+  // is deleted; a run nobody follows any more (its workbench went away) runs on.
   if (active > 0)
-    question += tr("\n\n%n of them still marked running: deleting does not stop its ranks (Stop run on its dashboard does).", "", active);
+    question += tr("\n\n%n of them still marked running: where a workbench or `tessera-cli launch --follow` follows it, "
+                   "its ranks are stopped; a run nobody follows goes on running.",
+                   "", active);
   if (!confirm_ || !confirm_(question)) return false;
   bool all = true;
   for (const QString& id : ids) all = model_.deleteRun(id, /*even_if_active=*/true) && all;

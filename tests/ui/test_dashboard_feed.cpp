@@ -486,6 +486,25 @@ class TestDashboardFeed : public QObject {
     QVERIFY(!dialog.notesField()->toPlainText().contains(QLatin1Char('\t')));
   }
 
+  // A run deleted from the history while its dashboard shows it: the dashboard says so and stops
+  // polling (it kept "running", and re-read the history 10 times a second with "cannot read").
+  void aDeletedRunEndsItsDashboard() {
+    store::RunRecord record;
+    record.name = "to delete";
+    record.spec = spec3d();
+    record.status = store::RunStatus::running;
+    const auto run = writer_->create_run(record);
+    writeSteps(*writer_, run, 1, 3);
+    DashboardWidget dashboard;
+    QVERIFY(dashboard.openRun(db_, QString::fromStdString(run.id)));
+    QVERIFY(dashboard.polling());
+    writer_->release_run(run);  // the writer no longer records it, as after its follower detached
+    store::History(db_.toStdString()).delete_run(run.id, /*even_if_active=*/true);
+    dashboard.poll();
+    QCOMPARE(dashboard.statusText(), QStringLiteral("deleted from the history"));
+    QVERIFY(!dashboard.polling());
+  }
+
   void missingRunIsAClearError() {
     DashboardWidget dashboard;
     QString error;
