@@ -1,6 +1,8 @@
 // Reading the run history into rows, refreshing in place, and writing tag and note edits back.
 #include "run_list_model.hpp"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -58,7 +60,19 @@ QStringList tagList(const store::RunRecord& run) {
 }  // namespace
 
 RunListModel::RunListModel(store::History* history, QObject* parent) : QAbstractTableModel(parent), history_(history) {
+  struct stat st {};
+  if (::stat(history_->path().c_str(), &st) == 0) file_id_ = {st.st_dev, st.st_ino};
   refresh();
+}
+
+bool RunListModel::historyFileGone() {
+  struct stat st {};
+  const bool same = ::stat(history_->path().c_str(), &st) == 0 && std::pair{st.st_dev, st.st_ino} == file_id_;
+  if (same) return false;
+  fail(tr("the run history %1 was deleted or replaced since it was opened: nothing more is read from it or saved to it "
+          "(open the history again)")
+           .arg(qs(history_->path())));
+  return true;
 }
 
 QString RunListModel::layoutText(const nlohmann::ordered_json& stored_spec) {
@@ -120,6 +134,7 @@ void RunListModel::fail(const QString& message) {
 }
 
 bool RunListModel::refresh() {
+  if (historyFileGone()) return false;
   std::vector<store::RunRecord> runs;
   try {
     runs = history_->runs();
@@ -178,6 +193,7 @@ bool RunListModel::refresh() {
 }
 
 bool RunListModel::deleteRun(const QString& run_id, bool even_if_active) {
+  if (historyFileGone()) return false;
   const int row = rowOfRun(run_id);
   try {
     history_->delete_run(run_id.toStdString(), even_if_active);
@@ -308,11 +324,12 @@ Qt::ItemFlags RunListModel::flags(const QModelIndex& index) const {
 
 bool RunListModel::setData(const QModelIndex& index, const QVariant& value, int role) {
   if (role != Qt::EditRole || !checkIndex(index, CheckIndexOption::IndexIsValid | CheckIndexOption::ParentIsInvalid)) return false;
+  if (index.column() != Tags && index.column() != Notes) return false;
   Row& row = rows_[index.row()];
   bool saved = false;
-  if (index.column() == Tags) saved = saveTags(row, value.toString());
-  else if (index.column() == Notes) saved = saveNotes(row, value.toString());
-  else return false;
+  if (historyFileGone()) saved = false;
+  else if (index.column() == Tags) saved = saveTags(row, value.toString());
+  else saved = saveNotes(row, value.toString());
   if (saved) row.unsaved.erase(index.column());
   else row.unsaved[index.column()] = {value.toString(), last_error_};
   emit dataChanged(index.siblingAtColumn(0), index.siblingAtColumn(ColumnCount - 1));

@@ -5,6 +5,8 @@
 // updates rows in place, so selections survive.
 #pragma once
 
+#include <sys/types.h>
+
 #include <map>
 #include <memory>
 #include <optional>
@@ -75,8 +77,13 @@ class RunListModel : public QAbstractTableModel {
   bool saveNotes(Row& row, const QString& text);
   void fail(const QString& message);
   std::optional<int64_t> durationMs(const store::RunRecord& run) const;
+  /// Fails (and true) where the history's file is no longer the one opened: deleted, or replaced by
+  /// another file of that name. SQLite went on reading and writing the deleted file, so edits looked
+  /// saved and were lost.
+  bool historyFileGone();
 
   store::History* history_;
+  std::pair<dev_t, ino_t> file_id_{};  ///< the history file's device and inode when opened
   std::vector<Row> rows_;
   QString last_error_;
 };

@@ -2,6 +2,8 @@
 // QAbstractItemModelTester through refresh, edits and deletes; its cells show what was stored;
 // the filter by text, status and tag gives the right rows; tag and note edits reach the store; a
 // refused edit keeps the typed value; delete asks first and removes the run from the store.
+#include <filesystem>
+
 #include <QAbstractItemModelTester>
 #include <QPlainTextEdit>
 #include <QtTest/QtTest>
@@ -140,6 +142,27 @@ class TestHistory : public QObject {
     QCOMPARE(model.index(a, RunListModel::Notes).data().toString(), QStringLiteral("my long analysis"));
     QVERIFY(!model.index(a, RunListModel::Notes).data(RunListModel::UnsavedRole).toString().isEmpty());
     QCOMPARE(model.index(a, RunListModel::Notes).data(Qt::ForegroundRole).value<QColor>(), colors::warning());
+  }
+
+  // The history's file deleted (or replaced) while it is open: a refresh says so, and an edit keeps
+  // its typed value in red instead of going into the deleted file, where it looked saved and was lost.
+  void aDeletedHistoryFileIsSaidNotWrittenTo() {
+    QTemporaryDir dir;
+    const std::string path = dir.filePath("gone.sqlite").toStdString();
+    std::filesystem::copy_file(path_.toStdString(), path);
+    store::History history(path);
+    RunListModel model(&history);
+    QVERIFY(model.refresh());
+    for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(path + suffix);
+    QVERIFY(!model.refresh());
+    QVERIFY2(model.lastError().contains("was deleted or replaced since it was opened"), qPrintable(model.lastError()));
+    const int a = model.rowOfRun(QString::fromStdString(a_.id));
+    QVERIFY(!model.setData(model.index(a, RunListModel::Notes), QStringLiteral("my long analysis")));
+    QCOMPARE(model.index(a, RunListModel::Notes).data().toString(), QStringLiteral("my long analysis"));
+    QCOMPARE(model.index(a, RunListModel::Notes).data(Qt::ForegroundRole).value<QColor>(), colors::warning());
+    // A new file of that name is not the one opened either.
+    std::filesystem::copy_file(path_.toStdString(), path);
+    QVERIFY(!model.refresh());
   }
 
   void refreshPicksUpNewAndDeletedRuns() {
