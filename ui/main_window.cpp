@@ -202,6 +202,7 @@ void MainWindow::buildMenus() {
   });
   file->addAction(tr("&Open…"), QKeySequence::Open, this, &MainWindow::open);
   recent_menu_ = file->addMenu(tr("Open &Recent"));
+  connect(recent_menu_, &QMenu::aboutToShow, this, &MainWindow::rebuildRecentMenu);  // files come and go
   file->addAction(tr("&Save"), QKeySequence::Save, this, &MainWindow::save);
   QAction* save_as = file->addAction(tr("Save &As…"), this, &MainWindow::saveAs);
   save_as->setShortcuts(keysWith(QKeySequence::SaveAs, QKeySequence(tr("Ctrl+Shift+S"))));  // the guide's keys
@@ -447,11 +448,17 @@ void MainWindow::addRecentFile(const QString& path) {
 void MainWindow::rebuildRecentMenu() {
   recent_menu_->clear();
   for (const QString& path : recent_files_) {
-    recent_menu_->addAction(QFileInfo(path).fileName(), this, [this, path] {
+    QAction* action = recent_menu_->addAction(QFileInfo(path).fileName(), this, [this, path] {
       if (!maybeSave()) return;
       QString error;
       if (!openFile(path, &error)) QMessageBox::critical(this, tr("Cannot open %1").arg(QFileInfo(path).fileName()), error);
-    })->setToolTip(path);
+    });
+    action->setToolTip(path);
+    // A file deleted or moved since stays listed (on a drive not mounted now, say), greyed and said.
+    if (!QFileInfo::exists(path)) {
+      action->setText(tr("%1 (missing)").arg(QFileInfo(path).fileName()));
+      action->setEnabled(false);
+    }
   }
   recent_menu_->setEnabled(!recent_files_.isEmpty());
 }

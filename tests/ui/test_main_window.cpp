@@ -558,6 +558,28 @@ class TestMainWindow : public QObject {
     QVERIFY(!dashboard.isVisible());
   }
 
+  // Open Recent greys a file deleted since it was opened, and says it is missing (it was offered as
+  // if there).
+  void openRecentSaysWhichFilesAreMissing() {
+    QTemporaryDir dir;
+    const QString path = dir.filePath("gone.json");
+    QVERIFY(QFile::copy(example("tiny-3d.json"), path));
+    MainWindow window(false);
+    QVERIFY(window.openFile(path, nullptr));
+    QMenu* recent = nullptr;
+    for (QMenu* menu : window.findChildren<QMenu*>())
+      if (menu->title() == QStringLiteral("Open &Recent")) recent = menu;
+    QVERIFY(recent);
+    const auto entry = [&] {
+      emit recent->aboutToShow();
+      return recent->actions().value(0);
+    };
+    QVERIFY(entry() && entry()->isEnabled() && entry()->text() == QStringLiteral("gone.json"));
+    QVERIFY(QFile::remove(path));
+    QVERIFY(!entry()->isEnabled());
+    QCOMPARE(entry()->text(), QStringLiteral("gone.json (missing)"));
+  }
+
   void undoRedoRestoresTheSpecExactly() {
     MainWindow window(false);
     QVERIFY(window.openFile(example("gpt3-175b-table1.json"), nullptr));
