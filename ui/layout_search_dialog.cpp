@@ -438,7 +438,7 @@ bool LayoutSearchDialog::applySelected() {
   if (!layout || isSearching()) return false;
   spec::RunSpec chosen = layout->spec;
   // The run's name (a rename since the search kept) with the layout it spells made the new one's.
-  chosen.name = spec::relabel_layout(session_->spec().name, chosen);
+  chosen.name = spec::relabel_layout(session_->spec().name, chosen, session_->spec().world_size(), &session_->spec());
   session_->replaceSpec(chosen, tr("Apply layout %1").arg(qs(chosen.layout_label())));
   accept();
   return true;

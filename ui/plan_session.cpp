@@ -147,7 +147,7 @@ bool PlanSession::setField(const QString& path, const nlohmann::json& value, QSt
   // --tp` relabels it (the same fields): "… on 64 H100 (TP8·PP4·DP2)" after TP 4 would name another
   // run than the one planned. Not while the layout does not divide the cluster (it would spell "DP0").
   static const QStringList labelled = {"parallel.tp", "parallel.pp", "parallel.dp", "parallel.cp", "parallel.ep", "parallel.vpp",
-                                       "parallel.sequence_parallel", "parallel.zero_stage", "parallel.distributed_optimizer",
+                                       "parallel.sequence_parallel", "parallel.zero_stage", "parallel.distributed_optimizer", "parallel.schedule",
                                        "cluster.nodes", "cluster.gpus_per_node", "cluster.gpu", "model.preset"};
   // While the layout does not divide the cluster, a new model or GPU is renamed all the same (fixing
   // the layout later compares with a spec that already has them).

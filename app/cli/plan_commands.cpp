@@ -66,7 +66,7 @@ struct Overrides {
   /// What a run's name may spell: the layout, the cluster, the model preset and the GPU (relabel_layout).
   bool changes_layout() const {
     return tp || pp || dp || cp || ep || vpp || zero || nodes || gpus_per_node || (sp_option && sp_option->count() > 0) || gpu ||
-           preset;
+           preset || schedule;
   }
 
   void apply(json& doc) const {

@@ -354,6 +354,13 @@ std::string relabel_layout(const std::string& name, const RunSpec& spec, int64_t
   relabelled.append(rest, name.cend());
   relabelled = std::regex_replace(relabelled, zero, "ZeRO-" + std::to_string(spec.effective_zero_stage()));
   if (before) relabelled = relabel_model(relabelled, spec, *before);
+  if (before && before->parallel.schedule != p.schedule) {
+    // The schedule it names, as a word in any case ("interleaved", "1F1B"): a layout applied from the
+    // search kept "interleaved" beside its zb-h1.
+    const std::string was(to_string(before->parallel.schedule)), now(to_string(p.schedule));
+    const std::regex word("(^|[^A-Za-z0-9-])" + was + "(?=$|[^A-Za-z0-9-])", std::regex::icase);  // [a-z0-9-]: no escapes
+    relabelled = std::regex_replace(relabelled, word, "$01" + now);  // "$01": "$1" + "1f1b" read as group 11
+  }
   const int64_t world = spec.world_size();
   if (world_before <= 0 || world <= 0 || world == world_before) return relabelled;
   // The count of devices alone: after the start, a space or "(" (not "GPT-2", "v1.64" or "x64"), and

@@ -113,7 +113,8 @@ struct RunSpec {
 /// comes back as it is. With `before` (the spec the name was written for), a layout that is its whole
 /// layout_label() becomes `spec`'s whole label, also where the edit added a part it leaves out (EP8),
 /// and the model and GPU it spells follow (relabel_model: "Llama-3-70B" for llama3-70b becomes
-/// "mixtral-8x7b", "H100" "H200").
+/// "mixtral-8x7b", "H100" "H200"), and so does before's schedule named as a word in any case
+/// ("interleaved" becomes "zb-h1").
 /// What a new layout or cluster does to a run's name.
 std::string relabel_layout(const std::string& name, const RunSpec& spec, int64_t world_before = 0,
                            const RunSpec* before = nullptr);

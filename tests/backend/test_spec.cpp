@@ -526,6 +526,25 @@ class TestSpec : public QObject {
     QCOMPARE(nearest_field_path("training.arch"), std::string());  // a known section keeps to its own fields
   }
 
+  // With the spec before, a schedule named as a word follows the new one, in any case; without it, or
+  // as part of another word, the name stays.
+  void relabelLayoutRenamesTheSchedule() {
+    auto before = parse_spec(json::parse(R"({"model": {"preset": "llama3-70b"}, "parallel": {"tp": 8, "pp": 8, "vpp": 2,
+        "schedule": "interleaved"}, "training": {"global_batch_size": 64}, "cluster": {"gpu": "h100-sxm", "nodes": 8, "gpus_per_node": 8}})"));
+    RunSpec after = before;
+    after.parallel.schedule = Schedule::zb_h1;
+    after.parallel.vpp = 1;
+    QCOMPARE(relabel_layout("GPT-3 (TP8·PP8·DP1, interleaved)", after, 0, &before), std::string("GPT-3 (TP8·PP8·DP1, zb-h1)"));
+    QCOMPARE(relabel_layout("Interleaved run", after, 0, &before), std::string("zb-h1 run"));
+    QCOMPARE(relabel_layout("interleaved-v2 run", after, 0, &before), std::string("interleaved-v2 run"));  // not a word of its own
+    QCOMPARE(relabel_layout("GPT-3 (TP8·PP8·DP1, interleaved)", after), std::string("GPT-3 (TP8·PP8·DP1, interleaved)"));
+    RunSpec one_f = before;
+    one_f.parallel.schedule = Schedule::one_f_one_b;
+    one_f.parallel.vpp = 1;
+    QCOMPARE(relabel_layout("70B 1F1B test", before, 0, &one_f), std::string("70B interleaved test"));
+    QCOMPARE(relabel_layout("70B (TP8·PP8·DP1, interleaved)", one_f, 0, &before), std::string("70B (TP8·PP8·DP1, 1f1b)"));
+  }
+
   void relabelLayoutRenamesWhatTheNameSpells() {
     json doc = {{"model", {{"preset", "llama3-70b"}}},
                 {"parallel", {{"tp", 2}, {"pp", 8}, {"cp", 4}, {"sequence_parallel", true}, {"zero_stage", 0}}},
