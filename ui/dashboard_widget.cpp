@@ -578,7 +578,8 @@ void DashboardWidget::poll() {
     status_->setText(tr("deleted from the history"));
     status_->setStyleSheet(QStringLiteral("color: %1; padding-left: 8px").arg(palette().color(QPalette::PlaceholderText).name()));
     progress_->setText(tr("what is shown was read before"));
-    stop_->setEnabled(false);
+    // A follower stops the ranks at their next record; Stop run stays for ranks that are silent.
+    stop_->setEnabled(controller_ && controller_->busy());
     return;
   } catch (const std::exception& e) {
     progress_->setText(tr("cannot read the history: %1").arg(QString::fromStdString(e.what())));

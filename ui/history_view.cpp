@@ -235,7 +235,7 @@ bool HistoryView::deleteSelected() {
   // is deleted; a run nobody follows any more (its workbench went away) runs on.
   if (active > 0)
     question += tr("\n\n%n of them still marked running: where a workbench or `tessera-cli launch --follow` follows it, "
-                   "its ranks are stopped; a run nobody follows goes on running.",
+                   "its ranks are asked to stop at their next record; a run nobody follows goes on running.",
                    "", active);
   if (!confirm_ || !confirm_(question)) return false;
   bool all = true;

@@ -426,7 +426,7 @@ void LayoutSearchDialog::showResult(planner::SearchResult r) {
     table_->selectRow(0);
     // The table takes the keys (Enter applies the row), unless the user went on to edit the space:
     // focus taken from a field made the next typed "8" pick row 85 and Enter apply it.
-    const QWidget* focus = QApplication::focusWidget();
+    const QWidget* focus = focusWidget();  // the dialog's, also while another application is active
     const bool editing = focus && space_->isAncestorOf(focus);
     if (!editing) table_->setFocus();
   }

@@ -279,6 +279,7 @@ bool PlanSession::save(const QString& path, QString* error) {
   // Written beside the file and renamed over it: a disk that filled while writing left the spec cut
   // short (std::ofstream had emptied it first), and the file no longer opened.
   QSaveFile out(path);
+  out.setDirectWriteFallback(true);  // a writable spec in a folder that is not: written in place, as before
   const QByteArray text = QByteArray::fromStdString(spec::to_json(spec_).dump(2) + '\n');
   // flush() before commit(): a flush that fails inside commit()'s close is not seen by Qt 6.4, which
   // then renames the cut-short file over the spec all the same.

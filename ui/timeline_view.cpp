@@ -236,15 +236,15 @@ QString TimelineView::title(const TimelineModel& model, bool brief) const {
   return text;
 }
 
-QPen TimelineView::tickPen(const QColor& color) const {
-  const double dpr = devicePixelRatioF();
+QPen TimelineView::tickPen(const QPainter& p, const QColor& color) {
+  const double dpr = p.device()->devicePixelRatioF();  // the screen's, or a PDF's 1
   return QPen(color, std::max(1.0, std::round(dpr)) / dpr);  // whole device pixels: 1 at 1.25×, 2 at 2×
 }
 
-double TimelineView::tickX(double x) const {
+double TimelineView::tickX(const QPainter& p, double x) {
   // The line's centre where its device pixels are whole (at 1.25× and 1.5× a 1 px line at a logical
   // half pixel covered one device pixel or two by turn).
-  const double dpr = devicePixelRatioF(), width = std::max(1.0, std::round(dpr));
+  const double dpr = p.device()->devicePixelRatioF(), width = std::max(1.0, std::round(dpr));
   return (std::round(x * dpr) + width / 2) / dpr;
 }
 
@@ -256,9 +256,9 @@ std::vector<double> TimelineView::paintRuler(QPainter& p, const QRect& plot) {
   std::vector<double> ticks_px;
   double label_end = -1e9;  // a label that would run into the one before is left out (a long "30000.0000001 s")
   for (double t = first; axis_.toPixel(t) <= plot.right(); t += step) {
-    const double x = tickX(axis_.toPixel(t));
+    const double x = tickX(p, axis_.toPixel(t));
     ticks_px.push_back(x);
-    p.setPen(tickPen(pal.color(QPalette::Mid)));
+    p.setPen(tickPen(p, pal.color(QPalette::Mid)));
     p.drawLine(QPointF(x, kRulerHeight - 5), QPointF(x, kRulerHeight));
     const QString label = formatTick(t, step, largest);
     const int label_width = fontMetrics().horizontalAdvance(label);
@@ -307,7 +307,7 @@ void TimelineView::paintBand(QPainter& p, const Band& band, const QRect& plot, c
     p.fillRect(row.adjusted(0, 1, 0, -1), shown(pal.color(QPalette::AlternateBase)));
     // The ruler's ticks across the row, under its blocks: they mark the times in its idle spans, and
     // no longer cross the band's title and the legend.
-    p.setPen(tickPen(shown(pal.color(QPalette::Mid))));
+    p.setPen(tickPen(p, shown(pal.color(QPalette::Mid))));
     for (const double x : ticks_px) p.drawLine(QPointF(x, row.top() + 1), QPointF(x, row.bottom()));
     p.setPen(shown(pal.color(QPalette::PlaceholderText)));
     if (s % name_every == 0) {

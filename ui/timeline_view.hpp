@@ -75,8 +75,8 @@ class TimelineView : public QWidget {
   std::vector<double> paintRuler(QPainter& painter, const QRect& plot);
   /// The pen of the ruler's ticks and their lines across the rows, and the x of such a line drawn at
   /// `x`: whole device pixels wide, on whole device pixels, at any scale factor.
-  QPen tickPen(const QColor& color) const;
-  double tickX(double x) const;
+  static QPen tickPen(const QPainter& painter, const QColor& color);
+  static double tickX(const QPainter& painter, double x);
   /// "1F1B · 4 stages · 64 microbatches · pipeline 20.36 s · …"; `brief`: "… × 2 chunks" as "×2", "peak memory" as "peak".
   QString title(const TimelineModel& model, bool brief = false) const;
   /// title() where it fits the view's width, else its brief form, its last parts left out (" · …")

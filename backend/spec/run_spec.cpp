@@ -548,6 +548,8 @@ std::string read_spec_file_text(const std::string& path, const std::string& what
       throw SpecError({{"", what + " " + path + " is larger than " + std::to_string(kMaxSpecFileBytes >> 20) +
                                 " MiB: no run spec is (is it the file meant?)"}});
   }
+  if (text.empty() && S_ISFIFO(st.st_mode))
+    throw SpecError({{"", what + " " + path + " is a named pipe that nothing was writing to when it was opened"}});
   return text;
 }
 

@@ -52,6 +52,7 @@ class TestHiDpi : public QObject {
     }
     QVERIFY2(ticks >= 5, qPrintable(QString::number(ticks)));
     QVERIFY2(widths.size() == 1, qPrintable(QString("%1 ticks of %2 widths").arg(ticks).arg(widths.size())));
+    QCOMPARE(*widths.begin(), 1);  // round(1.25) device pixels
   }
 
   void comparedPlotsExportAtTheScreensScale() {
