@@ -27,9 +27,22 @@ class TagsDelegate : public QStyledItemDelegate {
  public:
   using QStyledItemDelegate::QStyledItemDelegate;
   void setEditorData(QWidget* editor, const QModelIndex& index) const override {
-    if (const auto* line = qobject_cast<QLineEdit*>(editor); line && line->isModified()) return;
+    auto* line = qobject_cast<QLineEdit*>(editor);
+    if (line && line->isModified()) return;
     QStyledItemDelegate::setEditorData(editor, index);
+    if (line) line->setProperty(kLoaded, line->text());
   }
+  /// Saves what the user added and removed, over the tags the history holds now: a tag another
+  /// process added while the user typed is kept.
+  void setModelData(QWidget* editor, QAbstractItemModel* model, const QModelIndex& index) const override {
+    const auto* line = qobject_cast<QLineEdit*>(editor);
+    if (!line || !line->property(kLoaded).isValid()) return QStyledItemDelegate::setModelData(editor, model, index);
+    const QString held = index.data(RunListModel::TagsRole).toStringList().join(QStringLiteral(", "));
+    model->setData(index, RunListModel::mergedTags(line->property(kLoaded).toString(), line->text(), held));
+  }
+
+ private:
+  static constexpr const char* kLoaded = "tessera_loaded_tags";
 };
 
 /// Notes keep their line breaks: edited in a multi-line box (Enter adds a line; leaving the box or

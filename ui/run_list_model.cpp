@@ -42,7 +42,15 @@ QString oneLine(QString text) {
   return text;
 }
 
-QStringList splitTags(const QString& text) {
+QStringList tagList(const store::RunRecord& run) {
+  QStringList tags;
+  for (const auto& tag : run.tags) tags << qs(tag);
+  return tags;
+}
+
+}  // namespace
+
+QStringList RunListModel::splitTags(const QString& text) {
   QStringList tags;
   for (const QString& part : text.split(QLatin1Char(','))) {
     const QString tag = part.trimmed();
@@ -51,13 +59,15 @@ QStringList splitTags(const QString& text) {
   return tags;
 }
 
-QStringList tagList(const store::RunRecord& run) {
+QString RunListModel::mergedTags(const QString& loaded, const QString& typed, const QString& current) {
+  const QStringList was = splitTags(loaded), wanted = splitTags(typed);
   QStringList tags;
-  for (const auto& tag : run.tags) tags << qs(tag);
-  return tags;
+  for (const QString& tag : splitTags(current))
+    if (wanted.contains(tag) || !was.contains(tag)) tags << tag;  // kept, or added meanwhile by another
+  for (const QString& tag : wanted)
+    if (!tags.contains(tag) && !was.contains(tag)) tags << tag;  // added here
+  return tags.join(QStringLiteral(", "));
 }
-
-}  // namespace
 
 RunListModel::RunListModel(store::History* history, QObject* parent) : QAbstractTableModel(parent), history_(history) {
   struct stat st {};

@@ -45,6 +45,12 @@ class RunListModel : public QAbstractTableModel {
   QStringList allTags() const;
   /// The message of the last failed edit, refresh or delete ("" after a success).
   QString lastError() const { return last_error_; }
+  /// "a, b,, a " as tags: a, b (trimmed, without empty ones and repeats).
+  static QStringList splitTags(const QString& text);
+  /// The tags an edit leaves: `current` (what the history holds now) less those the user removed
+  /// from `loaded` (what the editor showed) and with those typed that it did not have. A tag another
+  /// process added while the user typed was removed by the edit.
+  static QString mergedTags(const QString& loaded, const QString& typed, const QString& current);
 
   /// "TP8·PP4·DP2" (with ·CP, ·EP, ·VPP when above 1) from a stored spec; "?" when it has no layout.
   static QString layoutText(const nlohmann::ordered_json& stored_spec);

@@ -263,6 +263,19 @@ class TestHistory : public QObject {
     QTest::keyClicks(tags, QStringLiteral(", spikes"));
     view.refresh();
     QCOMPARE(tags->text(), QStringLiteral("from-cli, spikes"));
+    // Another process tags it again while the user types: saving adds "spikes" and keeps "oom" (the
+    // save took "oom" for one the user removed).
+    store::History(path_.toStdString()).add_tag(live.id, "oom");
+    view.refresh();
+    QTest::keyClick(tags, Qt::Key_Return);
+    QTRY_COMPARE(history.run(live.id).tags, (std::vector<std::string>{"from-cli", "oom", "spikes"}));
+  }
+
+  // A tags edit is what the user added and removed, over what the history holds at the save.
+  void aTagsEditMergesWithTagsAddedMeanwhile() {
+    QCOMPARE(RunListModel::mergedTags("a, b", "a, c", "a, b, d"), QStringLiteral("a, d, c"));  // b removed, c added, d kept
+    QCOMPARE(RunListModel::mergedTags("a", "", "a, d"), QStringLiteral("d"));
+    QCOMPARE(RunListModel::mergedTags("", " x ,, x", ""), QStringLiteral("x"));
   }
 
   void tagsColumnShowsItsTagsWhole() {
