@@ -20,6 +20,7 @@
 
 #include "designer_panel.hpp"
 #include "elided_label.hpp"
+#include "history_view.hpp"
 #include "history_window.hpp"
 #include "layout_search_dialog.hpp"
 #include "memory_view.hpp"
@@ -491,6 +492,12 @@ void MainWindow::closeEvent(QCloseEvent* event) {
 }
 
 void MainWindow::showHistory() {
+  // A window on a history file deleted or replaced since is closed, and the file now there opened.
+  if (history_window_ && history_window_->historyView()->model()->openedFileIsGone()) {
+    history_window_->close();
+    history_window_->deleteLater();
+    history_window_ = nullptr;
+  }
   if (!history_window_) {
     QString error = history_path_problem_;
     std::unique_ptr<HistoryWindow> window;

@@ -75,12 +75,15 @@ RunListModel::RunListModel(store::History* history, QObject* parent) : QAbstract
   refresh();
 }
 
-bool RunListModel::historyFileGone() {
+bool RunListModel::openedFileIsGone() const {
   struct stat st {};
-  const bool same = ::stat(history_->path().c_str(), &st) == 0 && std::pair{st.st_dev, st.st_ino} == file_id_;
-  if (same) return false;
+  return ::stat(history_->path().c_str(), &st) != 0 || std::pair{st.st_dev, st.st_ino} != file_id_;
+}
+
+bool RunListModel::historyFileGone() {
+  if (!openedFileIsGone()) return false;
   fail(tr("the run history %1 was deleted or replaced since it was opened: nothing more is read from it or saved to it "
-          "(open the history again)")
+          "(Runs ▸ Run History opens the file now there)")
            .arg(qs(history_->path())));
   return true;
 }

@@ -45,6 +45,8 @@ class RunListModel : public QAbstractTableModel {
   QStringList allTags() const;
   /// The message of the last failed edit, refresh or delete ("" after a success).
   QString lastError() const { return last_error_; }
+  /// Whether the history's file is no longer the one opened (deleted, or another file of that name).
+  bool openedFileIsGone() const;
   /// "a, b,, a " as tags: a, b (trimmed, without empty ones and repeats).
   static QStringList splitTags(const QString& text);
   /// The tags an edit leaves: `current` (what the history holds now) less those the user removed

@@ -149,6 +149,20 @@ class TestMainWindow : public QObject {
     shown->resize(1400, 584);
     QCoreApplication::processEvents();
     QCOMPARE(shown->grab().size(), QSize(1400, 584));
+    // The file replaced since (deleted, another written in its place): Ctrl+H opens the new one; the
+    // window kept the deleted file, whose message said to open it again, which Ctrl+H could not.
+    for (const char* suffix : {"", "-wal", "-shm"}) QFile::remove(given + suffix);
+    {
+      store::Writer writer(given.toStdString());
+      test::writeRun(writer, "new-run", test::tinySpec("new-run", 1, 1, 3e-3), {}, store::RunStatus::done, 4.0, 1.0);
+    }
+    history->trigger();
+    QCoreApplication::processEvents();
+    QTRY_VERIFY(window.findChildren<HistoryWindow*>().size() == 1);
+    const auto newest = window.findChild<HistoryWindow*>()->findChildren<QAbstractItemView*>();
+    QVERIFY(std::any_of(newest.begin(), newest.end(), [](QAbstractItemView* view) {
+      return view->model() && view->model()->rowCount() == 1 && view->model()->index(0, 0).data().toString() == QLatin1String("new-run");
+    }));
   }
 
   void summaryShowsSizesBelowAGibInMib() {
