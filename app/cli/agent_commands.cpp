@@ -179,9 +179,7 @@ void add_agent_commands(CLI::App& app) {
         time_note = ": 1.5 x the predicted " + format_fixed(run_s / 3600, 2) + " h of " +
                     std::to_string(spec.training.train_steps) + " steps + 15 min (--time sets another)";
       }
-      std::ofstream out(out_path);
-      if (!(out << launch::slurm_script(spec, options)) || !out.flush()) throw UsageError("cannot write " + out_path + ": " + std::strerror(errno));
-      std::filesystem::permissions(out_path, std::filesystem::perms::owner_exec, std::filesystem::perm_options::add);
+      write_file_whole(out_path, launch::slurm_script(spec, options), /*executable=*/true);
       std::cout << "wrote " << out_path << " (" << spec.cluster.nodes << (spec.cluster.nodes == 1 ? " node" : " nodes")
                 << "); submit it with sbatch " << out_path << "\n  time limit " << options.time_limit << time_note << "\n";
     });

@@ -18,6 +18,11 @@ class UsageError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+/// `text` written to `path` whole or not at all: into a file beside it, then renamed over it (a full
+/// disk or a file size limit left a saved spec or script cut short, the file it replaced gone). A
+/// UsageError with the system's reason otherwise, `path` as it was (file_output.cpp).
+void write_file_whole(const std::string& path, const std::string& text, bool executable = false);
+
 /// plan, presets, validate, search, schedule, export megatron, import hf (plan_commands.cpp).
 void add_plan_commands(CLI::App& app);
 /// runs list, show, compare, export, import, tag, note, delete (runs_commands.cpp).

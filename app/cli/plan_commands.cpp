@@ -558,8 +558,7 @@ void add_plan_commands(CLI::App& app) {
       auto chosen = result.best[pick - 1].spec;
       chosen.name = (chosen.model.preset.empty() ? std::string("custom model") : chosen.model.preset) + " " +
                     chosen.layout_label() + " on " + std::to_string(chosen.world_size()) + " " + chosen.cluster.gpu;
-      std::ofstream out(save_path);
-      if (!(out << spec::to_json(chosen).dump(2) << "\n")) throw UsageError("cannot write " + save_path + ": " + std::strerror(errno));
+      write_file_whole(save_path, spec::to_json(chosen).dump(2) + "\n");
       std::cerr << "wrote layout " << pick << " to " << save_path << "\n";
     });
   }
@@ -636,8 +635,7 @@ void add_plan_commands(CLI::App& app) {
       if (out_path.empty()) {
         std::cout << text;
       } else {
-        std::ofstream out(out_path);
-        if (!(out << text)) throw UsageError("cannot write " + out_path + ": " + std::strerror(errno));
+        write_file_whole(out_path, text);
         std::cerr << "wrote " << out_path << "\n";
       }
     });

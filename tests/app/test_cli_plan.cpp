@@ -596,6 +596,26 @@ class TestCliPlan : public QObject {
     QVERIFY2(unwritable.err.find("cannot write " + nowhere.toStdString() + ": No such file or directory") != std::string::npos,
              unwritable.err.c_str());
 
+    // A spec that cannot be written whole (a full disk; here a 1 KiB file size limit) leaves the file
+    // it would replace as it was, and no partial file: it was emptied, then cut at 1 KiB.
+    const QString kept = dir.filePath("kept.json");
+    {
+      QFile file(kept);
+      QVERIFY(file.open(QIODevice::WriteOnly));
+      file.write("{\"the\": \"spec saved before\"}\n");
+    }
+    QProcess limited;
+    limited.start("bash", {"-c", "trap '' XFSZ; ulimit -f 1; exec \"$0\" \"$@\"", TESSERA_CLI, "search", example("llama3-8b-8xh100.json"),
+                           "--top", "1", "--save", kept});
+    QVERIFY(limited.waitForFinished(60000));
+    QCOMPARE(limited.exitCode(), 2);
+    const std::string said = limited.readAllStandardError().toStdString();
+    QVERIFY2(said.find("cannot write " + kept.toStdString() + ": File too large") != std::string::npos, said.c_str());
+    QFile after(kept);
+    QVERIFY(after.open(QIODevice::ReadOnly));
+    QCOMPARE(after.readAll(), QByteArray("{\"the\": \"spec saved before\"}\n"));
+    QCOMPARE(QDir(dir.path()).entryList({"kept.json.part*"}).size(), qsizetype{0});
+
     // A cluster the spec's own layout does not suit (TP8·PP4 on 2 nodes): searched, the reason said.
     const auto moved = cli({"search", example("llama3-70b-64xh100.json"), "--nodes", "2", "--top", "3"});
     QCOMPARE(moved.exit_code, 0);
