@@ -16,6 +16,10 @@ namespace tessera::ui {
 
 namespace {
 
+// How long the workbench waits for a pipe opened as a spec or a config to be written to: long enough
+// for `tessera --spec <(jq …)`, short enough not to hang on a named pipe nobody writes to.
+constexpr int kPipeWait_ms = 3000;
+
 // One edit: the whole spec before and after (a spec is a few hundred bytes). The session's edits of
 // one field, each begun within kMergeWithin of the last one's replan ending, are one step: arrows
 // through the model preset list applied a preset at each press, each its own undo step. An edit
@@ -173,7 +177,7 @@ bool PlanSession::importHuggingFace(const QString& path, QString* error, QString
   try {
     // Read as tessera-cli import hf reads it: at most kMaxSpecFileBytes (/dev/zero filled the memory),
     // a NUL, deep nesting or a key given twice refused, a syntax error said where (a SpecError).
-    const nlohmann::json config = spec::read_hf_config_file(path.toStdString());
+    const nlohmann::json config = spec::read_hf_config_file(path.toStdString(), kPipeWait_ms);
     std::vector<std::string> import_notes;
     const auto imported = spec::spec_from_hf_config(config, QFileInfo(path).fileName().toStdString(), &import_notes);
     spec::RunSpec updated = spec_;
@@ -266,7 +270,7 @@ void PlanSession::newDocument() { resetDocument(defaultSpec(), {}); }
 bool PlanSession::open(const QString& path, QString* error) {
   try {
     // Its rules are checked by replan(), like an edit's: the designer marks what breaks them.
-    resetDocument(spec::load_spec_file(path.toStdString(), spec::PresetCatalog::builtin(), spec::Rules::none),
+    resetDocument(spec::load_spec_file(path.toStdString(), spec::PresetCatalog::builtin(), spec::Rules::none, kPipeWait_ms),
                   QFileInfo(path).absoluteFilePath());
     return true;
   } catch (const spec::SpecError& e) {

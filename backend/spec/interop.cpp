@@ -339,8 +339,8 @@ MegatronExport megatron_command(const RunSpec& spec) {
   return out;
 }
 
-nlohmann::json read_hf_config_file(const std::string& path) {
-  return parse_spec_json(read_spec_file_text(path, "config file"), path, "a config.json");
+nlohmann::json read_hf_config_file(const std::string& path, int pipe_wait_ms) {
+  return parse_spec_json(read_spec_file_text(path, "config file", pipe_wait_ms), path, "a config.json");
 }
 
 }  // namespace tessera::spec

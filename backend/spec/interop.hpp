@@ -28,7 +28,7 @@ std::vector<FieldError> naming_config_fields(const std::vector<FieldError>& erro
 /// A config.json file read as a spec file is (read_spec_file_text, parse_spec_json): at most
 /// kMaxSpecFileBytes, no NUL or key given twice; an empty or non-JSON file said to be no config.json.
 /// What tessera-cli import hf and the workbench's import both read. Throws SpecError.
-nlohmann::json read_hf_config_file(const std::string& path);
+nlohmann::json read_hf_config_file(const std::string& path, int pipe_wait_ms = -1);
 
 struct MegatronExport {
   std::string command;             ///< torchrun ... pretrain_gpt.py --num-layers ...

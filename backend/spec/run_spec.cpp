@@ -21,6 +21,7 @@
 #include <sstream>
 
 #include <fcntl.h>
+#include <poll.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -520,11 +521,11 @@ RunSpec parse_spec_text(const std::string& text, const PresetCatalog& presets, R
   return parse_spec(parse_spec_json(text, "the spec"), presets, rules);
 }
 
-std::string read_spec_file_text(const std::string& path, const std::string& what) {
+std::string read_spec_file_text(const std::string& path, const std::string& what, int pipe_wait_ms) {
   const auto cannot = [&](int error) { return SpecError({{"", "cannot read " + what + " " + path + ": " + std::strerror(error)}}); };
-  // Opened without blocking: a named pipe nobody writes to held the workbench in open() for good
-  // (File ▸ Open). A pipe with a writer (`<(jq … spec.json)`, /dev/stdin) is then read as a file is;
-  // one without reads as empty.
+  // Opened without blocking, and a pipe then waited on for up to pipe_wait_ms: a named pipe nobody
+  // writes to held the workbench in open() for good (File ▸ Open). A command line waits as before,
+  // for a writer that comes after it (`mkfifo p; tessera-cli launch p & cat spec.json > p`).
   const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) throw cannot(errno);
   struct Closer {
@@ -534,6 +535,17 @@ std::string read_spec_file_text(const std::string& path, const std::string& what
   struct stat st {};
   if (::fstat(fd, &st) != 0) throw cannot(errno);
   if (S_ISDIR(st.st_mode)) throw SpecError({{"", what + " " + path + " is a directory"}});
+  if (S_ISFIFO(st.st_mode)) {
+    // Until written to, or until a writer that came closes it (a writer not yet there is no end).
+    pollfd wanted{fd, POLLIN, 0};
+    int ready = 0;
+    while ((ready = ::poll(&wanted, 1, pipe_wait_ms)) < 0 && errno == EINTR) {
+    }
+    if (ready < 0) throw cannot(errno);
+    if (ready == 0)
+      throw SpecError({{"", what + " " + path + " is a pipe that nothing was written to in " +
+                                (pipe_wait_ms % 1000 == 0 ? std::to_string(pipe_wait_ms / 1000) + " s" : std::to_string(pipe_wait_ms) + " ms")}});
+  }
   if (::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK) != 0) throw cannot(errno);
   // Read up to the limit and no further: /dev/zero took 4.7 GB in 10 s.
   std::string text;
@@ -548,8 +560,6 @@ std::string read_spec_file_text(const std::string& path, const std::string& what
       throw SpecError({{"", what + " " + path + " is larger than " + std::to_string(kMaxSpecFileBytes >> 20) +
                                 " MiB: no run spec is (is it the file meant?)"}});
   }
-  if (text.empty() && S_ISFIFO(st.st_mode))
-    throw SpecError({{"", what + " " + path + " is a named pipe that nothing was writing to when it was opened"}});
   return text;
 }
 
@@ -568,8 +578,8 @@ RunSpec parse_spec_file_text(const std::string& path, const std::string& text, c
 
 }  // namespace
 
-RunSpec load_spec_file(const std::string& path, const PresetCatalog& presets, Rules rules) {
-  return parse_spec_file_text(path, read_spec_file_text(path), presets, rules);
+RunSpec load_spec_file(const std::string& path, const PresetCatalog& presets, Rules rules, int pipe_wait_ms) {
+  return parse_spec_file_text(path, read_spec_file_text(path, "spec file", pipe_wait_ms), presets, rules);
 }
 
 RunSpec load_spec_file(const std::string& path, std::string& text) {

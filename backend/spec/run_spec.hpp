@@ -148,12 +148,16 @@ RunSpec parse_spec_text(const std::string& text, const PresetCatalog& presets = 
 RunSpec parse_stored_spec(const nlohmann::json& stored);
 /// The bytes of spec file `path` (`what` names it: "spec file", "config file"), at most
 /// kMaxSpecFileBytes; throws SpecError naming the file and the reason (a directory, unreadable with
-/// the system's reason, larger than the limit).
+/// the system's reason, larger than the limit). A pipe (`<(jq …)`, /dev/stdin, a named pipe) is read
+/// once something is written to it, waiting up to `pipe_wait_ms` (-1: as long as it takes, as a
+/// command line does; the workbench, which must not hang on a named pipe nobody writes to, gives a
+/// few seconds).
 inline constexpr int64_t kMaxSpecFileBytes = int64_t{16} << 20;
-std::string read_spec_file_text(const std::string& path, const std::string& what = "spec file");
-/// Reads a spec file (an unreadable file is a SpecError naming the path).
+std::string read_spec_file_text(const std::string& path, const std::string& what = "spec file", int pipe_wait_ms = -1);
+/// Reads a spec file (an unreadable file is a SpecError naming the path); `pipe_wait_ms` as for
+/// read_spec_file_text.
 RunSpec load_spec_file(const std::string& path, const PresetCatalog& presets = PresetCatalog::builtin(),
-                       Rules rules = Rules::all);
+                       Rules rules = Rules::all, int pipe_wait_ms = -1);
 /// load_spec_file that also gives the bytes it read, for a caller that keeps the file as written (a
 /// launch records it): read once, so that what is kept is what was checked, and a pipe
 /// (`launch <(…)`) is not opened a second time.
