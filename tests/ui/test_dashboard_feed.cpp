@@ -8,6 +8,8 @@
 #include <QtGui/QImage>
 #include <QtTest/QtTest>
 
+#include "active_window.hpp"
+
 #include <limits>
 
 #include "dashboard_widget.hpp"
@@ -73,6 +75,17 @@ class TestDashboardFeed : public QObject {
   QString db_;
   std::unique_ptr<store::Writer> writer_;
   store::RunHandle run_;
+
+  // Another run of the 3D spec in the history, its steps 1 to `steps` written.
+  store::RunHandle addRun(const std::string& name, store::RunStatus status, int64_t steps) {
+    store::RunRecord record;
+    record.name = name;
+    record.spec = spec3d();
+    record.status = status;
+    const auto run = writer_->create_run(record);
+    writeSteps(*writer_, run, 1, steps);
+    return run;
+  }
 
  private slots:
   void initTestCase() {
@@ -447,12 +460,7 @@ class TestDashboardFeed : public QObject {
   // At 800 px the header shows a run's name of 19 characters whole, its step progress too: the
   // smoothing slider, 140 px fixed, cut it to "tiny-3d TP2·PP…".
   void aNarrowHeaderKeepsTheRunsName() {
-    store::RunRecord record;
-    record.name = "tiny-3d TP2·PP2·DP2";
-    record.spec = spec3d();
-    record.status = store::RunStatus::done;
-    const auto run = writer_->create_run(record);
-    writeSteps(*writer_, run, 1, 200);
+    const auto run = addRun("tiny-3d TP2·PP2·DP2", store::RunStatus::done, 200);
     DashboardWidget dashboard;
     QVERIFY(dashboard.openRun(db_, QString::fromStdString(run.id)));
     dashboard.resize(800, 600);
@@ -470,9 +478,7 @@ class TestDashboardFeed : public QObject {
     const auto spec_json = spec3d();
     const auto spec = spec::parse_spec(nlohmann::json::parse(spec_json.dump()));
     LaunchDialog dialog(spec, spec_json, db_);
-    dialog.show();
-    QApplication::setActiveWindow(&dialog);
-    QVERIFY(QTest::qWaitForWindowActive(&dialog));
+    QVERIFY(test::shownActive(dialog));
     QString error;
     QVERIFY2(dialog.addAgent("tcp://127.0.0.1:7070", QString(40, QLatin1Char('0')), &error), qPrintable(error));
     QVERIFY(dialog.agentTable()->rowCount() >= 1);
@@ -489,12 +495,7 @@ class TestDashboardFeed : public QObject {
   // A run deleted from the history while its dashboard shows it: the dashboard says so and stops
   // polling (it kept "running", and re-read the history 10 times a second with "cannot read").
   void aDeletedRunEndsItsDashboard() {
-    store::RunRecord record;
-    record.name = "to delete";
-    record.spec = spec3d();
-    record.status = store::RunStatus::running;
-    const auto run = writer_->create_run(record);
-    writeSteps(*writer_, run, 1, 3);
+    const auto run = addRun("to delete", store::RunStatus::running, 3);
     DashboardWidget dashboard;
     QVERIFY(dashboard.openRun(db_, QString::fromStdString(run.id)));
     QVERIFY(dashboard.polling());

@@ -7,28 +7,23 @@
 
 #include "compare_view.hpp"
 #include "history_fixture.hpp"
-#include "plan_session.hpp"
 #include "store/history.hpp"
-#include "timeline_model.hpp"
-#include "timeline_view.hpp"
+#include "timeline_fixture.hpp"
 
 using namespace tessera;
 using namespace tessera::ui;
 
 namespace {
 constexpr double kScale = 1.25;
-QString example(const char* name) { return QStringLiteral(TESSERA_SOURCE_DIR "/resources/examples/%1").arg(name); }
 }  // namespace
 
 class TestHiDpi : public QObject {
   Q_OBJECT
  private slots:
   void theTimelinesTicksAreAlikeInDevicePixels() {
-    PlanSession session;
-    QVERIFY(session.open(example("llama3-70b-64xh100.json"), nullptr));
-    TimelineModel primary, comparison;
-    primary.setPlan(session.plan());
-    TimelineView view(&primary, &comparison);
+    test::TimelineOf timeline("llama3-70b-64xh100.json");
+    QVERIFY(timeline.plan());
+    ui::TimelineView& view = timeline.view;
     view.resize(1000, 400);
     view.show();
     QVERIFY(QTest::qWaitForWindowExposed(&view));

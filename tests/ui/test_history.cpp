@@ -8,6 +8,8 @@
 #include <QPlainTextEdit>
 #include <QtTest/QtTest>
 
+#include "active_window.hpp"
+
 #include "history_fixture.hpp"
 #include "history_view.hpp"
 #include "run_filter_proxy.hpp"
@@ -236,9 +238,7 @@ class TestHistory : public QObject {
     HistoryView view(&history);
     view.setPollInterval(0);
     view.resize(1200, 500);
-    view.show();
-    QApplication::setActiveWindow(&view);
-    QVERIFY(QTest::qWaitForWindowActive(&view));
+    QVERIFY(test::shownActive(view));
     const auto cell = [&](int column) {
       return view.proxy()->mapFromSource(view.model()->index(view.model()->rowOfRun(QString::fromStdString(live.id)), column));
     };
@@ -381,9 +381,7 @@ class TestHistory : public QObject {
     HistoryView view(&history);
     view.setPollInterval(0);
     view.resize(1000, 400);
-    view.show();
-    QApplication::setActiveWindow(&view);
-    QVERIFY(QTest::qWaitForWindowActive(&view));
+    QVERIFY(test::shownActive(view));
     QSignalSpy compare(&view, &HistoryView::compareRequested);
     QSignalSpy open(&view, &HistoryView::openRunRequested);
     QTableView* table = view.table();

@@ -10,6 +10,8 @@
 #include <QHeaderView>
 #include <QtTest/QtTest>
 
+#include "active_window.hpp"
+
 #include <algorithm>
 #include <chrono>
 
@@ -23,6 +25,12 @@ using namespace tessera::ui;
 
 namespace {
 QString example(const char* name) { return QStringLiteral(TESSERA_SOURCE_DIR "/resources/examples/%1").arg(name); }
+
+// Starts a search and waits up to 30 s for its result: true when it came.
+bool searched(LayoutSearchDialog& dialog) {
+  QSignalSpy finished(&dialog, &LayoutSearchDialog::searchFinished);
+  return dialog.startSearch() && (finished.count() > 0 || finished.wait(30000));
+}
 }  // namespace
 
 class TestLayoutSearchUi : public QObject {
@@ -185,9 +193,7 @@ class TestLayoutSearchUi : public QObject {
     LayoutSearchDialog dialog(&session);
     dialog.resize(800, 600);
     dialog.show();
-    QSignalSpy finished(&dialog, &LayoutSearchDialog::searchFinished);
-    QVERIFY(dialog.startSearch());
-    QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 30000);
+    QVERIFY(searched(dialog));
     QHeaderView* header = dialog.table()->horizontalHeader();
     auto inView = [&](const char* when) {
       QCoreApplication::processEvents();
@@ -363,9 +369,7 @@ class TestLayoutSearchUi : public QObject {
     QVERIFY(session.open(example("llama3-8b-8xh100.json"), nullptr));
     const spec::RunSpec before = session.spec();
     LayoutSearchDialog dialog(&session);
-    dialog.show();
-    QApplication::setActiveWindow(&dialog);
-    QVERIFY(QTest::qWaitForWindowActive(&dialog));
+    QVERIFY(test::shownActive(dialog));
     QSignalSpy finished(&dialog, &LayoutSearchDialog::searchFinished);
     QVERIFY(dialog.startSearch());
     QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 30000);
@@ -388,9 +392,7 @@ class TestLayoutSearchUi : public QObject {
     PlanSession session;
     QVERIFY(session.open(example("llama3-8b-8xh100.json"), nullptr));
     LayoutSearchDialog dialog(&session);
-    dialog.show();
-    QApplication::setActiveWindow(&dialog);
-    QVERIFY(QTest::qWaitForWindowActive(&dialog));
+    QVERIFY(test::shownActive(dialog));
     const auto next = [](QWidget* from) {
       from->setFocus();
       QTest::keyClick(from, Qt::Key_Tab);
@@ -414,9 +416,7 @@ class TestLayoutSearchUi : public QObject {
     dialog.table()->setStyle(&style);
     dialog.show();
     QVERIFY(QTest::qWaitForWindowExposed(&dialog));
-    QSignalSpy finished(&dialog, &LayoutSearchDialog::searchFinished);
-    QVERIFY(dialog.startSearch());
-    QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 30000);
+    QVERIFY(searched(dialog));
     const QPoint row = dialog.table()->visualRect(dialog.table()->model()->index(1, 1)).center();
     QTest::mouseClick(dialog.table()->viewport(), Qt::LeftButton, {}, row);
     QCoreApplication::processEvents();
@@ -431,9 +431,7 @@ class TestLayoutSearchUi : public QObject {
     PlanSession session;
     QVERIFY(session.open(example("llama3-8b-8xh100.json"), nullptr));
     LayoutSearchDialog dialog(&session);
-    dialog.show();
-    QApplication::setActiveWindow(&dialog);
-    QVERIFY(QTest::qWaitForWindowActive(&dialog));
+    QVERIFY(test::shownActive(dialog));
     QSignalSpy finished(&dialog, &LayoutSearchDialog::searchFinished);
     QVERIFY(dialog.startSearch());
     QLineEdit* tp = dialog.listField("tp");

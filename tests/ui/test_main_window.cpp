@@ -8,6 +8,8 @@
 
 #include <QtTest/QtTest>
 
+#include "active_window.hpp"
+
 #include <QHeaderView>
 #include <QScrollBar>
 #include <QSpinBox>
@@ -479,9 +481,7 @@ class TestMainWindow : public QObject {
   void aChoiceFieldOpensItsListForArrowsToBrowse() {
     MainWindow window(false);
     QVERIFY(window.openFile(example("llama3-70b-64xh100.json"), nullptr));
-    window.show();
-    QApplication::setActiveWindow(&window);
-    QVERIFY(QTest::qWaitForWindowActive(&window));
+    QVERIFY(test::shownActive(window));
     QTreeView* tree = window.designer()->fieldView();
     const QModelIndex schedule = window.specModel()->indexOfField("parallel.schedule");
     tree->setCurrentIndex(schedule);
@@ -714,9 +714,7 @@ class TestMainWindow : public QObject {
     MainWindow window(false);
     QVERIFY(window.openFile(example("llama3-70b-64xh100.json"), nullptr));
     window.resize(1400, 900);
-    window.show();
-    QApplication::setActiveWindow(&window);
-    QVERIFY(QTest::qWaitForWindowActive(&window));
+    QVERIFY(test::shownActive(window));
     window.showView(MainWindow::View::timeline);
     QTemporaryDir dir;
     QVERIFY(window.exportCurrentView(dir.filePath("timeline.png")));

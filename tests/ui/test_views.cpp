@@ -22,9 +22,11 @@
 #include "theme.hpp"
 #include "time_axis.hpp"
 #include "timeline_view.hpp"
+#include "timeline_fixture.hpp"
 
 using namespace tessera;
 using namespace tessera::ui;
+using tessera::test::TimelineOf;
 
 namespace {
 
@@ -52,21 +54,6 @@ struct GridOf {
   RankGridView view{&model};
   explicit GridOf(const char* name) {
     if (session.open(example(name), nullptr)) model.setPlan(session.plan(), session.grid());
-  }
-  const planner::Plan* plan() const { return session.plan().get(); }
-};
-
-// A spec's plan on a timeline 1400 × 600 px, fitted to it, with nothing to compare: the timeline
-// tests' set-up. A test that edits the session shows the new plan with primary.setPlan.
-struct TimelineOf {
-  PlanSession session;
-  TimelineModel primary, comparison;
-  TimelineView view{&primary, &comparison};
-  explicit TimelineOf(const char* name) {
-    if (!session.open(example(name), nullptr)) return;
-    primary.setPlan(session.plan());
-    view.resize(1400, 600);
-    view.fitToView();
   }
   const planner::Plan* plan() const { return session.plan().get(); }
 };
