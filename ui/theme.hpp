@@ -1,5 +1,6 @@
 // Colours of the workbench: the light and dark application palettes (following the system unless
-// the user picks one) and the data colours the views share (op kinds, memory parts, categories).
+// the user picks one), the data colours the views share (op kinds, memory parts, categories), and
+// the focus frame of the custom-painted views.
 #pragma once
 
 #include <cstdint>
