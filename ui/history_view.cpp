@@ -46,10 +46,12 @@ class TagsDelegate : public QStyledItemDelegate {
 };
 
 /// Notes keep their line breaks: edited in a multi-line box (Enter adds a line; leaving the box or
-/// Tab saves, Esc cancels). Typed text is kept through a refresh, as the tags' is.
+/// Tab saves, Esc cancels). Typed text is kept through a refresh, as the tags' is, and is not saved
+/// over notes another process wrote meanwhile (RunListModel::saveNotesOver).
 class NotesDelegate : public QStyledItemDelegate {
  public:
-  using QStyledItemDelegate::QStyledItemDelegate;
+  NotesDelegate(QTableView* table, RunListModel* model, QSortFilterProxyModel* proxy)
+      : QStyledItemDelegate(table), model_(model), proxy_(proxy) {}
   QWidget* createEditor(QWidget* parent, const QStyleOptionViewItem&, const QModelIndex&) const override {
     auto* editor = new QPlainTextEdit(parent);
     editor->setTabChangesFocus(true);
@@ -60,9 +62,11 @@ class NotesDelegate : public QStyledItemDelegate {
     if (notes->document()->isModified()) return;
     notes->setPlainText(index.data(Qt::EditRole).toString());
     notes->document()->setModified(false);
+    notes->setProperty(kLoaded, index.data(RunListModel::NotesRole));  // what the history held
   }
-  void setModelData(QWidget* editor, QAbstractItemModel* model, const QModelIndex& index) const override {
-    model->setData(index, static_cast<QPlainTextEdit*>(editor)->toPlainText());
+  void setModelData(QWidget* editor, QAbstractItemModel*, const QModelIndex& index) const override {
+    const auto* notes = static_cast<QPlainTextEdit*>(editor);
+    model_->saveNotesOver(proxy_->mapToSource(index).row(), notes->property(kLoaded).toString(), notes->toPlainText());
   }
   void updateEditorGeometry(QWidget* editor, const QStyleOptionViewItem& option, const QModelIndex&) const override {
     QRect rect = option.rect;
@@ -70,6 +74,11 @@ class NotesDelegate : public QStyledItemDelegate {
     rect.setWidth(std::max(rect.width(), 320));
     editor->setGeometry(rect);
   }
+
+ private:
+  static constexpr const char* kLoaded = "tessera_loaded_notes";
+  RunListModel* model_;
+  QSortFilterProxyModel* proxy_;
 };
 
 }  // namespace
@@ -119,7 +128,7 @@ HistoryView::HistoryView(store::History* history, QWidget* parent) : QWidget(par
   table_->setTabKeyNavigation(false);  // Tab leaves the table for the buttons (it walked the cells for ever)
   table_->horizontalHeader()->setStretchLastSection(true);
   table_->setAlternatingRowColors(true);
-  table_->setItemDelegateForColumn(RunListModel::Notes, new NotesDelegate(table_));
+  table_->setItemDelegateForColumn(RunListModel::Notes, new NotesDelegate(table_, &model_, &proxy_));
   table_->setItemDelegateForColumn(RunListModel::Tags, new TagsDelegate(table_));
   layout->addWidget(table_, 1);
 

@@ -255,6 +255,7 @@ QVariant RunListModel::data(const QModelIndex& index, int role) const {
     case TagsRole: return tagList(run);
     case StatusRole: return qs(std::string(store::to_string(run.status)));
     case UnsavedRole: return unsaved != row.unsaved.end() ? unsaved->second.second : QString();
+    case NotesRole: return qs(run.notes);
     case SearchRole:
       return QStringList{qs(run.name), qs(run.id), row.layout, row.model, tagList(run).join(QLatin1Char(' ')), qs(run.notes)}
           .join(QLatin1Char('\n'))
@@ -347,6 +348,27 @@ bool RunListModel::setData(const QModelIndex& index, const QVariant& value, int 
   else row.unsaved[index.column()] = {value.toString(), last_error_};
   emit dataChanged(index.siblingAtColumn(0), index.siblingAtColumn(ColumnCount - 1));
   return saved;
+}
+
+bool RunListModel::saveNotesOver(int row_index, const QString& loaded, const QString& typed) {
+  if (row_index < 0 || row_index >= static_cast<int>(rows_.size())) return false;
+  Row& row = rows_[static_cast<size_t>(row_index)];
+  const QModelIndex cell = index(row_index, Notes);
+  if (historyFileGone()) return setData(cell, typed);  // refused there, the typed text kept
+  QString held;
+  try {
+    row.run = history_->run(row.run.id);
+    held = qs(row.run.notes);
+  } catch (const std::exception&) {
+    return setData(cell, typed);  // refused there with the store's reason
+  }
+  if (held == loaded || held == typed) return setData(cell, typed);
+  fail(tr("the notes of run %1 were changed elsewhere while you typed (now: \"%2\"); yours are kept in red: edit them again to "
+          "save them over those")
+           .arg(qs(row.run.name), held.left(80)));
+  row.unsaved[Notes] = {typed, last_error_};
+  emit dataChanged(cell.siblingAtColumn(0), cell.siblingAtColumn(ColumnCount - 1));
+  return false;
 }
 
 bool RunListModel::saveTags(Row& row, const QString& text) {

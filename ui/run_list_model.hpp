@@ -29,6 +29,7 @@ class RunListModel : public QAbstractTableModel {
   static constexpr int StatusRole = Qt::UserRole + 4;    ///< QString: "done", "running", ...
   static constexpr int SearchRole = Qt::UserRole + 5;    ///< lower-case text the filter searches
   static constexpr int UnsavedRole = Qt::UserRole + 6;   ///< QString: why an edit in this cell was not saved
+  static constexpr int NotesRole = Qt::UserRole + 7;     ///< QString: the run's notes as the history held them at the last read
 
   /// Reads from `history` (not owned; it must outlive the model).
   explicit RunListModel(store::History* history, QObject* parent = nullptr);
@@ -45,6 +46,11 @@ class RunListModel : public QAbstractTableModel {
   QStringList allTags() const;
   /// The message of the last failed edit, refresh or delete ("" after a success).
   QString lastError() const { return last_error_; }
+  /// Saves `typed` as the notes of the run at `row` unless the history's notes are no longer `loaded`
+  /// (what the editor showed): another process changed them while the user typed, and saving would
+  /// overwrite that unseen. Then nothing is saved, the cell keeps `typed` in red with the notes now
+  /// held named, and an edit from there (loading them) saves over them.
+  bool saveNotesOver(int row, const QString& loaded, const QString& typed);
   /// Whether the history's file is no longer the one opened (deleted, or another file of that name).
   bool openedFileIsGone() const;
   /// "a, b,, a " as tags: a, b (trimmed, without empty ones and repeats).

@@ -278,6 +278,38 @@ class TestHistory : public QObject {
     QCOMPARE(RunListModel::mergedTags("", " x ,, x", ""), QStringLiteral("x"));
   }
 
+  // Notes another process wrote while the user typed are not overwritten unseen: the save is held,
+  // the typed text kept in red with the notes now held named; an edit from there saves over them.
+  void notesChangedElsewhereAreNotOverwrittenUnseen() {
+    store::History history(path_.toStdString());
+    HistoryView view(&history);
+    view.setPollInterval(0);
+    view.resize(1200, 500);
+    QVERIFY(test::shownActive(view));
+    const auto cell = [&] {
+      return view.proxy()->mapFromSource(view.model()->index(view.model()->rowOfRun(QString::fromStdString(a_.id)), RunListModel::Notes));
+    };
+    view.table()->edit(cell());
+    auto* notes = view.table()->findChild<QPlainTextEdit*>();
+    QVERIFY(notes);
+    QTest::keyClicks(notes, QStringLiteral("mine"));
+    store::History(path_.toStdString()).set_notes(a_.id, "theirs");  // as `tessera-cli runs note` would meanwhile
+    QTest::keyClick(notes, Qt::Key_Tab);
+    QTRY_VERIFY(!view.table()->findChild<QPlainTextEdit*>() || !view.table()->findChild<QPlainTextEdit*>()->isVisible());
+    QCOMPARE(history.run(a_.id).notes, std::string("theirs"));
+    QCOMPARE(cell().data().toString(), QStringLiteral("mine"));
+    QVERIFY2(cell().data(RunListModel::UnsavedRole).toString().contains(QStringLiteral("changed elsewhere while you typed (now: \"theirs\")")),
+             qPrintable(cell().data(RunListModel::UnsavedRole).toString()));
+    // Edited again (the editor shows "mine"), the save goes over "theirs".
+    QTRY_VERIFY(!view.table()->findChild<QPlainTextEdit*>());
+    view.table()->edit(cell());
+    notes = view.table()->findChild<QPlainTextEdit*>();
+    QVERIFY(notes);
+    QCOMPARE(notes->toPlainText(), QStringLiteral("mine"));
+    QTest::keyClick(notes, Qt::Key_Tab);
+    QTRY_COMPARE(history.run(a_.id).notes, std::string("mine"));
+  }
+
   void tagsColumnShowsItsTagsWhole() {
     store::History history(path_.toStdString());
     HistoryView view(&history);
