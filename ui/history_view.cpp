@@ -30,7 +30,9 @@ class TagsDelegate : public QStyledItemDelegate {
     auto* line = qobject_cast<QLineEdit*>(editor);
     if (line && line->isModified()) return;
     QStyledItemDelegate::setEditorData(editor, index);
-    if (line) line->setProperty(kLoaded, line->text());
+    // What the history held (not a refused edit's text the cell shows in red): a tag removed in that
+    // edit and typed without again is removed now.
+    if (line) line->setProperty(kLoaded, index.data(RunListModel::TagsRole).toStringList().join(QStringLiteral(", ")));
   }
   /// Saves what the user added and removed, over the tags the history holds now: a tag another
   /// process added while the user typed is kept.

@@ -310,6 +310,41 @@ class TestHistory : public QObject {
     QTRY_COMPARE(history.run(a_.id).notes, std::string("mine"));
   }
 
+  // A tags edit refused (here: the history's file moved away) and made again removes what it removed:
+  // the retry took the refused text, shown in red, for what the history held, and kept the tag.
+  void aRetriedTagsEditRemovesWhatItRemoved() {
+    QTemporaryDir dir;
+    const std::string path = dir.filePath("moved.sqlite").toStdString();
+    std::filesystem::copy_file(path_.toStdString(), path);
+    store::History(path).add_tag(a_.id, "second");  // a_ holds baseline, second
+    store::History history(path);
+    HistoryView view(&history);
+    view.setPollInterval(0);
+    view.resize(1200, 500);
+    QVERIFY(test::shownActive(view));
+    const auto cell = [&] {
+      return view.proxy()->mapFromSource(view.model()->index(view.model()->rowOfRun(QString::fromStdString(a_.id)), RunListModel::Tags));
+    };
+    const auto typeTags = [&](const QString& text) {
+      view.table()->edit(cell());
+      QLineEdit* tags = nullptr;
+      for (auto* line : view.table()->viewport()->findChildren<QLineEdit*>())
+        if (line->isVisible()) tags = line;
+      if (!tags) return false;
+      tags->selectAll();
+      QTest::keyClicks(tags, text);
+      QTest::keyClick(tags, Qt::Key_Return);
+      return QTest::qWaitFor([&] { return !tags->isVisible(); });
+    };
+    std::filesystem::rename(path, path + ".away");
+    QVERIFY(typeTags(QStringLiteral("baseline")));  // refused: the file is not there
+    QCOMPARE(cell().data().toString(), QStringLiteral("baseline"));
+    QVERIFY(!cell().data(RunListModel::UnsavedRole).toString().isEmpty());
+    std::filesystem::rename(path + ".away", path);
+    QVERIFY(typeTags(QStringLiteral("baseline")));
+    QCOMPARE(history.run(a_.id).tags, std::vector<std::string>{"baseline"});
+  }
+
   void tagsColumnShowsItsTagsWhole() {
     store::History history(path_.toStdString());
     HistoryView view(&history);
