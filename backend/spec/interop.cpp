@@ -279,7 +279,17 @@ MegatronExport megatron_command(const RunSpec& spec) {
   arg("pipeline-model-parallel-size", p.pp);
   if (p.cp > 1) arg("context-parallel-size", p.cp);
   if (p.ep > 1) arg("expert-model-parallel-size", p.ep);
-  if (p.vpp > 1) arg("num-layers-per-virtual-pipeline-stage", m.num_layers / (p.pp * p.vpp));
+  if (spec.uneven_stages()) {
+    // Megatron-LM refuses --num-layers-per-virtual-pipeline-stage with uneven stages: it takes the
+    // virtual stages per rank instead.
+    if (p.first_stage_layers > 0) arg("decoder-first-pipeline-num-layers", p.first_stage_layers);
+    if (p.last_stage_layers > 0) arg("decoder-last-pipeline-num-layers", p.last_stage_layers);
+    if (p.vpp > 1) arg("num-virtual-stages-per-pipeline-rank", p.vpp);
+    out.notes.push_back("uneven pipeline stages: Megatron-LM releases without --decoder-first-pipeline-num-layers and "
+                        "--decoder-last-pipeline-num-layers refuse this command");
+  } else if (p.vpp > 1) {
+    arg("num-layers-per-virtual-pipeline-stage", m.num_layers / (p.pp * p.vpp));
+  }
   // Megatron-LM interleaves two stages only with the p2p exchange overlapped (arguments.py); releases
   // before that refuse pp = 2 with interleaving altogether.
   if (p.vpp > 1 && p.pp == 2) {

@@ -139,6 +139,8 @@ const std::vector<Section>& sections() {
     s.push_back({"parallel",
                  {make_field("tp", p, &P::tp), make_field("pp", p, &P::pp), make_field("dp", p, &P::dp),
                   make_field("cp", p, &P::cp), make_field("ep", p, &P::ep), make_field("vpp", p, &P::vpp),
+                  make_field("first_stage_layers", p, &P::first_stage_layers),
+                  make_field("last_stage_layers", p, &P::last_stage_layers),
                   make_field("sequence_parallel", p, &P::sequence_parallel), make_field("zero_stage", p, &P::zero_stage),
                   make_field("distributed_optimizer", p, &P::distributed_optimizer),
                   make_field("schedule", p, &P::schedule)}});
@@ -177,7 +179,9 @@ std::string alias_of(const std::string& key) {
       {"max_position_embeddings", "seq_length"}, {"seq_len", "seq_length"}, {"recompute_granularity", "recompute"},
       {"num_local_experts", "num_experts"}, {"num_experts_per_tok", "moe_top_k"}, {"mbs", "micro_batch_size"},
       {"gbs", "global_batch_size"}, {"clip_grad", "grad_clip"}, {"lr_warmup_iters", "warmup_steps"},
-      {"train_iters", "train_steps"}, {"save_interval", "save_every"}};
+      {"train_iters", "train_steps"}, {"save_interval", "save_every"},
+      {"decoder_first_pipeline_num_layers", "first_stage_layers"}, {"num_layers_in_first_pipeline_stage", "first_stage_layers"},
+      {"decoder_last_pipeline_num_layers", "last_stage_layers"}, {"num_layers_in_last_pipeline_stage", "last_stage_layers"}};
   auto it = aliases.find(key);
   return it == aliases.end() ? std::string{} : it->second;
 }
@@ -263,6 +267,66 @@ int64_t RunSpec::num_microbatches() const {
   int64_t per_step = 0;
   if (__builtin_mul_overflow(training.micro_batch_size, data_parallel(), &per_step) || per_step <= 0) return 0;
   return training.global_batch_size / per_step;
+}
+
+int64_t RunSpec::stage_layers(int64_t stage) const {
+  const auto& p = parallel;
+  if (p.pp < 1 || stage < 0 || stage >= p.pp) return 0;
+  if (p.pp == 1) return model.num_layers;
+  if (stage == 0 && p.first_stage_layers > 0) return p.first_stage_layers;
+  if (stage == p.pp - 1 && p.last_stage_layers > 0) return p.last_stage_layers;
+  const int64_t others = p.pp - (p.first_stage_layers > 0) - (p.last_stage_layers > 0);
+  const int64_t rest = model.num_layers - std::max<int64_t>(p.first_stage_layers, 0) - std::max<int64_t>(p.last_stage_layers, 0);
+  return others > 0 && rest > 0 && rest % others == 0 ? rest / others : 0;
+}
+
+bool RunSpec::stages_split_layers() const {
+  if (parallel.pp < 1 || parallel.vpp < 1) return false;
+  int64_t total = 0;
+  for (int64_t stage = 0; stage < parallel.pp; ++stage) {
+    const int64_t layers = stage_layers(stage);
+    if (layers < parallel.vpp || layers % parallel.vpp != 0) return false;
+    total += layers;
+  }
+  return total == model.num_layers;
+}
+
+std::string RunSpec::stage_layers_text() const {
+  if (!stages_split_layers()) return {};
+  std::string out;
+  for (int64_t stage = 0; stage < parallel.pp;) {
+    const int64_t layers = stage_layers(stage);
+    int64_t run = 1;
+    while (stage + run < parallel.pp && stage_layers(stage + run) == layers) ++run;
+    if (!out.empty()) out += ", ";
+    out += std::to_string(layers);
+    if (run > 1) out += " × " + std::to_string(run);
+    stage += run;
+  }
+  return out;
+}
+
+std::pair<int64_t, int64_t> RunSpec::chunk_layers(int64_t virtual_stage) const {
+  const auto& p = parallel;
+  if (p.pp < 1 || p.vpp < 1 || virtual_stage < 0 || virtual_stage >= p.pp * p.vpp || model.num_layers % p.vpp != 0)
+    return {0, 0};
+  const int64_t chunk = virtual_stage / p.pp, stage = virtual_stage % p.pp;
+  int64_t first = chunk * (model.num_layers / p.vpp);
+  for (int64_t s = 0; s < stage; ++s) first += stage_layers(s) / p.vpp;
+  const int64_t count = stage_layers(stage);
+  if (count == 0 || count % p.vpp != 0) return {0, 0};
+  return {first, first + count / p.vpp};
+}
+
+std::optional<std::pair<int64_t, int64_t>> balanced_end_stages(int64_t num_layers, int64_t pp, int64_t vpp) {
+  if (num_layers < 1 || pp < 2 || vpp < 1 || pp > num_layers || num_layers % vpp != 0 || num_layers % (pp * vpp) == 0)
+    return std::nullopt;
+  const int64_t chunks = num_layers / vpp;  // layers in units of vpp: one per virtual stage of a stage
+  const int64_t middle = pp == 2 ? 0 : (chunks + pp - 1) / pp;
+  const int64_t ends = chunks - (pp - 2) * middle;
+  if (ends < 2) return std::nullopt;
+  const int64_t last = ends / 2;
+  return std::pair{(ends - last) * vpp, last * vpp};
 }
 
 int64_t RunSpec::effective_zero_stage() const {
@@ -596,6 +660,10 @@ nlohmann::ordered_json to_json(const RunSpec& spec, JsonFields fields) {
       if (section.name == "model" && f.name == "preset" && spec.model.preset.empty()) continue;
       if (section.name == "parallel" && f.name == "dp" && spec.parallel.dp == 0) continue;
       if (section.name == "model" && f.name == "decoder_seq_length" && spec.model.decoder_seq_length == 0) continue;
+      // An even split is left out for agents, so that those of releases before uneven stages launch it.
+      if (fields == JsonFields::for_agents && section.name == "parallel" && ((f.name == "first_stage_layers" && spec.parallel.first_stage_layers == 0) ||
+                                         (f.name == "last_stage_layers" && spec.parallel.last_stage_layers == 0)))
+        continue;
       if (fields == JsonFields::for_agents && section.name == "training" && f.name == "save_every" &&
           spec.training.save_every == 0)
         continue;

@@ -3,7 +3,9 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -51,6 +53,10 @@ struct ParallelSpec {
   int64_t tp = 1, pp = 1;
   int64_t dp = 0;  ///< 0 = derived from the cluster size (world / (tp*pp*cp))
   int64_t cp = 1, ep = 1, vpp = 1;
+  /// Layers of the first and of the last pipeline stage, 0 = an even share (Megatron-LM's
+  /// --decoder-first-pipeline-num-layers and --decoder-last-pipeline-num-layers): the other stages
+  /// share the remaining layers evenly. Llama 3 405B trains 126 layers on 16 stages as 7, 8 × 14, 7.
+  int64_t first_stage_layers = 0, last_stage_layers = 0;
   bool sequence_parallel = false;
   int zero_stage = 0;
   bool distributed_optimizer = false;
@@ -83,6 +89,14 @@ struct ClusterSpec {
   bool operator==(const ClusterSpec&) const = default;
 };
 
+/// Layers of the first and of the last stage (first_stage_layers, last_stage_layers) that split
+/// `num_layers` over `pp` stages of `vpp` virtual stages each where pp·vpp does not divide them: the
+/// other stages hold the fewest layers that leave the end stages no more than each of them, the end
+/// stages share the rest (the last, which also holds the output layer and the loss, the smaller
+/// half). Llama 3 405B's 126 layers on 16 stages: 7 and 7. Nothing where pp·vpp divides num_layers
+/// (an even split) or no split can be made.
+std::optional<std::pair<int64_t, int64_t>> balanced_end_stages(int64_t num_layers, int64_t pp, int64_t vpp);
+
 /// The longest spec name validate() accepts, in bytes.
 inline constexpr int64_t kMaxNameBytes = 1024;
 
@@ -100,6 +114,21 @@ struct RunSpec {
   int64_t num_microbatches() const;
   /// ZeRO stage in force: zero_stage, or 1 when only distributed_optimizer is set.
   int64_t effective_zero_stage() const;
+  /// Layers that pipeline stage `stage` (0 ≤ stage < pp) holds over all its virtual stages; 0 for a
+  /// stage out of range or a split that cannot be made (validate() names the rule).
+  int64_t stage_layers(int64_t stage) const;
+  /// The layers [first, end) of virtual stage `virtual_stage` = chunk·pp + stage, as Megatron-LM
+  /// builds them: chunk c of every stage takes 1/vpp of that stage's layers, in stage order, from
+  /// layer c·num_layers/vpp. An empty range for a split that cannot be made.
+  std::pair<int64_t, int64_t> chunk_layers(int64_t virtual_stage) const;
+  /// Whether stage_layers splits model.num_layers: every stage holds a multiple of vpp layers, at least
+  /// vpp, and together they hold them all.
+  bool stages_split_layers() const;
+  /// The layers of each stage, a run of equal ones as "count × stages": "7, 8 × 14, 7" (Llama 3 405B on
+  /// 16 stages), "8 × 4" for an even split; empty where stages_split_layers() does not hold.
+  std::string stage_layers_text() const;
+  /// Whether first_stage_layers or last_stage_layers sets a stage's share apart from the even one.
+  bool uneven_stages() const { return parallel.first_stage_layers > 0 || parallel.last_stage_layers > 0; }
   /// "TP2·PP4·DP8", with ·CP, ·EP and ·VPP when above 1 and ·SP when on: the layout as the CLI and
   /// the GUI name it.
   std::string layout_label() const;
@@ -172,7 +201,7 @@ void require_valid(const RunSpec& spec, const PresetCatalog& presets = PresetCat
 /// Which fields to_json writes: every field (what the history stores, compares and matches, and what
 /// the GUI shows), or what an agent is sent: training.save_every left out at 0, its default, so that
 /// an agent of the release before it (which refuses unknown fields) still launches a run that does
-/// not checkpoint along the way.
+/// not checkpoint along the way; parallel.first_stage_layers and last_stage_layers likewise at 0.
 enum class JsonFields { every, for_agents };
 
 /// The spec as JSON (every field explicit unless `fields` says for_agents); parse_spec(to_json(s)) == s.

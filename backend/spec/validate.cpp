@@ -43,6 +43,49 @@ class Checker {
   }
 };
 
+// first_stage_layers and last_stage_layers (Megatron-LM's rules for --decoder-first/last-pipeline-
+// num-layers): more than one stage, each end stage's layers a multiple of vpp, and the rest split
+// evenly over the other stages, vpp chunks each.
+void check_stage_split(Checker& c, const RunSpec& spec) {
+  const auto& m = spec.model;
+  const auto& p = spec.parallel;
+  bool ok = true;
+  for (auto [path, value] : {std::pair{"parallel.first_stage_layers", p.first_stage_layers},
+                             {"parallel.last_stage_layers", p.last_stage_layers}}) {
+    if (value == 0) continue;
+    if (p.pp == 1) {
+      c.fail(path, std::string(path) + "=" + n(value) + " needs parallel.pp above 1: a single stage holds every layer");
+      ok = false;
+    } else if (value % p.vpp != 0) {
+      c.fail(path, std::string(path) + "=" + n(value) + " must be a multiple of parallel.vpp=" + n(p.vpp) +
+                       " (each of the stage's virtual stages holds an equal share)");
+      ok = false;
+    }
+  }
+  if (!ok) return;
+  const int64_t ends = p.first_stage_layers + p.last_stage_layers;
+  const int64_t others = p.pp - (p.first_stage_layers > 0) - (p.last_stage_layers > 0);
+  const std::string field = p.first_stage_layers > 0 ? "parallel.first_stage_layers" : "parallel.last_stage_layers";
+  const std::string set = p.first_stage_layers > 0 && p.last_stage_layers > 0
+                              ? "parallel.first_stage_layers + last_stage_layers = " + n(ends)
+                              : field + "=" + n(ends);
+  if (others == 0) {
+    if (ends != m.num_layers)
+      c.fail(field, set + " must equal model.num_layers=" + n(m.num_layers) + " on parallel.pp=" + n(p.pp) + " stages");
+    return;
+  }
+  const int64_t rest = m.num_layers - ends;
+  if (rest < others * p.vpp) {
+    c.fail(field, set + " leaves " + n(std::max<int64_t>(rest, 0)) + " of model.num_layers=" + n(m.num_layers) +
+                      " for the other " + n(others) + " stage" + (others == 1 ? "" : "s") + ", which need at least " +
+                      n(others * p.vpp) + (p.vpp > 1 ? " (one per virtual stage)" : ""));
+  } else if (rest % (others * p.vpp) != 0) {
+    c.fail(field, "the " + n(rest) + " layers that " + set + " leaves of model.num_layers=" + n(m.num_layers) +
+                      " must split evenly over the other " + n(others) + " stage" + (others == 1 ? "" : "s") +
+                      (p.vpp > 1 ? " times parallel.vpp=" + n(p.vpp) + " virtual stages" : std::string()));
+  }
+}
+
 }  // namespace
 
 std::vector<FieldError> validate(const RunSpec& spec, const PresetCatalog& presets, Rules rules) {
@@ -73,6 +116,14 @@ std::vector<FieldError> validate(const RunSpec& spec, const PresetCatalog& prese
                                {"parallel.ep", p.ep}, {"parallel.vpp", p.vpp}})
       layout_ok = c.in_range(path, value, k64) && layout_ok;
     if (p.dp != 0) layout_ok = c.in_range("parallel.dp", p.dp, k1M) && layout_ok;
+    for (auto [path, value] : {std::pair{"parallel.first_stage_layers", p.first_stage_layers},
+                               {"parallel.last_stage_layers", p.last_stage_layers}})
+      if (value < 0) {
+        c.fail(path, std::string(path) + "=" + n(value) + " must be 0 (an even share of the layers) or a positive integer");
+        layout_ok = false;
+      } else if (value > 0) {
+        layout_ok = c.in_range(path, value, int64_t{10'000}) && layout_ok;
+      }
   }
   bool batch_ok = c.in_range("training.micro_batch_size", t.micro_batch_size, k1M);
   // 0 means "derive from dp", which fails only when dp itself cannot be derived (reported there,
@@ -170,9 +221,22 @@ std::vector<FieldError> validate(const RunSpec& spec, const PresetCatalog& prese
     c.divides("parallel.tp", p.tp, "model.num_query_groups", m.num_query_groups);
     c.divides("parallel.tp", p.tp, "model.ffn_hidden_size", m.ffn_hidden_size);
     if (m.is_moe()) c.divides("parallel.tp", p.tp, "model.moe_ffn_hidden_size", m.moe_ffn_hidden_size);
-    if (m.num_layers % (p.pp * p.vpp) != 0)
-      c.fail("parallel.pp", "parallel.pp·vpp = " + n(p.pp) + "·" + n(p.vpp) + " = " + n(p.pp * p.vpp) +
-                                " must divide model.num_layers=" + n(m.num_layers));
+    if (!spec.uneven_stages() && m.num_layers % (p.pp * p.vpp) != 0) {
+      std::string message = "parallel.pp·vpp = " + n(p.pp) + "·" + n(p.vpp) + " = " + n(p.pp * p.vpp) +
+                            " must divide model.num_layers=" + n(m.num_layers);
+      if (const auto split = balanced_end_stages(m.num_layers, p.pp, p.vpp)) {
+        RunSpec uneven = spec;
+        uneven.parallel.first_stage_layers = split->first;
+        uneven.parallel.last_stage_layers = split->second;
+        message += ", or parallel.first_stage_layers and last_stage_layers set the end stages apart (" + n(split->first) +
+                   " and " + n(split->second);
+        if (p.pp > 2)
+          message += " give " + n(split->first) + ", " + n(uneven.stage_layers(1)) + " × " + n(p.pp - 2) + ", " + n(split->second);
+        message += ")";
+      }
+      c.fail("parallel.pp", message);
+    }
+    if (spec.uneven_stages()) check_stage_split(c, spec);
     // SP splits what a context-parallel rank holds, seq_length / cp tokens, over the TP ranks.
     if (p.sequence_parallel && p.cp >= 1 && m.seq_length % (p.cp * p.tp) != 0) {
       if (p.cp == 1)

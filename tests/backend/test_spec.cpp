@@ -307,6 +307,29 @@ class TestSpec : public QObject {
         "did you mean training.save_every");
     row("top-k <= experts", R"({"model": {"preset": "mixtral-8x7b", "moe_top_k": 9}})", "model.moe_top_k",
         "must not exceed model.num_experts=8");
+    // Uneven pipeline stages (llama3-8b: 32 layers; tp 2 on 8 GPUs).
+    row("uneven stages need a pipeline", R"({"parallel": {"pp": 1, "first_stage_layers": 3}})",
+        "parallel.first_stage_layers", "parallel.first_stage_layers=3 needs parallel.pp above 1");
+    row("uneven stage a multiple of vpp",
+        R"({"parallel": {"pp": 4, "vpp": 2, "schedule": "interleaved", "last_stage_layers": 3}})",
+        "parallel.last_stage_layers", "parallel.last_stage_layers=3 must be a multiple of parallel.vpp=2");
+    row("uneven rest splits evenly", R"({"parallel": {"pp": 4, "first_stage_layers": 6}})", "parallel.first_stage_layers",
+        "the 26 layers that parallel.first_stage_layers=6 leaves of model.num_layers=32 must split evenly over the other 3 stages");
+    row("uneven rest splits over virtual stages",
+        R"({"parallel": {"pp": 4, "vpp": 2, "schedule": "interleaved", "first_stage_layers": 4, "last_stage_layers": 2}})",
+        "parallel.first_stage_layers", "the 26 layers that parallel.first_stage_layers + last_stage_layers = 6 leaves of "
+        "model.num_layers=32 must split evenly over the other 2 stages times parallel.vpp=2 virtual stages");
+    row("uneven ends leave too few", R"({"parallel": {"pp": 4, "first_stage_layers": 16, "last_stage_layers": 16}})",
+        "parallel.first_stage_layers", "leaves 0 of model.num_layers=32 for the other 2 stages, which need at least 2");
+    row("two uneven stages hold every layer", R"({"parallel": {"first_stage_layers": 10, "last_stage_layers": 10}})",
+        "parallel.first_stage_layers", "parallel.first_stage_layers + last_stage_layers = 20 must equal model.num_layers=32 on parallel.pp=2 stages");
+    row("uneven stage not negative", R"({"parallel": {"last_stage_layers": -1}})", "parallel.last_stage_layers",
+        "parallel.last_stage_layers=-1 must be 0 (an even share of the layers) or a positive integer");
+    row("megatron's first stage flag", R"({"parallel": {"decoder_first_pipeline_num_layers": 7}})",
+        "parallel.decoder_first_pipeline_num_layers", "did you mean parallel.first_stage_layers");
+    row("an uneven split offered", R"({"model": {"preset": "llama3-405b"}, "parallel": {"tp": 8, "pp": 16}, "cluster": {"nodes": 16}})",
+        "parallel.pp", "parallel.pp·vpp = 16·1 = 16 must divide model.num_layers=126, or parallel.first_stage_layers and "
+        "last_stage_layers set the end stages apart (7 and 7 give 7, 8 × 14, 7)");
   }
 
   void validationRules() {
@@ -317,6 +340,68 @@ class TestSpec : public QObject {
     doc.merge_patch(json::parse(patch.toStdString()));
     const auto errors = errors_of(doc);
     QVERIFY2(has_error(errors, field.toStdString(), fragment.toStdString()), dump(errors).c_str());
+  }
+
+  // Llama 3 405B as Meta trained it: 16 stages of 7, 8 × 14 and 7 layers (Dubey et al. 2024, §3.3.2).
+  void unevenStagesSplitTheLayers() {
+    json doc = base_spec();
+    doc.merge_patch(json::parse(R"({"model": {"preset": "llama3-405b"}, "cluster": {"nodes": 16},
+      "parallel": {"tp": 8, "pp": 16, "first_stage_layers": 7, "last_stage_layers": 7}})"));
+    const RunSpec s = parse_spec(doc);
+    QCOMPARE(s.stage_layers(0), int64_t{7});
+    for (int64_t stage = 1; stage < 15; ++stage) QCOMPARE(s.stage_layers(stage), int64_t{8});
+    QCOMPARE(s.stage_layers(15), int64_t{7});
+    QCOMPARE(s.chunk_layers(0), (std::pair<int64_t, int64_t>{0, 7}));
+    QCOMPARE(s.chunk_layers(1), (std::pair<int64_t, int64_t>{7, 15}));
+    QCOMPARE(s.chunk_layers(14), (std::pair<int64_t, int64_t>{111, 119}));
+    QCOMPARE(s.chunk_layers(15), (std::pair<int64_t, int64_t>{119, 126}));
+    QVERIFY(s.stages_split_layers());
+    QCOMPARE(s.stage_layers_text(), std::string("7, 8 × 14, 7"));
+    QVERIFY(parse_spec(json::parse(to_json(s).dump())) == s);
+    // Only the last stage set: the first takes an even share of the rest with the middle ones.
+    doc["parallel"].erase("first_stage_layers");
+    doc["parallel"]["last_stage_layers"] = 6;
+    const RunSpec last_only = parse_spec(doc);
+    QCOMPARE(last_only.stage_layers(0), int64_t{8});
+    QCOMPARE(last_only.stage_layers(15), int64_t{6});
+    QCOMPARE(last_only.stage_layers_text(), std::string("8 × 15, 6"));
+    doc["parallel"].erase("last_stage_layers");
+    doc["parallel"]["pp"] = 2;
+    doc["cluster"]["nodes"] = 2;
+    QCOMPARE(parse_spec(doc).stage_layers_text(), std::string("63 × 2"));
+  }
+
+  // With virtual stages, chunk c of each stage holds 1/vpp of its layers, in stage order from layer
+  // c·num_layers/vpp (Megatron Core's get_transformer_layer_offset): 32 layers on 4 stages of 2, 12,
+  // 12, 6 layers are chunks of 1, 6, 6, 3.
+  void unevenStagesWithVirtualStages() {
+    json doc = base_spec();
+    doc["parallel"] = json::parse(R"({"tp": 2, "pp": 4, "vpp": 2, "schedule": "interleaved", "first_stage_layers": 2,
+                                      "last_stage_layers": 6})");
+    const RunSpec s = parse_spec(doc);
+    const std::vector<std::pair<int64_t, int64_t>> want = {{0, 1}, {1, 7}, {7, 13}, {13, 16}, {16, 17}, {17, 23}, {23, 29}, {29, 32}};
+    for (int64_t virtual_stage = 0; virtual_stage < 8; ++virtual_stage)
+      QCOMPARE(s.chunk_layers(virtual_stage), want[virtual_stage]);
+    // An even split is not sent to agents (those of earlier releases refuse the fields); this one is.
+    QCOMPARE(to_json(s, JsonFields::for_agents)["parallel"]["last_stage_layers"].get<int64_t>(), int64_t{6});
+    doc["parallel"].erase("first_stage_layers");
+    doc["parallel"].erase("last_stage_layers");
+    QVERIFY(!to_json(parse_spec(doc), JsonFields::for_agents)["parallel"].contains("first_stage_layers"));
+    QCOMPARE(to_json(parse_spec(doc))["parallel"]["first_stage_layers"].get<int64_t>(), int64_t{0});
+  }
+
+  void balancedEndStages() {
+    using Split = std::optional<std::pair<int64_t, int64_t>>;
+    QCOMPARE(balanced_end_stages(126, 16, 1), (Split{{7, 7}}));
+    QCOMPARE(balanced_end_stages(126, 8, 1), (Split{{15, 15}}));
+    QCOMPARE(balanced_end_stages(126, 4, 1), (Split{{31, 31}}));
+    QCOMPARE(balanced_end_stages(126, 64, 1), (Split{{1, 1}}));
+    QCOMPARE(balanced_end_stages(126, 16, 2), (Split{{8, 6}}));  // multiples of vpp; the last the smaller
+    QCOMPARE(balanced_end_stages(5, 2, 1), (Split{{3, 2}}));
+    QCOMPARE(balanced_end_stages(32, 4, 1), Split{});    // even
+    QCOMPARE(balanced_end_stages(126, 128, 1), Split{});  // more stages than layers
+    QCOMPARE(balanced_end_stages(96, 64, 1), Split{});    // 62 middle stages of 2 would leave the ends none
+    QCOMPARE(balanced_end_stages(9, 4, 2), Split{});      // 9 layers make no chunks of whole layers
   }
 
   // A dense model's expert width follows ffn_hidden_size: an ffn too wide is reported once, not twice.
