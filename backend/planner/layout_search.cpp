@@ -9,6 +9,7 @@
 #include <exception>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <stdexcept>
 #include <thread>
 
@@ -80,8 +81,8 @@ class Enumeration {
           int64_t model_parallel = 0;
           if (__builtin_mul_overflow(tp, cp, &model_parallel) || __builtin_mul_overflow(model_parallel, pipe.pp, &model_parallel))
             continue;
-          if (model_parallel <= world && world % model_parallel == 0 && base.model.num_layers % (pipe.pp * pipe.vpp) == 0)
-            shapes_.push_back({tp, cp, pipe});
+          if (model_parallel > world || world % model_parallel != 0) continue;
+          if (const auto split = stage_split(base, pipe)) shapes_.push_back({tp, cp, pipe, *split});
         }
     radix_ = {static_cast<int64_t>(shapes_.size()), static_cast<int64_t>(space.ep.size()),
               static_cast<int64_t>(space.micro_batch_size.size()), static_cast<int64_t>(space.recompute.size())};
@@ -112,6 +113,8 @@ class Enumeration {
     p.pp = shape.pipe.pp;
     p.vpp = shape.pipe.vpp;
     p.schedule = shape.pipe.schedule;
+    p.first_stage_layers = shape.split.first;
+    p.last_stage_layers = shape.split.second;
     if (shape.pipe.zero_stage != base_.effective_zero_stage()) {  // else the spec's own spelling stays
       p.zero_stage = shape.pipe.zero_stage;
       p.distributed_optimizer = false;
@@ -128,7 +131,19 @@ class Enumeration {
   struct Shape {
     int64_t tp, cp;
     PipelineChoice pipe;
+    std::pair<int64_t, int64_t> split;  ///< first_stage_layers, last_stage_layers (0, 0: even)
   };
+
+  // How a pipeline splits the layers: the base's own split on the base's own stages where it holds,
+  // else an even one, else the end stages set apart (spec::balanced_end_stages: Llama 3 405B's 126
+  // layers on 16 stages); nothing when none can be made.
+  static std::optional<std::pair<int64_t, int64_t>> stage_split(const spec::RunSpec& base, const PipelineChoice& pipe) {
+    const auto& own = base.parallel;
+    if (base.uneven_stages() && pipe.pp == own.pp && pipe.vpp == own.vpp && base.stages_split_layers())
+      return std::pair{own.first_stage_layers, own.last_stage_layers};
+    if (base.model.num_layers % (pipe.pp * pipe.vpp) == 0) return std::pair<int64_t, int64_t>{0, 0};
+    return spec::balanced_end_stages(base.model.num_layers, pipe.pp, pipe.vpp);
+  }
   const spec::RunSpec& base_;
   const SearchSpace& space_;
   std::vector<Shape> shapes_;
@@ -196,8 +211,10 @@ SearchSpace default_search_space(const spec::RunSpec& spec, bool tessera_train) 
       space.cp.push_back(cp);
     add_own(space.cp, p.cp, 1);
   }
-  for (int64_t pp : divisors(m.num_layers))
-    if (world % pp == 0) space.pp.push_back(pp);
+  // Stages that split the layers evenly, or with the end stages set apart (Megatron-LM's uneven
+  // first and last stages).
+  for (int64_t pp : divisors(world))
+    if (pp <= m.num_layers && (m.num_layers % pp == 0 || spec::balanced_end_stages(m.num_layers, pp, 1))) space.pp.push_back(pp);
   add_own(space.pp, p.pp, 1);
   space.vpp = {2, 4, 8};
   add_own(space.vpp, p.vpp, 2);

@@ -62,7 +62,9 @@ struct SearchOptions {
 
 struct SearchResult {
   std::vector<RankedLayout> best;  ///< at most `top`, fastest first (ties: the simpler layout first)
-  int64_t candidates = 0;          ///< layouts of the space whose TP·CP·PP divides the world and PP·VPP the layers
+  /// Layouts of the space whose TP·CP·PP divides the world and whose PP·VPP split the layers, evenly
+  /// or with the end stages set apart (spec::balanced_end_stages; the spec's own split on its own stages).
+  int64_t candidates = 0;
   int64_t planned = 0;             ///< candidates looked at (all of them unless cancelled)
   int64_t invalid = 0;             ///< broke a rule of the spec (docs/spec.md)
   int64_t unsupported = 0;         ///< kept the spec's rules but not tessera-train's limits (only when asked)

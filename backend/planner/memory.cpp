@@ -120,7 +120,7 @@ std::vector<StageMemory> megatron_stages(const spec::RunSpec& spec, const Schedu
   const double experts = m.is_moe() ? static_cast<double>(m.num_experts) : 1.0;
   const double gated = m.activation == Activation::swiglu ? 1.5 : 1.0;
   const double ffn = static_cast<double>(m.is_moe() ? m.moe_ffn_hidden_size : m.ffn_hidden_size);
-  const double tp = static_cast<double>(p.tp), pp = static_cast<double>(p.pp);
+  const double tp = static_cast<double>(p.tp);
   const double dp = static_cast<double>(spec.data_parallel());
   const double vocab = static_cast<double>(padded_vocab(m.vocab_size, 128 * p.tp));
 
@@ -128,9 +128,10 @@ std::vector<StageMemory> megatron_stages(const spec::RunSpec& spec, const Schedu
                               ((1 + g / a) * q_ratio + (ffn / h) * experts * gated + 2 / h + 1 / (L * h));
   const double embedding = h * vocab;
   const bool untied = !m.tie_embeddings;
-  double most_loaded = (layer_params / pp + embedding) / tp;
-  if (untied && p.pp == 1) most_loaded += embedding / tp;
-  const double other = layer_params / (pp * tp);
+  // A stage's share of the layers' parameters: 1/pp of them, or its own count of an uneven split.
+  auto stage_layer_params = [&](int64_t stage) {
+    return layer_params * static_cast<double>(spec.stage_layers(stage)) / L;
+  };
   const bool distributed = spec.effective_zero_stage() >= 1;
   const double optimizer_per_param = distributed ? 12 / dp : 12;
 
@@ -159,13 +160,15 @@ std::vector<StageMemory> megatron_stages(const spec::RunSpec& spec, const Schedu
     // on stage 0 over vpp ((pp-1)·2 + (vpp-1)·pp + 1 chunks). Every stage here: its own peak over vpp
     // (1F1B: min(pp - r, m) on stage r).
     const double units = peak_in_flight(schedule, static_cast<int>(stage)) / static_cast<double>(p.vpp);
-    double act = per_layer * (L / pp) * units;
+    double act = per_layer * static_cast<double>(spec.stage_layers(stage)) * units;
     if (stage == 0) act += (8 * s * b + s * b * h) * units;  // input ids and embedding dropout
     if (stage == p.pp - 1) act += s * b * h * 4 * (1 + vocab / h);  // output layer and CE loss inputs
     act /= tp;
 
     // The last stage of a pipeline holds the output layer (or, tied, its copy of the word embeddings).
-    const double params = stage == 0 ? most_loaded : stage == p.pp - 1 ? other + embedding / tp : other;
+    double params = stage_layer_params(stage) / tp;
+    if (stage == 0) params += embedding / tp;
+    if (stage == p.pp - 1 && (untied || p.pp > 1)) params += embedding / tp;
     auto& st = out[stage];
     st.stage = stage;
     st.weights_bytes = bytes_of(params * 2);
@@ -264,7 +267,7 @@ RuntimePeak runtime_activation_peak(const spec::RunSpec& spec, const ScheduleTab
   const auto& m = spec.model;
   const auto& p = spec.parallel;
   const RuntimeShape r = runtime_shape(spec);
-  const double layers_per_chunk = static_cast<double>(m.num_layers / (p.pp * p.vpp));
+  const double layers_per_chunk = static_cast<double>(spec.stage_layers(stage) / p.vpp);
   const double per_layer = runtime_layer_bytes(r, spec.training.recompute);
   const double vocab_rank = static_cast<double>(padded_vocab(m.vocab_size, p.tp)) / r.t;
   // ATen's cross-entropy keeps an fp32 softmax (and the fp32 logits exist while it is computed); the
@@ -328,7 +331,6 @@ std::vector<StageMemory> tessera_stages(const spec::RunSpec& spec, const ModelPa
   const double h = static_cast<double>(m.hidden_size);
   const double vocab_rank = static_cast<double>(padded_vocab(m.vocab_size, p.tp)) / t;
 
-  const int64_t layers_per_chunk = m.num_layers / (p.pp * p.vpp);
   const int64_t last_virtual = p.pp * p.vpp - 1;
   std::vector<StageMemory> out(p.pp);
   for (int64_t stage = 0; stage < p.pp; ++stage) {
@@ -373,8 +375,8 @@ std::vector<StageMemory> tessera_stages(const spec::RunSpec& spec, const ModelPa
     std::vector<double> chunk_bytes(p.vpp, 0.0), loss_bytes(p.vpp, 0.0);
     double working_layer = 0;
     for (int64_t chunk = 0; chunk < p.vpp; ++chunk) {
-      for (int64_t i = chunk * layers_per_chunk; i < (chunk + 1) * layers_per_chunk; ++i) {
-        const int64_t layer = sp.layers[i];
+      const auto [first_layer, end_layer] = spec.chunk_layers(chunk * p.pp + stage);
+      for (int64_t layer = first_layer; layer < end_layer; ++layer) {
         chunk_bytes[chunk] += layer_activation_bytes(spec, layer);
         working_layer = std::max(working_layer, layer_activation_bytes_no_recompute(spec, layer));
       }

@@ -113,11 +113,6 @@ int64_t padded_vocab(int64_t vocab_size, int64_t multiple) {
   return (vocab_size + multiple - 1) / multiple * multiple;
 }
 
-std::pair<int64_t, int64_t> layer_range(int64_t num_layers, int64_t pp, int64_t vpp, int64_t virtual_stage) {
-  const int64_t per_chunk = num_layers / (pp * vpp);
-  return {virtual_stage * per_chunk, (virtual_stage + 1) * per_chunk};
-}
-
 std::vector<StageParams> stage_parameters(const spec::RunSpec& spec, const ModelParams& params, int64_t vocab_multiple) {
   const auto& p = spec.parallel;
   const int64_t tp = p.tp, ep = p.ep, pp = p.pp, vpp = p.vpp;
@@ -129,7 +124,7 @@ std::vector<StageParams> stage_parameters(const spec::RunSpec& spec, const Model
     st.chunk_dense_on_rank.assign(vpp, 0);
     st.chunk_expert_on_rank.assign(vpp, 0);
     for (int64_t chunk = 0; chunk < vpp; ++chunk) {
-      const auto [first, last] = layer_range(spec.model.num_layers, pp, vpp, chunk * pp + stage);
+      const auto [first, last] = spec.chunk_layers(chunk * pp + stage);
       for (int64_t i = first; i < last; ++i) {
         const auto& layer = params.layers[i];
         st.layers.push_back(i);

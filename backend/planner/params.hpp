@@ -52,9 +52,6 @@ struct StageParams {
   std::vector<int64_t> chunk_dense_on_rank, chunk_expert_on_rank;
 };
 
-/// Model layer indices of virtual stage `virtual_stage` (= chunk * pp + stage).
-std::pair<int64_t, int64_t> layer_range(int64_t num_layers, int64_t pp, int64_t vpp, int64_t virtual_stage);
-
 /// Per-stage parameters for the spec's layout; vocab_multiple is the padding multiple used for
 /// the per-rank vocabulary shard (tp for Tessera's runtime, 128 * tp for Megatron).
 std::vector<StageParams> stage_parameters(const spec::RunSpec& spec, const ModelParams& params, int64_t vocab_multiple);

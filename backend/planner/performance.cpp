@@ -176,7 +176,7 @@ Prediction predict(const spec::RunSpec& spec, const std::vector<StageParams>& st
   out.costs.backward_input_s.assign(virtual_stages, 0);
   out.costs.backward_weight_s.assign(virtual_stages, 0);
   for (int vs = 0; vs < virtual_stages; ++vs) {
-    const auto [first_layer, last_layer] = layer_range(m.num_layers, p.pp, p.vpp, vs);
+    const auto [first_layer, last_layer] = spec.chunk_layers(vs);
     double f = 0, b = 0, w = 0;
     for (int64_t i = first_layer; i < last_layer; ++i) {
       f += per_layer[i].forward_s;

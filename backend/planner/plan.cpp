@@ -77,6 +77,9 @@ nlohmann::ordered_json plan_to_json(const Plan& plan) {
   parameters["active_per_token"] = plan.params.active_per_token;
   parameters["per_stage"] = nlohmann::ordered_json::array();
   for (const auto& st : plan.stage_params) parameters["per_stage"].push_back(st.total);
+  // The layers each stage holds (all its chunks), in model order: uneven stages show here.
+  parameters["layers_per_stage"] = nlohmann::ordered_json::array();
+  for (const auto& st : plan.stage_params) parameters["layers_per_stage"].push_back(st.layers.size());
 
   auto& memory = out["memory"];
   memory["profile"] = std::string(memory_profile_name(plan.memory.profile));

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <chrono>
 #include <limits>
+#include <map>
 #include <tuple>
 
 #include "planner/layout_search.hpp"
@@ -297,6 +298,52 @@ class TestLayoutSearch : public QObject {
                                                   {"cluster", {{"gpu", "h100-sxm"}, {"nodes", 1}, {"gpus_per_node", 8}}}});
     space = planner::default_search_space(with_gpipe);
     QVERIFY(std::find(space.schedule.begin(), space.schedule.end(), spec::Schedule::gpipe) != space.schedule.end());
+  }
+
+  // Llama 3 405B's 126 layers: of the powers of two only PP 1 and 2 divide them; the search also tries
+  // the pipelines whose end stages are set apart (Megatron-LM's uneven first and last stages), 7, 8 ×
+  // 14, 7 on 16 stages as Meta trained it, and keeps a spec's own uneven split on its own stages.
+  void unevenStagesAreSearched() {
+    json doc = {{"model", {{"preset", "llama3-405b"}}},
+                {"parallel", {{"tp", 8}, {"pp", 16}, {"first_stage_layers", 6}, {"last_stage_layers", 8}, {"sequence_parallel", true},
+                              {"zero_stage", 1}}},
+                {"training", {{"micro_batch_size", 1}, {"global_batch_size", 64}, {"recompute", "full"}}},
+                {"cluster", {{"gpu", "b200"}, {"nodes", 16}, {"gpus_per_node", 8}}}};  // PP8 fits in 192 GB
+    const auto s = spec::parse_spec(doc);
+    const auto space = planner::default_search_space(s);
+    QCOMPARE(space.pp, (std::vector<int64_t>{1, 2, 4, 8, 16, 32, 64}));  // 128 stages would outnumber the layers
+
+    planner::SearchSpace narrow;
+    narrow.tp = {8};
+    narrow.cp = {1};
+    narrow.pp = {8, 16};
+    narrow.vpp = {2};
+    narrow.ep = {1};
+    narrow.micro_batch_size = {1};
+    narrow.zero_stage = {1};
+    narrow.recompute = {spec::Recompute::full};
+    narrow.schedule = {spec::Schedule::one_f_one_b, spec::Schedule::interleaved};
+    planner::SearchOptions options;
+    options.top = 10;
+    const auto r = planner::search_layouts(s, narrow, options);
+    QCOMPARE(r.candidates, int64_t{4});
+    QCOMPARE(r.invalid, int64_t{0});
+    QCOMPARE(r.fitting, int64_t{4});
+    QCOMPARE(r.best.size(), size_t{4});
+    std::map<std::pair<int64_t, int64_t>, std::string> splits;
+    for (const auto& b : r.best) {
+      QVERIFY2(spec::validate(b.spec).empty(), b.spec.layout_label().c_str());
+      splits[{b.spec.parallel.pp, b.spec.parallel.vpp}] = b.spec.stage_layers_text();
+      // Re-planned from its JSON, as Apply hands it to the designer: the same figures.
+      const auto again = planner::make_plan(spec::parse_spec(spec::to_json(b.spec)));
+      QCOMPARE(again.prediction.tokens_per_s, b.tokens_per_s);
+      QCOMPARE(again.memory.peak_bytes, b.peak_bytes);
+    }
+    QVERIFY(r.given && r.given_searched);
+    QCOMPARE(r.given->spec.stage_layers_text(), std::string("6, 8 × 15"));  // the spec's own split on its own stages
+    const std::map<std::pair<int64_t, int64_t>, std::string> want = {
+        {{8, 1}, "15, 16 × 6, 15"}, {{8, 2}, "16 × 7, 14"}, {{16, 1}, "6, 8 × 15"}, {{16, 2}, "8 × 15, 6"}};
+    QCOMPARE(splits, want);
   }
 
   void progressAndCancel() {

@@ -54,6 +54,28 @@ class TestMemory : public QObject {
              static_cast<int64_t>(std::llround((sbh * 32.0 * 16 * 1.5 + 4.0 * sbh + 4.0 * 8192 * 128256) / 2)));
   }
 
+  // Uneven stages, 12 and 20 of llama3-8b's 32 layers: each stage's weights and activations follow its
+  // own layers (the script's terms of megatronProfileMatchesTheScript, by stage). One layer's
+  // parameters: 6,979,854,336 / 32 = 218,120,448.
+  void megatronProfileFollowsUnevenStages() {
+    const auto m = memory(make({{"parallel", {{"first_stage_layers", 12}, {"last_stage_layers", 20}}}}),
+                          planner::MemoryProfile::megatron);
+    const int64_t layer = 218'120'448, half_embedding = 525'336'576 / 2, sbh = 8192LL * 4096;
+    const auto& s0 = m.stages[0];
+    QCOMPARE(s0.weights_bytes + s0.gradients_bytes + s0.optimizer_bytes, (12 * layer / 2 + half_embedding) * 12);
+    QCOMPARE(s0.activations_bytes, (sbh * 32 * 12 * 2 + 8 * 8192 * 2 + sbh * 2) / 2);
+    const auto& s1 = m.stages[1];
+    QCOMPARE(s1.weights_bytes + s1.gradients_bytes + s1.optimizer_bytes, (20 * layer / 2 + half_embedding) * 12);
+    QCOMPARE(s1.activations_bytes, (sbh * 32 * 20 + 4 * sbh + 4 * 8192LL * 128256) / 2);
+    // The tessera profile too: the first stage, with fewer layers, holds less than the even split's.
+    const auto even = memory(make({}), planner::MemoryProfile::tessera);
+    const auto uneven = memory(make({{"parallel", {{"first_stage_layers", 12}, {"last_stage_layers", 20}}}}),
+                               planner::MemoryProfile::tessera);
+    QVERIFY(uneven.stages[0].activations_bytes < even.stages[0].activations_bytes);
+    QVERIFY(uneven.stages[0].weights_bytes < even.stages[0].weights_bytes);
+    QVERIFY(uneven.stages[1].weights_bytes > even.stages[1].weights_bytes);
+  }
+
   void lossTermsOnlyOnTheirChunks() {
     // Interleaved MoE (the paper's terms): only the last virtual stage's chunk holds the fp32 logits, at
     // most one microbatch of it on the last stage; a larger vocabulary adds its logits once, not once per

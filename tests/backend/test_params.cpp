@@ -67,6 +67,26 @@ class TestParams : public QObject {
     QCOMPARE(stages[3].layers.back(), int64_t{31});
   }
 
+  // Uneven stages (Llama 3 405B as Meta trained it, 7, 8 × 14, 7): each stage holds its own count of
+  // layers, in order, and the stages still partition the model.
+  void unevenStagesHoldTheirOwnLayers() {
+    const auto s = preset_spec("llama3-405b", {{"pp", 16}, {"first_stage_layers", 7}, {"last_stage_layers", 7}}, 16);
+    const auto params = planner::count_parameters(s.model);
+    const auto stages = planner::stage_parameters(s, params, 1);
+    int64_t sum = 0, next_layer = 0;
+    for (size_t i = 0; i < stages.size(); ++i) {
+      const auto& st = stages[i];
+      QCOMPARE(st.layers.size(), size_t{i == 0 || i == 15 ? 7u : 8u});
+      for (int64_t layer : st.layers) QCOMPARE(layer, next_layer++);
+      sum += st.total;
+    }
+    QCOMPARE(next_layer, int64_t{126});
+    QCOMPARE(sum, params.total);
+    // The first stage: 7 layers and the embedding; a middle one 8 layers.
+    QCOMPARE(stages[0].total, 7 * params.layers[0].total() + params.embedding_total());
+    QCOMPARE(stages[1].total, 8 * params.layers[0].total());
+  }
+
   void interleavedStagesHoldStridedChunks() {
     const auto s = preset_spec("tiny-gpt", {{"pp", 2}, {"vpp", 2}, {"schedule", "interleaved"}}, 2,
                                {{"global_batch_size", 4}});
