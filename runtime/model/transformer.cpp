@@ -23,12 +23,13 @@ at::Tensor rotate_half(const at::Tensor& x) {
 
 }  // namespace
 
-Transformer::Transformer(const spec::ModelSpec& model, int64_t pp, int64_t vpp, int64_t stage, TensorParallel tp,
-                         spec::Recompute recompute, ParamStore& store, bool fused_kernels)
-    : model_(model), tp_(tp), biases_(model.arch == spec::Arch::gpt),
-      layernorm_(model.normalization == spec::Normalization::layernorm),
-      swiglu_(model.activation == spec::Activation::swiglu),
-      rope_(model.position_embedding == spec::PositionEmbedding::rope), fused_(fused_kernels), recompute_(recompute) {
+Transformer::Transformer(const spec::RunSpec& spec, int64_t stage, TensorParallel tp, spec::Recompute recompute,
+                         ParamStore& store, bool fused_kernels)
+    : model_(spec.model), tp_(tp), biases_(spec.model.arch == spec::Arch::gpt),
+      layernorm_(spec.model.normalization == spec::Normalization::layernorm),
+      swiglu_(spec.model.activation == spec::Activation::swiglu),
+      rope_(spec.model.position_embedding == spec::PositionEmbedding::rope), fused_(fused_kernels), recompute_(recompute) {
+  const auto& model = spec.model;
   const int64_t t = tp_.size(), h = model.hidden_size;
   heads_local_ = model.num_attention_heads / t;
   groups_local_ = model.num_query_groups / t;
@@ -51,12 +52,14 @@ Transformer::Transformer(const spec::ModelSpec& model, int64_t pp, int64_t vpp, 
     return store.add({name, store.normal(name, shape, std, Shard::along(dim)), false, false, true, false});
   };
 
-  const int64_t layers_per_chunk = model.num_layers / (pp * vpp);
+  const int64_t pp = spec.parallel.pp, vpp = spec.parallel.vpp;
   const int64_t last_virtual = pp * vpp - 1;
   for (int64_t c = 0; c < vpp; ++c) {
     ModelChunk chunk;
     chunk.virtual_stage = c * pp + stage;
-    chunk.first_layer = chunk.virtual_stage * layers_per_chunk;
+    const auto [first_layer, end_layer] = spec.chunk_layers(chunk.virtual_stage);
+    chunk.first_layer = first_layer;
+    const int64_t layers_per_chunk = end_layer - first_layer;
     chunk.has_embedding = chunk.virtual_stage == 0;
     chunk.has_head = chunk.virtual_stage == last_virtual;
     if (chunk.has_embedding) {

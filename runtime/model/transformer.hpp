@@ -35,10 +35,11 @@ struct ModelChunk {
 
 class Transformer {
  public:
-  /// Registers this rank's parameters (chunks c of stage `stage`: virtual stage c*pp + stage) in `store`.
+  /// Registers this rank's parameters (chunks c of stage `stage`: virtual stage c*pp + stage, with the
+  /// layers RunSpec::chunk_layers gives it) in `store`.
   /// fused_kernels: norms, RoPE, the activation and the cross-entropy run Tessera's fused kernels
   /// (runtime/model/fused_ops.hpp) instead of the ATen ops.
-  Transformer(const spec::ModelSpec& model, int64_t pp, int64_t vpp, int64_t stage, TensorParallel tp,
+  Transformer(const spec::RunSpec& spec, int64_t stage, TensorParallel tp,
               spec::Recompute recompute, ParamStore& store, bool fused_kernels = false);
   Transformer(const Transformer&) = delete;  // the recomputed closures point into this object
   Transformer& operator=(const Transformer&) = delete;

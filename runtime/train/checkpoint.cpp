@@ -38,8 +38,13 @@ nlohmann::json layout_of(const spec::RunSpec& spec) {
   const auto& p = spec.parallel;
   auto model = spec::to_json(spec)["model"];
   model.erase("preset");
-  return {{"world_size", spec.world_size()}, {"tp", p.tp}, {"pp", p.pp}, {"dp", spec.data_parallel()}, {"vpp", p.vpp},
-          {"distributed_optimizer", spec.effective_zero_stage() >= 1}, {"model", std::move(model)}};
+  nlohmann::json layout = {{"world_size", spec.world_size()}, {"tp", p.tp}, {"pp", p.pp}, {"dp", spec.data_parallel()}, {"vpp", p.vpp},
+                           {"distributed_optimizer", spec.effective_zero_stage() >= 1}, {"model", std::move(model)}};
+  // Which layers each stage's files hold: written for uneven stages only, so that the checkpoints of
+  // an even split, before and since, compare equal.
+  if (p.first_stage_layers > 0) layout["first_stage_layers"] = p.first_stage_layers;
+  if (p.last_stage_layers > 0) layout["last_stage_layers"] = p.last_stage_layers;
+  return layout;
 }
 
 // What a resumed run must train with as the checkpoint's run did: the learning-rate schedule (its

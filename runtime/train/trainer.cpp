@@ -164,7 +164,7 @@ class Trainer {
         state_(make_parallel_state(world_, spec, placement_.device,
                                    options.directed_pipeline_links ? PipelineLinks::directed : PipelineLinks::group)),
         store_(spec.training.seed, state_.coord.tp, state_.tp, placement_),
-        model_(spec.model, state_.pp, state_.vpp, state_.coord.pp, TensorParallel{state_.tp_group.get(), state_.sequence_parallel},
+        model_(spec, state_.coord.pp, TensorParallel{state_.tp_group.get(), state_.sequence_parallel},
                spec.training.recompute, store_, options.fused_kernels),
         executor_(model_, state_,
                   planner::make_schedule(spec.parallel.schedule, static_cast<int>(state_.pp), static_cast<int>(state_.vpp),

@@ -41,6 +41,9 @@ const std::vector<Case>& panel() {
       {"gpt tp2 sp", "tiny-gpt", with([](Layout& l) { l.tp = 2; l.sequence_parallel = true; })},
       {"gpt pp2 1f1b", "tiny-gpt", with([](Layout& l) { l.pp = 2; })},
       {"gpt pp2 gpipe", "tiny-gpt", with([](Layout& l) { l.pp = 2; l.schedule = "gpipe"; })},
+      // Uneven stages: 1 and 3 layers; 2, 1 and 1.
+      {"gpt pp2 last stage 3 layers", "tiny-gpt", with([](Layout& l) { l.pp = 2; l.last_stage_layers = 3; })},
+      {"llama pp3 first stage 2 layers", "tiny-llama", with([](Layout& l) { l.pp = 3; l.first_stage_layers = 2; })},
       {"gpt dp2 distributed optimizer", "tiny-gpt", with([](Layout& l) { l.dp = 2; l.distributed_optimizer = true; })},
       {"gpt full recompute", "tiny-gpt", with([](Layout& l) { l.recompute = "full"; })},
       {"gpt selective recompute", "tiny-gpt", with([](Layout& l) { l.recompute = "selective"; })},

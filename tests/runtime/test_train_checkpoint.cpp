@@ -238,6 +238,31 @@ class TestTrainCheckpoint : public QObject {
     QVERIFY2(run.err.find("training.warmup_steps = 5 in the checkpoint, 7 now") != std::string::npos, run.err.c_str());
   }
 
+  // Uneven stages put other layers in each stage's files: a checkpoint of 1 and 3 layers on two stages
+  // resumes with that split and is refused, the split named, by an even one (whose files would hold
+  // layers 0-1 and 2-3).
+  void unevenStagesResumeOnlyTheirOwnSplit() {
+    QTemporaryDir dir;
+    Layout uneven;
+    uneven.pp = 2;
+    uneven.last_stage_layers = 3;
+    const QString spec = QString::fromStdString(write_file(dir, "uneven.json", tiny_spec("tiny-gpt", uneven, 20).dump()));
+    const QString out = dir.filePath("out");
+    const QStringList common{"--nproc", "2", "--threads", "1", "--data", "synthetic", "--out", out};
+    Run run = tessera_train(common + QStringList{"--spec", spec, "--steps", "2"});
+    QVERIFY2(run.exit_code == 0, run.err.c_str());
+    Layout even;
+    even.pp = 2;
+    const QString even_spec = QString::fromStdString(write_file(dir, "even.json", tiny_spec("tiny-gpt", even, 20).dump()));
+    run = tessera_train(common + QStringList{"--spec", even_spec, "--steps", "3", "--resume"});
+    QCOMPARE(run.exit_code, 2);
+    QVERIFY2(run.err.find("written by another layout (last_stage_layers = 3 in the checkpoint, absent now)") != std::string::npos,
+             run.err.c_str());
+    run = tessera_train(common + QStringList{"--spec", spec, "--steps", "3", "--resume"});
+    QVERIFY2(run.exit_code == 0, run.err.c_str());
+    QCOMPARE(read_steps(out.toStdString()).size(), size_t(3));
+  }
+
   void aDamagedRankFileIsRefusedByItsChecksum() {
     QTemporaryDir dir;
     const QString spec = three_steps_on_one_rank(dir);

@@ -1,4 +1,4 @@
-// The gold test: for tiny-gpt and tiny-llama, every parallel layout (and the distributed optimizer
+// The gold test: for tiny-gpt and tiny-llama, every parallel layout (uneven pipeline stages too, and the distributed optimizer
 // and recomputation, which must not change the numbers either) gives the same per-step loss and
 // grad norm as the single-process run for 20 steps, within 1e-4 relative (fp32, one thread per
 // rank). tessera-train runs as a process (--nproc N) and the metrics files are compared.
@@ -30,18 +30,23 @@ class TestTrainGold : public QObject {
     QTest::addColumn<QString>("schedule");
     QTest::addColumn<bool>("distributed_optimizer");
     QTest::addColumn<QString>("recompute");
+    QTest::addColumn<int>("first_stage_layers");
+    QTest::addColumn<int>("last_stage_layers");
     for (const char* preset : {"tiny-gpt", "tiny-llama"}) {
       auto row = [&](const char* name) { return &QTest::newRow((std::string(preset) + " " + name).c_str()); };
-      *row("TP=2") << preset << 2 << 1 << 1 << 1 << false << "1f1b" << false << "none";
-      *row("TP=2 SP") << preset << 2 << 1 << 1 << 1 << true << "1f1b" << false << "none";
-      *row("PP=2 1F1B") << preset << 1 << 2 << 1 << 1 << false << "1f1b" << false << "none";
-      *row("PP=2 GPipe") << preset << 1 << 2 << 1 << 1 << false << "gpipe" << false << "none";
-      *row("PP=2 VPP=2") << preset << 1 << 2 << 1 << 2 << false << "interleaved" << false << "none";
-      *row("DP=2") << preset << 1 << 1 << 2 << 1 << false << "1f1b" << false << "none";
-      *row("DP=2 distributed optimizer") << preset << 1 << 1 << 2 << 1 << false << "1f1b" << true << "none";
-      *row("TP=2 SP full recompute") << preset << 2 << 1 << 1 << 1 << true << "1f1b" << false << "full";
-      *row("PP=2 selective recompute") << preset << 1 << 2 << 1 << 1 << false << "1f1b" << false << "selective";
-      *row("TP=2 PP=2 DP=2") << preset << 2 << 2 << 2 << 1 << false << "1f1b" << false << "none";
+      *row("TP=2") << preset << 2 << 1 << 1 << 1 << false << "1f1b" << false << "none" << 0 << 0;
+      *row("TP=2 SP") << preset << 2 << 1 << 1 << 1 << true << "1f1b" << false << "none" << 0 << 0;
+      *row("PP=2 1F1B") << preset << 1 << 2 << 1 << 1 << false << "1f1b" << false << "none" << 0 << 0;
+      *row("PP=2 GPipe") << preset << 1 << 2 << 1 << 1 << false << "gpipe" << false << "none" << 0 << 0;
+      *row("PP=2 VPP=2") << preset << 1 << 2 << 1 << 2 << false << "interleaved" << false << "none" << 0 << 0;
+      *row("DP=2") << preset << 1 << 1 << 2 << 1 << false << "1f1b" << false << "none" << 0 << 0;
+      *row("DP=2 distributed optimizer") << preset << 1 << 1 << 2 << 1 << false << "1f1b" << true << "none" << 0 << 0;
+      *row("TP=2 SP full recompute") << preset << 2 << 1 << 1 << 1 << true << "1f1b" << false << "full" << 0 << 0;
+      *row("PP=2 selective recompute") << preset << 1 << 2 << 1 << 1 << false << "1f1b" << false << "selective" << 0 << 0;
+      *row("TP=2 PP=2 DP=2") << preset << 2 << 2 << 2 << 1 << false << "1f1b" << false << "none" << 0 << 0;
+      // Uneven stages (Megatron-LM's --decoder-first/last-pipeline-num-layers): layers 0-1 | 2 | 3, and 0 | 1-3.
+      *row("PP=3 first stage 2 layers") << preset << 1 << 3 << 1 << 1 << false << "1f1b" << false << "none" << 2 << 0;
+      *row("PP=2 last stage 3 layers") << preset << 1 << 2 << 1 << 1 << false << "1f1b" << false << "none" << 0 << 3;
     }
   }
 
@@ -55,7 +60,11 @@ class TestTrainGold : public QObject {
     QFETCH(QString, schedule);
     QFETCH(bool, distributed_optimizer);
     QFETCH(QString, recompute);
+    QFETCH(int, first_stage_layers);
+    QFETCH(int, last_stage_layers);
     Layout layout{tp, pp, dp, vpp, sp, schedule.toStdString(), distributed_optimizer, recompute.toStdString()};
+    layout.first_stage_layers = first_stage_layers;
+    layout.last_stage_layers = last_stage_layers;
     // Two microbatches per data-parallel rank, so pipelines have work in flight on both stages.
     layout.global_batch = layout.micro_batch * 2 * dp;
     Layout single;

@@ -23,12 +23,13 @@ struct Layout {
   std::string recompute = "none";
   int64_t micro_batch = 2, global_batch = 4;
   std::string precision = "fp32";
+  int64_t first_stage_layers = 0, last_stage_layers = 0;  ///< 0: an even share
   int64_t world() const { return tp * pp * dp; }
 };
 
 /// A tiny spec of `preset` (fp32 unless the layout says bf16) in `layout` (cluster sized to the layout, the `cpu` GPU preset).
 inline nlohmann::json tiny_spec(const std::string& preset, const Layout& l, int64_t steps) {
-  return {{"name", preset + " test"},
+  nlohmann::json spec = {{"name", preset + " test"},
           {"model", {{"preset", preset}}},
           {"parallel",
            {{"tp", l.tp}, {"pp", l.pp}, {"dp", l.dp}, {"vpp", l.vpp}, {"sequence_parallel", l.sequence_parallel},
@@ -38,6 +39,9 @@ inline nlohmann::json tiny_spec(const std::string& preset, const Layout& l, int6
             {"recompute", l.recompute}, {"flash_attention", false}, {"train_steps", steps}, {"lr", 0.003},
             {"min_lr", 0.0003}, {"warmup_steps", 5}, {"seed", 1234}}},
           {"cluster", {{"gpu", "cpu"}, {"nodes", 1}, {"gpus_per_node", l.world()}}}};
+  if (l.first_stage_layers > 0) spec["parallel"]["first_stage_layers"] = l.first_stage_layers;
+  if (l.last_stage_layers > 0) spec["parallel"]["last_stage_layers"] = l.last_stage_layers;
+  return spec;
 }
 
 inline std::string write_file(const QTemporaryDir& dir, const std::string& name, const std::string& text) {
