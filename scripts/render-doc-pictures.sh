@@ -35,3 +35,6 @@ render gpt3-175b-memory "$gpt3" --view memory
 render gpt3-175b-timeline "$gpt3" --view timeline
 render gpt3-175b-timeline-step-end "$gpt3" --view timeline --time-range 27.6:29.0
 render gpt3-175b-timeline-vs-zbh1-dark "$gpt3" --view timeline --compare zb-h1 --palette dark --time-range 0:6
+llama405=resources/examples/llama3-405b-8192xh100.json
+render llama3-405b-memory "$llama405" --view memory
+size=1200x760 render llama3-405b-search "$llama405" --view search

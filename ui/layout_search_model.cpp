@@ -38,7 +38,8 @@ QVariant LayoutSearchModel::data(const QModelIndex& index, int role) const {
   if (role == Qt::ToolTipRole) {
     return tr("%1, %2 schedule, ZeRO-%3, micro-batch %4, recompute %5\n%6 a step · %7 tokens/s · MFU %8 · bubble %9\n"
               "peak %10 of %11 per %12")
-        .arg(QString::fromStdString(s.layout_label()), QString::fromStdString(std::string(spec::to_string(s.parallel.schedule))))
+        .arg(QString::fromStdString(s.uneven_stages() ? s.layout_label() + " (layers " + s.stage_layers_text() + ")" : s.layout_label()),
+             QString::fromStdString(std::string(spec::to_string(s.parallel.schedule))))
         .arg(s.effective_zero_stage())
         .arg(s.training.micro_batch_size)
         .arg(QString::fromStdString(std::string(spec::to_string(s.training.recompute))), formatDuration(l->iteration_time_s),

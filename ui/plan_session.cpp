@@ -147,6 +147,22 @@ bool PlanSession::setField(const QString& path, const nlohmann::json& value, QSt
     p.dp = 0;
     text += tr(" (dp derived again)");
   }
+  // Uneven stages that no longer split the layers after a new PP, VPP or model are set again in the
+  // same step, as the layout search sets them: evenly where PP·VPP divides the layers, else with the
+  // end stages set apart (spec::balanced_end_stages). Where neither can be made the rule says why.
+  static const QStringList splits = {"parallel.pp", "parallel.vpp", "model.num_layers", "model.preset"};
+  if (splits.contains(path) && updated.uneven_stages() && !updated.stages_split_layers() && p.pp >= 1 && p.vpp >= 1) {
+    const int64_t layers = updated.model.num_layers;
+    const auto ends = spec::balanced_end_stages(layers, p.pp, p.vpp);
+    if (layers % (p.pp * p.vpp) == 0) {
+      p.first_stage_layers = p.last_stage_layers = 0;
+      text += tr(" (an even split of the layers)");
+    } else if (ends) {
+      p.first_stage_layers = ends->first;
+      p.last_stage_layers = ends->second;
+      text += tr(" (end stages of %1 and %2 layers)").arg(ends->first).arg(ends->second);
+    }
+  }
   // A name that spells the layout, the GPU count, the model or the GPU follows it, as `tessera-cli plan
   // --tp` relabels it (the same fields): "… on 64 H100 (TP8·PP4·DP2)" after TP 4 would name another
   // run than the one planned. Not while the layout does not divide the cluster (it would spell "DP0").

@@ -110,7 +110,7 @@ SpecFieldModel::FieldKind SpecFieldModel::kind(const QString& path, const ordere
   if (value.is_number_integer()) return Integer;
   if (value.is_number()) return Number;
   if (path == "parallel.dp" || path == "model.encoder_layers" || path == "model.decoder_layers" ||
-      path == "model.decoder_seq_length")
+      path == "model.decoder_seq_length" || path == "parallel.first_stage_layers" || path == "parallel.last_stage_layers")
     return Integer;
   return Text;
 }
@@ -134,13 +134,24 @@ QString SpecFieldModel::note(const QString& path) const {
   const PlanPtr plan = session_->stale() ? nullptr : session_->plan();
   const int64_t dp = s.data_parallel();
   if (path == "model.preset" && plan) return tr("%1 parameters").arg(formatCount(static_cast<double>(plan->params.total)));
-  if (path == "model.num_layers" && s.parallel.pp > 0 && s.model.num_layers % s.parallel.pp == 0)
+  if (path == "model.num_layers" && s.parallel.pp > 0 && s.stages_split_layers()) {
+    // "8 × 14" kept on one line when the note wraps.
+    if (s.uneven_stages())
+      return tr("%1 by stage").arg(QString::fromStdString(s.stage_layers_text()).replace(QStringLiteral(" × "), QStringLiteral("\u00A0×\u00A0")));
     return tr("%1 per stage").arg(s.model.num_layers / s.parallel.pp);
+  }
   if (path == "model.num_attention_heads" && s.model.num_attention_heads > 0)
     return tr("head dim %1").arg(s.model.hidden_size / s.model.num_attention_heads);
   if (path == "parallel.dp") {
     if (dp <= 0) return tr("cannot be derived");
     return s.parallel.dp == 0 ? tr("→ %1, derived from %2 GPUs").arg(dp).arg(s.world_size()) : QString();
+  }
+  if (path == "parallel.first_stage_layers" || path == "parallel.last_stage_layers") {
+    const bool first = path == "parallel.first_stage_layers";
+    const int64_t own = first ? s.parallel.first_stage_layers : s.parallel.last_stage_layers;
+    if (own == 0 && s.parallel.pp > 1 && s.stages_split_layers())
+      return tr("→ %1, an even share").arg(s.stage_layers(first ? 0 : s.parallel.pp - 1));
+    return {};
   }
   if (path == "parallel.tp" && dp > 0)
     return tr("tp·pp·cp = %1 per replica").arg(s.parallel.tp * s.parallel.pp * s.parallel.cp);

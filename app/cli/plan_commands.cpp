@@ -29,7 +29,7 @@ using nlohmann::json;
 // Overrides shared by plan, schedule and export (and search, without the layout's): applied to the
 // document before parsing, so that every rule of the spec still holds for the result.
 struct Overrides {
-  std::optional<int64_t> tp, pp, dp, cp, ep, vpp, zero, mbs, gbs, seq, nodes, gpus_per_node;
+  std::optional<int64_t> tp, pp, dp, cp, ep, vpp, first_stage_layers, last_stage_layers, zero, mbs, gbs, seq, nodes, gpus_per_node;
   std::optional<std::string> recompute, precision, schedule, gpu, preset;
   bool sp = false;
   CLI::Option* sp_option = nullptr;
@@ -47,6 +47,8 @@ struct Overrides {
       integer("--cp", cp, "Context-parallel size");
       integer("--ep", ep, "Expert-parallel size");
       integer("--vpp", vpp, "Virtual pipeline stages per rank (interleaved schedule)");
+      integer("--first-stage-layers", first_stage_layers, "Layers of the first pipeline stage (0: an even share)");
+      integer("--last-stage-layers", last_stage_layers, "Layers of the last pipeline stage (0: an even share)");
       sp_option = cmd->add_flag("--sp,!--no-sp", sp, "Sequence parallelism on (--sp) or off (--no-sp)");
       integer("--zero", zero, "ZeRO stage 0-3");
       integer("--mbs", mbs, "Micro-batch size");
@@ -65,7 +67,7 @@ struct Overrides {
 
   /// What a run's name may spell: the layout, the cluster, the model preset and the GPU (relabel_layout).
   bool changes_layout() const {
-    return tp || pp || dp || cp || ep || vpp || zero || nodes || gpus_per_node || (sp_option && sp_option->count() > 0) || gpu ||
+    return tp || pp || dp || cp || ep || vpp || first_stage_layers || last_stage_layers || zero || nodes || gpus_per_node || (sp_option && sp_option->count() > 0) || gpu ||
            preset || schedule;
   }
 
@@ -90,6 +92,8 @@ struct Overrides {
     set("parallel", "cp", cp);
     set("parallel", "ep", ep);
     set("parallel", "vpp", vpp);
+    set("parallel", "first_stage_layers", first_stage_layers);
+    set("parallel", "last_stage_layers", last_stage_layers);
     set("parallel", "zero_stage", zero);
     // --zero 0 means no sharding even for a spec that spells ZeRO-1 as distributed_optimizer.
     if (zero && doc["parallel"].is_object()) doc["parallel"]["distributed_optimizer"] = *zero >= 1;
@@ -141,6 +145,11 @@ spec::RunSpec load_with_overrides(const std::string& path, const Overrides& over
 }
 
 std::string pct(double fraction) { return format_fixed(100 * fraction, 1) + "%"; }
+
+// The layout as the search's table names it: its label, and the layers of each stage when uneven.
+std::string layout_with_stages(const spec::RunSpec& s) {
+  return s.uneven_stages() ? s.layout_label() + " (layers " + s.stage_layers_text() + ")" : s.layout_label();
+}
 
 std::string layer_span(const std::vector<int64_t>& layers) {
   if (layers.empty()) return "-";
@@ -258,7 +267,8 @@ struct SearchLists {
         ->check(integer_range(1));
     list("--cp", cp, "Context-parallel sizes (default: powers of two keeping 1024 tokens or more per rank)")
         ->check(integer_range(1));
-    list("--pp", pp, "Pipeline-parallel sizes (default: the divisors of the layers that divide the world)")
+    list("--pp", pp, "Pipeline-parallel sizes (default: the divisors of the world that split the layers, evenly or with the "
+                        "end stages set apart)")
         ->check(integer_range(1));
     list("--vpp", vpp, "Virtual stages for the interleaved schedule (default: 2,4,8)")->check(integer_range(1));
     list("--ep", ep, "Expert-parallel sizes (default: the divisors of the experts; 1 for a dense model)")
@@ -336,7 +346,7 @@ void print_search(const planner::SearchResult& r, const spec::RunSpec& s, const 
                     {true, false, false, true, true, false, true, true, true, true, true});
     for (size_t i = 0; i < r.best.size(); ++i) {
       const auto& b = r.best[i];
-      table.add_row({std::to_string(i + 1), b.spec.layout_label(), std::string(spec::to_string(b.spec.parallel.schedule)),
+      table.add_row({std::to_string(i + 1), layout_with_stages(b.spec), std::string(spec::to_string(b.spec.parallel.schedule)),
                      std::to_string(b.spec.effective_zero_stage()), std::to_string(b.spec.training.micro_batch_size),
                      std::string(spec::to_string(b.spec.training.recompute)), format_fixed(b.iteration_time_s, 3),
                      format_si(b.tokens_per_s, ""), pct(b.mfu), pct(b.bubble_fraction), format_bytes(b.peak_bytes)});
@@ -348,7 +358,7 @@ void print_search(const planner::SearchResult& r, const spec::RunSpec& s, const 
     return;
   }
   const auto& g = *r.given;
-  std::cout << "\nThe spec's own layout (" << g.spec.layout_label() << ", " << spec::to_string(g.spec.parallel.schedule)
+  std::cout << "\nThe spec's own layout (" << layout_with_stages(g.spec) << ", " << spec::to_string(g.spec.parallel.schedule)
             << ", ZeRO " << g.spec.effective_zero_stage() << ", mbs " << g.spec.training.micro_batch_size << ", recompute "
             << spec::to_string(g.spec.training.recompute) << "): ";
   if (!r.given_fits) {

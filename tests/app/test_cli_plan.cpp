@@ -210,6 +210,46 @@ class TestCliPlan : public QObject {
     QVERIFY2(human.out.find("stage 1") != std::string::npos, human.out.c_str());
   }
 
+  // Llama 3 405B as Meta laid it out: 7, 8 × 14, 7 layers on 16 stages. plan lists each stage's layers,
+  // the export writes Megatron-LM's uneven-stage flags (and, with virtual stages, the virtual stages
+  // per rank, as it requires them with uneven stages), the overrides set the split, and a split that
+  // does not divide is refused naming its rule.
+  void unevenPipelineStages() {
+    const auto plan = cli({"plan", example("llama3-405b-8192xh100.json"), "--json"});
+    QCOMPARE(plan.exit_code, 0);
+    const auto j = nlohmann::json::parse(plan.out);
+    std::vector<int64_t> layers(16, 8);
+    layers.front() = layers.back() = 7;
+    QCOMPARE(j["parameters"]["layers_per_stage"].get<std::vector<int64_t>>(), layers);
+    const auto text = cli({"plan", example("llama3-405b-8192xh100.json")});
+    QVERIFY2(text.out.find("0          0-6") != std::string::npos && text.out.find("15     119-125") != std::string::npos,
+             text.out.c_str());
+
+    const auto exported = cli({"export", "megatron", example("llama3-405b-8192xh100.json")});
+    QCOMPARE(exported.exit_code, 0);
+    for (const char* fragment : {"--num-layers 126", "--pipeline-model-parallel-size 16", "--decoder-first-pipeline-num-layers 7",
+                                 "--decoder-last-pipeline-num-layers 7"})
+      QVERIFY2(exported.out.find(fragment) != std::string::npos, fragment);
+    QVERIFY(exported.out.find("virtual") == std::string::npos);
+    const auto interleaved = cli({"export", "megatron", example("llama3-405b-8192xh100.json"), "--vpp", "2", "--schedule",
+                                  "interleaved", "--first-stage-layers", "8", "--last-stage-layers", "6"});
+    QVERIFY2(interleaved.exit_code == 0, interleaved.err.c_str());
+    for (const char* fragment : {"--decoder-first-pipeline-num-layers 8", "--decoder-last-pipeline-num-layers 6",
+                                 "--num-virtual-stages-per-pipeline-rank 2"})
+      QVERIFY2(interleaved.out.find(fragment) != std::string::npos, fragment);
+    QVERIFY(interleaved.out.find("--num-layers-per-virtual-pipeline-stage") == std::string::npos);
+
+    // An even split again: the overrides' 0.
+    const auto even = cli({"plan", example("llama3-405b-8192xh100.json"), "--pp", "2", "--nodes", "2", "--first-stage-layers", "0",
+                           "--last-stage-layers", "0", "--gbs", "64"});
+    QVERIFY2(even.exit_code == 0 && even.out.find("63-125") != std::string::npos, (even.out + even.err).c_str());
+    const auto refused = cli({"plan", example("llama3-405b-8192xh100.json"), "--first-stage-layers", "8"});
+    QCOMPARE(refused.exit_code, 2);
+    QVERIFY2(refused.err.find("the 111 layers that parallel.first_stage_layers + last_stage_layers = 15 leaves of "
+                              "model.num_layers=126 must split evenly over the other 14 stages") != std::string::npos,
+             refused.err.c_str());
+  }
+
   void exportMegatron() {
     const auto r = cli({"export", "megatron", example("llama3-70b-64xh100.json")});
     QCOMPARE(r.exit_code, 0);

@@ -195,6 +195,47 @@ class TestModels : public QObject {
     }
   }
 
+  // Uneven pipeline stages in the designer: the layers of each stage beside num_layers, the rule of a
+  // split that does not divide at its field, the split offered where PP does not divide the layers,
+  // and what an even share comes to beside the end stages' fields.
+  void unevenStagesInTheDesigner() {
+    PlanSession session;
+    QVERIFY(session.open(example("llama3-405b-8192xh100.json"), nullptr));
+    SpecFieldModel model(&session);
+    const auto note = [&](const char* field) { return model.indexOfField(field, SpecFieldModel::NoteColumn).data().toString(); };
+    QCOMPARE(note("model.num_layers"), QString::fromUtf8("7, 8 × 14, 7 by stage"));
+    QCOMPARE(note("parallel.first_stage_layers"), QString());
+    // A new PP sets the end stages again in the same step, as the layout search would; undo restores them.
+    QVERIFY(session.setField("parallel.pp", 8));
+    QVERIFY(!session.stale());
+    QCOMPARE(session.spec().stage_layers_text(), std::string("15, 16 × 6, 15"));
+    QVERIFY2(session.undoStack()->undoText().contains("(end stages of 15 and 15 layers)"), qPrintable(session.undoStack()->undoText()));
+    QVERIFY(session.setField("parallel.pp", 2));
+    QCOMPARE(session.spec().stage_layers_text(), std::string("63 × 2"));
+    QVERIFY(!session.spec().uneven_stages());
+    session.undoStack()->undo();
+    session.undoStack()->undo();
+    QCOMPARE(session.spec().stage_layers_text(), std::string("7, 8 × 14, 7"));
+    QVERIFY(session.setField("parallel.first_stage_layers", 0));
+    QVERIFY2(session.errorFor("parallel.last_stage_layers")
+                 .contains("the 119 layers that parallel.last_stage_layers=7 leaves of model.num_layers=126 must split evenly "
+                           "over the other 15 stages"),
+             qPrintable(session.errorFor("parallel.last_stage_layers")));
+    QCOMPARE(session.relatedErrorFor("model.num_layers"), session.errorFor("parallel.last_stage_layers"));  // named by the rule
+    QVERIFY(session.setField("parallel.last_stage_layers", 0));
+    QVERIFY2(session.errorFor("parallel.pp").contains(QString::fromUtf8("(7 and 7 give 7, 8 × 14, 7)")),
+             qPrintable(session.errorFor("parallel.pp")));
+    QVERIFY(session.setField("parallel.pp", 2));
+    QVERIFY(!session.stale());
+    QCOMPARE(note("model.num_layers"), QString("63 per stage"));
+    QCOMPARE(note("parallel.first_stage_layers"), QString::fromUtf8("→ 63, an even share"));
+    session.undoStack()->undo();
+    session.undoStack()->undo();
+    session.undoStack()->undo();
+    QVERIFY(!session.stale());
+    QCOMPARE(session.spec().stage_layers_text(), std::string("7, 8 × 14, 7"));
+  }
+
   // A rule that names a second field marks that one too, more lightly, with the rule beside it: vpp=2
   // under 1f1b is fixed at vpp or at schedule, and schedule was left unmarked.
   void aRuleMarksTheOtherFieldItNames() {
