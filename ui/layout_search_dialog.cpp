@@ -68,7 +68,8 @@ struct ListField {
 const ListField kListFields[] = {
     {"tp", "TP", "Tensor-parallel sizes (default: the divisors of the GPUs per node)", 1, 1 << 16},
     {"cp", "CP", "Context-parallel sizes (default: powers of two that keep 1024 tokens or more on a rank)", 1, 1 << 16},
-    {"pp", "PP", "Pipeline-parallel sizes (default: the divisors of the layers that divide the world)", 1, 1 << 16},
+    {"pp", "PP", "Pipeline-parallel sizes (default: the divisors of the world that split the layers, evenly or with "
+           "the end stages set apart)", 1, 1 << 16},
     {"vpp", "VPP (interleaved)", "Virtual stages per rank, tried with the interleaved schedule", 2, 1 << 16},
     {"ep", "EP", "Expert-parallel sizes (default: the divisors of the experts; 1 for a dense model)", 1, 1 << 16},
     {"micro_batch_size", "Micro-batch", "Micro-batch sizes (default: 1, 2, 4, 8)", 1, 1 << 20},

@@ -331,6 +331,17 @@ QString MemoryView::describeStage(int stage) const {
   if (!memory || stage < 0 || stage >= model_->rowCount()) return {};
   QString text = tr("stage %1: %2 of %3").arg(stage).arg(formatBytes(model_->bytes(stage, StageMemoryModel::Total), 2),
                                                        formatBytes(memory->capacity_bytes, 2));
+  // Its layers: what sets a stage of an uneven split apart (Llama 3 405B's stage 0 holds 7, stage 1 8).
+  if (const auto* plan = model_->plan(); plan && stage < static_cast<int>(plan->stage_params.size())) {
+    const auto& layers = plan->stage_params[stage].layers;
+    const bool contiguous = !layers.empty() && layers.back() - layers.front() + 1 == static_cast<int64_t>(layers.size());
+    if (contiguous && layers.size() > 1)
+      text += tr("\n  %1 layers, %2–%3").arg(layers.size()).arg(layers.front()).arg(layers.back());
+    else if (contiguous)
+      text += tr("\n  1 layer, %1").arg(layers.front());
+    else if (!layers.empty())
+      text += tr("\n  %1 layers in %2 chunks").arg(layers.size()).arg(plan->spec.parallel.vpp);
+  }
   for (int i = 4; i >= 0; --i)
     text += QStringLiteral("\n  %1  %2").arg(bars_[i]->name(), -12).arg(formatBytes(model_->bytes(stage, kParts[i]), 2));
   return text;

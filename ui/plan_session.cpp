@@ -147,21 +147,15 @@ bool PlanSession::setField(const QString& path, const nlohmann::json& value, QSt
     p.dp = 0;
     text += tr(" (dp derived again)");
   }
-  // Uneven stages that no longer split the layers after a new PP, VPP or model are set again in the
-  // same step, as the layout search sets them: evenly where PP·VPP divides the layers, else with the
-  // end stages set apart (spec::balanced_end_stages). Where neither can be made the rule says why.
+  // Uneven stages after a new PP, VPP or model are set again in the same step, as the layout search
+  // sets them (spec::fit_stage_split): evenly where PP·VPP divides the layers, else with the end
+  // stages set apart. Where neither can be made the split stays, and its rule says why.
   static const QStringList splits = {"parallel.pp", "parallel.vpp", "model.num_layers", "model.preset"};
-  if (splits.contains(path) && updated.uneven_stages() && !updated.stages_split_layers() && p.pp >= 1 && p.vpp >= 1) {
-    const int64_t layers = updated.model.num_layers;
-    const auto ends = spec::balanced_end_stages(layers, p.pp, p.vpp);
-    if (layers % (p.pp * p.vpp) == 0) {
-      p.first_stage_layers = p.last_stage_layers = 0;
-      text += tr(" (an even split of the layers)");
-    } else if (ends) {
-      p.first_stage_layers = ends->first;
-      p.last_stage_layers = ends->second;
-      text += tr(" (end stages of %1 and %2 layers)").arg(ends->first).arg(ends->second);
-    }
+  if (splits.contains(path) && updated.uneven_stages()) {
+    const auto was = std::pair{p.first_stage_layers, p.last_stage_layers};
+    if (spec::fit_stage_split(updated) && std::pair{p.first_stage_layers, p.last_stage_layers} != was)
+      text += p.first_stage_layers == 0 ? tr(" (an even split of the layers)")
+                                        : tr(" (end stages of %1 and %2 layers)").arg(p.first_stage_layers).arg(p.last_stage_layers);
   }
   // A name that spells the layout, the GPU count, the model or the GPU follows it, as `tessera-cli plan
   // --tp` relabels it (the same fields): "… on 64 H100 (TP8·PP4·DP2)" after TP 4 would name another
@@ -264,6 +258,8 @@ PlanResult PlanSession::planWithSchedule(spec::Schedule schedule) const {
   } else {
     other.parallel.vpp = 1;
   }
+  // Uneven stages of another VPP: split as the layout search would (each stage a multiple of VPP).
+  if (other.uneven_stages() && other.parallel.vpp != spec_.parallel.vpp) spec::fit_stage_split(other);
   if (const auto problems = spec::validate(other); !problems.empty())
     return {nullptr, QString::fromStdString(problems.front().message)};
   try {

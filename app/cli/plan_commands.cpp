@@ -137,6 +137,16 @@ spec::RunSpec load_with_overrides(const std::string& path, const Overrides& over
     } catch (const spec::SpecError&) {
     }
   overrides.apply(doc);
+  // Uneven stages under a new --pp, --vpp or --preset are split again as the layout search and the
+  // workbench split them (spec::fit_stage_split), unless --first/last-stage-layers say how.
+  if ((overrides.pp || overrides.vpp || overrides.preset) && !overrides.first_stage_layers && !overrides.last_stage_layers) try {
+      spec::RunSpec read = spec::parse_spec(doc, spec::PresetCatalog::builtin(), spec::Rules::none);
+      if (read.uneven_stages() && spec::fit_stage_split(read)) {
+        doc["parallel"]["first_stage_layers"] = read.parallel.first_stage_layers;
+        doc["parallel"]["last_stage_layers"] = read.parallel.last_stage_layers;
+      }
+    } catch (const spec::SpecError&) {  // the parse below says what is wrong
+    }
   spec::RunSpec spec = spec::parse_spec(doc, spec::PresetCatalog::builtin(), rules);
   // A name that spells the layout ("… on 64 H100 (TP8·PP4·DP2)") spells the one planned.
   if (rules == spec::Rules::all && overrides.changes_layout())

@@ -141,8 +141,11 @@ class Enumeration {
     const auto& own = base.parallel;
     if (base.uneven_stages() && pipe.pp == own.pp && pipe.vpp == own.vpp && base.stages_split_layers())
       return std::pair{own.first_stage_layers, own.last_stage_layers};
-    if (base.model.num_layers % (pipe.pp * pipe.vpp) == 0) return std::pair<int64_t, int64_t>{0, 0};
-    return spec::balanced_end_stages(base.model.num_layers, pipe.pp, pipe.vpp);
+    spec::RunSpec fitted = base;
+    fitted.parallel.pp = pipe.pp;
+    fitted.parallel.vpp = pipe.vpp;
+    if (!spec::fit_stage_split(fitted)) return std::nullopt;
+    return std::pair{fitted.parallel.first_stage_layers, fitted.parallel.last_stage_layers};
   }
   const spec::RunSpec& base_;
   const SearchSpace& space_;

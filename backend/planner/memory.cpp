@@ -157,8 +157,8 @@ std::vector<StageMemory> megatron_stages(const spec::RunSpec& spec, const Schedu
   for (int64_t stage = 0; stage < p.pp; ++stage) {
     // The script models the first stage: num_layers/pp layers x pp microbatches, times
     // 1 + (pp-1)/(pp·vpp) when interleaved, which is the schedule's peak of chunk-microbatches in flight
-    // on stage 0 over vpp ((pp-1)·2 + (vpp-1)·pp + 1 chunks). Every stage here: its own peak over vpp
-    // (1F1B: min(pp - r, m) on stage r).
+    // on stage 0 over vpp ((pp-1)·2 + (vpp-1)·pp + 1 chunks). Every stage here: its own layers (an
+    // uneven split's, which the script has not) and its own peak over vpp (1F1B: min(pp - r, m) on stage r).
     const double units = peak_in_flight(schedule, static_cast<int>(stage)) / static_cast<double>(p.vpp);
     double act = per_layer * static_cast<double>(spec.stage_layers(stage)) * units;
     if (stage == 0) act += (8 * s * b + s * b * h) * units;  // input ids and embedding dropout

@@ -279,11 +279,14 @@ MegatronExport megatron_command(const RunSpec& spec) {
   arg("pipeline-model-parallel-size", p.pp);
   if (p.cp > 1) arg("context-parallel-size", p.cp);
   if (p.ep > 1) arg("expert-model-parallel-size", p.ep);
-  if (spec.uneven_stages()) {
+  if (!spec.even_stages()) {
+    // Both end stages spelled out on three stages or more, so that the command says the whole split
+    // whatever a release makes of an unset one; the first alone on two (with both set no stage is
+    // left between them, and Megatron Core divides by that count).
+    arg("decoder-first-pipeline-num-layers", spec.stage_layers(0));
+    if (p.pp > 2) arg("decoder-last-pipeline-num-layers", spec.stage_layers(p.pp - 1));
     // Megatron-LM refuses --num-layers-per-virtual-pipeline-stage with uneven stages: it takes the
     // virtual stages per rank instead.
-    if (p.first_stage_layers > 0) arg("decoder-first-pipeline-num-layers", p.first_stage_layers);
-    if (p.last_stage_layers > 0) arg("decoder-last-pipeline-num-layers", p.last_stage_layers);
     if (p.vpp > 1) arg("num-virtual-stages-per-pipeline-rank", p.vpp);
     out.notes.push_back("uneven pipeline stages: Megatron-LM releases without --decoder-first-pipeline-num-layers and "
                         "--decoder-last-pipeline-num-layers refuse this command");

@@ -282,6 +282,7 @@ int64_t RunSpec::stage_layers(int64_t stage) const {
 
 bool RunSpec::stages_split_layers() const {
   if (parallel.pp < 1 || parallel.vpp < 1) return false;
+  if (parallel.pp == 1 && uneven_stages()) return false;  // validate(): a split needs two stages
   int64_t total = 0;
   for (int64_t stage = 0; stage < parallel.pp; ++stage) {
     const int64_t layers = stage_layers(stage);
@@ -289,6 +290,28 @@ bool RunSpec::stages_split_layers() const {
     total += layers;
   }
   return total == model.num_layers;
+}
+
+bool RunSpec::even_stages() const {
+  if (!stages_split_layers()) return false;
+  for (int64_t stage = 1; stage < parallel.pp; ++stage)
+    if (stage_layers(stage) != stage_layers(0)) return false;
+  return true;
+}
+
+bool fit_stage_split(RunSpec& spec) {
+  auto& p = spec.parallel;
+  const int64_t layers = spec.model.num_layers;
+  if (p.pp < 1 || p.vpp < 1 || layers < 1) return false;
+  if (layers % (p.pp * p.vpp) == 0) {
+    p.first_stage_layers = p.last_stage_layers = 0;
+    return true;
+  }
+  const auto ends = balanced_end_stages(layers, p.pp, p.vpp);
+  if (!ends) return false;
+  p.first_stage_layers = ends->first;
+  p.last_stage_layers = ends->second;
+  return true;
 }
 
 std::string RunSpec::stage_layers_text() const {

@@ -124,6 +124,9 @@ struct RunSpec {
   /// Whether stage_layers splits model.num_layers: every stage holds a multiple of vpp layers, at least
   /// vpp, and together they hold them all.
   bool stages_split_layers() const;
+  /// Whether every stage holds as many layers (an even split, whether or not first_stage_layers or
+  /// last_stage_layers spell it): what fixes which layers a rank holds, for checkpoints and exports.
+  bool even_stages() const;
   /// The layers of each stage, a run of equal ones as "count × stages": "7, 8 × 14, 7" (Llama 3 405B on
   /// 16 stages), "8 × 4" for an even split; empty where stages_split_layers() does not hold.
   std::string stage_layers_text() const;
@@ -133,6 +136,11 @@ struct RunSpec {
   /// the GUI name it.
   std::string layout_label() const;
 };
+
+/// Sets first_stage_layers and last_stage_layers to the split a layout search gives spec's pp and
+/// vpp: an even one where pp·vpp divides the layers, else the end stages set apart
+/// (balanced_end_stages). False, the spec unchanged, where neither can be made.
+bool fit_stage_split(RunSpec& spec);
 
 /// `name` with every layout it spells ("TP8·PP4·DP2", "TP2·DP4", any layout_label()) that says something
 /// no longer so of `spec` (a count, ·SP) replaced by `spec`'s layout_label() — one that leaves out what

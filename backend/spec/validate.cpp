@@ -75,15 +75,27 @@ void check_stage_split(Checker& c, const RunSpec& spec) {
     return;
   }
   const int64_t rest = m.num_layers - ends;
-  if (rest < others * p.vpp) {
-    c.fail(field, set + " leaves " + n(std::max<int64_t>(rest, 0)) + " of model.num_layers=" + n(m.num_layers) +
-                      " for the other " + n(others) + " stage" + (others == 1 ? "" : "s") + ", which need at least " +
-                      n(others * p.vpp) + (p.vpp > 1 ? " (one per virtual stage)" : ""));
-  } else if (rest % (others * p.vpp) != 0) {
-    c.fail(field, "the " + n(rest) + " layers that " + set + " leaves of model.num_layers=" + n(m.num_layers) +
-                      " must split evenly over the other " + n(others) + " stage" + (others == 1 ? "" : "s") +
-                      (p.vpp > 1 ? " times parallel.vpp=" + n(p.vpp) + " virtual stages" : std::string()));
+  const std::string stages = n(others) + " stage" + (others == 1 ? "" : "s");
+  std::string message;
+  if (rest < 0)
+    message = set + " is more than model.num_layers=" + n(m.num_layers);
+  else if (rest < others * p.vpp)
+    message = set + " leaves " + n(rest) + " of model.num_layers=" + n(m.num_layers) + " for the other " + stages + ", which " +
+              (others == 1 ? "needs" : "need") + " at least " + n(others * p.vpp) + (p.vpp > 1 ? " (one per virtual stage)" : "");
+  else if (rest % (others * p.vpp) != 0)
+    message = "the " + n(rest) + " layers that " + set + " leaves of model.num_layers=" + n(m.num_layers) +
+              " must split evenly over the other " + stages +
+              (p.vpp > 1 ? " times parallel.vpp=" + n(p.vpp) + " virtual stages" : std::string());
+  if (message.empty()) return;
+  // The split that would, as the layout search makes it.
+  RunSpec fitted = spec;
+  if (fit_stage_split(fitted)) {
+    const auto& f = fitted.parallel;
+    message += f.first_stage_layers == 0 ? " (0 and 0, an even split, would: " + fitted.stage_layers_text() + ")"
+                                         : " (" + n(f.first_stage_layers) + " and " + n(f.last_stage_layers) +
+                                               " would: " + fitted.stage_layers_text() + ")";
   }
+  c.fail(field, message);
 }
 
 }  // namespace

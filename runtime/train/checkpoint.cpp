@@ -41,9 +41,12 @@ nlohmann::json layout_of(const spec::RunSpec& spec) {
   nlohmann::json layout = {{"world_size", spec.world_size()}, {"tp", p.tp}, {"pp", p.pp}, {"dp", spec.data_parallel()}, {"vpp", p.vpp},
                            {"distributed_optimizer", spec.effective_zero_stage() >= 1}, {"model", std::move(model)}};
   // Which layers each stage's files hold: written for uneven stages only, so that the checkpoints of
-  // an even split, before and since, compare equal.
-  if (p.first_stage_layers > 0) layout["first_stage_layers"] = p.first_stage_layers;
-  if (p.last_stage_layers > 0) layout["last_stage_layers"] = p.last_stage_layers;
+  // an even split, before and since, however the spec spells it, compare equal.
+  if (!spec.even_stages()) {
+    std::vector<int64_t> layers;
+    for (int64_t stage = 0; stage < p.pp; ++stage) layers.push_back(spec.stage_layers(stage));
+    layout["stage_layers"] = layers;
+  }
   return layout;
 }
 

@@ -239,6 +239,19 @@ class TestCliPlan : public QObject {
       QVERIFY2(interleaved.out.find(fragment) != std::string::npos, fragment);
     QVERIFY(interleaved.out.find("--num-layers-per-virtual-pipeline-stage") == std::string::npos);
 
+    // Two stages of two virtual stages each: the first stage's flag alone (Megatron Core divides by the
+    // count of the stages between two set ends), the split the search would make: 64 and 62.
+    const auto two = cli({"export", "megatron", example("llama3-405b-8192xh100.json"), "--pp", "2", "--vpp", "2", "--schedule",
+                          "interleaved"});
+    QVERIFY2(two.exit_code == 0, two.err.c_str());
+    QVERIFY2(two.out.find("--decoder-first-pipeline-num-layers 64") != std::string::npos &&
+                 two.out.find("--decoder-last-pipeline-num-layers") == std::string::npos,
+             two.out.c_str());
+    // A new --pp splits again as the search would (15, 16 × 6, 15), unless the split is given.
+    const auto eight = cli({"plan", example("llama3-405b-8192xh100.json"), "--pp", "8"});
+    QVERIFY2(eight.exit_code == 0 && eight.out.find("0         0-14") != std::string::npos &&
+                 eight.out.find("7      111-125") != std::string::npos,
+             (eight.out + eight.err).c_str());
     // An even split again: the overrides' 0.
     const auto even = cli({"plan", example("llama3-405b-8192xh100.json"), "--pp", "2", "--nodes", "2", "--first-stage-layers", "0",
                            "--last-stage-layers", "0", "--gbs", "64"});

@@ -314,13 +314,20 @@ class TestSpec : public QObject {
         R"({"parallel": {"pp": 4, "vpp": 2, "schedule": "interleaved", "last_stage_layers": 3}})",
         "parallel.last_stage_layers", "parallel.last_stage_layers=3 must be a multiple of parallel.vpp=2");
     row("uneven rest splits evenly", R"({"parallel": {"pp": 4, "first_stage_layers": 6}})", "parallel.first_stage_layers",
-        "the 26 layers that parallel.first_stage_layers=6 leaves of model.num_layers=32 must split evenly over the other 3 stages");
+        "the 26 layers that parallel.first_stage_layers=6 leaves of model.num_layers=32 must split evenly over the other 3 stages "
+        "(0 and 0, an even split, would: 8 × 4)");
     row("uneven rest splits over virtual stages",
         R"({"parallel": {"pp": 4, "vpp": 2, "schedule": "interleaved", "first_stage_layers": 4, "last_stage_layers": 2}})",
         "parallel.first_stage_layers", "the 26 layers that parallel.first_stage_layers + last_stage_layers = 6 leaves of "
         "model.num_layers=32 must split evenly over the other 2 stages times parallel.vpp=2 virtual stages");
     row("uneven ends leave too few", R"({"parallel": {"pp": 4, "first_stage_layers": 16, "last_stage_layers": 16}})",
-        "parallel.first_stage_layers", "leaves 0 of model.num_layers=32 for the other 2 stages, which need at least 2");
+        "parallel.first_stage_layers", "leaves 0 of model.num_layers=32 for the other 2 stages, which need at least 2 (0 and 0, an "
+        "even split, would: 8 × 4)");
+    row("uneven ends leave one stage too few", R"({"parallel": {"pp": 3, "tp": 1, "first_stage_layers": 16, "last_stage_layers": 16},
+        "cluster": {"gpus_per_node": 3}, "training": {"global_batch_size": 63}})",
+        "parallel.first_stage_layers", "for the other 1 stage, which needs at least 1 (11 and 10 would: 11 × 2, 10)");
+    row("uneven ends more than the layers", R"({"parallel": {"pp": 4, "first_stage_layers": 20, "last_stage_layers": 20}})",
+        "parallel.first_stage_layers", "parallel.first_stage_layers + last_stage_layers = 40 is more than model.num_layers=32 (0 and 0");
     row("two uneven stages hold every layer", R"({"parallel": {"first_stage_layers": 10, "last_stage_layers": 10}})",
         "parallel.first_stage_layers", "parallel.first_stage_layers + last_stage_layers = 20 must equal model.num_layers=32 on parallel.pp=2 stages");
     row("uneven stage not negative", R"({"parallel": {"last_stage_layers": -1}})", "parallel.last_stage_layers",
@@ -388,6 +395,33 @@ class TestSpec : public QObject {
     doc["parallel"].erase("last_stage_layers");
     QVERIFY(!to_json(parse_spec(doc), JsonFields::for_agents)["parallel"].contains("first_stage_layers"));
     QCOMPARE(to_json(parse_spec(doc))["parallel"]["first_stage_layers"].get<int64_t>(), int64_t{0});
+  }
+
+  // A split on one stage is refused, and no split of it is taken as one (stages_split_layers); an even
+  // split spelled with first_stage_layers is even (checkpoints and exports treat it so); the search's
+  // split of a new PP.
+  void stageSplitPredicates() {
+    json doc = base_spec();
+    doc["parallel"] = {{"tp", 8}, {"pp", 1}, {"first_stage_layers", 7}};
+    RunSpec one = parse_spec(doc, PresetCatalog::builtin(), Rules::none);
+    QVERIFY(!one.stages_split_layers());
+    QVERIFY(!one.even_stages());
+    QCOMPARE(one.stage_layers_text(), std::string());
+    QVERIFY(fit_stage_split(one));
+    QCOMPARE(one.parallel.first_stage_layers, int64_t{0});
+    QVERIFY(one.stages_split_layers() && one.even_stages());
+    doc["parallel"] = {{"tp", 2}, {"pp", 4}, {"first_stage_layers", 8}};
+    const RunSpec spelled = parse_spec(doc);
+    QVERIFY(spelled.uneven_stages() && spelled.even_stages());
+    doc["parallel"] = {{"tp", 2}, {"pp", 4}, {"first_stage_layers", 5}, {"last_stage_layers", 3}};
+    RunSpec uneven = parse_spec(doc);
+    QVERIFY(!uneven.even_stages());
+    uneven.parallel.pp = 3;
+    QVERIFY(fit_stage_split(uneven));
+    QCOMPARE(uneven.stage_layers_text(), std::string("11 × 2, 10"));
+    uneven.parallel.pp = 64;  // more stages than layers: no split, the spec as it was
+    QVERIFY(!fit_stage_split(uneven));
+    QCOMPARE(uneven.parallel.first_stage_layers, int64_t{11});
   }
 
   void balancedEndStages() {

@@ -44,6 +44,9 @@ const std::vector<Case>& panel() {
       // Uneven stages: 1 and 3 layers; 2, 1 and 1.
       {"gpt pp2 last stage 3 layers", "tiny-gpt", with([](Layout& l) { l.pp = 2; l.last_stage_layers = 3; })},
       {"llama pp3 first stage 2 layers", "tiny-llama", with([](Layout& l) { l.pp = 3; l.first_stage_layers = 2; })},
+      {"llama 6 layers pp2 vpp2 as 2, 4", "tiny-llama", with([](Layout& l) {
+         l.pp = 2; l.vpp = 2; l.schedule = "interleaved"; l.num_layers = 6; l.first_stage_layers = 2;
+       })},
       {"gpt dp2 distributed optimizer", "tiny-gpt", with([](Layout& l) { l.dp = 2; l.distributed_optimizer = true; })},
       {"gpt full recompute", "tiny-gpt", with([](Layout& l) { l.recompute = "full"; })},
       {"gpt selective recompute", "tiny-gpt", with([](Layout& l) { l.recompute = "selective"; })},

@@ -256,11 +256,21 @@ class TestTrainCheckpoint : public QObject {
     const QString even_spec = QString::fromStdString(write_file(dir, "even.json", tiny_spec("tiny-gpt", even, 20).dump()));
     run = tessera_train(common + QStringList{"--spec", even_spec, "--steps", "3", "--resume"});
     QCOMPARE(run.exit_code, 2);
-    QVERIFY2(run.err.find("written by another layout (last_stage_layers = 3 in the checkpoint, absent now)") != std::string::npos,
+    QVERIFY2(run.err.find("written by another layout (stage_layers = [1,3] in the checkpoint, absent now)") != std::string::npos,
              run.err.c_str());
     run = tessera_train(common + QStringList{"--spec", spec, "--steps", "3", "--resume"});
     QVERIFY2(run.exit_code == 0, run.err.c_str());
     QCOMPARE(read_steps(out.toStdString()).size(), size_t(3));
+    // An even split however spelled holds the same layers: 2 and 2 resumes a run of 2 and 2 written before.
+    const QString even_out = dir.filePath("even");
+    const QStringList even_common{"--nproc", "2", "--threads", "1", "--data", "synthetic", "--out", even_out};
+    run = tessera_train(even_common + QStringList{"--spec", even_spec, "--steps", "2"});
+    QVERIFY2(run.exit_code == 0, run.err.c_str());
+    Layout spelled = even;
+    spelled.first_stage_layers = 2;
+    const QString spelled_spec = QString::fromStdString(write_file(dir, "spelled.json", tiny_spec("tiny-gpt", spelled, 20).dump()));
+    run = tessera_train(even_common + QStringList{"--spec", spelled_spec, "--steps", "3", "--resume"});
+    QVERIFY2(run.exit_code == 0, run.err.c_str());
   }
 
   void aDamagedRankFileIsRefusedByItsChecksum() {

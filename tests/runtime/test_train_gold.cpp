@@ -88,6 +88,37 @@ class TestTrainGold : public QObject {
     QVERIFY(reference.at(kSteps).loss < reference.at(1).loss - 0.3);
   }
 
+  // Uneven stages with virtual stages: 6 layers on PP=2·VPP=2 as 2 and 4 (chunks of 1 and 2 layers:
+  // layers 0 | 1-2 | 3 | 4-5), and as 4 and 2, against the single process of the same 6 layers.
+  void unevenVirtualStagesMatchOneProcess() {
+    for (const char* preset : {"tiny-gpt", "tiny-llama"})
+      for (const auto& [first, last] : {std::pair<int64_t, int64_t>{2, 0}, {0, 2}}) {
+        Layout layout;
+        layout.pp = 2;
+        layout.vpp = 2;
+        layout.schedule = "interleaved";
+        layout.num_layers = 6;
+        layout.first_stage_layers = first;
+        layout.last_stage_layers = last;
+        layout.global_batch = layout.micro_batch * 2;
+        Layout single;
+        single.num_layers = 6;
+        single.global_batch = layout.global_batch;
+        const auto reference = train_synthetic_once(preset, single, kSteps);
+        const auto parallel = train_synthetic_once(preset, layout, kSteps);
+        QCOMPARE(reference.size(), size_t(kSteps));
+        QCOMPARE(parallel.size(), size_t(kSteps));
+        for (const auto& [step, want] : reference) {
+          const auto& got = parallel.at(step);
+          QVERIFY2(relative(got.loss, want.loss) < kTolerance && relative(got.grad_norm, want.grad_norm) < kTolerance,
+                   qPrintable(QString("%1 first %2 last %3, step %4: loss %5 vs %6, grad norm %7 vs %8")
+                                  .arg(preset).arg(first).arg(last).arg(step)
+                                  .arg(got.loss, 0, 'g', 9).arg(want.loss, 0, 'g', 9)
+                                  .arg(got.grad_norm, 0, 'g', 9).arg(want.grad_norm, 0, 'g', 9)));
+        }
+      }
+  }
+
   // The shipped corpus (the default --data): tiny-gpt learns byte statistics quickly.
   void lossFallsOnTheShippedCorpus() {
     QTemporaryDir dir;

@@ -24,6 +24,7 @@ struct Layout {
   int64_t micro_batch = 2, global_batch = 4;
   std::string precision = "fp32";
   int64_t first_stage_layers = 0, last_stage_layers = 0;  ///< 0: an even share
+  int64_t num_layers = 0;  ///< 0: the preset's
   int64_t world() const { return tp * pp * dp; }
 };
 
@@ -39,6 +40,7 @@ inline nlohmann::json tiny_spec(const std::string& preset, const Layout& l, int6
             {"recompute", l.recompute}, {"flash_attention", false}, {"train_steps", steps}, {"lr", 0.003},
             {"min_lr", 0.0003}, {"warmup_steps", 5}, {"seed", 1234}}},
           {"cluster", {{"gpu", "cpu"}, {"nodes", 1}, {"gpus_per_node", l.world()}}}};
+  if (l.num_layers > 0) spec["model"]["num_layers"] = l.num_layers;
   if (l.first_stage_layers > 0) spec["parallel"]["first_stage_layers"] = l.first_stage_layers;
   if (l.last_stage_layers > 0) spec["parallel"]["last_stage_layers"] = l.last_stage_layers;
   return spec;

@@ -216,6 +216,18 @@ class TestModels : public QObject {
     session.undoStack()->undo();
     session.undoStack()->undo();
     QCOMPARE(session.spec().stage_layers_text(), std::string("7, 8 × 14, 7"));
+    // Also where the old split would still divide the layers (7, 56, 56, 7 on PP 4), and on one stage.
+    QVERIFY(session.setField("parallel.pp", 4));
+    QCOMPARE(session.spec().stage_layers_text(), std::string("31, 32 × 2, 31"));
+    QVERIFY(session.setField("parallel.pp", 1));
+    QVERIFY(!session.stale());
+    QVERIFY(!session.spec().uneven_stages());
+    session.undoStack()->undo();
+    session.undoStack()->undo();
+    // The timeline's schedule comparison: interleaving's two virtual stages split as the search would.
+    const auto interleaved = session.planWithSchedule(spec::Schedule::interleaved);
+    QVERIFY2(interleaved.plan, qPrintable(interleaved.error));
+    QCOMPARE(interleaved.plan->spec.stage_layers_text(), std::string("8 × 15, 6"));
     QVERIFY(session.setField("parallel.first_stage_layers", 0));
     QVERIFY2(session.errorFor("parallel.last_stage_layers")
                  .contains("the 119 layers that parallel.last_stage_layers=7 leaves of model.num_layers=126 must split evenly "

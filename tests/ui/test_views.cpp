@@ -714,6 +714,7 @@ class TestViews : public QObject {
     QVERIFY2(!view.title().contains("0.0 GiB"), qPrintable(view.title()));
     QVERIFY2(view.title().contains(QStringLiteral("peak %1 MiB").arg(peak / 1048576.0, 0, 'f', 1)), qPrintable(view.title()));
     QVERIFY(view.describeStage(0).contains(" MiB of 24.00 GiB"));
+    QVERIFY2(view.describeStage(0).contains(QString::fromUtf8("\n  2 layers, 0–1\n")), qPrintable(view.describeStage(0)));
     QVERIFY2(view.capacityText().endsWith(QStringLiteral(", far above this scale")), qPrintable(view.capacityText()));
     QCOMPARE(memory.data(memory.index(0, StageMemoryModel::Total)).toString().right(3), QStringLiteral("MiB"));
     // A plan near its capacity keeps GiB and the capacity line on the scale.
@@ -722,6 +723,11 @@ class TestViews : public QObject {
     QCOMPARE(view.valueAxisLabel(), QStringLiteral("GiB per GPU"));
     QVERIFY2(view.title().startsWith("Per-GPU memory by pipeline stage"), qPrintable(view.title()));
     QVERIFY(view.valueAxisTopBytes() > static_cast<double>(session.plan()->memory.capacity_bytes));
+    // Each bar names its stage's layers: uneven stages hold different counts.
+    QVERIFY(session.open(example("llama3-405b-8192xh100.json"), nullptr));
+    memory.setPlan(session.plan());
+    QVERIFY2(view.describeStage(0).contains(QString::fromUtf8("\n  7 layers, 0–6\n")), qPrintable(view.describeStage(0)));
+    QVERIFY2(view.describeStage(1).contains(QString::fromUtf8("\n  8 layers, 7–14\n")), qPrintable(view.describeStage(1)));
   }
 
   // The legend, which names the capacity too, has a row of its own above the bars: inside the plot it
