@@ -151,7 +151,7 @@ bool PlanSession::setField(const QString& path, const nlohmann::json& value, QSt
   // sets them (spec::fit_stage_split): evenly where PP·VPP divides the layers, else with the end
   // stages set apart. Where neither can be made the split stays, and its rule says why.
   static const QStringList splits = {"parallel.pp", "parallel.vpp", "model.num_layers", "model.preset"};
-  if (splits.contains(path) && updated.uneven_stages()) {
+  if (splits.contains(path) && updated.sets_end_stages()) {
     const auto was = std::pair{p.first_stage_layers, p.last_stage_layers};
     if (spec::fit_stage_split(updated) && std::pair{p.first_stage_layers, p.last_stage_layers} != was)
       text += p.first_stage_layers == 0 ? tr(" (an even split of the layers)")
@@ -196,6 +196,7 @@ bool PlanSession::importHuggingFace(const QString& path, QString* error, QString
     // Fields the config leaves out take their spec defaults, as parse_spec would give them.
     if (updated.model.moe_ffn_hidden_size == 0) updated.model.moe_ffn_hidden_size = updated.model.ffn_hidden_size;
     updated.name = imported.value("name", updated.name);
+    if (updated.sets_end_stages()) spec::fit_stage_split(updated);  // the new layers split as a new PP splits them
     replaceSpec(updated, tr("Import %1").arg(QFileInfo(path).fileName()));
     if (notes)
       for (const auto& note : import_notes) notes->push_back(QString::fromStdString(note));
@@ -258,8 +259,8 @@ PlanResult PlanSession::planWithSchedule(spec::Schedule schedule) const {
   } else {
     other.parallel.vpp = 1;
   }
-  // Uneven stages of another VPP: split as the layout search would (each stage a multiple of VPP).
-  if (other.uneven_stages() && other.parallel.vpp != spec_.parallel.vpp) spec::fit_stage_split(other);
+  // Uneven stages that another VPP cannot hold (each stage a multiple of VPP): split as the search would.
+  if (other.sets_end_stages() && !other.stages_split_layers()) spec::fit_stage_split(other);
   if (const auto problems = spec::validate(other); !problems.empty())
     return {nullptr, QString::fromStdString(problems.front().message)};
   try {

@@ -136,12 +136,18 @@ spec::RunSpec load_with_overrides(const std::string& path, const Overrides& over
       before = spec::parse_spec(doc, spec::PresetCatalog::builtin(), rules);
     } catch (const spec::SpecError&) {
     }
+  const json written = doc;
   overrides.apply(doc);
-  // Uneven stages under a new --pp, --vpp or --preset are split again as the layout search and the
-  // workbench split them (spec::fit_stage_split), unless --first/last-stage-layers say how.
+  // Uneven stages under a new PP, VPP or model (--pp, --vpp, --preset) are split again as the layout
+  // search and the workbench split them (spec::fit_stage_split), unless --first/last-stage-layers say
+  // how; the same values given again change nothing.
   if ((overrides.pp || overrides.vpp || overrides.preset) && !overrides.first_stage_layers && !overrides.last_stage_layers) try {
-      spec::RunSpec read = spec::parse_spec(doc, spec::PresetCatalog::builtin(), spec::Rules::none);
-      if (read.uneven_stages() && spec::fit_stage_split(read)) {
+      const auto none = spec::Rules::none;
+      const spec::RunSpec was = spec::parse_spec(written, spec::PresetCatalog::builtin(), none);
+      spec::RunSpec read = spec::parse_spec(doc, spec::PresetCatalog::builtin(), none);
+      const bool moved = read.parallel.pp != was.parallel.pp || read.parallel.vpp != was.parallel.vpp ||
+                         read.model.num_layers != was.model.num_layers;
+      if (moved && read.sets_end_stages() && spec::fit_stage_split(read)) {
         doc["parallel"]["first_stage_layers"] = read.parallel.first_stage_layers;
         doc["parallel"]["last_stage_layers"] = read.parallel.last_stage_layers;
       }

@@ -139,7 +139,7 @@ class Enumeration {
   // layers on 16 stages); nothing when none can be made.
   static std::optional<std::pair<int64_t, int64_t>> stage_split(const spec::RunSpec& base, const PipelineChoice& pipe) {
     const auto& own = base.parallel;
-    if (base.uneven_stages() && pipe.pp == own.pp && pipe.vpp == own.vpp && base.stages_split_layers())
+    if (base.sets_end_stages() && pipe.pp == own.pp && pipe.vpp == own.vpp && base.stages_split_layers())
       return std::pair{own.first_stage_layers, own.last_stage_layers};
     spec::RunSpec fitted = base;
     fitted.parallel.pp = pipe.pp;

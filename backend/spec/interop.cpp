@@ -279,7 +279,7 @@ MegatronExport megatron_command(const RunSpec& spec) {
   arg("pipeline-model-parallel-size", p.pp);
   if (p.cp > 1) arg("context-parallel-size", p.cp);
   if (p.ep > 1) arg("expert-model-parallel-size", p.ep);
-  if (!spec.even_stages()) {
+  if (spec.uneven_stages()) {
     // Both end stages spelled out on three stages or more, so that the command says the whole split
     // whatever a release makes of an unset one; the first alone on two (with both set no stage is
     // left between them, and Megatron Core divides by that count).
@@ -288,8 +288,10 @@ MegatronExport megatron_command(const RunSpec& spec) {
     // Megatron-LM refuses --num-layers-per-virtual-pipeline-stage with uneven stages: it takes the
     // virtual stages per rank instead.
     if (p.vpp > 1) arg("num-virtual-stages-per-pipeline-rank", p.vpp);
-    out.notes.push_back("uneven pipeline stages: Megatron-LM releases without --decoder-first-pipeline-num-layers and "
-                        "--decoder-last-pipeline-num-layers refuse this command");
+    out.notes.push_back(p.pp > 2 ? "uneven pipeline stages: Megatron-LM releases without --decoder-first-pipeline-num-layers "
+                                   "and --decoder-last-pipeline-num-layers refuse this command"
+                                 : "uneven pipeline stages: Megatron-LM releases without --decoder-first-pipeline-num-layers "
+                                   "refuse this command");
   } else if (p.vpp > 1) {
     arg("num-layers-per-virtual-pipeline-stage", m.num_layers / (p.pp * p.vpp));
   }

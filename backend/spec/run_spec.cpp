@@ -269,41 +269,80 @@ int64_t RunSpec::num_microbatches() const {
   return training.global_batch_size / per_step;
 }
 
+namespace {
+
+// The shape of a pipeline's split of the layers: the end stages' own counts (0: not set apart), the
+// stages between them and what each holds. Overflow-safe on any spec (also one that breaks a rule).
+struct Split {
+  int64_t first = 0, last = 0;  ///< set end stages' layers, 0 where not set
+  int64_t others = 0;           ///< stages sharing the rest
+  int64_t share = 0;            ///< the rest's share of each of them; 0 where it does not split
+};
+
+Split split_of(const RunSpec& spec) {
+  const auto& p = spec.parallel;
+  Split out;
+  if (p.pp < 1) return out;
+  if (p.pp > 1) {
+    out.first = std::max<int64_t>(p.first_stage_layers, 0);
+    out.last = std::max<int64_t>(p.last_stage_layers, 0);
+  }
+  out.others = p.pp - (out.first > 0) - (out.last > 0);
+  int64_t rest = 0;
+  if (__builtin_sub_overflow(spec.model.num_layers, out.first, &rest) || __builtin_sub_overflow(rest, out.last, &rest)) return out;
+  if (out.others > 0 && rest > 0 && rest % out.others == 0) out.share = rest / out.others;
+  return out;
+}
+
+}  // namespace
+
 int64_t RunSpec::stage_layers(int64_t stage) const {
   const auto& p = parallel;
   if (p.pp < 1 || stage < 0 || stage >= p.pp) return 0;
-  if (p.pp == 1) return model.num_layers;
-  if (stage == 0 && p.first_stage_layers > 0) return p.first_stage_layers;
-  if (stage == p.pp - 1 && p.last_stage_layers > 0) return p.last_stage_layers;
-  const int64_t others = p.pp - (p.first_stage_layers > 0) - (p.last_stage_layers > 0);
-  const int64_t rest = model.num_layers - std::max<int64_t>(p.first_stage_layers, 0) - std::max<int64_t>(p.last_stage_layers, 0);
-  return others > 0 && rest > 0 && rest % others == 0 ? rest / others : 0;
+  const Split split = split_of(*this);
+  if (stage == 0 && split.first > 0) return split.first;
+  if (stage == p.pp - 1 && split.last > 0) return split.last;
+  return split.share;
 }
 
 bool RunSpec::stages_split_layers() const {
-  if (parallel.pp < 1 || parallel.vpp < 1) return false;
-  if (parallel.pp == 1 && uneven_stages()) return false;  // validate(): a split needs two stages
-  int64_t total = 0;
-  for (int64_t stage = 0; stage < parallel.pp; ++stage) {
-    const int64_t layers = stage_layers(stage);
-    if (layers < parallel.vpp || layers % parallel.vpp != 0) return false;
-    total += layers;
-  }
-  return total == model.num_layers;
+  const auto& p = parallel;
+  if (p.pp < 1 || p.vpp < 1 || model.num_layers < 1) return false;
+  if (p.pp == 1 && sets_end_stages()) return false;  // validate(): a split needs two stages
+  const Split split = split_of(*this);
+  for (const int64_t end : {split.first, split.last})
+    if (end > 0 && end % p.vpp != 0) return false;
+  int64_t ends = 0;
+  if (split.others == 0) return !__builtin_add_overflow(split.first, split.last, &ends) && ends == model.num_layers;
+  return split.share > 0 && split.share % p.vpp == 0;
 }
 
 bool RunSpec::even_stages() const {
   if (!stages_split_layers()) return false;
-  for (int64_t stage = 1; stage < parallel.pp; ++stage)
-    if (stage_layers(stage) != stage_layers(0)) return false;
-  return true;
+  const Split split = split_of(*this);
+  if (split.others == 0) return split.first == split.last;
+  return (split.first == 0 || split.first == split.share) && (split.last == 0 || split.last == split.share);
+}
+
+std::optional<std::pair<int64_t, int64_t>> balanced_end_stages(int64_t num_layers, int64_t pp, int64_t vpp) {
+  int64_t virtual_stages = 0;
+  if (num_layers < 1 || pp < 2 || vpp < 1 || pp > num_layers || __builtin_mul_overflow(pp, vpp, &virtual_stages) ||
+      num_layers % vpp != 0 || num_layers % virtual_stages == 0)
+    return std::nullopt;
+  const int64_t chunks = num_layers / vpp;  // layers in units of vpp: one per virtual stage of a stage
+  const int64_t middle = pp == 2 ? 0 : (chunks + pp - 1) / pp;
+  const int64_t ends = chunks - (pp - 2) * middle;
+  if (ends < 2) return std::nullopt;
+  const int64_t last = ends / 2;
+  return std::pair{(ends - last) * vpp, last * vpp};
 }
 
 bool fit_stage_split(RunSpec& spec) {
   auto& p = spec.parallel;
   const int64_t layers = spec.model.num_layers;
-  if (p.pp < 1 || p.vpp < 1 || layers < 1) return false;
-  if (layers % (p.pp * p.vpp) == 0) {
+  int64_t virtual_stages = 0;
+  if (p.pp < 1 || p.vpp < 1 || layers < 1 || __builtin_mul_overflow(p.pp, p.vpp, &virtual_stages)) return false;
+  if (layers % virtual_stages == 0) {
     p.first_stage_layers = p.last_stage_layers = 0;
     return true;
   }
@@ -316,40 +355,38 @@ bool fit_stage_split(RunSpec& spec) {
 
 std::string RunSpec::stage_layers_text() const {
   if (!stages_split_layers()) return {};
+  const Split split = split_of(*this);
+  std::vector<std::pair<int64_t, int64_t>> runs;  // (layers, stages), equal neighbours merged
+  auto add = [&](int64_t layers, int64_t stages) {
+    if (stages <= 0) return;
+    if (!runs.empty() && runs.back().first == layers) runs.back().second += stages;
+    else runs.emplace_back(layers, stages);
+  };
+  if (split.first > 0) add(split.first, 1);
+  add(split.share, split.others);
+  if (split.last > 0) add(split.last, 1);
   std::string out;
-  for (int64_t stage = 0; stage < parallel.pp;) {
-    const int64_t layers = stage_layers(stage);
-    int64_t run = 1;
-    while (stage + run < parallel.pp && stage_layers(stage + run) == layers) ++run;
+  for (const auto& [layers, stages] : runs) {
     if (!out.empty()) out += ", ";
     out += std::to_string(layers);
-    if (run > 1) out += " × " + std::to_string(run);
-    stage += run;
+    if (stages > 1) out += " × " + std::to_string(stages);
   }
   return out;
 }
 
 std::pair<int64_t, int64_t> RunSpec::chunk_layers(int64_t virtual_stage) const {
   const auto& p = parallel;
-  if (p.pp < 1 || p.vpp < 1 || virtual_stage < 0 || virtual_stage >= p.pp * p.vpp || model.num_layers % p.vpp != 0)
+  int64_t virtual_stages = 0;
+  if (p.pp < 1 || p.vpp < 1 || __builtin_mul_overflow(p.pp, p.vpp, &virtual_stages) || virtual_stage < 0 ||
+      virtual_stage >= virtual_stages || !stages_split_layers())
     return {0, 0};
   const int64_t chunk = virtual_stage / p.pp, stage = virtual_stage % p.pp;
+  // Chunk c of every stage starts at c·num_layers/vpp; before this stage's come stage 0's and the
+  // middle stages' (stage 1 .. stage-1) shares of 1/vpp.
   int64_t first = chunk * (model.num_layers / p.vpp);
-  for (int64_t s = 0; s < stage; ++s) first += stage_layers(s) / p.vpp;
-  const int64_t count = stage_layers(stage);
-  if (count == 0 || count % p.vpp != 0) return {0, 0};
-  return {first, first + count / p.vpp};
-}
-
-std::optional<std::pair<int64_t, int64_t>> balanced_end_stages(int64_t num_layers, int64_t pp, int64_t vpp) {
-  if (num_layers < 1 || pp < 2 || vpp < 1 || pp > num_layers || num_layers % vpp != 0 || num_layers % (pp * vpp) == 0)
-    return std::nullopt;
-  const int64_t chunks = num_layers / vpp;  // layers in units of vpp: one per virtual stage of a stage
-  const int64_t middle = pp == 2 ? 0 : (chunks + pp - 1) / pp;
-  const int64_t ends = chunks - (pp - 2) * middle;
-  if (ends < 2) return std::nullopt;
-  const int64_t last = ends / 2;
-  return std::pair{(ends - last) * vpp, last * vpp};
+  if (stage > 0) first += stage_layers(0) / p.vpp;
+  if (stage > 1) first += (stage - 1) * (stage_layers(1) / p.vpp);
+  return {first, first + stage_layers(stage) / p.vpp};
 }
 
 int64_t RunSpec::effective_zero_stage() const {

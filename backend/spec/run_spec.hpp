@@ -130,8 +130,11 @@ struct RunSpec {
   /// The layers of each stage, a run of equal ones as "count × stages": "7, 8 × 14, 7" (Llama 3 405B on
   /// 16 stages), "8 × 4" for an even split; empty where stages_split_layers() does not hold.
   std::string stage_layers_text() const;
-  /// Whether first_stage_layers or last_stage_layers sets a stage's share apart from the even one.
-  bool uneven_stages() const { return parallel.first_stage_layers > 0 || parallel.last_stage_layers > 0; }
+  /// Whether first_stage_layers or last_stage_layers is set (an even split may be so spelled too).
+  bool sets_end_stages() const { return parallel.first_stage_layers > 0 || parallel.last_stage_layers > 0; }
+  /// Whether the stages split the layers and not all hold as many: what labels, exports and
+  /// checkpoints spell out.
+  bool uneven_stages() const { return stages_split_layers() && !even_stages(); }
   /// "TP2·PP4·DP8", with ·CP, ·EP and ·VPP when above 1 and ·SP when on: the layout as the CLI and
   /// the GUI name it.
   std::string layout_label() const;

@@ -43,6 +43,16 @@ class Checker {
   }
 };
 
+// " (7 and 7 split them as 7, 8 × 14, 7)": the split a layout search gives spec's pp and vpp
+// (fit_stage_split), offered where a split is refused; empty where none can be made.
+std::string split_hint(const RunSpec& spec) {
+  RunSpec fitted = spec;
+  if (!fit_stage_split(fitted)) return {};
+  const auto& f = fitted.parallel;
+  if (f.first_stage_layers == 0) return " (0 and 0 split them evenly, " + fitted.stage_layers_text() + ")";
+  return " (" + n(f.first_stage_layers) + " and " + n(f.last_stage_layers) + " split them as " + fitted.stage_layers_text() + ")";
+}
+
 // first_stage_layers and last_stage_layers (Megatron-LM's rules for --decoder-first/last-pipeline-
 // num-layers): more than one stage, each end stage's layers a multiple of vpp, and the rest split
 // evenly over the other stages, vpp chunks each.
@@ -58,7 +68,7 @@ void check_stage_split(Checker& c, const RunSpec& spec) {
       ok = false;
     } else if (value % p.vpp != 0) {
       c.fail(path, std::string(path) + "=" + n(value) + " must be a multiple of parallel.vpp=" + n(p.vpp) +
-                       " (each of the stage's virtual stages holds an equal share)");
+                       ": each of the stage's virtual stages holds an equal share" + split_hint(spec));
       ok = false;
     }
   }
@@ -71,7 +81,8 @@ void check_stage_split(Checker& c, const RunSpec& spec) {
                               : field + "=" + n(ends);
   if (others == 0) {
     if (ends != m.num_layers)
-      c.fail(field, set + " must equal model.num_layers=" + n(m.num_layers) + " on parallel.pp=" + n(p.pp) + " stages");
+      c.fail(field, set + " must equal model.num_layers=" + n(m.num_layers) + " on parallel.pp=" + n(p.pp) + " stages" +
+                        split_hint(spec));
     return;
   }
   const int64_t rest = m.num_layers - ends;
@@ -86,16 +97,7 @@ void check_stage_split(Checker& c, const RunSpec& spec) {
     message = "the " + n(rest) + " layers that " + set + " leaves of model.num_layers=" + n(m.num_layers) +
               " must split evenly over the other " + stages +
               (p.vpp > 1 ? " times parallel.vpp=" + n(p.vpp) + " virtual stages" : std::string());
-  if (message.empty()) return;
-  // The split that would, as the layout search makes it.
-  RunSpec fitted = spec;
-  if (fit_stage_split(fitted)) {
-    const auto& f = fitted.parallel;
-    message += f.first_stage_layers == 0 ? " (0 and 0, an even split, would: " + fitted.stage_layers_text() + ")"
-                                         : " (" + n(f.first_stage_layers) + " and " + n(f.last_stage_layers) +
-                                               " would: " + fitted.stage_layers_text() + ")";
-  }
-  c.fail(field, message);
+  if (!message.empty()) c.fail(field, message + split_hint(spec));
 }
 
 }  // namespace
@@ -233,22 +235,14 @@ std::vector<FieldError> validate(const RunSpec& spec, const PresetCatalog& prese
     c.divides("parallel.tp", p.tp, "model.num_query_groups", m.num_query_groups);
     c.divides("parallel.tp", p.tp, "model.ffn_hidden_size", m.ffn_hidden_size);
     if (m.is_moe()) c.divides("parallel.tp", p.tp, "model.moe_ffn_hidden_size", m.moe_ffn_hidden_size);
-    if (!spec.uneven_stages() && m.num_layers % (p.pp * p.vpp) != 0) {
+    if (!spec.sets_end_stages() && m.num_layers % (p.pp * p.vpp) != 0) {
       std::string message = "parallel.pp·vpp = " + n(p.pp) + "·" + n(p.vpp) + " = " + n(p.pp * p.vpp) +
                             " must divide model.num_layers=" + n(m.num_layers);
-      if (const auto split = balanced_end_stages(m.num_layers, p.pp, p.vpp)) {
-        RunSpec uneven = spec;
-        uneven.parallel.first_stage_layers = split->first;
-        uneven.parallel.last_stage_layers = split->second;
-        message += ", or parallel.first_stage_layers and last_stage_layers set the end stages apart (" + n(split->first) +
-                   " and " + n(split->second);
-        if (p.pp > 2)
-          message += " give " + n(split->first) + ", " + n(uneven.stage_layers(1)) + " × " + n(p.pp - 2) + ", " + n(split->second);
-        message += ")";
-      }
+      if (const std::string hint = split_hint(spec); !hint.empty())
+        message += ", or parallel.first_stage_layers and last_stage_layers set the end stages apart" + hint;
       c.fail("parallel.pp", message);
     }
-    if (spec.uneven_stages()) check_stage_split(c, spec);
+    if (spec.sets_end_stages()) check_stage_split(c, spec);
     // SP splits what a context-parallel rank holds, seq_length / cp tokens, over the TP ranks.
     if (p.sequence_parallel && p.cp >= 1 && m.seq_length % (p.cp * p.tp) != 0) {
       if (p.cp == 1)

@@ -42,7 +42,7 @@ nlohmann::json layout_of(const spec::RunSpec& spec) {
                            {"distributed_optimizer", spec.effective_zero_stage() >= 1}, {"model", std::move(model)}};
   // Which layers each stage's files hold: written for uneven stages only, so that the checkpoints of
   // an even split, before and since, however the spec spells it, compare equal.
-  if (!spec.even_stages()) {
+  if (spec.uneven_stages()) {
     std::vector<int64_t> layers;
     for (int64_t stage = 0; stage < p.pp; ++stage) layers.push_back(spec.stage_layers(stage));
     layout["stage_layers"] = layers;

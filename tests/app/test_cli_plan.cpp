@@ -252,6 +252,19 @@ class TestCliPlan : public QObject {
     QVERIFY2(eight.exit_code == 0 && eight.out.find("0         0-14") != std::string::npos &&
                  eight.out.find("7      111-125") != std::string::npos,
              (eight.out + eight.err).c_str());
+    // The spec's own split stays when --pp gives its own PP again (6, 8 × 15 is no search's split).
+    QTemporaryDir dir;
+    nlohmann::json own;
+    std::ifstream(example("llama3-405b-8192xh100.json").toStdString()) >> own;
+    own["parallel"]["first_stage_layers"] = 6;
+    own["parallel"]["last_stage_layers"] = 0;
+    std::ofstream(dir.filePath("own.json").toStdString()) << own.dump();
+    const auto same = cli({"plan", dir.filePath("own.json"), "--pp", "16"});
+    QVERIFY2(same.exit_code == 0 && same.out.find("0          0-5") != std::string::npos, (same.out + same.err).c_str());
+    // Counts whose product overflows are refused by their range, not divided by (it crashed with SIGFPE).
+    const auto huge = cli({"plan", dir.filePath("own.json"), "--pp", "4294967296", "--vpp", "4294967296", "--schedule", "interleaved"});
+    QCOMPARE(huge.exit_code, 2);
+    QVERIFY2(huge.err.find("parallel.pp=4294967296 must be at most 65536") != std::string::npos, huge.err.c_str());
     // An even split again: the overrides' 0.
     const auto even = cli({"plan", example("llama3-405b-8192xh100.json"), "--pp", "2", "--nodes", "2", "--first-stage-layers", "0",
                            "--last-stage-layers", "0", "--gbs", "64"});

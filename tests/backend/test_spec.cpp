@@ -1,6 +1,8 @@
 // Tests of backend/spec: presets, defaults, round trip, and one case per validation rule.
 #include <QtTest/QtTest>
 
+#include <limits>
+
 #include "spec/json_keys.hpp"
 #include "spec/json_nesting.hpp"
 #include "spec/presets.hpp"
@@ -312,20 +314,25 @@ class TestSpec : public QObject {
         "parallel.first_stage_layers", "parallel.first_stage_layers=3 needs parallel.pp above 1");
     row("uneven stage a multiple of vpp",
         R"({"parallel": {"pp": 4, "vpp": 2, "schedule": "interleaved", "last_stage_layers": 3}})",
-        "parallel.last_stage_layers", "parallel.last_stage_layers=3 must be a multiple of parallel.vpp=2");
+        "parallel.last_stage_layers", "parallel.last_stage_layers=3 must be a multiple of parallel.vpp=2: each of the stage's virtual "
+        "stages holds an equal share (0 and 0 split them evenly, 8 × 4)");
+    row("two uneven stages add up, split offered",
+        R"({"model": {"num_layers": 30}, "parallel": {"pp": 2, "vpp": 2, "schedule": "interleaved", "first_stage_layers": 14,
+            "last_stage_layers": 14}})",
+        "parallel.first_stage_layers", "= 28 must equal model.num_layers=30 on parallel.pp=2 stages (16 and 14 split them as 16, 14)");
     row("uneven rest splits evenly", R"({"parallel": {"pp": 4, "first_stage_layers": 6}})", "parallel.first_stage_layers",
         "the 26 layers that parallel.first_stage_layers=6 leaves of model.num_layers=32 must split evenly over the other 3 stages "
-        "(0 and 0, an even split, would: 8 × 4)");
+        "(0 and 0 split them evenly, 8 × 4)");
     row("uneven rest splits over virtual stages",
         R"({"parallel": {"pp": 4, "vpp": 2, "schedule": "interleaved", "first_stage_layers": 4, "last_stage_layers": 2}})",
         "parallel.first_stage_layers", "the 26 layers that parallel.first_stage_layers + last_stage_layers = 6 leaves of "
         "model.num_layers=32 must split evenly over the other 2 stages times parallel.vpp=2 virtual stages");
     row("uneven ends leave too few", R"({"parallel": {"pp": 4, "first_stage_layers": 16, "last_stage_layers": 16}})",
-        "parallel.first_stage_layers", "leaves 0 of model.num_layers=32 for the other 2 stages, which need at least 2 (0 and 0, an "
-        "even split, would: 8 × 4)");
+        "parallel.first_stage_layers", "leaves 0 of model.num_layers=32 for the other 2 stages, which need at least 2 (0 and 0 split "
+        "them evenly, 8 × 4)");
     row("uneven ends leave one stage too few", R"({"parallel": {"pp": 3, "tp": 1, "first_stage_layers": 16, "last_stage_layers": 16},
         "cluster": {"gpus_per_node": 3}, "training": {"global_batch_size": 63}})",
-        "parallel.first_stage_layers", "for the other 1 stage, which needs at least 1 (11 and 10 would: 11 × 2, 10)");
+        "parallel.first_stage_layers", "for the other 1 stage, which needs at least 1 (11 and 10 split them as 11 × 2, 10)");
     row("uneven ends more than the layers", R"({"parallel": {"pp": 4, "first_stage_layers": 20, "last_stage_layers": 20}})",
         "parallel.first_stage_layers", "parallel.first_stage_layers + last_stage_layers = 40 is more than model.num_layers=32 (0 and 0");
     row("two uneven stages hold every layer", R"({"parallel": {"first_stage_layers": 10, "last_stage_layers": 10}})",
@@ -336,7 +343,7 @@ class TestSpec : public QObject {
         "parallel.decoder_first_pipeline_num_layers", "did you mean parallel.first_stage_layers");
     row("an uneven split offered", R"({"model": {"preset": "llama3-405b"}, "parallel": {"tp": 8, "pp": 16}, "cluster": {"nodes": 16}})",
         "parallel.pp", "parallel.pp·vpp = 16·1 = 16 must divide model.num_layers=126, or parallel.first_stage_layers and "
-        "last_stage_layers set the end stages apart (7 and 7 give 7, 8 × 14, 7)");
+        "last_stage_layers set the end stages apart (7 and 7 split them as 7, 8 × 14, 7)");
   }
 
   void validationRules() {
@@ -412,16 +419,27 @@ class TestSpec : public QObject {
     QVERIFY(one.stages_split_layers() && one.even_stages());
     doc["parallel"] = {{"tp", 2}, {"pp", 4}, {"first_stage_layers", 8}};
     const RunSpec spelled = parse_spec(doc);
-    QVERIFY(spelled.uneven_stages() && spelled.even_stages());
+    QVERIFY(spelled.sets_end_stages() && spelled.even_stages() && !spelled.uneven_stages());
     doc["parallel"] = {{"tp", 2}, {"pp", 4}, {"first_stage_layers", 5}, {"last_stage_layers", 3}};
     RunSpec uneven = parse_spec(doc);
-    QVERIFY(!uneven.even_stages());
+    QVERIFY(!uneven.even_stages() && uneven.uneven_stages());
     uneven.parallel.pp = 3;
     QVERIFY(fit_stage_split(uneven));
     QCOMPARE(uneven.stage_layers_text(), std::string("11 × 2, 10"));
     uneven.parallel.pp = 64;  // more stages than layers: no split, the spec as it was
     QVERIFY(!fit_stage_split(uneven));
     QCOMPARE(uneven.parallel.first_stage_layers, int64_t{11});
+    // A file the workbench opens as it is (no rule checked): counts whose product overflows, or far
+    // more stages than layers, split nothing, at once (pp·vpp wrapped to 0 and divided by it).
+    doc["parallel"] = {{"pp", int64_t{1} << 32}, {"vpp", int64_t{1} << 32}, {"first_stage_layers", int64_t{1} << 62},
+                       {"last_stage_layers", std::numeric_limits<int64_t>::max()}};
+    RunSpec huge = parse_spec(doc, PresetCatalog::builtin(), Rules::none);
+    QVERIFY(!huge.stages_split_layers() && !huge.even_stages() && !huge.uneven_stages());
+    QCOMPARE(huge.stage_layers_text(), std::string());
+    QCOMPARE(huge.chunk_layers(0), (std::pair<int64_t, int64_t>{0, 0}));
+    QVERIFY(!fit_stage_split(huge));
+    doc["parallel"] = {{"pp", int64_t{1} << 40}};
+    QVERIFY(!parse_spec(doc, PresetCatalog::builtin(), Rules::none).stages_split_layers());
   }
 
   void balancedEndStages() {

@@ -212,7 +212,7 @@ class TestModels : public QObject {
     QVERIFY2(session.undoStack()->undoText().contains("(end stages of 15 and 15 layers)"), qPrintable(session.undoStack()->undoText()));
     QVERIFY(session.setField("parallel.pp", 2));
     QCOMPARE(session.spec().stage_layers_text(), std::string("63 × 2"));
-    QVERIFY(!session.spec().uneven_stages());
+    QVERIFY(!session.spec().sets_end_stages());
     session.undoStack()->undo();
     session.undoStack()->undo();
     QCOMPARE(session.spec().stage_layers_text(), std::string("7, 8 × 14, 7"));
@@ -221,7 +221,7 @@ class TestModels : public QObject {
     QCOMPARE(session.spec().stage_layers_text(), std::string("31, 32 × 2, 31"));
     QVERIFY(session.setField("parallel.pp", 1));
     QVERIFY(!session.stale());
-    QVERIFY(!session.spec().uneven_stages());
+    QVERIFY(!session.spec().sets_end_stages());
     session.undoStack()->undo();
     session.undoStack()->undo();
     // The timeline's schedule comparison: interleaving's two virtual stages split as the search would.
@@ -235,7 +235,7 @@ class TestModels : public QObject {
              qPrintable(session.errorFor("parallel.last_stage_layers")));
     QCOMPARE(session.relatedErrorFor("model.num_layers"), session.errorFor("parallel.last_stage_layers"));  // named by the rule
     QVERIFY(session.setField("parallel.last_stage_layers", 0));
-    QVERIFY2(session.errorFor("parallel.pp").contains(QString::fromUtf8("(7 and 7 give 7, 8 × 14, 7)")),
+    QVERIFY2(session.errorFor("parallel.pp").contains(QString::fromUtf8("(7 and 7 split them as 7, 8 × 14, 7)")),
              qPrintable(session.errorFor("parallel.pp")));
     QVERIFY(session.setField("parallel.pp", 2));
     QVERIFY(!session.stale());
