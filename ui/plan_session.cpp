@@ -196,7 +196,8 @@ bool PlanSession::importHuggingFace(const QString& path, QString* error, QString
     // Fields the config leaves out take their spec defaults, as parse_spec would give them.
     if (updated.model.moe_ffn_hidden_size == 0) updated.model.moe_ffn_hidden_size = updated.model.ffn_hidden_size;
     updated.name = imported.value("name", updated.name);
-    if (updated.sets_end_stages()) spec::fit_stage_split(updated);  // the new layers split as a new PP splits them
+    // Other layers split again, as after an edit of num_layers.
+    if (updated.sets_end_stages() && updated.model.num_layers != spec_.model.num_layers) spec::fit_stage_split(updated);
     replaceSpec(updated, tr("Import %1").arg(QFileInfo(path).fileName()));
     if (notes)
       for (const auto& note : import_notes) notes->push_back(QString::fromStdString(note));

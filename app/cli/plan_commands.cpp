@@ -29,7 +29,8 @@ using nlohmann::json;
 // Overrides shared by plan, schedule and export (and search, without the layout's): applied to the
 // document before parsing, so that every rule of the spec still holds for the result.
 struct Overrides {
-  std::optional<int64_t> tp, pp, dp, cp, ep, vpp, first_stage_layers, last_stage_layers, zero, mbs, gbs, seq, nodes, gpus_per_node;
+  std::optional<int64_t> tp, pp, dp, cp, ep, vpp, first_stage_layers, last_stage_layers, zero, mbs, gbs, seq, nodes,
+      gpus_per_node;
   std::optional<std::string> recompute, precision, schedule, gpu, preset;
   bool sp = false;
   CLI::Option* sp_option = nullptr;
@@ -67,8 +68,8 @@ struct Overrides {
 
   /// What a run's name may spell: the layout, the cluster, the model preset and the GPU (relabel_layout).
   bool changes_layout() const {
-    return tp || pp || dp || cp || ep || vpp || first_stage_layers || last_stage_layers || zero || nodes || gpus_per_node || (sp_option && sp_option->count() > 0) || gpu ||
-           preset || schedule;
+    return tp || pp || dp || cp || ep || vpp || first_stage_layers || last_stage_layers || zero || nodes || gpus_per_node ||
+           (sp_option && sp_option->count() > 0) || gpu || preset || schedule;
   }
 
   void apply(json& doc) const {

@@ -721,9 +721,9 @@ nlohmann::ordered_json to_json(const RunSpec& spec, JsonFields fields) {
       if (section.name == "parallel" && f.name == "dp" && spec.parallel.dp == 0) continue;
       if (section.name == "model" && f.name == "decoder_seq_length" && spec.model.decoder_seq_length == 0) continue;
       // An even split is left out for agents, so that those of releases before uneven stages launch it.
-      if (fields == JsonFields::for_agents && section.name == "parallel" && ((f.name == "first_stage_layers" && spec.parallel.first_stage_layers == 0) ||
-                                         (f.name == "last_stage_layers" && spec.parallel.last_stage_layers == 0)))
-        continue;
+      const bool unset_end = (f.name == "first_stage_layers" && spec.parallel.first_stage_layers == 0) ||
+                             (f.name == "last_stage_layers" && spec.parallel.last_stage_layers == 0);
+      if (fields == JsonFields::for_agents && section.name == "parallel" && unset_end) continue;
       if (fields == JsonFields::for_agents && section.name == "training" && f.name == "save_every" &&
           spec.training.save_every == 0)
         continue;

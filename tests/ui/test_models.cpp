@@ -408,6 +408,23 @@ class TestModels : public QObject {
     QCOMPARE(session.plan()->params.total, int64_t{8030261248});  // Llama-3-8B's published count
     session.undoStack()->undo();
     QVERIFY(session.spec() == before);
+    // Uneven stages: other layers split again (32 on PP 16: evenly), the same count keeps the split.
+    PlanSession uneven;
+    QVERIFY(uneven.open(example("llama3-405b-8192xh100.json"), nullptr));
+    QVERIFY2(uneven.importHuggingFace(config.fileName(), &error), qPrintable(error));
+    QCOMPARE(uneven.spec().stage_layers_text(), std::string("2 × 16"));
+    QVERIFY(!uneven.spec().sets_end_stages());
+    QVERIFY(!uneven.stale());
+    uneven.undoStack()->undo();
+    QVERIFY(uneven.setField("parallel.first_stage_layers", 6));
+    QVERIFY(uneven.setField("parallel.last_stage_layers", 8));
+    QVERIFY(config.open(QIODevice::WriteOnly | QIODevice::Truncate));
+    config.write(R"({"model_type": "llama", "num_hidden_layers": 126, "hidden_size": 16384, "num_attention_heads": 128,
+                     "num_key_value_heads": 8, "intermediate_size": 53248, "vocab_size": 128256,
+                     "max_position_embeddings": 8192, "tie_word_embeddings": false})");
+    config.close();
+    QVERIFY2(uneven.importHuggingFace(config.fileName(), &error), qPrintable(error));
+    QCOMPARE(uneven.spec().stage_layers_text(), std::string("6, 8 × 15"));
 
     QVERIFY(config.open(QIODevice::WriteOnly | QIODevice::Truncate));
     config.write(R"({"model_type": "llama", "hidden_size": 4096})");
