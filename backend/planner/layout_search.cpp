@@ -215,9 +215,13 @@ SearchSpace default_search_space(const spec::RunSpec& spec, bool tessera_train) 
     add_own(space.cp, p.cp, 1);
   }
   // Stages that split the layers evenly, or with the end stages set apart (Megatron-LM's uneven
-  // first and last stages).
-  for (int64_t pp : divisors(world))
-    if (pp <= m.num_layers && (m.num_layers % pp == 0 || spec::balanced_end_stages(m.num_layers, pp, 1))) space.pp.push_back(pp);
+  // first and last stages), as the enumeration will split them.
+  for (int64_t pp : divisors(world)) {
+    spec::RunSpec staged = spec;
+    staged.parallel.pp = pp;
+    staged.parallel.vpp = 1;
+    if (spec::fit_stage_split(staged)) space.pp.push_back(pp);
+  }
   add_own(space.pp, p.pp, 1);
   space.vpp = {2, 4, 8};
   add_own(space.vpp, p.vpp, 2);

@@ -23,12 +23,12 @@ at::Tensor rotate_half(const at::Tensor& x) {
 
 }  // namespace
 
-Transformer::Transformer(const spec::RunSpec& spec, int64_t stage, TensorParallel tp, spec::Recompute recompute,
-                         ParamStore& store, bool fused_kernels)
+Transformer::Transformer(const spec::RunSpec& spec, int64_t stage, TensorParallel tp, ParamStore& store, bool fused_kernels)
     : model_(spec.model), tp_(tp), biases_(spec.model.arch == spec::Arch::gpt),
       layernorm_(spec.model.normalization == spec::Normalization::layernorm),
       swiglu_(spec.model.activation == spec::Activation::swiglu),
-      rope_(spec.model.position_embedding == spec::PositionEmbedding::rope), fused_(fused_kernels), recompute_(recompute) {
+      rope_(spec.model.position_embedding == spec::PositionEmbedding::rope), fused_(fused_kernels),
+      recompute_(spec.training.recompute) {
   const auto& model = spec.model;
   const int64_t t = tp_.size(), h = model.hidden_size;
   heads_local_ = model.num_attention_heads / t;

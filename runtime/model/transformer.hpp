@@ -39,8 +39,7 @@ class Transformer {
   /// layers RunSpec::chunk_layers gives it) in `store`.
   /// fused_kernels: norms, RoPE, the activation and the cross-entropy run Tessera's fused kernels
   /// (runtime/model/fused_ops.hpp) instead of the ATen ops.
-  Transformer(const spec::RunSpec& spec, int64_t stage, TensorParallel tp,
-              spec::Recompute recompute, ParamStore& store, bool fused_kernels = false);
+  Transformer(const spec::RunSpec& spec, int64_t stage, TensorParallel tp, ParamStore& store, bool fused_kernels = false);
   Transformer(const Transformer&) = delete;  // the recomputed closures point into this object
   Transformer& operator=(const Transformer&) = delete;
 
